@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds kiln's base root filesystem: Debian bookworm minbase with the tools an
+# agent's commands expect, and user `user` (uid 1000, passwordless sudo) whose
+# home is /workspace.
+#
+# Usage: build.sh OUT_DIR
+# The image is keyed by the sha256 of this file (see image-path.sh), so any
+# change to the recipe makes a new image; an existing one is never modified.
+set -euo pipefail
+out=${1:?usage: build.sh OUT_DIR}
+[ ! -e "$out" ] || { echo "build.sh: $out exists" >&2; exit 1; }
+
+mirror_of() {  # the Debian mirror the host's apt already uses
+  local u
+  u=$(grep -h -E '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n 1 || true)
+  [ -n "$u" ] || u=$(awk '$1=="deb" && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+  echo "$u"
+}
+mirror=$(mirror_of)
+[ -n "$mirror" ] || { echo "build.sh: no Debian mirror in apt sources" >&2; exit 1; }
+
+tmp="$out.tmp.$$"
+trap 'rm -rf "$tmp"' EXIT
+debootstrap --variant=minbase \
+  --include=bash,coreutils,python3,tar,gzip,ca-certificates,procps,sudo \
+  bookworm "$tmp" "$mirror"
+
+chroot "$tmp" /usr/sbin/groupadd -g 1000 user
+chroot "$tmp" /usr/sbin/useradd -u 1000 -g 1000 -d /workspace -M -s /bin/bash user
+mkdir -p "$tmp/workspace"
+chown 1000:1000 "$tmp/workspace"
+echo 'user ALL=(ALL) NOPASSWD:ALL' > "$tmp/etc/sudoers.d/user"
+chmod 0440 "$tmp/etc/sudoers.d/user"
+# No package caches or logs in the image: smaller, and identical every build.
+rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/* "$tmp"/var/log/*.log
+mkdir -p "$tmp/opt/kiln"
+mv "$tmp" "$out"
+trap - EXIT
+echo "build.sh: base image ready in $out"

@@ -1,0 +1,161 @@
+#include "agent/agent.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "agent/exec_stream.h"
+#include "agent/files.h"
+#include "agent/proc_scan.h"
+#include "agent/processes.h"
+
+namespace kiln::agent {
+
+using nlohmann::json;
+
+int64_t WallClockMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+Agent::Agent(EventLoop& loop) : loop_(loop) {
+  channel_ = std::make_unique<Channel>(loop, 0, 1, *this);
+  processes_ = std::make_unique<ProcessTable>(*this);
+}
+
+Agent::~Agent() = default;
+
+std::string Agent::NewToken(char kind) { return std::string(1, kind) + std::to_string(next_token_++); }
+
+void Agent::Attach(uint32_t stream, std::unique_ptr<Stream> s) { streams_[stream] = std::move(s); }
+
+void Agent::Finish(uint32_t stream) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end()) return;
+  finished_.push_back(std::move(it->second));
+  streams_.erase(it);
+  // Destroy after the callback that called us has returned.
+  loop_.AddTimer(0, [this] { finished_.clear(); });
+}
+
+void Agent::OnData(uint32_t stream, uint8_t channel, std::string data, bool end) {
+  auto it = streams_.find(stream);
+  if (it != streams_.end()) it->second->OnData(channel, std::move(data), end);
+}
+
+void Agent::OnWindow(uint32_t stream, uint32_t bytes) {
+  auto it = streams_.find(stream);
+  if (it != streams_.end()) it->second->OnWindow(bytes);
+}
+
+void Agent::OnCancel(uint32_t stream) {
+  processes_->CancelWaiter(stream);
+  Finish(stream);  // an exec's Command dies with its stream, killing its tree
+}
+
+void Agent::OnNewSession() {
+  // The previous daemon is gone: nobody will read the answers of its
+  // requests. Background processes live on; execs and transfers end.
+  for (auto& [id, s] : streams_) finished_.push_back(std::move(s));
+  streams_.clear();
+  processes_->CancelAllWaiters();
+  loop_.AddTimer(0, [this] { finished_.clear(); });
+}
+
+void Agent::OnRequest(uint32_t stream, json req) {
+  std::string op = req.value("op", "");
+  try {
+    if (op == "exec") return HandleExec(stream, req);
+    if (op == "ping") {
+      return channel_->SendResponse(stream, {{"ok", true}, {"time", WallClockMs()}});
+    }
+    if (op == "oom") {
+      pid_t victim = LargestProcess();
+      if (victim > 1) ::kill(victim, SIGKILL);
+      return channel_->SendResponse(stream, {{"killed", victim}});
+    }
+    if (op == "archive.get") return HandleArchive(stream, req, false);
+    if (op == "archive.put") return HandleArchive(stream, req, true);
+    if (op.rfind("proc.", 0) == 0) return processes_->Handle(stream, op, req);
+    if (op.rfind("file.", 0) == 0) return HandleFileOp(*this, stream, op, req);
+    channel_->SendError(stream, "invalid_request", "unknown op '" + op + "'");
+  } catch (const json::exception& e) {
+    channel_->SendError(stream, "invalid_request", std::string("bad request: ") + e.what());
+  }
+}
+
+void Agent::HandleExec(uint32_t stream, const json& req) {
+  SpawnSpec spec;
+  std::string error = UserSpawnSpec(req, &spec);
+  if (!error.empty()) return channel_->SendError(stream, "invalid_request", error);
+  ExecOptions opts;
+  opts.stdin_data = req.value("stdin", false);
+  opts.timeout_ms = req.value("timeoutMs", int64_t{60000});
+  opts.capture_limit = req.value("captureLimit", uint64_t{0});
+  ExecStream::Start(*this, stream, std::move(spec), opts);
+}
+
+void Agent::HandleArchive(uint32_t stream, const json& req, bool put) {
+  std::string path = req.value("path", "");
+  bool gzip = req.value("gzip", false);
+  std::string err = PrepareArchiveDir(path, put);
+  if (!err.empty()) return channel_->SendResponse(stream, json::parse(err));
+  SpawnSpec spec;
+  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/workspace"};
+  spec.cwd = "/";
+  if (put) {
+    // Unpacked with the user's rights, so the files are the user's.
+    spec.uid = kUserUid;
+    spec.gid = kUserGid;
+    spec.argv = {"tar", "-C", path, "-x", "-p", "--no-same-owner", "-f", "-"};
+  } else {
+    spec.argv = {"tar", "-C", path, "-c", "-f", "-", "."};
+  }
+  if (gzip) spec.argv.insert(spec.argv.begin() + 3, "-z");
+  ExecOptions opts;
+  opts.stdin_data = put;
+  opts.timeout_ms = 0;
+  ExecStream::Start(*this, stream, std::move(spec), opts, json{{"path", path}});
+}
+
+std::string UserSpawnSpec(const json& req, SpawnSpec* spec) {
+  if (req.contains("argv")) {
+    for (const auto& a : req["argv"]) spec->argv.push_back(a.get<std::string>());
+    if (spec->argv.empty()) return "argv is empty";
+  } else if (req.contains("command")) {
+    spec->argv = {"/bin/bash", "-c", req["command"].get<std::string>()};
+  } else {
+    return "argv or command is required";
+  }
+  spec->cwd = req.value("cwd", std::string("/workspace"));
+  spec->uid = kUserUid;
+  spec->gid = kUserGid;
+  spec->env = {"PATH=/workspace/.local/bin:/usr/local/bin:/usr/bin:/bin",
+               "HOME=/workspace",
+               "USER=user",
+               "LOGNAME=user",
+               "SHELL=/bin/bash",
+               "LANG=C.UTF-8",
+               "PWD=" + spec->cwd};
+  if (req.contains("env")) {
+    for (const auto& [k, v] : req["env"].items()) {
+      std::string kv = k + "=" + v.get<std::string>();
+      auto same = [&](const std::string& e) { return e.compare(0, k.size() + 1, k + "=") == 0; };
+      std::erase_if(spec->env, same);
+      spec->env.push_back(std::move(kv));
+    }
+  }
+  return "";
+}
+
+std::string SpawnFailureText(const SpawnSpec& spec, const SpawnResult& r) {
+  std::string what = r.what == "chdir" ? "cd: " + spec.cwd : spec.argv.empty() ? "" : spec.argv[0];
+  std::string reason = r.error == ENOENT && r.what == "exec" ? "command not found" : std::strerror(r.error);
+  return "kiln: " + what + ": " + reason + "\n";
+}
+
+}  // namespace kiln::agent

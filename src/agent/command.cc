@@ -1,0 +1,224 @@
+#include "agent/command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "agent/proc_scan.h"
+
+namespace kiln::agent {
+namespace {
+
+// After a command returns and its leftovers are killed, how long its
+// output pipes may stay open (held by an escaped process) before we stop
+// waiting for EOF.
+constexpr int64_t kDrainMs = 2000;
+
+bool MakePipe(UniqueFd& read_end, UniqueFd& write_end) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) < 0) return false;
+  read_end.reset(fds[0]);
+  write_end.reset(fds[1]);
+  return true;
+}
+
+}  // namespace
+
+Command::Command(EventLoop& loop, CommandRegistry& registry) : loop_(loop), registry_(registry) {}
+
+Command::~Command() {
+  if (drain_timer_) loop_.CancelTimer(drain_timer_);
+  for (int i = 0; i < 2; ++i) CloseOutput(i);
+  if (stdin_) loop_.Remove(stdin_.get());
+  if (!exit_seen_ && pid_ > 0) {
+    // Destroyed while running (cancelled): take everything down with it.
+    KillOwned(pid_, token_, registry_.SessionsExcept(pid_));
+  }
+  registry_.Remove(this);
+}
+
+std::unique_ptr<Command> Command::Start(EventLoop& loop, CommandRegistry& registry,
+                                        SpawnSpec spec, const std::string& token, Options options,
+                                        Callbacks callbacks, SpawnResult* error) {
+  std::unique_ptr<Command> c(new Command(loop, registry));
+  c->callbacks_ = std::move(callbacks);
+  c->options_ = options;
+  c->token_ = token;
+  UniqueFd in_r, in_w, out_w[2];
+  if (!MakePipe(c->out_[0], out_w[0]) || !MakePipe(c->out_[1], out_w[1]) ||
+      !MakePipe(in_r, in_w)) {
+    error->error = errno;
+    error->what = "pipe";
+    return nullptr;
+  }
+  spec.env.push_back(std::string(kOwnerEnv) + "=" + token);
+  spec.stdin_fd = in_r.get();
+  spec.stdout_fd = out_w[0].get();
+  spec.stderr_fd = out_w[1].get();
+  c->started_ms_ = MonotonicMs();
+  SpawnResult r = Spawn(spec);
+  if (r.pid < 0 || r.error != 0) {
+    if (r.pid > 0) {
+      // The child exited with 127 before exec; reap it via SIGCHLD later.
+    }
+    *error = r;
+    return nullptr;
+  }
+  c->pid_ = r.pid;
+  registry.Add(c.get());
+  c->stdin_ = std::move(in_w);
+  fcntl(c->stdin_.get(), F_SETFL, O_NONBLOCK);
+  for (int i = 0; i < 2; ++i) {
+    fcntl(c->out_[i].get(), F_SETFL, O_NONBLOCK);
+    c->WatchOutput(i);
+  }
+  if (!options.stdin_pipe) c->CloseStdin();
+  return c;
+}
+
+void Command::WatchOutput(int index) {
+  loop_.Add(out_[index].get(), paused_ ? 0u : static_cast<uint32_t>(EPOLLIN),
+            [this, index](uint32_t) { OnOutputReadable(index); });
+}
+
+void Command::OnOutputReadable(int index) {
+  char buf[64 * 1024];
+  for (int rounds = 0; rounds < 4 && out_[index] && !paused_; ++rounds) {
+    ssize_t n = ::read(out_[index].get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {
+      CloseOutput(index);
+      MaybeFinish();
+      return;
+    }
+    if (callbacks_.on_output)
+      callbacks_.on_output(static_cast<uint8_t>(index + 1), std::string_view(buf, static_cast<size_t>(n)));
+    if (static_cast<size_t>(n) < sizeof buf) return;
+  }
+}
+
+void Command::CloseOutput(int index) {
+  if (!out_[index]) return;
+  loop_.Remove(out_[index].get());
+  out_[index].reset();
+}
+
+void Command::PauseOutput(bool paused) {
+  if (paused == paused_) return;
+  paused_ = paused;
+  for (int i = 0; i < 2; ++i) {
+    if (out_[i]) loop_.Modify(out_[i].get(), paused ? 0u : static_cast<uint32_t>(EPOLLIN));
+  }
+}
+
+size_t Command::WriteStdin(std::string_view data) {
+  if (!stdin_ || stdin_closing_) return 0;
+  stdin_buf_.append(data);
+  stdin_accepted_ += data.size();
+  OnStdinWritable();
+  return data.size();
+}
+
+void Command::CloseStdin() {
+  if (!stdin_) return;
+  stdin_closing_ = true;
+  OnStdinWritable();
+}
+
+void Command::OnStdinWritable() {
+  while (!stdin_buf_.empty() && stdin_) {
+    ssize_t n = ::write(stdin_.get(), stdin_buf_.data(), stdin_buf_.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    if (n < 0) {  // EPIPE: the program closed its stdin; drop the rest
+      stdin_buf_.clear();
+      break;
+    }
+    stdin_buf_.erase(0, static_cast<size_t>(n));
+  }
+  bool pending = !stdin_buf_.empty();
+  if (!pending && stdin_closing_) {
+    loop_.Remove(stdin_.get());
+    stdin_.reset();
+    return;
+  }
+  if (pending) {
+    loop_.Remove(stdin_.get());
+    loop_.Add(stdin_.get(), EPOLLOUT, [this](uint32_t) { OnStdinWritable(); });
+  }
+}
+
+void Command::Signal(int sig) {
+  if (exit_seen_) return;
+  // The program leads its own process group, so this also reaches a shell's
+  // children, as a terminal's Ctrl-C does.
+  if (::kill(-pid_, sig) < 0) ::kill(pid_, sig);
+}
+
+void Command::KillAll(bool timed_out) {
+  if (timed_out) result_.timed_out = true;
+  if (pid_ > 0) KillOwned(pid_, token_, registry_.SessionsExcept(pid_));
+  if (!exit_seen_) ::kill(pid_, SIGKILL);
+}
+
+void Command::OnExit(int status) {
+  if (exit_seen_) return;
+  exit_seen_ = true;
+  result_.duration_ms = MonotonicMs() - started_ms_;
+  if (WIFEXITED(status)) {
+    result_.exited = true;
+    result_.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result_.signal = WTERMSIG(status);
+  }
+  if (options_.cleanup_on_exit) KillOwned(pid_, token_, registry_.SessionsExcept(pid_));
+  registry_.Remove(this);
+  if (stdin_) {
+    loop_.Remove(stdin_.get());
+    stdin_.reset();
+  }
+  if (out_[0] || out_[1]) {
+    drain_timer_ = loop_.AddTimer(kDrainMs, [this] {
+      drain_timer_ = 0;
+      for (int i = 0; i < 2; ++i) CloseOutput(i);
+      MaybeFinish();
+    });
+  }
+  MaybeFinish();
+}
+
+void Command::MaybeFinish() {
+  if (done_ || !exit_seen_ || out_[0] || out_[1]) return;
+  done_ = true;
+  if (drain_timer_) {
+    loop_.CancelTimer(drain_timer_);
+    drain_timer_ = 0;
+  }
+  // May destroy this object.
+  if (callbacks_.on_done) callbacks_.on_done(result_);
+}
+
+std::set<pid_t> CommandRegistry::SessionsExcept(pid_t sid) const {
+  std::set<pid_t> out;
+  for (const auto& [pid, c] : by_pid_) {
+    if (pid != sid) out.insert(pid);
+  }
+  return out;
+}
+
+void CommandRegistry::ReapAll() {
+  for (;;) {
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    auto it = by_pid_.find(pid);
+    if (it != by_pid_.end()) it->second->OnExit(status);
+  }
+}
+
+}  // namespace kiln::agent

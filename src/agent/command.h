@@ -1,0 +1,108 @@
+// A program started by the agent, with its stdio pipes, its exit and the
+// killing of whatever it left behind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "agent/event_loop.h"
+#include "agent/spawn.h"
+#include "common/unique_fd.h"
+
+namespace kiln::agent {
+
+class CommandRegistry;
+
+struct CommandResult {
+  bool exited = false;  // exited by itself (exit_code valid)
+  int exit_code = 0;
+  int signal = 0;       // the signal that ended it, when !exited
+  bool timed_out = false;
+  int64_t duration_ms = 0;
+};
+
+class Command {
+ public:
+  struct Options {
+    bool stdin_pipe = false;      // keep a pipe to its stdin (else stdin data or /dev/null)
+    bool cleanup_on_exit = true;  // kill everything it started when it returns
+  };
+  struct Callbacks {
+    std::function<void(uint8_t channel, std::string_view data)> on_output;
+    std::function<void(const CommandResult&)> on_done;  // exit seen and output drained
+  };
+
+  // Starts the program. On failure returns null and sets *error.
+  static std::unique_ptr<Command> Start(EventLoop& loop, CommandRegistry& registry,
+                                        SpawnSpec spec, const std::string& token, Options options,
+                                        Callbacks callbacks, SpawnResult* error);
+  ~Command();
+  Command(const Command&) = delete;
+  Command& operator=(const Command&) = delete;
+
+  pid_t pid() const { return pid_; }
+  const std::string& token() const { return token_; }
+  bool running() const { return !exit_seen_; }
+
+  // Stdin: queued and written as the pipe drains. Returns bytes accepted.
+  size_t WriteStdin(std::string_view data);
+  void CloseStdin();
+  bool stdin_open() const { return stdin_.valid() && !stdin_closing_; }
+  uint64_t stdin_offset() const { return stdin_accepted_; }
+
+  // Flow control: stop reading output until resumed (the program blocks).
+  void PauseOutput(bool paused);
+
+  void Signal(int sig);            // to its process group
+  void KillAll(bool timed_out);    // it and everything it started
+
+  // Called by the registry when waitpid() reports it.
+  void OnExit(int status);
+
+ private:
+  Command(EventLoop& loop, CommandRegistry& registry);
+  void WatchOutput(int index);
+  void OnOutputReadable(int index);
+  void CloseOutput(int index);
+  void OnStdinWritable();
+  void MaybeFinish();
+
+  EventLoop& loop_;
+  CommandRegistry& registry_;
+  Callbacks callbacks_;
+  Options options_;
+  std::string token_;
+  pid_t pid_ = -1;
+  int64_t started_ms_ = 0;
+  UniqueFd out_[2];  // stdout, stderr read ends
+  bool paused_ = false;
+  UniqueFd stdin_;
+  std::string stdin_buf_;
+  bool stdin_closing_ = false;
+  uint64_t stdin_accepted_ = 0;
+  bool exit_seen_ = false;
+  bool done_ = false;
+  CommandResult result_;
+  EventLoop::TimerId drain_timer_ = 0;
+};
+
+// Maps pids to commands so SIGCHLD reaches the right one; knows the live
+// sessions so one command's cleanup never touches another's processes.
+class CommandRegistry {
+ public:
+  void Add(Command* c) { by_pid_[c->pid()] = c; }
+  void Remove(Command* c) { by_pid_.erase(c->pid()); }
+  std::set<pid_t> SessionsExcept(pid_t sid) const;
+  // Reaps every exited child (the agent is PID 1: orphans land here too).
+  void ReapAll();
+
+ private:
+  std::map<pid_t, Command*> by_pid_;
+};
+
+}  // namespace kiln::agent

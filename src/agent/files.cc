@@ -1,0 +1,332 @@
+#include "agent/files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "agent/agent.h"
+#include "common/unique_fd.h"
+#include "proto/frame.h"
+
+namespace kiln::agent {
+namespace {
+
+using nlohmann::json;
+
+std::string Octal(mode_t m) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%o", static_cast<unsigned>(m & 07777));
+  return buf;
+}
+
+const char* TypeName(mode_t m) {
+  if (S_ISREG(m)) return "file";
+  if (S_ISDIR(m)) return "directory";
+  if (S_ISLNK(m)) return "symlink";
+  return "other";
+}
+
+std::string BaseName(const std::string& path) {
+  if (path == "/") return "/";
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos || slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+json Entry(const std::string& path, const struct stat& st) {
+  json e = {{"name", BaseName(path)},
+            {"path", path},
+            {"type", TypeName(st.st_mode)},
+            {"size", static_cast<uint64_t>(st.st_size)},
+            {"mode", Octal(st.st_mode)},
+            {"modifiedMs", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000},
+            {"uid", st.st_uid},
+            {"gid", st.st_gid}};
+  if (S_ISLNK(st.st_mode)) {
+    char target[4096];
+    ssize_t n = readlink(path.c_str(), target, sizeof target);
+    if (n >= 0) e["symlinkTarget"] = std::string(target, static_cast<size_t>(n));
+  }
+  return e;
+}
+
+// Rejects what the kernel would misread: relative paths and NUL bytes.
+std::string CheckPath(const std::string& path) {
+  if (path.empty() || path[0] != '/') return "path must be absolute";
+  if (path.find('\0') != std::string::npos) return "path contains a NUL byte";
+  if (path.size() > 4096) return "path is longer than 4096 bytes";
+  return "";
+}
+
+// mkdir -p; new folders belong to the user.
+int MakeParents(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  if (dir != "/") {
+    int err = MakeParents(DirName(dir));
+    if (err) return err;
+  }
+  if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) return errno;
+  if (chown(dir.c_str(), kUserUid, kUserGid) < 0) return errno;
+  return 0;
+}
+
+void ListInto(const std::string& dir, int depth, json& out, size_t limit) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    if (out.size() >= limit) return;
+    std::string p = dir == "/" ? "/" + n : dir + "/" + n;
+    struct stat st;
+    if (lstat(p.c_str(), &st) < 0) continue;
+    out.push_back(Entry(p, st));
+    if (depth > 1 && S_ISDIR(st.st_mode)) ListInto(p, depth - 1, out, limit);
+  }
+}
+
+int RemoveTree(const std::string& path) {
+  auto rm = [](const char* p, const struct stat*, int, FTW*) -> int { return ::remove(p) < 0 ? errno : 0; };
+  return nftw(path.c_str(), rm, 64, FTW_DEPTH | FTW_PHYS);
+}
+
+// file.read: streams the file as data frames, within the window.
+class FileReader : public Stream {
+ public:
+  FileReader(Agent& agent, uint32_t stream, UniqueFd fd) : agent_(agent), stream_(stream), fd_(std::move(fd)) {}
+  void Pump() {
+    char buf[64 * 1024];
+    while (unacked_ < proto::kStreamWindow) {
+      ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        agent_.channel().SendResponse(stream_, FileError(errno, "read"));
+        return agent_.Finish(stream_);
+      }
+      if (n == 0) {
+        agent_.channel().SendData(stream_, proto::kStdout, "", true);
+        agent_.channel().SendResponse(stream_, json{{"size", total_}});
+        return agent_.Finish(stream_);
+      }
+      agent_.channel().SendData(stream_, proto::kStdout, std::string_view(buf, static_cast<size_t>(n)));
+      total_ += static_cast<uint64_t>(n);
+      unacked_ += static_cast<uint64_t>(n);
+    }
+  }
+  void OnWindow(uint32_t bytes) override {
+    unacked_ = bytes > unacked_ ? 0 : unacked_ - bytes;
+    Pump();
+  }
+
+ private:
+  Agent& agent_;
+  uint32_t stream_;
+  UniqueFd fd_;
+  uint64_t total_ = 0;
+  uint64_t unacked_ = 0;
+};
+
+// file.write: data frames into a temporary file, renamed over the target
+// at the end, so a reader never sees half a file.
+class FileWriter : public Stream {
+ public:
+  FileWriter(Agent& agent, uint32_t stream, std::string path, std::string tmp, UniqueFd fd, mode_t mode)
+      : agent_(agent), stream_(stream), path_(std::move(path)), tmp_(std::move(tmp)), fd_(std::move(fd)), mode_(mode) {}
+  ~FileWriter() override {
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  }
+  void OnData(uint8_t, std::string data, bool end) override {
+    if (failed_) return;
+    size_t off = 0;
+    while (off < data.size()) {
+      ssize_t n = ::write(fd_.get(), data.data() + off, data.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Fail(errno);
+      off += static_cast<size_t>(n);
+    }
+    size_ += data.size();
+    if (!end) return;
+    if (fchmod(fd_.get(), mode_) < 0 || fchown(fd_.get(), kUserUid, kUserGid) < 0) return Fail(errno);
+    fd_.reset();
+    if (::rename(tmp_.c_str(), path_.c_str()) < 0) return Fail(errno);
+    tmp_.clear();
+    agent_.channel().SendResponse(stream_, json{{"path", path_}, {"size", size_}});
+    agent_.Finish(stream_);
+  }
+
+ private:
+  void Fail(int err) {
+    failed_ = true;
+    agent_.channel().SendResponse(stream_, FileError(err, path_));
+    agent_.Finish(stream_);
+  }
+  Agent& agent_;
+  uint32_t stream_;
+  std::string path_, tmp_;
+  UniqueFd fd_;
+  mode_t mode_;
+  uint64_t size_ = 0;
+  bool failed_ = false;
+};
+
+void Read(Agent& agent, uint32_t stream, const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return agent.channel().SendResponse(stream, FileError(errno, path));
+  struct stat st;
+  fstat(fd.get(), &st);
+  if (S_ISDIR(st.st_mode)) return agent.channel().SendResponse(stream, FileError(EISDIR, path));
+  agent.channel().SendEvent(stream, json{{"size", static_cast<uint64_t>(st.st_size)}, {"mode", Octal(st.st_mode)}});
+  auto reader = std::make_unique<FileReader>(agent, stream, std::move(fd));
+  FileReader* raw = reader.get();
+  agent.Attach(stream, std::move(reader));
+  raw->Pump();
+}
+
+void Write(Agent& agent, uint32_t stream, const std::string& path, mode_t mode) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return agent.channel().SendResponse(stream, FileError(EISDIR, path));
+  int err = MakeParents(DirName(path));
+  if (err) return agent.channel().SendResponse(stream, FileError(err, DirName(path)));
+  static std::mt19937_64 rng{std::random_device{}()};
+  char suffix[20];
+  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
+  std::string tmp = DirName(path) + "/." + BaseName(path) + ".kiln-" + suffix;
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd) return agent.channel().SendResponse(stream, FileError(errno, path));
+  agent.Attach(stream, std::make_unique<FileWriter>(agent, stream, path, tmp, std::move(fd), mode));
+}
+
+json Stat(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return json{{"exists", false}, {"path", path}};
+    return FileError(errno, path);
+  }
+  json e = Entry(path, st);
+  e["exists"] = true;
+  return e;
+}
+
+json List(const std::string& path, int depth) {
+  struct stat st;
+  if (stat(path.c_str(), &st) < 0) return FileError(errno, path);
+  if (!S_ISDIR(st.st_mode)) return FileError(ENOTDIR, path);
+  json out = json::array();
+  ListInto(path, depth, out, 10000);
+  return json{{"data", out}};
+}
+
+json Mkdir(const std::string& path, bool parents) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return FileError(EEXIST, path);
+    if (!parents) return FileError(EEXIST, path);
+    return Entry(path, st);
+  }
+  int err = parents ? MakeParents(path) : 0;
+  if (!parents) {
+    if (mkdir(path.c_str(), 0755) < 0) err = errno;
+    else if (chown(path.c_str(), kUserUid, kUserGid) < 0) err = errno;
+  }
+  if (err) return FileError(err, path);
+  stat(path.c_str(), &st);
+  return Entry(path, st);
+}
+
+json Remove(const std::string& path, bool recursive) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) < 0) {
+    if (errno == ENOENT) return json{{"removed", false}};
+    return FileError(errno, path);
+  }
+  if (path == "/") return FileError(EBUSY, path);
+  int err = 0;
+  if (S_ISDIR(st.st_mode)) {
+    err = recursive ? RemoveTree(path) : (rmdir(path.c_str()) < 0 ? errno : 0);
+  } else if (unlink(path.c_str()) < 0) {
+    err = errno;
+  }
+  if (err) return FileError(err, path);
+  return json{{"removed", true}};
+}
+
+json Rename(const std::string& from, const std::string& to, bool overwrite) {
+  struct stat st;
+  if (lstat(from.c_str(), &st) < 0) return FileError(errno, from);
+  if (!overwrite && lstat(to.c_str(), &st) == 0) return FileError(EEXIST, to);
+  int err = MakeParents(DirName(to));
+  if (err) return FileError(err, DirName(to));
+  if (::rename(from.c_str(), to.c_str()) < 0) return FileError(errno, to);
+  lstat(to.c_str(), &st);
+  return Entry(to, st);
+}
+
+}  // namespace
+
+json FileError(int err, const std::string& path) {
+  const char* code = "io_error";
+  switch (err) {
+    case ENOENT: code = "file_not_found"; break;
+    case EISDIR: code = "is_a_directory"; break;
+    case ENOTDIR: code = "not_a_directory"; break;
+    case EEXIST: code = "file_exists"; break;
+    case EACCES:
+    case EPERM: code = "permission_denied"; break;
+    case ENOTEMPTY: code = "directory_not_empty"; break;
+    case ENOSPC:
+    case EDQUOT: code = "no_space"; break;
+    case EBUSY: code = "busy"; break;
+  }
+  return json{{"error", {{"code", code}, {"message", path + ": " + std::strerror(err)}, {"path", path}}}};
+}
+
+std::string PrepareArchiveDir(const std::string& path, bool create) {
+  std::string bad = CheckPath(path);
+  if (!bad.empty()) return json{{"error", {{"code", "invalid_request"}, {"message", bad}, {"path", path}}}}.dump();
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    return S_ISDIR(st.st_mode) ? "" : FileError(ENOTDIR, path).dump();
+  }
+  if (!create) return FileError(errno, path).dump();
+  int err = MakeParents(path);
+  return err ? FileError(err, path).dump() : "";
+}
+
+void HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const json& req) {
+  auto& ch = agent.channel();
+  std::string path = req.value("path", "");
+  std::string bad = CheckPath(op == "file.rename" ? req.value("from", "") : path);
+  if (op == "file.rename" && bad.empty()) bad = CheckPath(req.value("to", ""));
+  if (!bad.empty()) return ch.SendError(stream, "invalid_request", bad);
+  if (op == "file.read") return Read(agent, stream, path);
+  if (op == "file.write") return Write(agent, stream, path, static_cast<mode_t>(req.value("mode", 0644)) & 07777);
+  if (op == "file.stat") return ch.SendResponse(stream, Stat(path));
+  if (op == "file.list") return ch.SendResponse(stream, List(path, std::clamp(req.value("depth", 1), 1, 16)));
+  if (op == "file.mkdir") return ch.SendResponse(stream, Mkdir(path, req.value("parents", true)));
+  if (op == "file.remove") return ch.SendResponse(stream, Remove(path, req.value("recursive", false)));
+  if (op == "file.rename")
+    return ch.SendResponse(stream, Rename(req.value("from", ""), req.value("to", ""), req.value("overwrite", false)));
+  ch.SendError(stream, "invalid_request", "unknown op '" + op + "'");
+}
+
+}  // namespace kiln::agent

@@ -1,0 +1,243 @@
+#include "agent/processes.h"
+
+#include "agent/agent.h"
+#include "proto/base64.h"
+#include "proto/signals.h"
+
+namespace kiln::agent {
+
+using nlohmann::json;
+
+namespace {
+constexpr size_t kRingBytes = 1 << 20;
+constexpr size_t kMaxEnded = 128;  // ended processes kept for reads
+}  // namespace
+
+struct ProcessTable::Process {
+  std::string id;
+  uint64_t seq = 0;
+  pid_t pid = 0;
+  json argv;
+  std::string command;
+  std::string cwd;
+  int64_t timeout_ms = 0;
+  int64_t started_ms = 0;
+  int64_t ended_ms = 0;
+  std::string state = "running";
+  CommandResult result;
+  OutputRing ring{kRingBytes};
+  std::unique_ptr<Command> cmd;
+  std::list<Waiter> waiters;
+  EventLoop::TimerId timeout_timer = 0;
+  bool timed_out = false;
+};
+
+ProcessTable::ProcessTable(Agent& agent) : agent_(agent) {}
+ProcessTable::~ProcessTable() = default;
+
+ProcessTable::Process* ProcessTable::Find(const std::string& id) {
+  auto it = procs_.find(id);
+  return it == procs_.end() ? nullptr : it->second.get();
+}
+
+void ProcessTable::Handle(uint32_t stream, const std::string& op, const json& req) {
+  auto& ch = agent_.channel();
+  if (op == "proc.start") return Start(stream, req);
+  if (op == "proc.list") {
+    json data = json::array();
+    for (const auto& [id, p] : procs_) data.push_back(Info(*p));
+    std::sort(data.begin(), data.end(), [](const json& a, const json& b) { return a["seq"] < b["seq"]; });
+    return ch.SendResponse(stream, json{{"data", data}});
+  }
+  Process* p = Find(req.value("id", ""));
+  if (!p) return ch.SendError(stream, "not_found", "no process '" + req.value("id", "") + "'");
+  if (op == "proc.get") return ch.SendResponse(stream, Info(*p));
+  if (op == "proc.output") return Output(stream, *p, req);
+  if (op == "proc.write") {
+    if (!p->cmd || !p->cmd->stdin_open())
+      return ch.SendError(stream, "stdin_closed", "the process's stdin is closed");
+    auto data = proto::Base64Decode(req.value("base64", ""));
+    if (!data) return ch.SendError(stream, "invalid_request", "base64 is not valid base64");
+    p->cmd->WriteStdin(*data);
+    uint64_t offset = p->cmd->stdin_offset();
+    if (req.value("eof", false)) p->cmd->CloseStdin();
+    return ch.SendResponse(stream, json{{"offset", offset}});
+  }
+  if (op == "proc.signal") {
+    int sig = proto::SignalNumber(req.value("signal", ""));
+    if (sig == 0) return ch.SendError(stream, "invalid_request", "unknown signal");
+    if (p->cmd) p->cmd->Signal(sig);
+    return ch.SendResponse(stream, Info(*p));
+  }
+  ch.SendError(stream, "invalid_request", "unknown op '" + op + "'");
+}
+
+void ProcessTable::Start(uint32_t stream, const json& req) {
+  SpawnSpec spec;
+  std::string error = UserSpawnSpec(req, &spec);
+  if (!error.empty()) return agent_.channel().SendError(stream, "invalid_request", error);
+  auto p = std::make_unique<Process>();
+  p->seq = next_id_++;
+  p->id = "p" + std::to_string(p->seq);
+  p->argv = req.contains("argv") ? req["argv"] : json::array({"/bin/bash", "-c", req["command"]});
+  p->command = req.contains("command") ? req["command"].get<std::string>() : "";
+  if (p->command.empty()) {
+    for (const auto& a : p->argv) p->command += (p->command.empty() ? "" : " ") + a.get<std::string>();
+  }
+  p->cwd = spec.cwd;
+  p->timeout_ms = req.value("timeoutMs", int64_t{0});
+  p->started_ms = WallClockMs();
+  Process* raw = p.get();
+  Command::Callbacks cb;
+  cb.on_output = [this, raw](uint8_t ch, std::string_view d) {
+    raw->ring.Append(ch, d);
+    WakeWaiters(*raw);
+  };
+  cb.on_done = [this, raw](const CommandResult& r) {
+    raw->result = r;
+    raw->ended_ms = WallClockMs();
+    raw->state = raw->timed_out ? "timed_out" : r.exited ? "exited" : "killed";
+    if (raw->timeout_timer) agent_.loop().CancelTimer(raw->timeout_timer);
+    raw->timeout_timer = 0;
+    WakeWaiters(*raw);
+    // The Command is finished; release its pipes (not from inside its own
+    // callback).
+    agent_.loop().AddTimer(0, [this, raw] {
+      raw->cmd.reset();
+      EvictEnded();
+    });
+  };
+  Command::Options opts;
+  opts.stdin_pipe = req.value("stdin", std::string()) == "pipe";
+  opts.cleanup_on_exit = false;  // a server may leave daemons behind on purpose
+  SpawnResult err;
+  p->cmd = Command::Start(agent_.loop(), agent_.registry(), spec, agent_.NewToken('p'), opts, cb, &err);
+  if (!p->cmd) {
+    std::string text = SpawnFailureText(spec, err);
+    p->ring.Append(2, text);
+    p->state = "exited";
+    p->result.exited = true;
+    p->result.exit_code = err.error == ENOENT ? 127 : 126;
+    p->ended_ms = p->started_ms;
+  } else {
+    p->pid = p->cmd->pid();
+  }
+  if (p->cmd && p->timeout_ms > 0) {
+    raw->timeout_timer = agent_.loop().AddTimer(p->timeout_ms, [raw] {
+      raw->timeout_timer = 0;
+      raw->timed_out = true;
+      if (raw->cmd) raw->cmd->KillAll(true);
+    });
+  }
+  agent_.channel().SendResponse(stream, Info(*p));
+  procs_[p->id] = std::move(p);
+}
+
+json ProcessTable::Info(const Process& p) const {
+  bool running = p.state == "running";
+  return json{
+      {"id", p.id},
+      {"seq", p.seq},
+      {"pid", p.pid},
+      {"state", p.state},
+      {"exitCode", !running && p.result.exited ? json(p.result.exit_code) : json(nullptr)},
+      {"signal", !running && !p.result.exited ? json(proto::SignalName(p.result.signal)) : json(nullptr)},
+      {"command", p.command},
+      {"argv", p.argv},
+      {"cwd", p.cwd},
+      {"stdinOpen", p.cmd && p.cmd->stdin_open()},
+      {"stdinOffset", p.cmd ? p.cmd->stdin_offset() : 0},
+      {"timeoutMs", p.timeout_ms},
+      {"startedMs", p.started_ms},
+      {"endedMs", running ? json(nullptr) : json(p.ended_ms)},
+      {"outputBytes", p.ring.end_offset()},
+      {"firstOffset", p.ring.first_offset()},
+  };
+}
+
+void ProcessTable::Output(uint32_t stream, Process& p, const json& req) {
+  uint64_t cursor = req.value("cursor", uint64_t{0});
+  size_t max_bytes = std::min<size_t>(req.value("maxBytes", kRingBytes), kRingBytes);
+  int64_t wait_ms = std::min<int64_t>(req.value("waitMs", int64_t{0}), 60000);
+  bool has_data = p.ring.end_offset() > cursor;
+  if (has_data || p.state != "running" || wait_ms <= 0) return AnswerOutput(stream, p, cursor, max_bytes);
+  Process* raw = &p;
+  p.waiters.push_back(Waiter{stream, cursor, max_bytes, 0});
+  auto it = std::prev(p.waiters.end());
+  it->timer = agent_.loop().AddTimer(wait_ms, [this, raw, stream] {
+    for (auto w = raw->waiters.begin(); w != raw->waiters.end(); ++w) {
+      if (w->stream == stream) {
+        Waiter copy = *w;
+        raw->waiters.erase(w);
+        AnswerOutput(copy.stream, *raw, copy.cursor, copy.max_bytes);
+        return;
+      }
+    }
+  });
+}
+
+void ProcessTable::AnswerOutput(uint32_t stream, Process& p, uint64_t cursor, size_t max_bytes) {
+  uint64_t dropped = 0;
+  auto chunks = p.ring.Read(cursor, max_bytes, &dropped);
+  json out = json::array();
+  uint64_t next = std::max(cursor, p.ring.first_offset());
+  for (const auto& c : chunks) {
+    out.push_back(json{{"offset", c.offset},
+                       {"stream", c.channel == 1 ? "stdout" : "stderr"},
+                       {"base64", proto::Base64Encode(c.data)}});
+    next = c.offset + c.data.size();
+  }
+  bool running = p.state == "running";
+  agent_.channel().SendResponse(
+      stream, json{{"chunks", out},
+                   {"nextCursor", next},
+                   {"firstOffset", p.ring.first_offset()},
+                   {"droppedBytes", dropped},
+                   {"complete", !running && next >= p.ring.end_offset()},
+                   {"process", Info(p)}});
+}
+
+void ProcessTable::WakeWaiters(Process& p) {
+  auto waiters = std::move(p.waiters);
+  p.waiters.clear();
+  for (auto& w : waiters) {
+    agent_.loop().CancelTimer(w.timer);
+    AnswerOutput(w.stream, p, w.cursor, w.max_bytes);
+  }
+}
+
+void ProcessTable::CancelWaiter(uint32_t stream) {
+  for (auto& [id, p] : procs_) {
+    for (auto w = p->waiters.begin(); w != p->waiters.end(); ++w) {
+      if (w->stream == stream) {
+        agent_.loop().CancelTimer(w->timer);
+        p->waiters.erase(w);
+        return;
+      }
+    }
+  }
+}
+
+void ProcessTable::CancelAllWaiters() {
+  for (auto& [id, p] : procs_) {
+    for (auto& w : p->waiters) agent_.loop().CancelTimer(w.timer);
+    p->waiters.clear();
+  }
+}
+
+void ProcessTable::EvictEnded() {
+  size_t ended = 0;
+  for (const auto& [id, p] : procs_) ended += p->state != "running";
+  while (ended > kMaxEnded) {
+    auto oldest = procs_.end();
+    for (auto it = procs_.begin(); it != procs_.end(); ++it) {
+      if (it->second->state != "running" && (oldest == procs_.end() || it->second->seq < oldest->second->seq))
+        oldest = it;
+    }
+    if (oldest == procs_.end()) break;
+    procs_.erase(oldest);
+    --ended;
+  }
+}
+
+}  // namespace kiln::agent
