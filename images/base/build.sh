@@ -29,7 +29,9 @@ chroot "$tmp" /usr/sbin/groupadd -g 1000 user
 chroot "$tmp" /usr/sbin/useradd -u 1000 -g 1000 -d /workspace -M -s /bin/bash user
 mkdir -p "$tmp/workspace"
 chown 1000:1000 "$tmp/workspace"
-echo 'user ALL=(ALL) NOPASSWD:ALL' > "$tmp/etc/sudoers.d/user"
+# KILN_OWNER ties a process to the command that started it (kiln-agent kills
+# what a command leaves behind); sudo must not strip it.
+printf '%s\n' 'Defaults env_keep += "KILN_OWNER"' 'user ALL=(ALL) NOPASSWD:ALL' > "$tmp/etc/sudoers.d/user"
 chmod 0440 "$tmp/etc/sudoers.d/user"
 # No package caches or logs in the image: smaller, and identical every build.
 rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/* "$tmp"/var/log/*.log

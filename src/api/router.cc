@@ -1,0 +1,70 @@
+#include "api/router.h"
+
+#include "api/errors.h"
+
+namespace kiln::api {
+namespace {
+
+std::vector<std::string> Split(const std::string& path) {
+  std::vector<std::string> out;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    out.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void Router::Add(const std::string& method, const std::string& pattern, Handler handler) {
+  routes_.push_back(Route{method, pattern, Split(pattern), std::move(handler)});
+}
+
+bool Router::Match(const Route& r, const std::vector<std::string>& segs, std::map<std::string, std::string>* params) {
+  if (r.segments.size() != segs.size()) return false;
+  std::map<std::string, std::string> found;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const std::string& p = r.segments[i];
+    const std::string& s = segs[i];
+    if (!p.empty() && p[0] == '{') {
+      size_t close = p.find('}');
+      std::string name = p.substr(1, close - 1);
+      std::string suffix = p.substr(close + 1);  // ":exec" or ""
+      if (s.size() <= suffix.size() || s.compare(s.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+      std::string value = s.substr(0, s.size() - suffix.size());
+      if (suffix.empty() && value.find(':') != std::string::npos) return false;
+      found[name] = value;
+    } else if (p != s) {
+      return false;
+    }
+  }
+  *params = std::move(found);
+  return true;
+}
+
+void Router::Dispatch(Exchange& ex) const {
+  auto segs = Split(ex.path());
+  bool path_known = false;
+  for (const auto& r : routes_) {
+    std::map<std::string, std::string> params;
+    if (!Match(r, segs, &params)) continue;
+    path_known = true;
+    if (r.method != ex.method()) continue;
+    ex.params = std::move(params);
+    r.handler(ex);
+    return;
+  }
+  if (path_known) throw ApiError(405, "method_not_allowed", ex.method() + " is not allowed on " + ex.path());
+  throw ApiError(404, "route_not_found", "no route " + ex.method() + " " + ex.path());
+}
+
+std::vector<std::string> Router::Routes() const {
+  std::vector<std::string> out;
+  for (const auto& r : routes_) out.push_back(r.method + " " + r.pattern);
+  return out;
+}
+
+}  // namespace kiln::api

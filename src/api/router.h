@@ -1,0 +1,31 @@
+// Maps "METHOD /path" to handlers. Patterns name parameters in braces and
+// may end a segment with a verb: "/v1/sandboxes/{id}:exec".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "api/http_server.h"
+
+namespace kiln::api {
+
+class Router {
+ public:
+  void Add(const std::string& method, const std::string& pattern, Handler handler);
+  // Runs the matching handler; 404 route_not_found / 405 method_not_allowed.
+  void Dispatch(Exchange& ex) const;
+  // "GET /v1/sandboxes" ... for the OpenAPI check and docs.
+  std::vector<std::string> Routes() const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::string pattern;
+    std::vector<std::string> segments;
+    Handler handler;
+  };
+  static bool Match(const Route& r, const std::vector<std::string>& segs, std::map<std::string, std::string>* params);
+  std::vector<Route> routes_;
+};
+
+}  // namespace kiln::api

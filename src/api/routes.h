@@ -1,0 +1,38 @@
+// The /v1 routes, grouped by resource, and what they share.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/router.h"
+#include "api/validate.h"
+#include "control/sandbox_manager.h"
+
+namespace kiln::api {
+
+struct ApiContext {
+  control::SandboxManager& sandboxes;
+};
+
+void AddSandboxRoutes(Router& r, ApiContext& ctx);
+void AddExecRoutes(Router& r, ApiContext& ctx);
+void AddProcessRoutes(Router& r, ApiContext& ctx);
+void AddFileRoutes(Router& r, ApiContext& ctx);
+
+// The sandbox named by the {id} parameter; 404 not_found if unknown.
+std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex);
+// Its agent channel; 409 not_running unless it runs.
+std::shared_ptr<engine::AgentConnection> RunningConn(const control::Sandbox& s);
+// A request/response exchange with the agent; an error answer is thrown.
+nlohmann::json CallAgent(engine::AgentConnection& conn, const nlohmann::json& request, int timeout_ms = 30000);
+
+// Reads argv/command, env, cwd of a command body into an agent request,
+// merging the sandbox's env under the command's.
+void ReadCommandFields(FieldReader& f, const control::Sandbox& s, nlohmann::json* request);
+
+// A required, absolute path from the query string.
+std::string QueryPath(Exchange& ex, const std::string& name = "path");
+
+}  // namespace kiln::api

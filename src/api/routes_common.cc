@@ -1,0 +1,61 @@
+#include "api/errors.h"
+#include "api/routes.h"
+#include "api/validate.h"
+
+namespace kiln::api {
+
+using nlohmann::json;
+
+std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex) {
+  auto s = ctx.sandboxes.Get(ex.params["id"]);
+  if (!s) throw NotFound("sandbox " + ex.params["id"]);
+  return s;
+}
+
+std::shared_ptr<engine::AgentConnection> RunningConn(const control::Sandbox& s) {
+  auto conn = s.conn();
+  if (!conn || !conn->alive()) throw ApiError(409, "not_running", "sandbox " + s.id() + " is " + s.state());
+  return conn;
+}
+
+json CallAgent(engine::AgentConnection& conn, const json& request, int timeout_ms) {
+  json answer = conn.Call(request, timeout_ms);
+  if (answer.is_object() && answer.contains("error")) throw FromAgentError(answer);
+  return answer;
+}
+
+void ReadCommandFields(FieldReader& f, const control::Sandbox& s, json* req) {
+  auto argv = f.StringList("argv", 4096);
+  auto command = f.String("command", 1 << 20);
+  if (argv && command) f.Issue("argv", "give either argv or command, not both");
+  if (!argv && !command && !f.has("argv") && !f.has("command")) f.Issue("command", "argv or command is required");
+  if (argv && argv->empty()) f.Issue("argv", "must not be empty");
+  if (argv && !argv->empty() && (*argv)[0].empty()) f.Issue("argv[0]", "must not be empty");
+  if (argv) (*req)["argv"] = *argv;
+  if (command) (*req)["command"] = *command;
+  auto env = f.StringMap("env", 256, 256, 128 * 1024);
+  json merged = json::object();
+  for (const auto& [k, v] : s.spec().env) merged[k] = v;
+  if (env) {
+    for (const auto& [k, v] : *env) {
+      if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");
+      if (v.find('\0') != std::string::npos) f.Issue("env." + k, "must not contain a NUL byte");
+      merged[k] = v;
+    }
+  }
+  (*req)["env"] = merged;
+  if (auto cwd = f.String("cwd", 4096)) {
+    if (cwd->empty() || (*cwd)[0] != '/') f.Issue("cwd", "must be an absolute path");
+    (*req)["cwd"] = *cwd;
+  }
+}
+
+std::string QueryPath(Exchange& ex, const std::string& name) {
+  auto p = ex.Query(name);
+  if (!p || p->empty()) throw InvalidField("query." + name, "is required");
+  if ((*p)[0] != '/') throw InvalidField("query." + name, "must be an absolute path");
+  if (p->find('\0') != std::string::npos) throw InvalidField("query." + name, "must not contain a NUL byte");
+  return *p;
+}
+
+}  // namespace kiln::api

@@ -1,0 +1,117 @@
+// POST/GET /v1/sandboxes, GET /v1/sandboxes/{id}, :stop, DELETE.
+#include <regex>
+
+#include "api/errors.h"
+#include "api/routes.h"
+#include "api/validate.h"
+#include "common/time.h"
+
+namespace kiln::api {
+
+using nlohmann::json;
+
+namespace {
+
+control::SandboxSpec ReadCreate(const json& body) {
+  FieldReader f(body);
+  control::SandboxSpec spec;
+  if (auto v = f.Int("vcpu", 1, 16)) spec.shape.vcpu = static_cast<int>(*v);
+  if (auto v = f.Int("memoryMiB", 128, 65536)) spec.shape.memory_mib = static_cast<int>(*v);
+  if (auto v = f.Int("diskMiB", 64, 65536)) spec.shape.disk_mib = static_cast<int>(*v);
+  if (auto v = f.Int("timeoutSeconds", 60, 3600)) spec.timeout_seconds = static_cast<int>(*v);
+  if (auto v = f.String("name", 64)) {
+    static const std::regex kName("[A-Za-z0-9._-]+");
+    if (!std::regex_match(*v, kName)) f.Issue("name", "may hold only letters, digits, '.', '_' and '-'");
+    spec.name = *v;
+  }
+  if (auto v = f.StringMap("labels", 32, 63, 256)) spec.labels = *v;
+  if (auto v = f.StringMap("env", 32, 256, 32 * 1024)) {
+    size_t total = 0;
+    for (const auto& [k, val] : *v) {
+      if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");
+      if (val.find('\0') != std::string::npos) f.Issue("env." + k, "must not contain a NUL byte");
+      total += k.size() + val.size();
+    }
+    if (total > 32 * 1024) f.Issue("env", "must total at most 32 KiB");
+    spec.env = *v;
+  }
+  f.Finish();
+  return spec;
+}
+
+int QueryInt(Exchange& ex, const std::string& name, int min, int max, int def) {
+  auto v = ex.Query(name);
+  if (!v) return def;
+  try {
+    size_t used;
+    int x = std::stoi(*v, &used);
+    if (used == v->size() && x >= min && x <= max) return x;
+  } catch (...) {
+  }
+  throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+}
+
+}  // namespace
+
+void AddSandboxRoutes(Router& r, ApiContext& ctx) {
+  r.Add("GET", "/v1/health", [](Exchange& ex) {
+    ex.SendJson(200, json{{"ok", true}, {"version", KILN_VERSION}, {"time", FormatTime(NowMs())}});
+  });
+
+  r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {
+    control::SandboxSpec spec = ReadCreate(ex.JsonBody());
+    std::string error;
+    auto s = ctx.sandboxes.Create(std::move(spec), &error);
+    if (!s) throw ApiError(500, "startup_failed", "the sandbox failed to start: " + error);
+    ex.SendJson(200, s->Info());
+  });
+
+  r.Add("GET", "/v1/sandboxes", [&ctx](Exchange& ex) {
+    control::ListFilter filter;
+    for (const auto& st : ex.QueryAll("state")) {
+      if (st != "starting" && st != "running" && st != "stopping" && st != "stopped")
+        throw InvalidField("query.state", "must be starting, running, stopping or stopped");
+      filter.states.push_back(st);
+    }
+    for (const auto& l : ex.QueryAll("label")) {
+      size_t colon = l.find(':');
+      if (colon == std::string::npos || colon == 0) throw InvalidField("query.label", "must be key:value");
+      filter.labels.emplace_back(l.substr(0, colon), l.substr(colon + 1));
+    }
+    filter.include_stopped = ex.Query("includeStopped").value_or("") == "true";
+    int limit = QueryInt(ex, "limit", 1, 500, 100);
+    size_t start = 0;
+    if (auto c = ex.Query("cursor")) {
+      try {
+        start = std::stoul(*c);
+      } catch (...) {
+        throw InvalidField("query.cursor", "is not a cursor from a previous answer");
+      }
+    }
+    auto all = ctx.sandboxes.List(filter);
+    json data = json::array();
+    for (size_t i = start; i < all.size() && data.size() < static_cast<size_t>(limit); ++i) data.push_back(all[i]->Info());
+    size_t next = start + data.size();
+    ex.SendJson(200, json{{"data", data}, {"nextCursor", next < all.size() ? json(std::to_string(next)) : json(nullptr)}});
+  });
+
+  r.Add("GET", "/v1/sandboxes/{id}", [&ctx](Exchange& ex) { ex.SendJson(200, FindSandbox(ctx, ex)->Info()); });
+
+  r.Add("POST", "/v1/sandboxes/{id}:stop", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    FieldReader(ex.JsonBody()).Finish();
+    ctx.sandboxes.Stop(s, "requested");
+    ex.SendJson(200, s->Info());
+  });
+
+  r.Add("DELETE", "/v1/sandboxes/{id}", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    ctx.sandboxes.Delete(s->id());
+    json info = s->Info();
+    ex.SendJson(200, json{{"id", s->id()}, {"kind", "sandbox"}, {"name", info["name"]}, {"labels", info["labels"]},
+                          {"status", "deleted"}, {"state", info["state"]}, {"deletedAt", FormatTime(NowMs())},
+                          {"endedAt", info["endedAt"]}});
+  });
+}
+
+}  // namespace kiln::api

@@ -1,0 +1,36 @@
+// The verbs' entry points and the steps several of them share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/context.h"
+
+namespace kiln::cli {
+
+// kiln sandbox …: each returns the process exit status.
+int cmd_sandbox_run(Context& ctx, const ParsedArgs& args);
+int cmd_sandbox_create(Context& ctx, const ParsedArgs& args);
+int cmd_sandbox_ls(Context& ctx, const ParsedArgs& args);
+int cmd_sandbox_get(Context& ctx, const ParsedArgs& args);
+int cmd_sandbox_exec(Context& ctx, const ParsedArgs& args);
+int cmd_sandbox_stop(Context& ctx, const ParsedArgs& args);
+int cmd_sandbox_rm(Context& ctx, const ParsedArgs& args);
+
+// kiln server …: replaces this process with kilnd; returns only on failure.
+int cmd_server(const std::vector<std::string>& args);
+
+// POST /v1/sandboxes; the answer may still say "starting" (see below).
+nlohmann::json create_sandbox(Context& ctx, const nlohmann::json& body);
+
+// Polls until the sandbox leaves "starting"; throws unless it is running.
+nlohmann::json wait_until_running(Context& ctx, nlohmann::json info, bool interruptible);
+
+// Stops a sandbox; failures become a warning (cleanup must not mask the
+// command's own result).
+void stop_sandbox_quietly(Context& ctx, const std::string& id);
+
+}  // namespace kiln::cli

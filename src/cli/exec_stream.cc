@@ -1,0 +1,70 @@
+#include "cli/exec_stream.h"
+
+#include "cli/base64.h"
+#include "cli/errors.h"
+#include "cli/exit_status.h"
+#include "cli/json_util.h"
+#include "cli/output.h"
+
+namespace kiln::cli {
+
+using json = nlohmann::json;
+
+void ExecStreamPrinter::on_event(const json& event) {
+  const std::string type = string_field(event, "type");
+  if (type == "start") {
+    if (auto it = event.find("processId"); it != event.end() && !it->is_null()) {
+      process_id_ = it->is_string() ? it->get<std::string>() : it->dump();
+    }
+  } else if (type == "stdout" || type == "stderr") {
+    std::string data = string_field(event, "data");
+    if (bool_field(event, "base64")) {
+      auto decoded = base64_decode(data);
+      if (!decoded) throw ClientError("bad_response", "the daemon sent output that is not base64");
+      data = std::move(*decoded);
+      // Offsets count raw bytes, so they only line up with decoded data.
+      if (auto offset = int_field(event, "offset"); offset && *offset >= 0) {
+        auto at = static_cast<std::uint64_t>(*offset);
+        if (at > next_offset_) {
+          warn(std::to_string(at - next_offset_) + " bytes of the command's output were lost");
+        }
+        next_offset_ = at + data.size();
+      }
+    }
+    if (type == "stdout") {
+      write_output(out_fd_, out_open_, data);
+    } else {
+      write_output(err_fd_, err_open_, data);
+    }
+  } else if (type == "truncated") {
+    auto dropped = int_field(event, "droppedBytes");
+    warn((dropped ? std::to_string(*dropped) : std::string("some")) +
+         " bytes of the command's output were dropped");
+  } else if (type == "exit") {
+    exit_ = event;
+  } else if (type == "error") {
+    error_ = event.contains("error") ? event["error"] : json::object();
+  }
+  // Other types are newer than this client; skipping them is safe.
+}
+
+void ExecStreamPrinter::write_output(int fd, bool& open, const std::string& bytes) {
+  // A closed pipe (kiln … | head) must not end the exec: keep draining the
+  // stream so the command's exit status is still reported.
+  if (open && !write_all(fd, bytes)) open = false;
+}
+
+int ExecStreamPrinter::finish() const {
+  if (error_) {
+    std::string code = string_field(*error_, "code", "exec_failed");
+    std::string message = string_field(*error_, "message", "the command failed");
+    throw ApiError(200, code, message, json{{"error", *error_}});
+  }
+  if (!exit_) {
+    throw ClientError("connection_lost",
+                      "the command's output stream ended before its exit status arrived");
+  }
+  return exit_code_for(*exit_);
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,64 @@
+// Synchronous HTTP/1.1 client for the daemon: one keep-alive connection,
+// JSON calls, NDJSON streams and raw-byte transfers. Boost stays in the .cc.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/url.h"
+
+namespace kiln::cli {
+
+enum class Method { kGet, kPost, kPut, kDelete };
+
+struct RequestOptions {
+  // Deadline for the whole exchange (send + complete answer).
+  std::chrono::milliseconds timeout = std::chrono::seconds(120);
+  // A pending signal (see interrupt.h) aborts the request with Interrupted.
+  bool interruptible = false;
+  // Safe to resend when a reused keep-alive connection turns out closed
+  // before any answer byte; false for calls that create things.
+  bool idempotent = true;
+};
+
+class HttpClient {
+ public:
+  HttpClient(ApiUrl url, std::optional<std::string> api_key);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  const ApiUrl& url() const;
+
+  // Sends `body` as JSON (none when null) and parses the JSON answer.
+  // Non-2xx answers throw ApiError; transport trouble throws
+  // UnreachableError / ClientError.
+  nlohmann::json call(Method method, std::string_view target, const nlohmann::json* body,
+                      const RequestOptions& options = {});
+
+  // Like call(), but the answer is NDJSON: `on_event` sees each line's JSON
+  // as soon as it arrives. Exceptions from `on_event` end the stream.
+  void stream(Method method, std::string_view target, const nlohmann::json& body,
+              const RequestOptions& options,
+              const std::function<void(const nlohmann::json&)>& on_event);
+
+  // Raw bytes out (e.g. file content), handed to `sink` piece by piece.
+  void download(std::string_view target, const RequestOptions& options,
+                const std::function<void(std::string_view)>& sink);
+
+  // Raw bytes in (application/octet-stream); the answer is JSON.
+  nlohmann::json upload(Method method, std::string_view target, std::string bytes,
+                        const RequestOptions& options = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::cli

@@ -1,0 +1,20 @@
+// Ctrl-C handling for commands that must clean up (stop the sandbox) before
+// exiting: the handler only records the signal; interruptible requests
+// notice it and abort, and the command decides what to do.
+#pragma once
+
+namespace kiln::cli {
+
+// SIGINT, SIGTERM and SIGHUP are recorded instead of killing us. Each
+// handler fires once: a second Ctrl-C kills as usual, an escape hatch if
+// the cleanup itself hangs. Also ignores SIGPIPE, so a closed stdout pipe
+// cannot kill us before the sandbox is stopped.
+void install_interrupt_handlers();
+
+bool interrupt_requested();
+int interrupt_signal();  // the recorded signal number, 0 if none
+
+// Test hook; also usable by a command that has handled the signal.
+void clear_interrupt();
+
+}  // namespace kiln::cli

@@ -1,0 +1,170 @@
+#include "cli/output.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "cli/errors.h"
+
+namespace kiln::cli {
+namespace {
+
+using json = nlohmann::json;
+
+std::size_t display_width(std::string_view s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+// Never throws on invalid UTF-8 from odd answers: replace it instead.
+std::string dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json error_json(std::string_view code, std::string_view message) {
+  return {{"error", {{"code", code}, {"message", message}}}};
+}
+
+std::string issues_text(const json& body) {
+  std::string out;
+  const json* issues = nullptr;
+  if (body.contains("error") && body["error"].is_object()) {
+    const json& e = body["error"];
+    if (e.contains("details") && e["details"].is_object() && e["details"].contains("issues")) {
+      issues = &e["details"]["issues"];
+    }
+  }
+  // One issue is already the message; list them only when there are several.
+  if (issues == nullptr || !issues->is_array() || issues->size() < 2) return out;
+  for (const auto& issue : *issues) {
+    if (!issue.is_object()) continue;
+    std::string path =
+        issue.contains("path") && issue["path"].is_string() ? issue["path"].get<std::string>() : "";
+    std::string msg = issue.contains("message") && issue["message"].is_string()
+                          ? issue["message"].get<std::string>()
+                          : "";
+    out += "  " + (path.empty() ? msg : path + ": " + msg) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+void print_out(std::string_view text) { write_all(STDOUT_FILENO, text); }
+
+void print_json(const json& value) { write_all(STDOUT_FILENO, dump(value) + "\n"); }
+
+void warn(std::string_view message) {
+  write_all(STDERR_FILENO, "kiln: warning: " + std::string(message) + "\n");
+}
+
+std::string format_table(const std::vector<std::string>& headers,
+                         const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths(headers.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
+      widths[i] = std::max(widths[i], display_width(row[i]));
+    }
+  };
+  measure(headers);
+  for (const auto& r : rows) measure(r);
+
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+      const std::string cell = i < row.size() ? row[i] : "";
+      line += cell;
+      if (i + 1 < widths.size()) line.append(widths[i] - display_width(cell) + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  };
+  emit(headers);
+  for (const auto& r : rows) emit(r);
+  return out;
+}
+
+std::string format_key_values(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::size_t width = 0;
+  for (const auto& [k, v] : pairs) width = std::max(width, display_width(k));
+  std::string out;
+  for (const auto& [k, v] : pairs) {
+    out += k + ":";
+    out.append(width - display_width(k) + 1, ' ');
+    out += v + "\n";
+  }
+  return out;
+}
+
+std::string display_value(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null:
+      return "-";
+    case json::value_t::string: {
+      const auto& s = value.get_ref<const std::string&>();
+      return s.empty() ? "-" : s;
+    }
+    case json::value_t::object: {
+      if (value.empty()) return "-";
+      std::string out;
+      for (const auto& [k, v] : value.items()) {
+        if (!out.empty()) out += ", ";
+        out += k + "=" + (v.is_string() ? v.get<std::string>() : dump(v));
+      }
+      return out;
+    }
+    case json::value_t::array: {
+      if (value.empty()) return "-";
+      std::string out;
+      for (const auto& v : value) {
+        if (!out.empty()) out += ", ";
+        out += v.is_string() ? v.get<std::string>() : dump(v);
+      }
+      return out;
+    }
+    default:
+      return dump(value);
+  }
+}
+
+void report_error(const std::exception& error, bool json_mode) {
+  std::string text;
+  json as_json;
+  if (const auto* api = dynamic_cast<const ApiError*>(&error)) {
+    text = "kiln: " + api->code + ": " + api->what() + "\n" + issues_text(api->body);
+    as_json = api->body;  // the daemon's own {"error": {...}}
+  } else if (const auto* usage = dynamic_cast<const UsageError*>(&error)) {
+    text = "kiln: " + std::string(usage->what()) + "\n";
+    as_json = error_json("usage", usage->what());
+    if (!usage->hint.empty()) {
+      text += "(" + usage->hint + ")\n";
+      as_json["error"]["hint"] = usage->hint;
+    }
+  } else if (const auto* down = dynamic_cast<const UnreachableError*>(&error)) {
+    text = "kiln: " + std::string(down->what()) + "\n";
+    as_json = error_json("unreachable", down->what());
+  } else if (const auto* client = dynamic_cast<const ClientError*>(&error)) {
+    text = "kiln: " + std::string(client->what()) + "\n";
+    as_json = error_json(client->code, client->what());
+  } else {
+    text = "kiln: " + std::string(error.what()) + "\n";
+    as_json = error_json("internal", error.what());
+  }
+  write_all(STDERR_FILENO, json_mode ? dump(as_json) + "\n" : text);
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,36 @@
+// Everything kiln prints: tables, key: value lines, --json answers, errors.
+// Output goes through write(2) so it interleaves correctly with streamed
+// command output and reaches a pipe as soon as it is produced.
+#pragma once
+
+#include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::cli {
+
+// False once the reader has gone away (EPIPE) or another write error hit.
+bool write_all(int fd, std::string_view bytes);
+
+void print_out(std::string_view text);         // stdout, as is
+void print_json(const nlohmann::json& value);  // stdout, one line
+void warn(std::string_view message);           // stderr: "kiln: warning: ..."
+
+// Columns padded to the widest cell (in UTF-8 characters), two spaces apart.
+std::string format_table(const std::vector<std::string>& headers,
+                         const std::vector<std::vector<std::string>>& rows);
+
+// "key:   value" lines with the values aligned.
+std::string format_key_values(const std::vector<std::pair<std::string, std::string>>& pairs);
+
+// A JSON value as a table cell: null/empty → "-", {"k":"v"} → "k=v, …".
+std::string display_value(const nlohmann::json& value);
+
+// Reports a failure on stderr: "kiln: code: message" (or JSON {"error": …}).
+void report_error(const std::exception& error, bool json);
+
+}  // namespace kiln::cli

@@ -1,0 +1,35 @@
+// Turns parsed flags into API request bodies and targets. Pure functions,
+// so every flag→field mapping is checked (and tested) before any request.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+
+namespace kiln::cli {
+
+// Exec stdin travels base64 inside an 8 MiB JSON body; keep room for the rest.
+inline constexpr std::size_t kMaxStdinBytes = 6 * 1024 * 1024 - 64 * 1024;
+inline constexpr long long kDefaultExecTimeoutMs = 60000;  // the daemon's default
+
+// POST /v1/sandboxes body from --vcpu --memory --disk --timeout --name
+// --label k=v --env K=V (only the flags given; the daemon fills defaults).
+nlohmann::json sandbox_create_body(const ParsedArgs& args);
+
+// POST …:exec body: argv (no shell), --cwd, --env K=V, --timeout-ms, stdin.
+// Streamed exec asks for base64 output so binary output survives intact.
+nlohmann::json exec_body(const ParsedArgs& args, const std::vector<std::string>& argv, bool stream,
+                         const std::optional<std::string>& stdin_bytes);
+
+// HTTP deadline for an exec: the command's own timeout plus 30 s of slack.
+std::chrono::milliseconds exec_http_timeout(const nlohmann::json& exec_body);
+
+// GET /v1/sandboxes target from --all --state --label k=v (sent as k:v).
+std::string list_target(const ParsedArgs& args, const std::optional<std::string>& cursor);
+
+}  // namespace kiln::cli

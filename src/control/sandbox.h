@@ -1,0 +1,60 @@
+// A sandbox as the control plane sees it: its record and its agent channel.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/agent_conn.h"
+#include "engine/engine.h"
+
+namespace kiln::control {
+
+struct SandboxSpec {
+  engine::Shape shape;
+  int timeout_seconds = 1800;
+  std::optional<std::string> name;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> env;
+};
+
+class Sandbox {
+ public:
+  Sandbox(std::string id, SandboxSpec spec, int64_t created_ms);
+
+  const std::string& id() const { return id_; }
+  const SandboxSpec& spec() const { return spec_; }
+
+  std::string state() const;
+  bool running() const { return state() == "running"; }
+  int64_t expires_ms() const;
+  // The channel to its agent, or null unless running.
+  std::shared_ptr<engine::AgentConnection> conn() const;
+
+  void MarkRunning(std::shared_ptr<engine::AgentConnection> conn, int64_t now_ms);
+  // Returns false if it was already stopping or stopped.
+  bool MarkStopping(const std::string& reason);
+  void MarkStopped(int64_t now_ms);
+
+  // SandboxInfo, as the API answers it.
+  nlohmann::json Info() const;
+
+ private:
+  const std::string id_;
+  const SandboxSpec spec_;
+  mutable std::mutex mu_;
+  std::string state_ = "starting";
+  int64_t created_ms_;
+  int64_t ready_ms_ = 0;
+  int64_t expires_ms_;
+  int64_t ended_ms_ = 0;
+  std::string stop_reason_;
+  std::shared_ptr<engine::AgentConnection> conn_;
+};
+
+}  // namespace kiln::control

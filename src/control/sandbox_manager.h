@@ -1,0 +1,51 @@
+// The table of sandboxes and their lifecycle: create, find, stop, delete,
+// and stop at lease end or when a sandbox dies on its own.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "control/sandbox.h"
+#include "engine/engine.h"
+
+namespace kiln::control {
+
+struct ListFilter {
+  std::vector<std::string> states;                          // any of; empty = live ones
+  std::vector<std::pair<std::string, std::string>> labels;  // all must match
+  bool include_stopped = false;
+};
+
+class SandboxManager {
+ public:
+  SandboxManager(engine::Engine& engine, std::string rootfs);
+  ~SandboxManager();  // stops every sandbox
+
+  // Starts a sandbox and returns it running, or null with *error set.
+  std::shared_ptr<Sandbox> Create(SandboxSpec spec, std::string* error);
+  std::shared_ptr<Sandbox> Get(const std::string& id) const;
+  std::vector<std::shared_ptr<Sandbox>> List(const ListFilter& filter) const;
+  // Stops it synchronously: when this returns nothing of it is on the host.
+  void Stop(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason);
+  // Stops and forgets it. False if unknown.
+  bool Delete(const std::string& id);
+
+ private:
+  void LeaseLoop();
+
+  engine::Engine& engine_;
+  const std::string rootfs_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Sandbox>> sandboxes_;
+  std::vector<std::string> order_;  // creation order, for listing
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread lease_thread_;
+};
+
+}  // namespace kiln::control

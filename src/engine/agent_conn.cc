@@ -1,0 +1,245 @@
+#include "engine/agent_conn.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "common/ids.h"
+#include "common/time.h"
+#include "proto/frame.h"
+
+namespace kiln::engine {
+
+using nlohmann::json;
+using proto::FrameType;
+
+AgentOp::~AgentOp() {
+  if (!answered_) Cancel();
+  conn_->Unregister(stream_);
+}
+
+void AgentOp::Push(Message m) {
+  std::lock_guard lock(mu_);
+  if (m.kind == Message::kResponse || m.kind == Message::kClosed) answered_ = true;
+  queue_.push_back(std::move(m));
+  cv_.notify_all();
+}
+
+bool AgentOp::Next(Message* m, int timeout_ms) {
+  std::unique_lock lock(mu_);
+  auto ready = [&] { return !queue_.empty(); };
+  if (timeout_ms < 0) {
+    cv_.wait(lock, ready);
+  } else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
+    return false;
+  }
+  *m = std::move(queue_.front());
+  queue_.pop_front();
+  return true;
+}
+
+bool AgentOp::SendData(uint8_t channel, std::string_view data, bool end) {
+  do {
+    size_t n = std::min(data.size(), proto::kMaxDaemonPayload);
+    bool last = n == data.size();
+    uint8_t flags = (last && end) ? proto::kFlagEnd : 0;
+    if (!conn_->WriteFrame(proto::EncodeFrame(FrameType::kData, stream_, data.substr(0, n), flags, channel)))
+      return false;
+    data.remove_prefix(n);
+  } while (!data.empty());
+  return true;
+}
+
+void AgentOp::Ack(uint32_t bytes) {
+  if (bytes > 0) conn_->WriteFrame(proto::EncodeWindow(stream_, bytes));
+}
+
+void AgentOp::Cancel() {
+  {
+    std::lock_guard lock(mu_);
+    if (answered_) return;
+    answered_ = true;
+  }
+  conn_->WriteFrame(proto::EncodeFrame(FrameType::kCancel, stream_, ""));
+}
+
+std::shared_ptr<AgentConnection> AgentConnection::Connect(const std::string& in_fifo,
+                                                          const std::string& out_fifo, int timeout_ms,
+                                                          std::string* error) {
+  std::shared_ptr<AgentConnection> c(new AgentConnection());
+  // Non-blocking opens never hang: the sandbox holds both FIFOs open.
+  c->in_.reset(::open(in_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  c->out_.reset(::open(out_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!c->in_ || !c->out_) {
+    *error = "cannot open the agent channel: " + std::string(strerror(errno));
+    return nullptr;
+  }
+  // Blocking writes (each frame <= PIPE_BUF, so atomic); room for bursts.
+  fcntl(c->in_.get(), F_SETFL, 0);
+  fcntl(c->in_.get(), F_SETPIPE_SZ, 1 << 20);
+  fcntl(c->out_.get(), F_SETPIPE_SZ, 1 << 20);
+  int wake[2];
+  if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+    *error = "pipe: " + std::string(strerror(errno));
+    return nullptr;
+  }
+  c->wake_r_.reset(wake[0]);
+  c->wake_w_.reset(wake[1]);
+
+  uint64_t nonce = RandomU64();
+  if (!c->WriteFrame(proto::EncodeFrame(FrameType::kHello, 0, json{{"nonce", nonce}}.dump()))) {
+    *error = "cannot write to the agent channel";
+    return nullptr;
+  }
+  // Skip whatever an earlier session left in the FIFO, up to our marker.
+  proto::FrameDecoder dec(proto::kMaxAgentPayload);
+  int64_t deadline = MonotonicNowMs() + timeout_ms;
+  bool synced = false;
+  char buf[65536];
+  while (!synced) {
+    int64_t left = deadline - MonotonicNowMs();
+    if (left <= 0) {
+      *error = "the agent did not answer within " + std::to_string(timeout_ms) + " ms";
+      return nullptr;
+    }
+    pollfd p{c->out_.get(), POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    ssize_t n = ::read(c->out_.get(), buf, sizeof buf);
+    if (n == 0) {
+      *error = "the sandbox closed the agent channel";
+      return nullptr;
+    }
+    if (n < 0) continue;
+    dec.Feed(std::string_view(buf, static_cast<size_t>(n)));
+    synced = dec.SkipToSync(nonce);
+  }
+  // The hello's answer (stream 0) follows the marker; keep all bytes after
+  // the marker for the reader thread.
+  while (auto f = dec.Next()) {
+    if (f->stream == 0 && f->type == FrameType::kResponse) continue;
+    c->initial_ += proto::EncodeFrame(f->type, f->stream, f->payload, f->flags, f->channel);
+  }
+  c->reader_ = std::thread([raw = c.get()] { raw->ReadLoop(); });
+  return c;
+}
+
+AgentConnection::~AgentConnection() { Close(); }
+
+void AgentConnection::Close() {
+  if (reader_.joinable()) {
+    char b = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_w_.get(), &b, 1);
+    if (reader_.get_id() == std::this_thread::get_id()) {
+      reader_.detach();
+    } else {
+      reader_.join();
+    }
+  }
+}
+
+void AgentConnection::OnClose(std::function<void()> cb) {
+  std::lock_guard lock(mu_);
+  on_close_ = std::move(cb);
+}
+
+bool AgentConnection::WriteFrame(const std::string& frame) {
+  if (!alive_) return false;
+  std::lock_guard lock(write_mu_);
+  size_t off = 0;
+  while (off < frame.size()) {
+    ssize_t n = ::write(in_.get(), frame.data() + off, frame.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::unique_ptr<AgentOp> AgentConnection::Start(const json& request) {
+  uint32_t stream;
+  std::unique_ptr<AgentOp> op;
+  {
+    std::lock_guard lock(mu_);
+    stream = next_stream_++;
+    if (next_stream_ == 0) next_stream_ = 1;
+    op.reset(new AgentOp(shared_from_this(), stream));
+    ops_[stream] = op.get();
+  }
+  bool ok = alive_;
+  if (ok) {
+    for (auto& f : proto::EncodeFragments(FrameType::kRequest, stream, request.dump(), proto::kMaxDaemonPayload))
+      ok = ok && WriteFrame(f);
+  }
+  if (!ok) op->Push(AgentOp::Message{AgentOp::Message::kClosed});
+  return op;
+}
+
+json AgentConnection::Call(const json& request, int timeout_ms) {
+  auto op = Start(request);
+  AgentOp::Message m;
+  int64_t deadline = MonotonicNowMs() + timeout_ms;
+  for (;;) {
+    int64_t left = deadline - MonotonicNowMs();
+    if (left <= 0 || !op->Next(&m, static_cast<int>(left)))
+      return json{{"error", {{"code", "agent_timeout"}, {"message", "the sandbox's agent did not answer"}}}};
+    if (m.kind == AgentOp::Message::kResponse) return m.body;
+    if (m.kind == AgentOp::Message::kClosed)
+      return json{{"error", {{"code", "not_running"}, {"message", "the sandbox is not running"}}}};
+  }
+}
+
+void AgentConnection::Unregister(uint32_t stream) {
+  std::lock_guard lock(mu_);
+  ops_.erase(stream);
+}
+
+void AgentConnection::ReadLoop() {
+  proto::FrameDecoder dec(proto::kMaxAgentPayload);
+  proto::Reassembler messages;
+  dec.Feed(initial_);
+  initial_.clear();
+  char buf[65536];
+  auto dispatch = [&](proto::Frame f) {
+    AgentOp::Message m;
+    if (f.type == FrameType::kData) {
+      m.kind = AgentOp::Message::kData;
+      m.channel = f.channel;
+      m.end = f.flags & proto::kFlagEnd;
+      m.data = std::move(f.payload);
+    } else if (f.type == FrameType::kEvent || f.type == FrameType::kResponse) {
+      auto whole = messages.Add(f);
+      if (!whole) return;
+      m.kind = f.type == FrameType::kEvent ? AgentOp::Message::kEvent : AgentOp::Message::kResponse;
+      m.body = json::parse(*whole, nullptr, false);
+    } else {
+      return;
+    }
+    std::lock_guard lock(mu_);
+    auto it = ops_.find(f.stream);
+    if (it != ops_.end()) it->second->Push(std::move(m));
+  };
+  for (;;) {
+    while (auto f = dec.Next()) dispatch(std::move(*f));
+    if (dec.error()) break;
+    pollfd p[2] = {{out_.get(), POLLIN, 0}, {wake_r_.get(), POLLIN, 0}};
+    if (poll(p, 2, -1) < 0) continue;
+    if (p[1].revents) return;  // Close(): the connection object is going away
+    ssize_t n = ::read(out_.get(), buf, sizeof buf);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) break;  // every writer is gone: the sandbox ended
+    dec.Feed(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  alive_ = false;
+  std::function<void()> cb;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, op] : ops_) op->Push(AgentOp::Message{AgentOp::Message::kClosed});
+    cb = std::move(on_close_);
+  }
+  if (cb) cb();
+}
+
+}  // namespace kiln::engine

@@ -1,0 +1,101 @@
+// kilnd's end of one sandbox's agent channel: two FIFOs in the sandbox's
+// host directory (agent.in, agent.out) that the sandbox holds as its stdio.
+// Because they are named, a restarted kilnd can open them again and resume
+// with a new session (hello + sync marker).
+//
+// Many operations run at once: each is a stream with its own queue of
+// messages, filled by one reader thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/unique_fd.h"
+
+namespace kiln::engine {
+
+class AgentConnection;
+
+// One operation in flight on the channel.
+class AgentOp {
+ public:
+  struct Message {
+    enum Kind { kData, kEvent, kResponse, kClosed } kind = kClosed;
+    uint8_t channel = 0;
+    bool end = false;
+    std::string data;     // kData
+    nlohmann::json body;  // kEvent, kResponse
+  };
+
+  ~AgentOp();  // cancels the operation if it has not answered
+  AgentOp(const AgentOp&) = delete;
+  AgentOp& operator=(const AgentOp&) = delete;
+
+  // Waits for the next message; false after timeout_ms (-1 = forever).
+  bool Next(Message* m, int timeout_ms = -1);
+  // Sends input (stdin, file content). Returns false if the channel is gone.
+  bool SendData(uint8_t channel, std::string_view data, bool end);
+  // Grants the agent room for `bytes` more of output (flow control).
+  void Ack(uint32_t bytes);
+  void Cancel();
+
+ private:
+  friend class AgentConnection;
+  AgentOp(std::shared_ptr<AgentConnection> conn, uint32_t stream) : conn_(std::move(conn)), stream_(stream) {}
+  void Push(Message m);
+
+  std::shared_ptr<AgentConnection> conn_;
+  uint32_t stream_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Message> queue_;
+  bool answered_ = false;
+};
+
+class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
+ public:
+  // Opens the FIFOs, starts a session and waits for the agent's sync marker.
+  static std::shared_ptr<AgentConnection> Connect(const std::string& in_fifo, const std::string& out_fifo,
+                                                  int timeout_ms, std::string* error);
+  ~AgentConnection();
+
+  std::unique_ptr<AgentOp> Start(const nlohmann::json& request);
+  // A whole request/response exchange; the answer or {"error":...}.
+  nlohmann::json Call(const nlohmann::json& request, int timeout_ms);
+
+  bool alive() const { return alive_; }
+  // Called once when the channel ends (the sandbox died).
+  void OnClose(std::function<void()> cb);
+  void Close();
+
+ private:
+  friend class AgentOp;
+  AgentConnection() = default;
+  bool WriteFrame(const std::string& frame);
+  void ReadLoop();
+  void Unregister(uint32_t stream);
+
+  UniqueFd in_;   // we write requests here
+  UniqueFd out_;  // we read answers here
+  UniqueFd wake_r_, wake_w_;
+  std::thread reader_;
+  std::atomic<bool> alive_{true};
+  std::mutex write_mu_;
+  std::mutex mu_;
+  std::map<uint32_t, AgentOp*> ops_;
+  uint32_t next_stream_ = 1;
+  std::function<void()> on_close_;
+  std::string initial_;  // bytes read past the sync marker during Connect
+};
+
+}  // namespace kiln::engine

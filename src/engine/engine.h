@@ -1,0 +1,51 @@
+// The isolation engine: what kilnd needs from whatever runs a sandbox.
+// gVisor (runsc) implements it today; a KVM microVM engine can implement it
+// on hosts with hardware virtualization without touching the API or the
+// control plane.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/agent_conn.h"
+
+namespace kiln::engine {
+
+struct Shape {
+  int vcpu = 2;
+  int memory_mib = 2048;
+  int disk_mib = 4096;  // size of the writable /workspace and /tmp
+};
+
+struct CreateParams {
+  std::string id;
+  Shape shape;
+  std::string rootfs;  // read-only image root; writes stay in the sandbox
+};
+
+struct Usage {
+  uint64_t cpu_ns = 0;        // CPU time consumed, measured by the host
+  uint64_t memory_bytes = 0;  // current host memory of the sandbox
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Starts a sandbox and returns the channel to its agent, or null with
+  // *error set (then nothing of it is left behind).
+  virtual std::shared_ptr<AgentConnection> Create(const CreateParams& params, std::string* error) = 0;
+
+  // Stops a sandbox and removes every trace of it on the host: processes,
+  // cgroups, mounts, its directory. Idempotent.
+  virtual void Destroy(const std::string& id) = 0;
+
+  virtual Usage GetUsage(const std::string& id) = 0;
+
+  // Ids of sandboxes the engine has on this host (running or not).
+  virtual std::vector<std::string> List() = 0;
+};
+
+}  // namespace kiln::engine

@@ -1,0 +1,59 @@
+#include "engine/oci_spec.h"
+
+namespace kiln::engine {
+
+using nlohmann::json;
+
+int64_t HostMemoryLimitBytes(int memory_mib) {
+  int64_t headroom_mib = 256 + memory_mib / 8;
+  return (static_cast<int64_t>(memory_mib) + headroom_mib) << 20;
+}
+
+json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
+  // Docker's default capability set, without NET_RAW: enough for sudo and
+  // package managers inside, nothing that reaches past the Sentry.
+  json caps = json::array({"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+                           "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+                           "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"});
+  std::string size = "size=" + std::to_string(p.shape.disk_mib) + "m";
+  json mounts = json::array({
+      {{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
+      {{"destination", "/dev"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"nosuid", "mode=755"}}},
+      {{"destination", "/dev/pts"}, {"type", "devpts"}, {"source", "devpts"},
+       {"options", {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}}},
+      {{"destination", "/dev/shm"}, {"type", "tmpfs"}, {"source", "shm"},
+       {"options", {"nosuid", "nodev", "mode=1777", "size=256m"}}},
+      {{"destination", "/sys"}, {"type", "sysfs"}, {"source", "sysfs"}, {"options", {"nosuid", "noexec", "nodev", "ro"}}},
+      {{"destination", "/workspace"}, {"type", "tmpfs"}, {"source", "tmpfs"},
+       {"options", {"nosuid", "nodev", size, "mode=0755", "uid=1000", "gid=1000"}}},
+      {{"destination", "/tmp"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"nosuid", "nodev", size, "mode=1777"}}},
+      {{"destination", "/opt/kiln/kiln-agent"}, {"type", "bind"}, {"source", paths.agent_binary},
+       {"options", {"rbind", "ro"}}},
+  });
+  int64_t quota = static_cast<int64_t>(p.shape.vcpu) * 100000;
+  return json{
+      {"ociVersion", "1.0.0"},
+      {"process",
+       {{"user", {{"uid", 0}, {"gid", 0}}},
+        {"args", {"/opt/kiln/kiln-agent"}},
+        {"env", {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}},
+        {"cwd", "/"},
+        {"capabilities", {{"bounding", caps}, {"effective", caps}, {"permitted", caps}}},
+        {"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"hard", 65536}, {"soft", 65536}}}},
+        {"noNewPrivileges", false}}},
+      {"root", {{"path", paths.rootfs}, {"readonly", false}}},
+      {"hostname", "kiln"},
+      {"mounts", mounts},
+      {"linux",
+       {{"namespaces", {{{"type", "pid"}}, {{"type", "network"}}, {{"type", "ipc"}}, {{"type", "uts"}}, {{"type", "mount"}}}},
+        {"cgroupsPath", paths.cgroup_path},
+        {"resources",
+         {{"memory", {{"limit", HostMemoryLimitBytes(p.shape.memory_mib)}}},
+          {"cpu", {{"quota", quota}, {"period", 100000}}},
+          // gVisor maps every address space to a host process: this bounds
+          // what a fork bomb can make on the host.
+          {"pids", {{"limit", 4096}}}}}}},
+  };
+}
+
+}  // namespace kiln::engine

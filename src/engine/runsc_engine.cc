@@ -1,0 +1,140 @@
+#include "engine/runsc_engine.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/log.h"
+#include "common/subprocess.h"
+#include "engine/oci_spec.h"
+
+namespace kiln::engine {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kCgroupParent = "/kiln";
+constexpr const char* kControllers[] = {"memory", "cpu", "cpuacct", "pids", "cpuset", "devices",
+                                        "freezer", "blkio", "systemd", "unified"};
+
+std::string CgroupDir(const std::string& controller, const std::string& id) {
+  return "/sys/fs/cgroup/" + controller + kCgroupParent + "/" + id;
+}
+
+uint64_t ReadU64(const std::string& path) {
+  std::ifstream f(path);
+  uint64_t v = 0;
+  f >> v;
+  return v;
+}
+
+}  // namespace
+
+RunscEngine::RunscEngine(RunscOptions options) : opts_(std::move(options)) {
+  fs::create_directories(opts_.state_dir + "/sandboxes");
+  fs::create_directories(opts_.state_dir + "/runsc");
+}
+
+std::string RunscEngine::SandboxDir(const std::string& id) const { return opts_.state_dir + "/sandboxes/" + id; }
+
+std::vector<std::string> RunscEngine::RunscArgs() const {
+  return {opts_.runsc, "--root", opts_.state_dir + "/runsc", "--platform", opts_.platform};
+}
+
+std::shared_ptr<AgentConnection> RunscEngine::Create(const CreateParams& p, std::string* error) {
+  std::string dir = SandboxDir(p.id);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    *error = "cannot create " + dir + ": " + ec.message();
+    return nullptr;
+  }
+  SpecPaths paths{p.rootfs, opts_.agent_binary, std::string(kCgroupParent) + "/" + p.id};
+  {
+    std::ofstream spec(dir + "/config.json");
+    spec << BuildOciSpec(p, paths).dump(2);
+  }
+  std::string in = dir + "/agent.in", out = dir + "/agent.out";
+  if (mkfifo(in.c_str(), 0600) < 0 || mkfifo(out.c_str(), 0600) < 0) {
+    *error = "mkfifo: " + std::string(strerror(errno));
+    Destroy(p.id);
+    return nullptr;
+  }
+  // O_RDWR opens of a FIFO never block; the sandbox inherits these as its
+  // stdin and stdout and keeps them after runsc exits.
+  UniqueFd in_fd(::open(in.c_str(), O_RDWR | O_CLOEXEC));
+  UniqueFd out_fd(::open(out.c_str(), O_RDWR | O_CLOEXEC));
+  UniqueFd log_fd(::open((dir + "/sandbox.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  auto args = RunscArgs();
+  for (const char* a : {"--network=none", "--overlay2=root:memory", "--cpu-num-from-quota"}) args.push_back(a);
+  for (const char* a : {"run", "--detach", "--bundle"}) args.push_back(a);
+  args.push_back(dir);
+  args.push_back(p.id);
+  pid_t pid = SpawnProcess(args, in_fd.get(), out_fd.get(), log_fd.get());
+  int status = pid < 0 ? -1 : WaitProcess(pid, opts_.start_timeout_ms);
+  if (status != 0) {
+    std::ifstream log(dir + "/sandbox.log");
+    std::string text((std::istreambuf_iterator<char>(log)), {});
+    if (text.size() > 600) text = text.substr(text.size() - 600);
+    *error = "runsc run failed: " + text;
+    Destroy(p.id);
+    return nullptr;
+  }
+  auto conn = AgentConnection::Connect(in, out, opts_.start_timeout_ms, error);
+  in_fd.reset();
+  out_fd.reset();
+  if (!conn) {
+    Destroy(p.id);
+    return nullptr;
+  }
+  std::weak_ptr<AgentConnection> weak = conn;
+  int64_t threshold = static_cast<int64_t>(p.shape.memory_mib) << 20;
+  bool guarded = guard_.Watch(p.id, CgroupDir("memory", p.id), threshold, [weak, id = p.id] {
+    auto c = weak.lock();
+    if (!c) return;
+    auto r = c->Call({{"op", "oom"}}, 5000);
+    LogWarn("sandbox over its memory: killed its largest process", {{"sandboxId", id}, {"agent", r}});
+  });
+  if (!guarded) LogWarn("no memory guard (cgroup v1 memory controller missing)", {{"sandboxId", p.id}});
+  return conn;
+}
+
+void RunscEngine::Destroy(const std::string& id) {
+  guard_.Unwatch(id);
+  auto args = RunscArgs();
+  args.insert(args.end(), {"delete", "--force", id});
+  ProcessOutput r = RunProcess(args, 20000);
+  if (!r.ok() && r.err.find("does not exist") == std::string::npos) {
+    LogWarn("runsc delete failed", {{"sandboxId", id}, {"detail", r.Describe()}});
+  }
+  // runsc removes its cgroups; make sure, so that nothing of it remains.
+  for (const char* c : kControllers) {
+    std::string d = CgroupDir(c, id);
+    if (::access(d.c_str(), F_OK) == 0 && ::rmdir(d.c_str()) < 0) {
+      LogWarn("cannot remove cgroup", {{"sandboxId", id}, {"path", d}, {"error", strerror(errno)}});
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(SandboxDir(id), ec);
+}
+
+Usage RunscEngine::GetUsage(const std::string& id) {
+  Usage u;
+  u.cpu_ns = ReadU64(CgroupDir("cpuacct", id) + "/cpuacct.usage");
+  u.memory_bytes = ReadU64(CgroupDir("memory", id) + "/memory.usage_in_bytes");
+  return u;
+}
+
+std::vector<std::string> RunscEngine::List() {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(opts_.state_dir + "/sandboxes", ec)) {
+    if (e.is_directory()) ids.push_back(e.path().filename());
+  }
+  return ids;
+}
+
+}  // namespace kiln::engine

@@ -1,0 +1,45 @@
+// The gVisor engine: one `runsc` sandbox per kiln sandbox.
+//
+// Layout under the state directory:
+//   sandboxes/<id>/config.json   OCI bundle (root = the image, read-only)
+//   sandboxes/<id>/agent.in      FIFO: kilnd -> agent (the sandbox's stdin)
+//   sandboxes/<id>/agent.out     FIFO: agent -> kilnd (the sandbox's stdout)
+//   sandboxes/<id>/sandbox.log   runsc's and the agent's stderr
+//   runsc/                       runsc's own state (--root)
+// cgroups: /sys/fs/cgroup/<controller>/kiln/<id>.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/memory_guard.h"
+
+namespace kiln::engine {
+
+struct RunscOptions {
+  std::string state_dir;
+  std::string runsc = "runsc";
+  std::string platform = "systrap";
+  std::string agent_binary;
+  int start_timeout_ms = 30000;
+};
+
+class RunscEngine : public Engine {
+ public:
+  explicit RunscEngine(RunscOptions options);
+
+  std::shared_ptr<AgentConnection> Create(const CreateParams& params, std::string* error) override;
+  void Destroy(const std::string& id) override;
+  Usage GetUsage(const std::string& id) override;
+  std::vector<std::string> List() override;
+
+ private:
+  std::string SandboxDir(const std::string& id) const;
+  std::vector<std::string> RunscArgs() const;
+
+  RunscOptions opts_;
+  MemoryGuard guard_;
+};
+
+}  // namespace kiln::engine

@@ -1,0 +1,174 @@
+"""Fixtures: one real kilnd per test session, sandboxes made through its API.
+
+Environment:
+  KILN_BIN_DIR    kilnd, kiln, kiln-agent (default <repo>/build/bin)
+  KILN_IMAGE_DIR  prebuilt base image dir (default /var/lib/kiln/images)
+"""
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from client import Client
+from host import Host
+
+REPO = Path(__file__).resolve().parents[2]
+BIN_DIR = Path(os.environ.get("KILN_BIN_DIR") or REPO / "build" / "bin")
+IMAGE_DIR = Path(os.environ.get("KILN_IMAGE_DIR") or "/var/lib/kiln/images")
+STARTUP_TIMEOUT = 120  # seconds; kilnd may build the base image first
+
+_log_path = None  # kilnd's log, printed at the end of a failed run
+_notes = []  # shutdown problems, printed in the summary
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "hostile: slow hostile-workload tests (deselect with -m 'not hostile')")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus):
+    for note in _notes:
+        terminalreporter.write_line(f"kilnd: {note}", red=True)
+    if (exitstatus != 0 or _notes) and _log_path and _log_path.exists():
+        lines = _log_path.read_text(errors="replace").splitlines()
+        terminalreporter.section(f"kilnd log ({_log_path}, last 300 lines)")
+        for line in lines[-300:]:
+            terminalreporter.write_line(line)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    def __init__(self, url, state_dir, proc, log_path):
+        self.url, self.state_dir, self.proc, self.log_path = url, Path(state_dir), proc, log_path
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def log_tail(self, n=60):
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+
+@pytest.fixture(scope="session")
+def kilnd(request):
+    global _log_path
+    for b in ("kilnd", "kiln", "kiln-agent"):
+        if not (BIN_DIR / b).exists():
+            pytest.exit(f"{BIN_DIR / b} not found: build kiln first (or set KILN_BIN_DIR)", returncode=3)
+    state_dir = tempfile.mkdtemp(prefix="kiln-it-", dir="/tmp")
+    port = _free_port()
+    _log_path = Path(state_dir + ".log")
+    log = open(_log_path, "wb")
+    proc = subprocess.Popen(
+        [str(BIN_DIR / "kilnd"), "--listen", f"127.0.0.1:{port}", "--state-dir", state_dir,
+         "--image-dir", str(IMAGE_DIR)],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    d = Daemon(f"http://127.0.0.1:{port}", state_dir, proc, _log_path)
+    api = Client(d.url)
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while True:
+        if not d.alive():
+            pytest.exit(f"kilnd exited with {proc.returncode} during startup:\n{d.log_tail()}", returncode=3)
+        try:
+            if api.health(timeout=2).status == 200:
+                break
+        except (OSError, http.client.HTTPException):
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.exit(f"kilnd not healthy after {STARTUP_TIMEOUT}s:\n{d.log_tail()}", returncode=3)
+        time.sleep(0.2)
+    yield d
+    # Remove what the tests left behind, then stop the daemon.
+    try:
+        listed = api.get("/v1/sandboxes", query={"includeStopped": True, "limit": 1000}).json()
+        for s in listed.get("data", []):
+            api.request("DELETE", f"/v1/sandboxes/{s['id']}")
+    except Exception:  # noqa: BLE001 -- teardown is best effort
+        pass
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        _notes.append("did not exit within 60 s of SIGTERM; killed")
+        proc.kill()
+        proc.wait()
+    log.close()
+    if proc.returncode != 0:
+        _notes.append(f"exited with status {proc.returncode} after SIGTERM")
+    if request.session.testsfailed or _notes:
+        _notes.append(f"state dir kept: {state_dir}")
+    else:
+        shutil.rmtree(state_dir, ignore_errors=True)
+        _log_path.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def api(kilnd):
+    return Client(kilnd.url)
+
+
+@pytest.fixture(scope="session")
+def image_dir(kilnd):
+    return IMAGE_DIR
+
+
+@pytest.fixture(scope="session")
+def bin_dir(kilnd):
+    return BIN_DIR
+
+
+@pytest.fixture(scope="session")
+def host(kilnd):
+    return Host(kilnd.state_dir)
+
+
+class Sandboxes:
+    """Creates sandboxes and deletes them when the owning fixture ends."""
+
+    def __init__(self, api):
+        self.api, self.ids = api, []
+
+    def create(self, **fields):
+        info = self.api.create(**fields)
+        self.ids.append(info["id"])
+        assert info["state"] == "running", f"new sandbox not running: {info!r}"
+        return info
+
+    def close(self):
+        for sid in self.ids:
+            try:
+                self.api.request("DELETE", f"/v1/sandboxes/{sid}")
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def sandboxes(api):
+    """Fresh sandboxes for one test: `sandboxes.create(**fields)`."""
+    pool = Sandboxes(api)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="module")
+def sandbox(api):
+    """One default sandbox shared by the tests of a module (SandboxInfo)."""
+    pool = Sandboxes(api)
+    yield pool.create()
+    pool.close()
+
+
+@pytest.fixture(scope="module")
+def sid(sandbox):
+    return sandbox["id"]
