@@ -22,7 +22,7 @@ int64_t WallClockMs() {
   return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-Agent::Agent(EventLoop& loop) : loop_(loop) {
+Agent::Agent(EventLoop& loop) : loop_(loop), registry_(loop) {
   channel_ = std::make_unique<Channel>(loop, 0, 1, *this);
   processes_ = std::make_unique<ProcessTable>(*this);
 }

@@ -31,14 +31,15 @@ bool MakePipe(UniqueFd& read_end, UniqueFd& write_end) {
 Command::Command(EventLoop& loop, CommandRegistry& registry) : loop_(loop), registry_(registry) {}
 
 Command::~Command() {
+  *alive_ = false;
   if (drain_timer_) loop_.CancelTimer(drain_timer_);
   for (int i = 0; i < 2; ++i) CloseOutput(i);
   if (stdin_) loop_.Remove(stdin_.get());
   if (!exit_seen_ && pid_ > 0) {
     // Destroyed while running (cancelled): take everything down with it.
-    KillOwned(pid_, token_, registry_.SessionsExcept(pid_));
+    registry_.Remove(pid_);
+    registry_.Cleanup(pid_, token_, nullptr);
   }
-  registry_.Remove(this);
 }
 
 std::unique_ptr<Command> Command::Start(EventLoop& loop, CommandRegistry& registry,
@@ -69,7 +70,7 @@ std::unique_ptr<Command> Command::Start(EventLoop& loop, CommandRegistry& regist
     return nullptr;
   }
   c->pid_ = r.pid;
-  registry.Add(c.get());
+  registry.Add(c->pid_, [raw = c.get()](int status) { raw->OnExit(status); });
   c->stdin_ = std::move(in_w);
   fcntl(c->stdin_.get(), F_SETFL, O_NONBLOCK);
   for (int i = 0; i < 2; ++i) {
@@ -162,8 +163,18 @@ void Command::Signal(int sig) {
 
 void Command::KillAll(bool timed_out) {
   if (timed_out) result_.timed_out = true;
-  if (pid_ > 0) KillOwned(pid_, token_, registry_.SessionsExcept(pid_));
   if (!exit_seen_) ::kill(pid_, SIGKILL);
+  StartCleanup();
+}
+
+void Command::StartCleanup() {
+  if (cleaning_ || pid_ <= 0) return;
+  cleaning_ = true;
+  registry_.Cleanup(pid_, token_, [this, alive = alive_] {
+    if (!*alive) return;
+    cleaned_ = true;
+    MaybeFinish();
+  });
 }
 
 void Command::OnExit(int status) {
@@ -176,8 +187,8 @@ void Command::OnExit(int status) {
   } else if (WIFSIGNALED(status)) {
     result_.signal = WTERMSIG(status);
   }
-  if (options_.cleanup_on_exit) KillOwned(pid_, token_, registry_.SessionsExcept(pid_));
-  registry_.Remove(this);
+  registry_.Remove(pid_);
+  if (options_.cleanup_on_exit) StartCleanup();
   if (stdin_) {
     loop_.Remove(stdin_.get());
     stdin_.reset();
@@ -193,7 +204,7 @@ void Command::OnExit(int status) {
 }
 
 void Command::MaybeFinish() {
-  if (done_ || !exit_seen_ || out_[0] || out_[1]) return;
+  if (done_ || !exit_seen_ || out_[0] || out_[1] || (cleaning_ && !cleaned_)) return;
   done_ = true;
   if (drain_timer_) {
     loop_.CancelTimer(drain_timer_);
@@ -205,10 +216,31 @@ void Command::MaybeFinish() {
 
 std::set<pid_t> CommandRegistry::SessionsExcept(pid_t sid) const {
   std::set<pid_t> out;
-  for (const auto& [pid, c] : by_pid_) {
+  for (const auto& [pid, cb] : by_pid_) {
     if (pid != sid) out.insert(pid);
   }
   return out;
+}
+
+void CommandRegistry::Cleanup(pid_t sid, const std::string& token, std::function<void()> done) {
+  uint64_t id = next_job_++;
+  jobs_[id] = CleanupJob{sid, token, MonotonicMs() + 10000, std::move(done)};
+  CleanupPass(id);
+}
+
+void CommandRegistry::CleanupPass(uint64_t id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  CleanupJob& job = it->second;
+  int killed = KillOwned(job.sid, job.token, SessionsExcept(job.sid));
+  if (killed > 0 && MonotonicMs() < job.deadline_ms) {
+    // Let the kills land and the agent serve others, then look again.
+    loop_.AddTimer(killed > 50 ? 20 : 2, [this, id] { CleanupPass(id); });
+    return;
+  }
+  auto done = std::move(job.done);
+  jobs_.erase(it);
+  if (done) done();
 }
 
 void CommandRegistry::ReapAll() {
@@ -217,7 +249,9 @@ void CommandRegistry::ReapAll() {
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid <= 0) return;
     auto it = by_pid_.find(pid);
-    if (it != by_pid_.end()) it->second->OnExit(status);
+    if (it == by_pid_.end()) continue;
+    auto cb = it->second;  // the callback may unregister itself
+    cb(status);
   }
 }
 

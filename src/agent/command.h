@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -71,6 +72,7 @@ class Command {
   void CloseOutput(int index);
   void OnStdinWritable();
   void MaybeFinish();
+  void StartCleanup();
 
   EventLoop& loop_;
   CommandRegistry& registry_;
@@ -86,7 +88,10 @@ class Command {
   bool stdin_closing_ = false;
   uint64_t stdin_accepted_ = 0;
   bool exit_seen_ = false;
+  bool cleaning_ = false;   // a cleanup job runs for it
+  bool cleaned_ = false;    // ...and has finished
   bool done_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   CommandResult result_;
   EventLoop::TimerId drain_timer_ = 0;
 };
@@ -95,14 +100,33 @@ class Command {
 // sessions so one command's cleanup never touches another's processes.
 class CommandRegistry {
  public:
-  void Add(Command* c) { by_pid_[c->pid()] = c; }
-  void Remove(Command* c) { by_pid_.erase(c->pid()); }
+  explicit CommandRegistry(EventLoop& loop) : loop_(loop) {}
+
+  // `on_exit` gets the wait status of `pid` when it is reaped.
+  void Add(pid_t pid, std::function<void(int status)> on_exit) { by_pid_[pid] = std::move(on_exit); }
+  void Remove(pid_t pid) { by_pid_.erase(pid); }
   std::set<pid_t> SessionsExcept(pid_t sid) const;
   // Reaps every exited child (the agent is PID 1: orphans land here too).
   void ReapAll();
 
+  // Kills everything of session `sid` / owner `token`, one /proc pass per
+  // tick so the agent keeps serving meanwhile, until a pass finds nothing
+  // (or 10 s pass); then calls `done` (if set).
+  void Cleanup(pid_t sid, const std::string& token, std::function<void()> done);
+
  private:
-  std::map<pid_t, Command*> by_pid_;
+  void CleanupPass(uint64_t job);
+
+  struct CleanupJob {
+    pid_t sid;
+    std::string token;
+    int64_t deadline_ms;
+    std::function<void()> done;
+  };
+  EventLoop& loop_;
+  std::map<pid_t, std::function<void(int)>> by_pid_;
+  std::map<uint64_t, CleanupJob> jobs_;
+  uint64_t next_job_ = 1;
 };
 
 }  // namespace kiln::agent

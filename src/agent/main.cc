@@ -12,9 +12,13 @@
 
 #include "agent/agent.h"
 #include "agent/event_loop.h"
+#include "agent/sudo.h"
 #include "common/unique_fd.h"
 
 int main(int argc, char** argv) {
+  // One binary, two roles: PID 1 of the sandbox, and /usr/bin/sudo in it.
+  const char* base = std::strrchr(argv[0], '/');
+  if (std::strcmp(base ? base + 1 : argv[0], "sudo") == 0) return kiln::agent::SudoMain(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("kiln-agent %s\n", KILN_VERSION);
     return 0;
@@ -33,6 +37,8 @@ int main(int argc, char** argv) {
 
   kiln::agent::EventLoop loop;
   kiln::agent::Agent agent(loop);
+  kiln::agent::SudoServer sudo(loop, agent.registry());
+  sudo.Listen();
   loop.Add(sfd.get(), EPOLLIN, [&](uint32_t) {
     signalfd_siginfo info;
     while (::read(sfd.get(), &info, sizeof info) == sizeof info) {

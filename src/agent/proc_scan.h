@@ -34,7 +34,8 @@ std::vector<ProcEntry> ScanProcs();
 std::vector<pid_t> FindOwned(pid_t sid, const std::string& token,
                              const std::set<pid_t>& other_sessions);
 
-// SIGKILLs what FindOwned returns; returns how many were signalled.
+// SIGKILLs what FindOwned returns (one pass); returns how many were
+// signalled. A fork bomb forks between passes: callers repeat until 0.
 int KillOwned(pid_t sid, const std::string& token, const std::set<pid_t>& other_sessions);
 
 // The non-agent process with the largest resident set, or 0.

@@ -23,6 +23,7 @@ struct ChildArgs {
   const char* cwd;
   uid_t uid;
   gid_t gid;
+  rlim_t max_processes;
   int fds[3];
   int dev_null;
   volatile int error = 0;
@@ -47,6 +48,8 @@ int ChildMain(void* p) {
   }
   if (chdir(a->cwd) < 0) fail("chdir");
   if (a->uid != 0) {
+    rlimit nproc{a->max_processes, a->max_processes};
+    if (setrlimit(RLIMIT_NPROC, &nproc) < 0) fail("setrlimit");
     gid_t groups[1] = {a->gid};
     if (setgroups(1, groups) < 0) fail("setgroups");
     if (setgid(a->gid) < 0) fail("setgid");
@@ -103,6 +106,7 @@ SpawnResult Spawn(const SpawnSpec& spec) {
   a->cwd = spec.cwd.c_str();
   a->uid = spec.uid;
   a->gid = spec.gid;
+  a->max_processes = spec.max_processes;
   a->fds[0] = spec.stdin_fd;
   a->fds[1] = spec.stdout_fd;
   a->fds[2] = spec.stderr_fd;

@@ -3,6 +3,7 @@
 // sharing it until execve costs nothing.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <string>
@@ -16,6 +17,9 @@ struct SpawnSpec {
   std::string cwd = "/";
   uid_t uid = 0;
   gid_t gid = 0;
+  // RLIMIT_NPROC for a non-root command (gVisor enforces it per uid): the
+  // bound that keeps a fork bomb from taking the sandbox down.
+  rlim_t max_processes = 1024;
   // Child ends of its stdio; -1 means /dev/null.
   int stdin_fd = -1;
   int stdout_fd = -1;

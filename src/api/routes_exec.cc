@@ -154,7 +154,7 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
 void AddExecRoutes(Router& r, ApiContext& ctx) {
   r.Add("POST", "/v1/sandboxes/{id}:exec", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    ExecRequest req = ReadExec(ex.JsonBody(96 << 20), *s);
+    ExecRequest req = ReadExec(ex.JsonBody(16 << 20), *s);
     auto conn = RunningConn(*s);
     auto op = conn->Start(req.agent);
     if (req.stdin_bytes) op->SendData(proto::kStdin, *req.stdin_bytes, true);

@@ -138,7 +138,7 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/sandboxes/{id}/processes/{pid}:write", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    json body = ex.JsonBody(96 << 20);
+    json body = ex.JsonBody(16 << 20);
     FieldReader f(body);
     auto data = f.String("data", 64 << 20);
     auto b64 = f.String("base64", 96 << 20);

@@ -105,12 +105,9 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("DELETE", "/v1/sandboxes/{id}", [&ctx](Exchange& ex) {
-    auto s = FindSandbox(ctx, ex);
-    ctx.sandboxes.Delete(s->id());
-    json info = s->Info();
-    ex.SendJson(200, json{{"id", s->id()}, {"kind", "sandbox"}, {"name", info["name"]}, {"labels", info["labels"]},
-                          {"status", "deleted"}, {"state", info["state"]}, {"deletedAt", FormatTime(NowMs())},
-                          {"endedAt", info["endedAt"]}});
+    auto answer = ctx.sandboxes.Delete(ex.params["id"]);
+    if (!answer) throw NotFound("sandbox " + ex.params["id"]);
+    ex.SendJson(200, *answer);
   });
 }
 

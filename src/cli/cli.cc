@@ -181,7 +181,7 @@ const std::vector<Verb>& sandbox_verbs() {
        .details = "  --cwd DIR         working directory (default /workspace)\n"
                   "  --env K=V         environment variable (repeatable)\n"
                   "  --timeout-ms N    time limit (default 60000)\n"
-                  "  --stdin-file F    feed file F (or - for kiln's stdin, up to 6 MiB) to CMD\n",
+                  "  --stdin-file F    feed file F (or - for kiln's stdin, up to 12 MiB) to CMD\n",
        .flags = {value("cwd"), value("env", true), value("timeout-ms"), value("stdin-file")},
        .positionals = 1,
        .takes_command = true,

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 #include "cli/commands.h"
@@ -55,7 +56,7 @@ std::optional<std::string> read_stdin_file(const ParsedArgs& args) {
     if (n == 0) break;
     data.append(buf, static_cast<std::size_t>(n));
     if (data.size() > kMaxStdinBytes) {
-      failure = "--stdin-file " + *path + " holds more than 6 MiB, the most an exec takes";
+      failure = "--stdin-file " + *path + " holds more than 12 MiB, the most an exec takes";
       break;
     }
   }
@@ -96,7 +97,9 @@ int cmd_sandbox_run(Context& ctx, const ParsedArgs& args) {
     wait_until_running(ctx, std::move(info), /*interruptible=*/true);
     status = execute(ctx, id, exec, printer);
   } catch (const Interrupted& e) {
-    if (!ctx.json()) write_all(STDERR_FILENO, "kiln: interrupted; stopping sandbox " + id + "\n");
+    if (!ctx.json() && e.signal != SIGPIPE) {
+      write_all(STDERR_FILENO, "kiln: interrupted; stopping sandbox " + id + "\n");
+    }
     stop_sandbox_quietly(ctx, id);
     return 128 + e.signal;
   } catch (...) {

@@ -38,7 +38,8 @@ struct ClientError : std::runtime_error {
   std::string code;  // "timeout", "connection_lost", "bad_response", "start_failed"
 };
 
-// A signal (Ctrl-C) cut an interruptible request short.
+// A signal (Ctrl-C) cut an interruptible request short, or the reader of
+// the command's output went away (signal = SIGPIPE).
 struct Interrupted : std::runtime_error {
   explicit Interrupted(int signal);
   int signal;

@@ -1,5 +1,7 @@
 #include "cli/exec_stream.h"
 
+#include <csignal>
+
 #include "cli/base64.h"
 #include "cli/errors.h"
 #include "cli/exit_status.h"
@@ -31,11 +33,7 @@ void ExecStreamPrinter::on_event(const json& event) {
         next_offset_ = at + data.size();
       }
     }
-    if (type == "stdout") {
-      write_output(out_fd_, out_open_, data);
-    } else {
-      write_output(err_fd_, err_open_, data);
-    }
+    if (!write_all(type == "stdout" ? out_fd_ : err_fd_, data)) throw Interrupted(SIGPIPE);
   } else if (type == "truncated") {
     auto dropped = int_field(event, "droppedBytes");
     warn((dropped ? std::to_string(*dropped) : std::string("some")) +
@@ -46,12 +44,6 @@ void ExecStreamPrinter::on_event(const json& event) {
     error_ = event.contains("error") ? event["error"] : json::object();
   }
   // Other types are newer than this client; skipping them is safe.
-}
-
-void ExecStreamPrinter::write_output(int fd, bool& open, const std::string& bytes) {
-  // A closed pipe (kiln … | head) must not end the exec: keep draining the
-  // stream so the command's exit status is still reported.
-  if (open && !write_all(fd, bytes)) open = false;
 }
 
 int ExecStreamPrinter::finish() const {

@@ -1,5 +1,7 @@
 // Prints an exec's NDJSON events as they arrive: stdout/stderr data to the
 // matching fd, warnings for lost output, and remembers how it ended.
+// When a reader goes away (kiln … | head) it throws Interrupted(SIGPIPE):
+// like a local pipeline, the command is ended rather than run on unread.
 #pragma once
 
 #include <cstdint>
@@ -23,10 +25,7 @@ class ExecStreamPrinter {
   const std::optional<std::string>& process_id() const { return process_id_; }
 
  private:
-  void write_output(int fd, bool& open, const std::string& bytes);
-
   int out_fd_, err_fd_;
-  bool out_open_ = true, err_open_ = true;  // false once the reader went away
   std::optional<std::string> process_id_;
   std::optional<nlohmann::json> exit_, error_;
   std::uint64_t next_offset_ = 0;  // where the next chunk should start

@@ -8,7 +8,7 @@ namespace kiln::cli {
 // SIGINT, SIGTERM and SIGHUP are recorded instead of killing us. Each
 // handler fires once: a second Ctrl-C kills as usual, an escape hatch if
 // the cleanup itself hangs. Also ignores SIGPIPE, so a closed stdout pipe
-// cannot kill us before the sandbox is stopped.
+// becomes a write error (see ExecStreamPrinter) and the sandbox still stops.
 void install_interrupt_handlers();
 
 bool interrupt_requested();

@@ -13,8 +13,9 @@
 
 namespace kiln::cli {
 
-// Exec stdin travels base64 inside an 8 MiB JSON body; keep room for the rest.
-inline constexpr std::size_t kMaxStdinBytes = 6 * 1024 * 1024 - 64 * 1024;
+// Exec stdin travels base64 (4/3 larger) inside a JSON body of at most
+// 16 MiB; keep room for the rest of the body.
+inline constexpr std::size_t kMaxStdinBytes = 12 * 1024 * 1024 - 64 * 1024;
 inline constexpr long long kDefaultExecTimeoutMs = 60000;  // the daemon's default
 
 // POST /v1/sandboxes body from --vcpu --memory --disk --timeout --name

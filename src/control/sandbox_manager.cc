@@ -106,14 +106,26 @@ void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::st
   std::erase_if(order_, [&](const std::string& id) { return !sandboxes_.count(id); });
 }
 
-bool SandboxManager::Delete(const std::string& id) {
+std::optional<nlohmann::json> SandboxManager::Delete(const std::string& id) {
   auto s = Get(id);
-  if (!s) return false;
+  if (!s) {
+    std::lock_guard lock(mu_);
+    auto it = deleted_.find(id);
+    if (it == deleted_.end()) return std::nullopt;
+    return it->second.second;
+  }
   Stop(s, "requested");
+  nlohmann::json info = s->Info();
+  nlohmann::json answer = {{"id", id}, {"kind", "sandbox"}, {"name", info["name"]}, {"labels", info["labels"]},
+                           {"status", "deleted"}, {"state", info["state"]}, {"deletedAt", FormatTime(NowMs())},
+                           {"endedAt", info["endedAt"]}};
   std::lock_guard lock(mu_);
   sandboxes_.erase(id);
   std::erase(order_, id);
-  return true;
+  int64_t now = NowMs();
+  std::erase_if(deleted_, [&](const auto& d) { return d.second.first < now - 86400000; });
+  deleted_[id] = {now, answer};
+  return answer;
 }
 
 void SandboxManager::LeaseLoop() {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,8 +33,9 @@ class SandboxManager {
   std::vector<std::shared_ptr<Sandbox>> List(const ListFilter& filter) const;
   // Stops it synchronously: when this returns nothing of it is on the host.
   void Stop(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason);
-  // Stops and forgets it. False if unknown.
-  bool Delete(const std::string& id);
+  // Stops and forgets it; returns its last info, also for a repeated
+  // delete (kept for a day). Null if never known.
+  std::optional<nlohmann::json> Delete(const std::string& id);
 
  private:
   void LeaseLoop();
@@ -43,6 +45,7 @@ class SandboxManager {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Sandbox>> sandboxes_;
   std::vector<std::string> order_;  // creation order, for listing
+  std::map<std::string, std::pair<int64_t, nlohmann::json>> deleted_;  // id -> (when, answer)
   std::condition_variable cv_;
   bool stopping_ = false;
   std::thread lease_thread_;

@@ -83,6 +83,13 @@ int main(int argc, char** argv) {
   if (flags.agent.empty()) flags.agent = ExeDir() + "/kiln-agent";
   if (flags.image_recipe.empty()) flags.image_recipe = ExeDir() + "/../../images/base/build.sh";
   signal(SIGPIPE, SIG_IGN);
+  // Block SIGTERM/SIGINT before any thread starts, so that only the
+  // shutdown thread below ever receives them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
   kiln::StartChildReaper();
 
   std::string rootfs;
@@ -107,19 +114,9 @@ int main(int argc, char** argv) {
   kiln::api::AddProcessRoutes(router, ctx);
   kiln::api::AddFileRoutes(router, ctx);
 
-  kiln::api::HttpServer server(flags.listen, [&](kiln::api::Exchange& ex) {
-    auto t0 = std::chrono::steady_clock::now();
-    router.Dispatch(ex);
-    auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    (void)ms;
-  });
+  kiln::api::HttpServer server(flags.listen, [&](kiln::api::Exchange& ex) { router.Dispatch(ex); });
   g_server = &server;
   // SIGTERM/SIGINT: stop accepting, then stop every sandbox (in ~SandboxManager).
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::thread([set] {
     int sig;
     sigwait(&set, &sig);

@@ -29,6 +29,9 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
       {{"destination", "/tmp"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"nosuid", "nodev", size, "mode=1777"}}},
       {{"destination", "/opt/kiln/kiln-agent"}, {"type", "bind"}, {"source", paths.agent_binary},
        {"options", {"rbind", "ro"}}},
+      // sudo is the agent in its client role (see agent/sudo.h).
+      {{"destination", "/usr/bin/sudo"}, {"type", "bind"}, {"source", paths.agent_binary},
+       {"options", {"rbind", "ro"}}},
   });
   int64_t quota = static_cast<int64_t>(p.shape.vcpu) * 100000;
   return json{
@@ -52,7 +55,7 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
           {"cpu", {{"quota", quota}, {"period", 100000}}},
           // gVisor maps every address space to a host process: this bounds
           // what a fork bomb can make on the host.
-          {"pids", {{"limit", 4096}}}}}}},
+          {"pids", {{"limit", 8192}}}}}}},
   };
 }
 

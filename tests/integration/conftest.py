@@ -91,7 +91,7 @@ def kilnd(request):
     yield d
     # Remove what the tests left behind, then stop the daemon.
     try:
-        listed = api.get("/v1/sandboxes", query={"includeStopped": True, "limit": 1000}).json()
+        listed = api.get("/v1/sandboxes", query={"includeStopped": True, "limit": 500}).json()
         for s in listed.get("data", []):
             api.request("DELETE", f"/v1/sandboxes/{s['id']}")
     except Exception:  # noqa: BLE001 -- teardown is best effort

@@ -26,7 +26,7 @@ def _json(p):
 
 
 def _running_ids(api):
-    return {s["id"] for s in api.ok("GET", "/v1/sandboxes", query={"limit": 1000})["data"]}
+    return {s["id"] for s in api.ok("GET", "/v1/sandboxes", query={"limit": 500})["data"]}
 
 
 def test_run_prints_output_and_cleans_up(kiln, api):
@@ -51,11 +51,11 @@ def test_sandbox_commands(kiln, api):
     p = kiln("sandbox", "create")
     assert p.returncode == 0, p.stderr
     sid = p.stdout.strip()
-    assert sid.startswith("sbx_") and len(sid.split()) == 1, f"create should print only the id: {p.stdout!r}"
+    assert len(sid) == 36 and sid.count("-") == 4 and len(sid.split()) == 1, f"create should print only the id: {p.stdout!r}"
     try:
         assert api.sandbox(sid)["state"] == "running"
         info = _json(kiln("sandbox", "create", "--json"))
-        assert info["state"] == "running" and info["id"].startswith("sbx_")
+        assert info["state"] == "running" and len(info["id"]) == 36 and info["id"] != sid
         api.delete(info["id"])
 
         assert sid in kiln("sandbox", "ls").stdout

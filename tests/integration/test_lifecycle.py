@@ -21,7 +21,7 @@ def _time(s):
 
 def test_create_defaults(api, sandbox):
     s = sandbox
-    assert s["id"].startswith("sbx_") and s["kind"] == "sandbox"
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", s["id"]) and s["kind"] == "sandbox"
     assert (s["vcpu"], s["memoryMiB"], s["diskMiB"], s["timeoutSeconds"]) == (2, 2048, 4096, 1800)
     assert s["state"] == "running" and s["name"] is None and s["labels"] == {}
     assert s["endedAt"] is None and s["stopReason"] is None and s["envNames"] == []

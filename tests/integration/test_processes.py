@@ -121,7 +121,7 @@ def test_output_ring_keeps_latest_mib(api, sid):
 
 
 def test_stdin_pipe(api, sid):
-    p = api.spawn(sid, argv=["cat"], stdin="pipe")
+    p = api.spawn(sid, argv=["cat"], stdinMode="pipe")
     assert p["stdinOpen"] is True, p
     w = api.ok("POST", _path(sid, p["id"], ":write"), json={"data": "hello\n"})
     assert w["offset"] == 6

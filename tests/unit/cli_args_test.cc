@@ -103,9 +103,7 @@ TEST(CliArgs, UnknownFlagIsNamedWithSuggestion) {
   EXPECT_EQ(usage_message({"-la"}), "unknown flag -la");
 }
 
-TEST(CliArgs, DashHIsHelp) {
-  EXPECT_TRUE(parse_args({"-h"}, kSpecs).has("help"));
-}
+TEST(CliArgs, DashHIsHelp) { EXPECT_TRUE(parse_args({"-h"}, kSpecs).has("help")); }
 
 TEST(CliArgs, Suggest) {
   const Args flags = {"vcpu", "memory", "disk", "timeout-ms", "env", "cwd"};
@@ -171,9 +169,9 @@ TEST(CliUrl, Variants) {
 }
 
 TEST(CliUrl, Refused) {
-  for (const char* bad : {"https://h:7070", "ftp://h", "http://:7070", "http://h:0",
-                          "http://h:70000", "http://h:12ab", "http://u:p@h:1", "http://h/?q=1",
-                          "http://::1:7070", "http://[::1"}) {
+  for (const char* bad :
+       {"https://h:7070", "ftp://h", "http://:7070", "http://h:0", "http://h:70000",
+        "http://h:12ab", "http://u:p@h:1", "http://h/?q=1", "http://::1:7070", "http://[::1"}) {
     EXPECT_THROW(parse_api_url(bad), UsageError) << bad;
   }
 }
@@ -312,9 +310,11 @@ TEST(CliCommandLine, UnknownFlagsAreRefusedWithSuggestion) {
             "unknown flag --memroy (did you mean --memory?)");
   EXPECT_EQ(command_line_error({"sandbox", "run", "--timeout", "5", "--", "x"}),
             "unknown flag --timeout (did you mean --timeout-ms?)");
-  EXPECT_EQ(command_line_error({"sandbox", "ls", "--al"}), "unknown flag --al (did you mean --all?)");
+  EXPECT_EQ(command_line_error({"sandbox", "ls", "--al"}),
+            "unknown flag --al (did you mean --all?)");
   // run has no --label/--name: only create does.
-  EXPECT_EQ(command_line_error({"sandbox", "run", "--name", "x", "--", "x"}), "unknown flag --name");
+  EXPECT_EQ(command_line_error({"sandbox", "run", "--name", "x", "--", "x"}),
+            "unknown flag --name");
   try {
     parse_command_line({"sandbox", "create", "--bogus"});
     FAIL();
@@ -325,7 +325,8 @@ TEST(CliCommandLine, UnknownFlagsAreRefusedWithSuggestion) {
 
 TEST(CliCommandLine, UnknownWords) {
   EXPECT_EQ(command_line_error({"sandbx"}), "unknown command 'sandbx' (did you mean sandbox?)");
-  EXPECT_EQ(command_line_error({"sandbox", "lst"}), "unknown sandbox verb 'lst' (did you mean ls?)");
+  EXPECT_EQ(command_line_error({"sandbox", "lst"}),
+            "unknown sandbox verb 'lst' (did you mean ls?)");
   EXPECT_EQ(command_line_error({"--jsn"}), "unknown flag --jsn (did you mean --json?)");
 }
 
@@ -335,8 +336,8 @@ ParsedArgs verb_args(const Args& args) { return parse_command_line(args).args; }
 
 TEST(CliRequests, CreateBody) {
   ParsedArgs a = verb_args({"sandbox", "create", "--vcpu", "4", "--memory", "512", "--disk=1024",
-                            "--timeout", "600", "--name", "box", "--label", "team=ml",
-                            "--label", "tier=", "--env", "A=1", "--env", "A=2"});
+                            "--timeout", "600", "--name", "box", "--label", "team=ml", "--label",
+                            "tier=", "--env", "A=1", "--env", "A=2"});
   EXPECT_EQ(sandbox_create_body(a), json::parse(R"({
       "vcpu": 4, "memoryMiB": 512, "diskMiB": 1024, "timeoutSeconds": 600, "name": "box",
       "labels": {"team": "ml", "tier": ""}, "env": {"A": "2"}})"));
@@ -351,8 +352,8 @@ TEST(CliRequests, CreateBodyRefusesBadNumbers) {
 }
 
 TEST(CliRequests, ExecBody) {
-  ParsedArgs a = verb_args({"sandbox", "exec", "s", "--cwd", "/tmp", "--env", "K=V",
-                            "--timeout-ms", "1500", "--", "sh", "-c", "echo $K"});
+  ParsedArgs a = verb_args({"sandbox", "exec", "s", "--cwd", "/tmp", "--env", "K=V", "--timeout-ms",
+                            "1500", "--", "sh", "-c", "echo $K"});
   EXPECT_EQ(exec_body(a, a.command, true, std::string("in\n")), json::parse(R"({
       "argv": ["sh", "-c", "echo $K"], "cwd": "/tmp", "env": {"K": "V"}, "timeoutMs": 1500,
       "stdinBase64": "aW4K", "stream": true, "outputEncoding": "base64"})"));

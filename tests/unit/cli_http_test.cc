@@ -164,9 +164,8 @@ TEST(CliHttp, CallSendsJsonAndHeaders) {
 }
 
 TEST(CliHttp, KeepsTheConnectionAlive) {
-  FakeServer server([](const std::string&) {
-    return FakeServer::Answer{{json_answer(200, "{}")}};
-  });
+  FakeServer server(
+      [](const std::string&) { return FakeServer::Answer{{json_answer(200, "{}")}}; });
   HttpClient client(server.url(), std::nullopt);
   for (int i = 0; i < 3; ++i) client.call(Method::kGet, "/v1/health", nullptr);
   EXPECT_EQ(server.connections(), 1);
@@ -203,7 +202,8 @@ TEST(CliHttp, NeverResendsCallsThatCreateThings) {
 TEST(CliHttp, ErrorAnswerBecomesApiError) {
   FakeServer server([](const std::string&) {
     return FakeServer::Answer{{json_answer(
-        404, R"({"error":{"code":"not_found","status":404,"message":"no sandbox x","requestId":"r"}})",
+        404,
+        R"({"error":{"code":"not_found","status":404,"message":"no sandbox x","requestId":"r"}})",
         "Not Found")}};
   });
   HttpClient client(server.url(), std::nullopt);
@@ -255,9 +255,9 @@ TEST(CliHttp, StreamCutShortIsAnError) {
   });
   HttpClient client(server.url(), std::nullopt);
   int events = 0;
-  EXPECT_THROW(client.stream(Method::kPost, "/x", json::object(), {},
-                             [&](const json&) { ++events; }),
-               ClientError);
+  EXPECT_THROW(
+      client.stream(Method::kPost, "/x", json::object(), {}, [&](const json&) { ++events; }),
+      ClientError);
   EXPECT_EQ(events, 1);
 }
 
@@ -274,9 +274,10 @@ TEST(CliHttp, DownloadAndUploadRawBytes) {
   const std::string bytes("\x00\x01\xff\r\n", 5);
   FakeServer server([&](const std::string& req) {
     if (req.rfind("GET", 0) == 0) {
-      return FakeServer::Answer{{"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
-                                 "Transfer-Encoding: chunked\r\n\r\n",
-                                 chunk(bytes.substr(0, 2)), chunk(bytes.substr(2)), chunk("")}};
+      return FakeServer::Answer{
+          {"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n",
+           chunk(bytes.substr(0, 2)), chunk(bytes.substr(2)), chunk("")}};
     }
     return FakeServer::Answer{{json_answer(200, R"({"path":"/f","size":5})")}};
   });

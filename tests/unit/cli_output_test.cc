@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <gtest/gtest.h>
 
 #include "cli/base64.h"
@@ -31,9 +33,9 @@ TEST(CliBase64, RoundTrip) {
 }
 
 TEST(CliBase64, RejectsGarbage) {
-  EXPECT_FALSE(base64_decode("Zm8"));    // not a multiple of 4
-  EXPECT_FALSE(base64_decode("Zm!v"));   // outside the alphabet
-  EXPECT_FALSE(base64_decode("Z===")); // too much padding
+  EXPECT_FALSE(base64_decode("Zm8"));       // not a multiple of 4
+  EXPECT_FALSE(base64_decode("Zm!v"));      // outside the alphabet
+  EXPECT_FALSE(base64_decode("Z==="));      // too much padding
   EXPECT_FALSE(base64_decode("Zg==Zm9v"));  // padding mid-stream
 }
 
@@ -63,9 +65,10 @@ TEST(CliExitStatus, FromResults) {
   EXPECT_EQ(exit_code_for(json::parse(R"({"exitCode":0,"signal":null,"timedOut":false})")), 0);
   EXPECT_EQ(exit_code_for(json::parse(R"({"exitCode":42,"signal":null,"timedOut":false})")), 42);
   // Timed out wins over the SIGKILL that ended it.
-  EXPECT_EQ(exit_code_for(json::parse(
-                R"({"type":"exit","exitCode":null,"signal":"SIGKILL","state":"timed_out","timedOut":true})")),
-            124);
+  EXPECT_EQ(
+      exit_code_for(json::parse(
+          R"({"type":"exit","exitCode":null,"signal":"SIGKILL","state":"timed_out","timedOut":true})")),
+      124);
   EXPECT_EQ(exit_code_for(json::parse(R"({"exitCode":null,"signal":"SIGSEGV","timedOut":false})")),
             139);
   EXPECT_EQ(exit_code_for(json::parse(R"({"exitCode":null,"signal":null,"state":"killed"})")), 137);
@@ -179,6 +182,21 @@ TEST(CliExecStream, EndWithoutExitIsAnError) {
   ExecStreamPrinter p(out.write_fd(), err.write_fd());
   p.on_event(json::parse(R"({"type":"start","processId":"p1"})"));
   EXPECT_THROW(p.finish(), ClientError);
+}
+
+TEST(CliExecStream, GoneReaderEndsTheExecLikeSigpipe) {
+  std::signal(SIGPIPE, SIG_IGN);  // as install_interrupt_handlers() does
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);  // `kiln … | head` after head exited
+  ExecStreamPrinter p(fds[1], fds[1]);
+  try {
+    p.on_event(json::parse(R"({"type":"stdout","data":"more\n"})"));
+    FAIL();
+  } catch (const Interrupted& e) {
+    EXPECT_EQ(e.signal, SIGPIPE);
+  }
+  ::close(fds[1]);
 }
 
 TEST(CliExecStream, BadBase64IsRefused) {
