@@ -29,7 +29,9 @@ Agent::Agent(EventLoop& loop) : loop_(loop), registry_(loop) {
 
 Agent::~Agent() = default;
 
-std::string Agent::NewToken(char kind) { return std::string(1, kind) + std::to_string(next_token_++); }
+std::string Agent::NewToken(char kind) {
+  return std::string(1, kind) + std::to_string(next_token_++);
+}
 
 void Agent::Attach(uint32_t stream, std::unique_ptr<Stream> s) { streams_[stream] = std::move(s); }
 
@@ -154,7 +156,8 @@ std::string UserSpawnSpec(const json& req, SpawnSpec* spec) {
 
 std::string SpawnFailureText(const SpawnSpec& spec, const SpawnResult& r) {
   std::string what = r.what == "chdir" ? "cd: " + spec.cwd : spec.argv.empty() ? "" : spec.argv[0];
-  std::string reason = r.error == ENOENT && r.what == "exec" ? "command not found" : std::strerror(r.error);
+  std::string reason =
+      r.error == ENOENT && r.what == "exec" ? "command not found" : std::strerror(r.error);
   return "kiln: " + what + ": " + reason + "\n";
 }
 

@@ -93,7 +93,8 @@ void Channel::SendEvent(uint32_t stream, const json& event) {
 
 void Channel::SendResponse(uint32_t stream, const json& response) {
   std::string body = response.dump(-1, ' ', false, json::error_handler_t::replace);
-  for (auto& f : proto::EncodeFragments(FrameType::kResponse, stream, body, proto::kMaxAgentPayload))
+  for (auto& f :
+       proto::EncodeFragments(FrameType::kResponse, stream, body, proto::kMaxAgentPayload))
     Queue(std::move(f));
 }
 

@@ -42,16 +42,15 @@ Command::~Command() {
   }
 }
 
-std::unique_ptr<Command> Command::Start(EventLoop& loop, CommandRegistry& registry,
-                                        SpawnSpec spec, const std::string& token, Options options,
+std::unique_ptr<Command> Command::Start(EventLoop& loop, CommandRegistry& registry, SpawnSpec spec,
+                                        const std::string& token, Options options,
                                         Callbacks callbacks, SpawnResult* error) {
   std::unique_ptr<Command> c(new Command(loop, registry));
   c->callbacks_ = std::move(callbacks);
   c->options_ = options;
   c->token_ = token;
   UniqueFd in_r, in_w, out_w[2];
-  if (!MakePipe(c->out_[0], out_w[0]) || !MakePipe(c->out_[1], out_w[1]) ||
-      !MakePipe(in_r, in_w)) {
+  if (!MakePipe(c->out_[0], out_w[0]) || !MakePipe(c->out_[1], out_w[1]) || !MakePipe(in_r, in_w)) {
     error->error = errno;
     error->what = "pipe";
     return nullptr;
@@ -98,7 +97,8 @@ void Command::OnOutputReadable(int index) {
       return;
     }
     if (callbacks_.on_output)
-      callbacks_.on_output(static_cast<uint8_t>(index + 1), std::string_view(buf, static_cast<size_t>(n)));
+      callbacks_.on_output(static_cast<uint8_t>(index + 1),
+                           std::string_view(buf, static_cast<size_t>(n)));
     if (static_cast<size_t>(n) < sizeof buf) return;
   }
 }

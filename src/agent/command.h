@@ -22,7 +22,7 @@ class CommandRegistry;
 struct CommandResult {
   bool exited = false;  // exited by itself (exit_code valid)
   int exit_code = 0;
-  int signal = 0;       // the signal that ended it, when !exited
+  int signal = 0;  // the signal that ended it, when !exited
   bool timed_out = false;
   int64_t duration_ms = 0;
 };
@@ -39,8 +39,8 @@ class Command {
   };
 
   // Starts the program. On failure returns null and sets *error.
-  static std::unique_ptr<Command> Start(EventLoop& loop, CommandRegistry& registry,
-                                        SpawnSpec spec, const std::string& token, Options options,
+  static std::unique_ptr<Command> Start(EventLoop& loop, CommandRegistry& registry, SpawnSpec spec,
+                                        const std::string& token, Options options,
                                         Callbacks callbacks, SpawnResult* error);
   ~Command();
   Command(const Command&) = delete;
@@ -59,8 +59,8 @@ class Command {
   // Flow control: stop reading output until resumed (the program blocks).
   void PauseOutput(bool paused);
 
-  void Signal(int sig);            // to its process group
-  void KillAll(bool timed_out);    // it and everything it started
+  void Signal(int sig);          // to its process group
+  void KillAll(bool timed_out);  // it and everything it started
 
   // Called by the registry when waitpid() reports it.
   void OnExit(int status);
@@ -88,8 +88,8 @@ class Command {
   bool stdin_closing_ = false;
   uint64_t stdin_accepted_ = 0;
   bool exit_seen_ = false;
-  bool cleaning_ = false;   // a cleanup job runs for it
-  bool cleaned_ = false;    // ...and has finished
+  bool cleaning_ = false;  // a cleanup job runs for it
+  bool cleaned_ = false;   // ...and has finished
   bool done_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   CommandResult result_;
@@ -103,7 +103,9 @@ class CommandRegistry {
   explicit CommandRegistry(EventLoop& loop) : loop_(loop) {}
 
   // `on_exit` gets the wait status of `pid` when it is reaped.
-  void Add(pid_t pid, std::function<void(int status)> on_exit) { by_pid_[pid] = std::move(on_exit); }
+  void Add(pid_t pid, std::function<void(int status)> on_exit) {
+    by_pid_[pid] = std::move(on_exit);
+  }
   void Remove(pid_t pid) { by_pid_.erase(pid); }
   std::set<pid_t> SessionsExcept(pid_t sid) const;
   // Reaps every exited child (the agent is PID 1: orphans land here too).

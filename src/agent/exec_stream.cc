@@ -25,9 +25,13 @@ void ExecStream::Start(Agent& agent, uint32_t stream, SpawnSpec spec, ExecOption
     // Answer as a shell would: the failure is the command's result.
     std::string text = SpawnFailureText(spec, err);
     agent.channel().SendData(stream, proto::kStderr, text);
-    json r = {{"exitCode", err.error == ENOENT ? 127 : 126}, {"signal", nullptr},
-              {"timedOut", false}, {"durationMs", 0}, {"stdoutBytes", 0},
-              {"stderrBytes", text.size()}, {"startError", text}};
+    json r = {{"exitCode", err.error == ENOENT ? 127 : 126},
+              {"signal", nullptr},
+              {"timedOut", false},
+              {"durationMs", 0},
+              {"stdoutBytes", 0},
+              {"stderrBytes", text.size()},
+              {"startError", text}};
     r.update(raw->extra_);
     agent.channel().SendResponse(stream, r);
     return;

@@ -12,9 +12,9 @@
 namespace kiln::agent {
 
 struct ExecOptions {
-  bool stdin_data = false;      // the daemon sends stdin as data frames
-  int64_t timeout_ms = 60000;   // 0 = none
-  uint64_t capture_limit = 0;   // forward at most this much per channel (0 = all)
+  bool stdin_data = false;     // the daemon sends stdin as data frames
+  int64_t timeout_ms = 60000;  // 0 = none
+  uint64_t capture_limit = 0;  // forward at most this much per channel (0 = all)
 };
 
 class ExecStream : public Stream {

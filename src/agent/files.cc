@@ -47,14 +47,15 @@ std::string DirName(const std::string& path) {
 }
 
 json Entry(const std::string& path, const struct stat& st) {
-  json e = {{"name", BaseName(path)},
-            {"path", path},
-            {"type", TypeName(st.st_mode)},
-            {"size", static_cast<uint64_t>(st.st_size)},
-            {"mode", Octal(st.st_mode)},
-            {"modifiedMs", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000},
-            {"uid", st.st_uid},
-            {"gid", st.st_gid}};
+  json e = {
+      {"name", BaseName(path)},
+      {"path", path},
+      {"type", TypeName(st.st_mode)},
+      {"size", static_cast<uint64_t>(st.st_size)},
+      {"mode", Octal(st.st_mode)},
+      {"modifiedMs", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000},
+      {"uid", st.st_uid},
+      {"gid", st.st_gid}};
   if (S_ISLNK(st.st_mode)) {
     char target[4096];
     ssize_t n = readlink(path.c_str(), target, sizeof target);
@@ -105,14 +106,17 @@ void ListInto(const std::string& dir, int depth, json& out, size_t limit) {
 }
 
 int RemoveTree(const std::string& path) {
-  auto rm = [](const char* p, const struct stat*, int, FTW*) -> int { return ::remove(p) < 0 ? errno : 0; };
+  auto rm = [](const char* p, const struct stat*, int, FTW*) -> int {
+    return ::remove(p) < 0 ? errno : 0;
+  };
   return nftw(path.c_str(), rm, 64, FTW_DEPTH | FTW_PHYS);
 }
 
 // file.read: streams the file as data frames, within the window.
 class FileReader : public Stream {
  public:
-  FileReader(Agent& agent, uint32_t stream, UniqueFd fd) : agent_(agent), stream_(stream), fd_(std::move(fd)) {}
+  FileReader(Agent& agent, uint32_t stream, UniqueFd fd)
+      : agent_(agent), stream_(stream), fd_(std::move(fd)) {}
   void Pump() {
     char buf[64 * 1024];
     while (unacked_ < proto::kStreamWindow) {
@@ -127,7 +131,8 @@ class FileReader : public Stream {
         agent_.channel().SendResponse(stream_, json{{"size", total_}});
         return agent_.Finish(stream_);
       }
-      agent_.channel().SendData(stream_, proto::kStdout, std::string_view(buf, static_cast<size_t>(n)));
+      agent_.channel().SendData(stream_, proto::kStdout,
+                                std::string_view(buf, static_cast<size_t>(n)));
       total_ += static_cast<uint64_t>(n);
       unacked_ += static_cast<uint64_t>(n);
     }
@@ -149,8 +154,14 @@ class FileReader : public Stream {
 // at the end, so a reader never sees half a file.
 class FileWriter : public Stream {
  public:
-  FileWriter(Agent& agent, uint32_t stream, std::string path, std::string tmp, UniqueFd fd, mode_t mode)
-      : agent_(agent), stream_(stream), path_(std::move(path)), tmp_(std::move(tmp)), fd_(std::move(fd)), mode_(mode) {}
+  FileWriter(Agent& agent, uint32_t stream, std::string path, std::string tmp, UniqueFd fd,
+             mode_t mode)
+      : agent_(agent),
+        stream_(stream),
+        path_(std::move(path)),
+        tmp_(std::move(tmp)),
+        fd_(std::move(fd)),
+        mode_(mode) {}
   ~FileWriter() override {
     if (!tmp_.empty()) ::unlink(tmp_.c_str());
   }
@@ -165,7 +176,8 @@ class FileWriter : public Stream {
     }
     size_ += data.size();
     if (!end) return;
-    if (fchmod(fd_.get(), mode_) < 0 || fchown(fd_.get(), kUserUid, kUserGid) < 0) return Fail(errno);
+    if (fchmod(fd_.get(), mode_) < 0 || fchown(fd_.get(), kUserUid, kUserGid) < 0)
+      return Fail(errno);
     fd_.reset();
     if (::rename(tmp_.c_str(), path_.c_str()) < 0) return Fail(errno);
     tmp_.clear();
@@ -194,7 +206,8 @@ void Read(Agent& agent, uint32_t stream, const std::string& path) {
   struct stat st;
   fstat(fd.get(), &st);
   if (S_ISDIR(st.st_mode)) return agent.channel().SendResponse(stream, FileError(EISDIR, path));
-  agent.channel().SendEvent(stream, json{{"size", static_cast<uint64_t>(st.st_size)}, {"mode", Octal(st.st_mode)}});
+  agent.channel().SendEvent(
+      stream, json{{"size", static_cast<uint64_t>(st.st_size)}, {"mode", Octal(st.st_mode)}});
   auto reader = std::make_unique<FileReader>(agent, stream, std::move(fd));
   FileReader* raw = reader.get();
   agent.Attach(stream, std::move(reader));
@@ -245,8 +258,10 @@ json Mkdir(const std::string& path, bool parents) {
   }
   int err = parents ? MakeParents(path) : 0;
   if (!parents) {
-    if (mkdir(path.c_str(), 0755) < 0) err = errno;
-    else if (chown(path.c_str(), kUserUid, kUserGid) < 0) err = errno;
+    if (mkdir(path.c_str(), 0755) < 0)
+      err = errno;
+    else if (chown(path.c_str(), kUserUid, kUserGid) < 0)
+      err = errno;
   }
   if (err) return FileError(err, path);
   stat(path.c_str(), &st);
@@ -286,23 +301,41 @@ json Rename(const std::string& from, const std::string& to, bool overwrite) {
 json FileError(int err, const std::string& path) {
   const char* code = "io_error";
   switch (err) {
-    case ENOENT: code = "file_not_found"; break;
-    case EISDIR: code = "is_a_directory"; break;
-    case ENOTDIR: code = "not_a_directory"; break;
-    case EEXIST: code = "file_exists"; break;
+    case ENOENT:
+      code = "file_not_found";
+      break;
+    case EISDIR:
+      code = "is_a_directory";
+      break;
+    case ENOTDIR:
+      code = "not_a_directory";
+      break;
+    case EEXIST:
+      code = "file_exists";
+      break;
     case EACCES:
-    case EPERM: code = "permission_denied"; break;
-    case ENOTEMPTY: code = "directory_not_empty"; break;
+    case EPERM:
+      code = "permission_denied";
+      break;
+    case ENOTEMPTY:
+      code = "directory_not_empty";
+      break;
     case ENOSPC:
-    case EDQUOT: code = "no_space"; break;
-    case EBUSY: code = "busy"; break;
+    case EDQUOT:
+      code = "no_space";
+      break;
+    case EBUSY:
+      code = "busy";
+      break;
   }
-  return json{{"error", {{"code", code}, {"message", path + ": " + std::strerror(err)}, {"path", path}}}};
+  return json{
+      {"error", {{"code", code}, {"message", path + ": " + std::strerror(err)}, {"path", path}}}};
 }
 
 std::string PrepareArchiveDir(const std::string& path, bool create) {
   std::string bad = CheckPath(path);
-  if (!bad.empty()) return json{{"error", {{"code", "invalid_request"}, {"message", bad}, {"path", path}}}}.dump();
+  if (!bad.empty())
+    return json{{"error", {{"code", "invalid_request"}, {"message", bad}, {"path", path}}}}.dump();
   struct stat st;
   if (stat(path.c_str(), &st) == 0) {
     return S_ISDIR(st.st_mode) ? "" : FileError(ENOTDIR, path).dump();
@@ -319,13 +352,17 @@ void HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const js
   if (op == "file.rename" && bad.empty()) bad = CheckPath(req.value("to", ""));
   if (!bad.empty()) return ch.SendError(stream, "invalid_request", bad);
   if (op == "file.read") return Read(agent, stream, path);
-  if (op == "file.write") return Write(agent, stream, path, static_cast<mode_t>(req.value("mode", 0644)) & 07777);
+  if (op == "file.write")
+    return Write(agent, stream, path, static_cast<mode_t>(req.value("mode", 0644)) & 07777);
   if (op == "file.stat") return ch.SendResponse(stream, Stat(path));
-  if (op == "file.list") return ch.SendResponse(stream, List(path, std::clamp(req.value("depth", 1), 1, 16)));
+  if (op == "file.list")
+    return ch.SendResponse(stream, List(path, std::clamp(req.value("depth", 1), 1, 16)));
   if (op == "file.mkdir") return ch.SendResponse(stream, Mkdir(path, req.value("parents", true)));
-  if (op == "file.remove") return ch.SendResponse(stream, Remove(path, req.value("recursive", false)));
+  if (op == "file.remove")
+    return ch.SendResponse(stream, Remove(path, req.value("recursive", false)));
   if (op == "file.rename")
-    return ch.SendResponse(stream, Rename(req.value("from", ""), req.value("to", ""), req.value("overwrite", false)));
+    return ch.SendResponse(
+        stream, Rename(req.value("from", ""), req.value("to", ""), req.value("overwrite", false)));
   ch.SendError(stream, "invalid_request", "unknown op '" + op + "'");
 }
 

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   // PID 1 must not die of a stray signal; commands get defaults back.
-  for (int sig : {SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU})
+  for (int sig :
+       {SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU})
     signal(sig, SIG_IGN);
   sigset_t chld;
   sigemptyset(&chld);

@@ -46,7 +46,8 @@ void ProcessTable::Handle(uint32_t stream, const std::string& op, const json& re
   if (op == "proc.list") {
     json data = json::array();
     for (const auto& [id, p] : procs_) data.push_back(Info(*p));
-    std::sort(data.begin(), data.end(), [](const json& a, const json& b) { return a["seq"] < b["seq"]; });
+    std::sort(data.begin(), data.end(),
+              [](const json& a, const json& b) { return a["seq"] < b["seq"]; });
     return ch.SendResponse(stream, json{{"data", data}});
   }
   Process* p = Find(req.value("id", ""));
@@ -82,7 +83,8 @@ void ProcessTable::Start(uint32_t stream, const json& req) {
   p->argv = req.contains("argv") ? req["argv"] : json::array({"/bin/bash", "-c", req["command"]});
   p->command = req.contains("command") ? req["command"].get<std::string>() : "";
   if (p->command.empty()) {
-    for (const auto& a : p->argv) p->command += (p->command.empty() ? "" : " ") + a.get<std::string>();
+    for (const auto& a : p->argv)
+      p->command += (p->command.empty() ? "" : " ") + a.get<std::string>();
   }
   p->cwd = spec.cwd;
   p->timeout_ms = req.value("timeoutMs", int64_t{0});
@@ -111,7 +113,8 @@ void ProcessTable::Start(uint32_t stream, const json& req) {
   opts.stdin_pipe = req.value("stdin", std::string()) == "pipe";
   opts.cleanup_on_exit = false;  // a server may leave daemons behind on purpose
   SpawnResult err;
-  p->cmd = Command::Start(agent_.loop(), agent_.registry(), spec, agent_.NewToken('p'), opts, cb, &err);
+  p->cmd =
+      Command::Start(agent_.loop(), agent_.registry(), spec, agent_.NewToken('p'), opts, cb, &err);
   if (!p->cmd) {
     std::string text = SpawnFailureText(spec, err);
     p->ring.Append(2, text);
@@ -141,7 +144,8 @@ json ProcessTable::Info(const Process& p) const {
       {"pid", p.pid},
       {"state", p.state},
       {"exitCode", !running && p.result.exited ? json(p.result.exit_code) : json(nullptr)},
-      {"signal", !running && !p.result.exited ? json(proto::SignalName(p.result.signal)) : json(nullptr)},
+      {"signal",
+       !running && !p.result.exited ? json(proto::SignalName(p.result.signal)) : json(nullptr)},
       {"command", p.command},
       {"argv", p.argv},
       {"cwd", p.cwd},
@@ -160,7 +164,8 @@ void ProcessTable::Output(uint32_t stream, Process& p, const json& req) {
   size_t max_bytes = std::min<size_t>(req.value("maxBytes", kRingBytes), kRingBytes);
   int64_t wait_ms = std::min<int64_t>(req.value("waitMs", int64_t{0}), 60000);
   bool has_data = p.ring.end_offset() > cursor;
-  if (has_data || p.state != "running" || wait_ms <= 0) return AnswerOutput(stream, p, cursor, max_bytes);
+  if (has_data || p.state != "running" || wait_ms <= 0)
+    return AnswerOutput(stream, p, cursor, max_bytes);
   Process* raw = &p;
   p.waiters.push_back(Waiter{stream, cursor, max_bytes, 0});
   auto it = std::prev(p.waiters.end());
@@ -188,13 +193,12 @@ void ProcessTable::AnswerOutput(uint32_t stream, Process& p, uint64_t cursor, si
     next = c.offset + c.data.size();
   }
   bool running = p.state == "running";
-  agent_.channel().SendResponse(
-      stream, json{{"chunks", out},
-                   {"nextCursor", next},
-                   {"firstOffset", p.ring.first_offset()},
-                   {"droppedBytes", dropped},
-                   {"complete", !running && next >= p.ring.end_offset()},
-                   {"process", Info(p)}});
+  agent_.channel().SendResponse(stream, json{{"chunks", out},
+                                             {"nextCursor", next},
+                                             {"firstOffset", p.ring.first_offset()},
+                                             {"droppedBytes", dropped},
+                                             {"complete", !running && next >= p.ring.end_offset()},
+                                             {"process", Info(p)}});
 }
 
 void ProcessTable::WakeWaiters(Process& p) {
@@ -231,7 +235,8 @@ void ProcessTable::EvictEnded() {
   while (ended > kMaxEnded) {
     auto oldest = procs_.end();
     for (auto it = procs_.begin(); it != procs_.end(); ++it) {
-      if (it->second->state != "running" && (oldest == procs_.end() || it->second->seq < oldest->second->seq))
+      if (it->second->state != "running" &&
+          (oldest == procs_.end() || it->second->seq < oldest->second->seq))
         oldest = it;
     }
     if (oldest == procs_.end()) break;

@@ -27,9 +27,9 @@ struct SpawnSpec {
 };
 
 struct SpawnResult {
-  pid_t pid = -1;   // the child; it leads a new session (setsid)
-  int error = 0;    // errno when the program could not be started
-  std::string what; // which step failed: "chdir", "exec", "setuid", ...
+  pid_t pid = -1;    // the child; it leads a new session (setsid)
+  int error = 0;     // errno when the program could not be started
+  std::string what;  // which step failed: "chdir", "exec", "setuid", ...
 };
 
 SpawnResult Spawn(const SpawnSpec& spec);

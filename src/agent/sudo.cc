@@ -55,7 +55,8 @@ struct SudoServer::Client {
   pid_t pid = -1;
 };
 
-SudoServer::SudoServer(EventLoop& loop, CommandRegistry& registry) : loop_(loop), registry_(registry) {}
+SudoServer::SudoServer(EventLoop& loop, CommandRegistry& registry)
+    : loop_(loop), registry_(registry) {}
 
 SudoServer::~SudoServer() {
   if (listener_) loop_.Remove(listener_.get());
@@ -102,7 +103,8 @@ void SudoServer::Serve(UniqueFd conn) {
   msg.msg_controllen = sizeof control;
   ssize_t n = recvmsg(conn.get(), &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof fds))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len >= CMSG_LEN(sizeof fds))
       std::memcpy(fds, CMSG_DATA(c), sizeof fds);
   }
   UniqueFd in(fds[0]), out(fds[1]), err(fds[2]);
@@ -149,7 +151,8 @@ void SudoServer::Serve(UniqueFd conn) {
       clients_[fd] = std::move(client);
       return;
     }
-    std::string text = "sudo: " + spec.argv[0] + ": " + (r.error == ENOENT ? "command not found" : std::strerror(r.error)) + "\n";
+    std::string text = "sudo: " + spec.argv[0] + ": " +
+                       (r.error == ENOENT ? "command not found" : std::strerror(r.error)) + "\n";
     WriteAll(err.get(), text.data(), text.size());
   }
   WriteAll(conn.get(), &status, sizeof status);
@@ -205,7 +208,8 @@ int SudoMain(int argc, char** argv) {
     }
     if (!kv.empty()) env.push_back(kv);
   }
-  for (const char* kv : {"HOME=/root", "USER=root", "LOGNAME=root", "SUDO_USER=user", "SUDO_UID=1000", "SUDO_GID=1000"})
+  for (const char* kv : {"HOME=/root", "USER=root", "LOGNAME=root", "SUDO_USER=user",
+                         "SUDO_UID=1000", "SUDO_GID=1000"})
     env.push_back(kv);
   char cwd[4096];
   json req = {{"argv", cmd}, {"env", env}, {"cwd", getcwd(cwd, sizeof cwd) ? cwd : "/"}};
@@ -231,7 +235,8 @@ int SudoMain(int argc, char** argv) {
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof fds);
   std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-  if (sendmsg(sock.get(), &msg, 0) != sizeof len || !WriteAll(sock.get(), body.data(), body.size())) {
+  if (sendmsg(sock.get(), &msg, 0) != sizeof len ||
+      !WriteAll(sock.get(), body.data(), body.size())) {
     std::fprintf(stderr, "sudo: cannot send the request: %s\n", std::strerror(errno));
     return 1;
   }

@@ -12,7 +12,10 @@ namespace kiln::api {
 class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string code, std::string message, nlohmann::json details = nullptr)
-      : std::runtime_error(message), status(status), code(std::move(code)), details(std::move(details)) {}
+      : std::runtime_error(message),
+        status(status),
+        code(std::move(code)),
+        details(std::move(details)) {}
 
   int status;
   std::string code;

@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <boost/asio.hpp>
@@ -30,7 +31,8 @@ std::string UrlDecode(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '+') {
       out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+    } else if (s[i] == '%' && i + 2 < s.size() &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
                std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
       out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
       i += 2;
@@ -43,7 +45,8 @@ std::string UrlDecode(std::string_view s) {
 
 class BeastExchange : public Exchange {
  public:
-  BeastExchange(tcp::socket& sock, boost::beast::flat_buffer& buf, http::request_parser<http::buffer_body>& parser)
+  BeastExchange(tcp::socket& sock, boost::beast::flat_buffer& buf,
+                http::request_parser<http::buffer_body>& parser)
       : sock_(sock), buf_(buf), parser_(parser) {
     const auto& req = parser_.get();
     method_ = std::string(req.method_string());
@@ -120,14 +123,16 @@ class BeastExchange : public Exchange {
   json JsonBody(size_t max_bytes) override {
     if (auto n = content_length(); n && *n > max_bytes) {
       keep_alive_ = false;
-      throw ApiError(413, "payload_too_large", "the JSON body is larger than " + std::to_string(max_bytes) + " bytes");
+      throw ApiError(413, "payload_too_large",
+                     "the JSON body is larger than " + std::to_string(max_bytes) + " bytes");
     }
     std::string body, chunk;
     while (ReadBodyChunk(&chunk)) {
       body += chunk;
       if (body.size() > max_bytes) {
         keep_alive_ = false;
-        throw ApiError(413, "payload_too_large", "the JSON body is larger than " + std::to_string(max_bytes) + " bytes");
+        throw ApiError(413, "payload_too_large",
+                       "the JSON body is larger than " + std::to_string(max_bytes) + " bytes");
       }
     }
     if (body_error_) throw ApiError(400, "invalid_request", "body: the request body ended early");
@@ -138,7 +143,8 @@ class BeastExchange : public Exchange {
   }
 
   void SendJson(int status, const json& body) override {
-    SendBytes(status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json", {});
+    SendBytes(status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json",
+              {});
   }
 
   void SendBytes(int status, std::string_view body, const std::string& content_type,
@@ -204,6 +210,10 @@ class BeastExchange : public Exchange {
   }
 
   bool responded() const override { return responded_; }
+  bool ClientGone() override {
+    pollfd p{sock_.native_handle(), POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+  }
   bool keep_alive() const { return keep_alive_ && !streaming_; }
   int status() const { return status_; }
 
@@ -257,13 +267,17 @@ struct HttpServer::Impl {
       boost::system::error_code ec;
       http::read_header(sock, buf, parser, ec);
       if (ec) {
-        if (ec != http::error::end_of_stream && ec != net::error::eof && ec != net::error::connection_reset &&
-            ec != net::error::would_block && ec != net::error::timed_out) {
+        if (ec != http::error::end_of_stream && ec != net::error::eof &&
+            ec != net::error::connection_reset && ec != net::error::would_block &&
+            ec != net::error::timed_out) {
           // A request we cannot parse: answer 400 and close.
           http::response<http::string_body> res{http::status::bad_request, 11};
           res.set(http::field::content_type, "application/json");
-          res.body() = json{{"error", {{"code", "invalid_request"}, {"status", 400},
-                                       {"message", "malformed HTTP request: " + ec.message()}}}}.dump();
+          res.body() = json{{"error",
+                             {{"code", "invalid_request"},
+                              {"status", 400},
+                              {"message", "malformed HTTP request: " + ec.message()}}}}
+                           .dump();
           res.keep_alive(false);
           res.prepare_payload();
           boost::system::error_code wec;
@@ -279,7 +293,8 @@ struct HttpServer::Impl {
       } catch (const std::exception& e) {
         LogError("handler failed", {{"requestId", ex.request_id()}, {"error", e.what()}});
         if (!ex.responded())
-          ex.SendJson(500, ErrorBody(ApiError(500, "internal_error", "internal error"), ex.request_id()));
+          ex.SendJson(
+              500, ErrorBody(ApiError(500, "internal_error", "internal error"), ex.request_id()));
       }
       if (!ex.responded())
         ex.SendJson(500, ErrorBody(ApiError(500, "internal_error", "no answer"), ex.request_id()));
@@ -290,7 +305,8 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(const std::string& listen, Handler handler) : impl_(std::make_unique<Impl>()) {
+HttpServer::HttpServer(const std::string& listen, Handler handler)
+    : impl_(std::make_unique<Impl>()) {
   impl_->listen = listen;
   impl_->handler = std::move(handler);
 }
@@ -318,7 +334,9 @@ void HttpServer::Run() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
-    std::thread([impl = impl_.get(), s = std::move(sock)]() mutable { impl->Serve(std::move(s)); }).detach();
+    std::thread([impl = impl_.get(), s = std::move(sock)]() mutable {
+      impl->Serve(std::move(s));
+    }).detach();
   }
 }
 

@@ -42,14 +42,17 @@ class Exchange {
   virtual void SendBytes(int status, std::string_view body, const std::string& content_type,
                          const std::vector<std::pair<std::string, std::string>>& headers = {}) = 0;
   // Chunked streaming answer. Write* return false once the client is gone.
-  virtual bool BeginStream(int status, const std::string& content_type,
-                           const std::vector<std::pair<std::string, std::string>>& headers = {}) = 0;
+  virtual bool BeginStream(
+      int status, const std::string& content_type,
+      const std::vector<std::pair<std::string, std::string>>& headers = {}) = 0;
   virtual bool WriteChunk(std::string_view data) = 0;
   virtual void EndStream() = 0;
   // Ends the connection without the last chunk: the client sees a broken
   // transfer rather than a short one.
   virtual void AbortStream() = 0;
   virtual bool responded() const = 0;
+  // True once the client has closed its end (it will never read an answer).
+  virtual bool ClientGone() = 0;
 
   std::map<std::string, std::string> params;  // path parameters, from the router
 };

@@ -23,7 +23,8 @@ void Router::Add(const std::string& method, const std::string& pattern, Handler 
   routes_.push_back(Route{method, pattern, Split(pattern), std::move(handler)});
 }
 
-bool Router::Match(const Route& r, const std::vector<std::string>& segs, std::map<std::string, std::string>* params) {
+bool Router::Match(const Route& r, const std::vector<std::string>& segs,
+                   std::map<std::string, std::string>* params) {
   if (r.segments.size() != segs.size()) return false;
   std::map<std::string, std::string> found;
   for (size_t i = 0; i < segs.size(); ++i) {
@@ -33,7 +34,9 @@ bool Router::Match(const Route& r, const std::vector<std::string>& segs, std::ma
       size_t close = p.find('}');
       std::string name = p.substr(1, close - 1);
       std::string suffix = p.substr(close + 1);  // ":exec" or ""
-      if (s.size() <= suffix.size() || s.compare(s.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+      if (s.size() <= suffix.size() ||
+          s.compare(s.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return false;
       std::string value = s.substr(0, s.size() - suffix.size());
       if (suffix.empty() && value.find(':') != std::string::npos) return false;
       found[name] = value;
@@ -57,7 +60,8 @@ void Router::Dispatch(Exchange& ex) const {
     r.handler(ex);
     return;
   }
-  if (path_known) throw ApiError(405, "method_not_allowed", ex.method() + " is not allowed on " + ex.path());
+  if (path_known)
+    throw ApiError(405, "method_not_allowed", ex.method() + " is not allowed on " + ex.path());
   throw ApiError(404, "route_not_found", "no route " + ex.method() + " " + ex.path());
 }
 

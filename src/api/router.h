@@ -24,7 +24,8 @@ class Router {
     std::vector<std::string> segments;
     Handler handler;
   };
-  static bool Match(const Route& r, const std::vector<std::string>& segs, std::map<std::string, std::string>* params);
+  static bool Match(const Route& r, const std::vector<std::string>& segs,
+                    std::map<std::string, std::string>* params);
   std::vector<Route> routes_;
 };
 

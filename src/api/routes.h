@@ -26,7 +26,8 @@ std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex);
 // Its agent channel; 409 not_running unless it runs.
 std::shared_ptr<engine::AgentConnection> RunningConn(const control::Sandbox& s);
 // A request/response exchange with the agent; an error answer is thrown.
-nlohmann::json CallAgent(engine::AgentConnection& conn, const nlohmann::json& request, int timeout_ms = 30000);
+nlohmann::json CallAgent(engine::AgentConnection& conn, const nlohmann::json& request,
+                         int timeout_ms = 30000);
 
 // Reads argv/command, env, cwd of a command body into an agent request,
 // merging the sandbox's env under the command's.

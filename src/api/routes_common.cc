@@ -14,7 +14,8 @@ std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex) {
 
 std::shared_ptr<engine::AgentConnection> RunningConn(const control::Sandbox& s) {
   auto conn = s.conn();
-  if (!conn || !conn->alive()) throw ApiError(409, "not_running", "sandbox " + s.id() + " is " + s.state());
+  if (!conn || !conn->alive())
+    throw ApiError(409, "not_running", "sandbox " + s.id() + " is " + s.state());
   return conn;
 }
 
@@ -28,7 +29,8 @@ void ReadCommandFields(FieldReader& f, const control::Sandbox& s, json* req) {
   auto argv = f.StringList("argv", 4096);
   auto command = f.String("command", 1 << 20);
   if (argv && command) f.Issue("argv", "give either argv or command, not both");
-  if (!argv && !command && !f.has("argv") && !f.has("command")) f.Issue("command", "argv or command is required");
+  if (!argv && !command && !f.has("argv") && !f.has("command"))
+    f.Issue("command", "argv or command is required");
   if (argv && argv->empty()) f.Issue("argv", "must not be empty");
   if (argv && !argv->empty() && (*argv)[0].empty()) f.Issue("argv[0]", "must not be empty");
   if (argv) (*req)["argv"] = *argv;
@@ -54,7 +56,8 @@ std::string QueryPath(Exchange& ex, const std::string& name) {
   auto p = ex.Query(name);
   if (!p || p->empty()) throw InvalidField("query." + name, "is required");
   if ((*p)[0] != '/') throw InvalidField("query." + name, "must be an absolute path");
-  if (p->find('\0') != std::string::npos) throw InvalidField("query." + name, "must not contain a NUL byte");
+  if (p->find('\0') != std::string::npos)
+    throw InvalidField("query." + name, "must not contain a NUL byte");
   return *p;
 }
 

@@ -10,8 +10,8 @@
 
 namespace kiln::api {
 
-using nlohmann::json;
 using engine::AgentOp;
+using nlohmann::json;
 
 namespace {
 
@@ -68,8 +68,13 @@ void RunJson(Exchange& ex, AgentOp& op, const ExecRequest& req) {
   int64_t deadline = MonotonicNowMs() + req.timeout_ms + kGraceMs;
   for (;;) {
     int64_t left = deadline - MonotonicNowMs();
-    if (left <= 0 || !op.Next(&m, static_cast<int>(left)))
+    if (left <= 0)
       throw ApiError(504, "agent_timeout", "the command did not finish within its timeout");
+    if (!op.Next(&m, static_cast<int>(std::min<int64_t>(left, 250)))) {
+      // Nobody will read the result: stop the command and all it started.
+      if (ex.ClientGone()) return op.Cancel();
+      continue;
+    }
     if (m.kind == AgentOp::Message::kData) {
       op.Ack(static_cast<uint32_t>(m.data.size()));
       if (m.channel <= 2) out[m.channel] += m.data;
@@ -98,16 +103,23 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
   uint64_t offset = 0;
   AgentOp::Message m;
   bool started = false;
+  int64_t deadline = MonotonicNowMs() + req.timeout_ms + kGraceMs;
   for (;;) {
-    if (!op.Next(&m, req.timeout_ms + kGraceMs)) {
+    if (MonotonicNowMs() > deadline) {
       if (!started) throw ApiError(504, "agent_timeout", "the command did not start");
-      line(json{{"type", "error"}, {"error", {{"code", "agent_timeout"}, {"message", "no answer from the sandbox"}}}});
+      line(json{{"type", "error"},
+                {"error", {{"code", "agent_timeout"}, {"message", "no answer from the sandbox"}}}});
       return ex.EndStream();
+    }
+    if (!op.Next(&m, 250)) {
+      if (ex.ClientGone()) return op.Cancel();  // a silent command, and nobody listens
+      continue;
     }
     if (m.kind == AgentOp::Message::kEvent && !started) {
       started = true;
       if (!ex.BeginStream(200, "application/x-ndjson")) return op.Cancel();
-      if (!line(json{{"type", "start"}, {"processId", std::to_string(m.body.value("pid", 0))}})) return op.Cancel();
+      if (!line(json{{"type", "start"}, {"processId", std::to_string(m.body.value("pid", 0))}}))
+        return op.Cancel();
     } else if (m.kind == AgentOp::Message::kData && m.channel >= 1 && m.channel <= 2) {
       const char* name = m.channel == 1 ? "stdout" : "stderr";
       json ev{{"type", name}, {"offset", offset}};
@@ -133,17 +145,21 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
       if (!started && !ex.BeginStream(200, "application/x-ndjson")) return;
       for (int ch = 1; ch <= 2; ++ch) {
         if (!carry[ch].empty())
-          line(json{{"type", ch == 1 ? "stdout" : "stderr"}, {"offset", offset - carry[ch].size()},
+          line(json{{"type", ch == 1 ? "stdout" : "stderr"},
+                    {"offset", offset - carry[ch].size()},
                     {"data", SanitizeUtf8(carry[ch])}});
       }
       json exit = ExitFields(m.body);
       exit["type"] = "exit";
-      exit["state"] = exit["timedOut"].get<bool>() ? "timed_out" : exit["exitCode"].is_null() ? "killed" : "exited";
+      exit["state"] = exit["timedOut"].get<bool>() ? "timed_out"
+                      : exit["exitCode"].is_null() ? "killed"
+                                                   : "exited";
       line(exit);
       return ex.EndStream();
     } else if (m.kind == AgentOp::Message::kClosed) {
       if (!started) throw ApiError(409, "not_running", "the sandbox stopped while the command ran");
-      line(json{{"type", "error"}, {"error", {{"code", "not_running"}, {"message", "the sandbox stopped"}}}});
+      line(json{{"type", "error"},
+                {"error", {{"code", "not_running"}, {"message", "the sandbox stopped"}}}});
       return ex.EndStream();
     }
   }

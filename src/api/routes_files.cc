@@ -10,8 +10,8 @@
 
 namespace kiln::api {
 
-using nlohmann::json;
 using engine::AgentOp;
+using nlohmann::json;
 
 namespace {
 
@@ -44,8 +44,10 @@ json ApiEntry(json e) {
 AgentOp::Message First(AgentOp& op) {
   AgentOp::Message m;
   if (!op.Next(&m, 30000)) throw ApiError(504, "agent_timeout", "the sandbox did not answer");
-  if (m.kind == AgentOp::Message::kClosed) throw ApiError(409, "not_running", "the sandbox stopped");
-  if (m.kind == AgentOp::Message::kResponse && m.body.contains("error")) throw FromAgentError(m.body);
+  if (m.kind == AgentOp::Message::kClosed)
+    throw ApiError(409, "not_running", "the sandbox stopped");
+  if (m.kind == AgentOp::Message::kResponse && m.body.contains("error"))
+    throw FromAgentError(m.body);
   return m;
 }
 
@@ -57,7 +59,8 @@ uint64_t PumpBody(Exchange& ex, AgentOp& op, uint64_t max, std::string first = "
     total += chunk.size();
     if (total > max) {
       op.Cancel();
-      throw ApiError(413, "payload_too_large", "the body is larger than " + std::to_string(max) + " bytes");
+      throw ApiError(413, "payload_too_large",
+                     "the body is larger than " + std::to_string(max) + " bytes");
     }
     if (!chunk.empty() && !op.SendData(proto::kStdin, chunk, false))
       throw ApiError(409, "not_running", "the sandbox stopped");
@@ -75,7 +78,8 @@ json WaitResponse(AgentOp& op) {
   for (;;) {
     if (!op.Next(&m, 120000)) throw ApiError(504, "agent_timeout", "the sandbox did not answer");
     if (m.kind == AgentOp::Message::kData) op.Ack(static_cast<uint32_t>(m.data.size()));
-    if (m.kind == AgentOp::Message::kClosed) throw ApiError(409, "not_running", "the sandbox stopped");
+    if (m.kind == AgentOp::Message::kClosed)
+      throw ApiError(409, "not_running", "the sandbox stopped");
     if (m.kind == AgentOp::Message::kResponse) {
       if (m.body.contains("error")) throw FromAgentError(m.body);
       return m.body;
@@ -87,7 +91,8 @@ void ReadContent(Exchange& ex, engine::AgentConnection& conn, const std::string&
   auto op = conn.Start(json{{"op", "file.read"}, {"path", path}});
   AgentOp::Message m = First(*op);
   uint64_t size = m.body.value("size", uint64_t{0});
-  std::vector<std::pair<std::string, std::string>> headers = {{"x-content-length", std::to_string(size)}};
+  std::vector<std::pair<std::string, std::string>> headers = {
+      {"x-content-length", std::to_string(size)}};
   bool buffered = size <= kHashedFile;
   std::string data;
   if (!buffered && !ex.BeginStream(200, "application/octet-stream", headers)) return op->Cancel();
@@ -105,14 +110,27 @@ void ReadContent(Exchange& ex, engine::AgentConnection& conn, const std::string&
       op->Ack(static_cast<uint32_t>(m.data.size()));
     } else if (m.kind == AgentOp::Message::kResponse && !m.body.contains("error")) {
       if (!buffered) return ex.EndStream();
-      headers = {{"x-content-length", std::to_string(data.size())}, {"x-content-sha256", Sha256Hex(data)}};
+      headers = {{"x-content-length", std::to_string(data.size())},
+                 {"x-content-sha256", Sha256Hex(data)}};
       return ex.SendBytes(200, data, "application/octet-stream", headers);
     } else if (m.kind == AgentOp::Message::kResponse || m.kind == AgentOp::Message::kClosed) {
       if (!buffered) return ex.AbortStream();
-      if (m.kind == AgentOp::Message::kClosed) throw ApiError(409, "not_running", "the sandbox stopped");
+      if (m.kind == AgentOp::Message::kClosed)
+        throw ApiError(409, "not_running", "the sandbox stopped");
       throw FromAgentError(m.body);
     }
   }
+}
+
+// A required absolute path field of a JSON body.
+std::string BodyPath(FieldReader& f, const std::string& name) {
+  auto path = f.String(name, 4096);
+  if (!path) {
+    f.Issue(name, "is required");
+  } else if (path->empty() || (*path)[0] != '/') {
+    f.Issue(name, "must be an absolute path");
+  }
+  return path.value_or("");
 }
 
 int ParseMode(Exchange& ex) {
@@ -137,11 +155,13 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string path = QueryPath(ex);
     int mode = ParseMode(ex);
     if (auto n = ex.content_length(); n && *n > kMaxFile)
-      throw ApiError(413, "payload_too_large", "files are at most 256 MiB; use files/archive for trees");
+      throw ApiError(413, "payload_too_large",
+                     "files are at most 256 MiB; use files/archive for trees");
     auto op = RunningConn(*s)->Start(json{{"op", "file.write"}, {"path", path}, {"mode", mode}});
     uint64_t sent = PumpBody(ex, *op, kMaxFile);
     json a = WaitResponse(*op);
-    if (a.value("size", uint64_t{0}) != sent) throw ApiError(500, "internal_error", "size mismatch writing " + path);
+    if (a.value("size", uint64_t{0}) != sent)
+      throw ApiError(500, "internal_error", "size mismatch writing " + path);
     ex.SendJson(200, json{{"path", path}, {"size", sent}});
   });
 
@@ -157,9 +177,11 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
       } catch (...) {
         depth = 0;
       }
-      if (depth < 1 || depth > 16) throw InvalidField("query.depth", "must be an integer from 1 to 16");
+      if (depth < 1 || depth > 16)
+        throw InvalidField("query.depth", "must be an integer from 1 to 16");
     }
-    json a = CallAgent(*RunningConn(*s), json{{"op", "file.list"}, {"path", path}, {"depth", depth}});
+    json a =
+        CallAgent(*RunningConn(*s), json{{"op", "file.list"}, {"path", path}, {"depth", depth}});
     json data = json::array();
     for (auto& e : a["data"]) data.push_back(ApiEntry(e));
     ex.SendJson(200, json{{"data", data}});
@@ -168,47 +190,48 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/sandboxes/{id}/files/stat", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
-    ex.SendJson(200, ApiEntry(CallAgent(*RunningConn(*s), json{{"op", "file.stat"}, {"path", path}})));
+    ex.SendJson(200,
+                ApiEntry(CallAgent(*RunningConn(*s), json{{"op", "file.stat"}, {"path", path}})));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:mkdir", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     json body = ex.JsonBody();
     FieldReader f(body);
-    auto path = f.String("path", 4096);
+    std::string path = BodyPath(f, "path");
     bool parents = f.Bool("parents").value_or(true);
-    if (!path) f.Issue("path", "is required");
-    else if (path->empty() || (*path)[0] != '/') f.Issue("path", "must be an absolute path");
     f.Finish();
-    ex.SendJson(200, ApiEntry(CallAgent(*RunningConn(*s), json{{"op", "file.mkdir"}, {"path", *path}, {"parents", parents}})));
+    ex.SendJson(
+        200, ApiEntry(CallAgent(*RunningConn(*s),
+                                json{{"op", "file.mkdir"}, {"path", path}, {"parents", parents}})));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:remove", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     json body = ex.JsonBody();
     FieldReader f(body);
-    auto path = f.String("path", 4096);
+    std::string path = BodyPath(f, "path");
     bool recursive = f.Bool("recursive").value_or(false);
-    if (!path) f.Issue("path", "is required");
-    else if (path->empty() || (*path)[0] != '/') f.Issue("path", "must be an absolute path");
     f.Finish();
-    ex.SendJson(200, CallAgent(*RunningConn(*s), json{{"op", "file.remove"}, {"path", *path}, {"recursive", recursive}}, 120000));
+    ex.SendJson(
+        200,
+        CallAgent(*RunningConn(*s),
+                  json{{"op", "file.remove"}, {"path", path}, {"recursive", recursive}}, 120000));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:rename", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     json body = ex.JsonBody();
     FieldReader f(body);
-    auto from = f.String("from", 4096);
-    auto to = f.String("to", 4096);
+    std::string from = BodyPath(f, "from");
+    std::string to = BodyPath(f, "to");
     bool overwrite = f.Bool("overwrite").value_or(false);
-    for (auto [name, v] : {std::pair{"from", &from}, std::pair{"to", &to}}) {
-      if (!*v) f.Issue(name, "is required");
-      else if ((*v)->empty() || (**v)[0] != '/') f.Issue(name, "must be an absolute path");
-    }
     f.Finish();
-    ex.SendJson(200, ApiEntry(CallAgent(*RunningConn(*s),
-                                        json{{"op", "file.rename"}, {"from", *from}, {"to", *to}, {"overwrite", overwrite}})));
+    ex.SendJson(
+        200,
+        ApiEntry(CallAgent(
+            *RunningConn(*s),
+            json{{"op", "file.rename"}, {"from", from}, {"to", to}, {"overwrite", overwrite}})));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/files/archive", [&ctx](Exchange& ex) {
@@ -242,7 +265,8 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
       throw ApiError(413, "payload_too_large", "archives are at most 1 GiB");
     std::string first;
     ex.ReadBodyChunk(&first);
-    bool gzip = first.size() >= 2 && static_cast<unsigned char>(first[0]) == 0x1f && static_cast<unsigned char>(first[1]) == 0x8b;
+    bool gzip = first.size() >= 2 && static_cast<unsigned char>(first[0]) == 0x1f &&
+                static_cast<unsigned char>(first[1]) == 0x8b;
     auto op = RunningConn(*s)->Start(json{{"op", "archive.put"}, {"path", path}, {"gzip", gzip}});
     First(*op);
     uint64_t sent = PumpBody(ex, *op, kMaxArchive, std::move(first));
@@ -263,8 +287,9 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     if (m.body.value("exitCode", json(1)) != json(0))
       throw ApiError(400, "invalid_archive", "the archive could not be unpacked: " + err);
     if (m.body.value("stdinBytes", uint64_t{0}) != sent)
-      throw ApiError(500, "upload_incomplete", "the sandbox took " + m.body.value("stdinBytes", json(0)).dump() +
-                                                   " of " + std::to_string(sent) + " bytes");
+      throw ApiError(500, "upload_incomplete",
+                     "the sandbox took " + m.body.value("stdinBytes", json(0)).dump() + " of " +
+                         std::to_string(sent) + " bytes");
     ex.SendJson(200, json{{"path", path}, {"bytes", sent}});
   });
 }

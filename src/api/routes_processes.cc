@@ -14,7 +14,9 @@ using nlohmann::json;
 namespace {
 
 json ProcessInfo(const json& a) {
-  auto time_or_null = [](const json& ms) { return ms.is_number() ? json(FormatTime(ms.get<int64_t>())) : json(nullptr); };
+  auto time_or_null = [](const json& ms) {
+    return ms.is_number() ? json(FormatTime(ms.get<int64_t>())) : json(nullptr);
+  };
   return json{{"id", a["id"]},
               {"kind", "process"},
               {"pid", a["pid"]},
@@ -42,14 +44,16 @@ int64_t QueryNumber(Exchange& ex, const std::string& name, int64_t min, int64_t 
     if (used == v->size() && x >= min && x <= max) return x;
   } catch (...) {
   }
-  throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " +
+                                          std::to_string(max));
 }
 
 json OutputPage(const json& a) {
   json chunks = json::array();
   for (const auto& c : a["chunks"]) {
     auto bytes = proto::Base64Decode(c["base64"].get<std::string>()).value_or("");
-    chunks.push_back(json{{"offset", c["offset"]}, {"stream", c["stream"]}, {"data", SanitizeUtf8(bytes)}});
+    chunks.push_back(
+        json{{"offset", c["offset"]}, {"stream", c["stream"]}, {"data", SanitizeUtf8(bytes)}});
   }
   return json{{"chunks", chunks},
               {"nextCursor", a["nextCursor"]},
@@ -63,24 +67,37 @@ json OutputPage(const json& a) {
 void Follow(Exchange& ex, engine::AgentConnection& conn, const std::string& id, uint64_t cursor) {
   bool begun = false;
   for (;;) {
-    json a = CallAgent(conn, json{{"op", "proc.output"}, {"id", id}, {"cursor", cursor}, {"waitMs", 20000}}, 40000);
+    json a = CallAgent(
+        conn, json{{"op", "proc.output"}, {"id", id}, {"cursor", cursor}, {"waitMs", 20000}},
+        40000);
     if (!begun) {
       if (!ex.BeginStream(200, "application/x-ndjson")) return;
       begun = true;
     }
     std::string out;
     if (a["droppedBytes"].get<uint64_t>() > 0)
-      out += json{{"type", "truncated"}, {"droppedBytes", a["droppedBytes"]}, {"resumeAt", a["firstOffset"]}}.dump() + "\n";
+      out += json{{"type", "truncated"},
+                  {"droppedBytes", a["droppedBytes"]},
+                  {"resumeAt", a["firstOffset"]}}
+                 .dump() +
+             "\n";
     for (const auto& c : a["chunks"]) {
       auto bytes = proto::Base64Decode(c["base64"].get<std::string>()).value_or("");
-      out += json{{"type", c["stream"]}, {"offset", c["offset"]}, {"data", SanitizeUtf8(bytes)}}.dump(
-                 -1, ' ', false, json::error_handler_t::replace) + "\n";
+      out +=
+          json{{"type", c["stream"]}, {"offset", c["offset"]}, {"data", SanitizeUtf8(bytes)}}.dump(
+              -1, ' ', false, json::error_handler_t::replace) +
+          "\n";
     }
     cursor = a["nextCursor"].get<uint64_t>();
     if (a["complete"].get<bool>()) {
       const json& p = a["process"];
-      out += json{{"type", "exit"}, {"exitCode", p["exitCode"]}, {"signal", p["signal"]}, {"state", p["state"]},
-                  {"timedOut", p["state"] == "timed_out"}}.dump() + "\n";
+      out += json{{"type", "exit"},
+                  {"exitCode", p["exitCode"]},
+                  {"signal", p["signal"]},
+                  {"state", p["state"]},
+                  {"timedOut", p["state"] == "timed_out"}}
+                 .dump() +
+             "\n";
       ex.WriteChunk(out);
       return ex.EndStream();
     }
@@ -116,7 +133,8 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("GET", "/v1/sandboxes/{id}/processes/{pid}", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    ex.SendJson(200, ProcessInfo(CallAgent(*RunningConn(*s), json{{"op", "proc.get"}, {"id", ex.params["pid"]}})));
+    ex.SendJson(200, ProcessInfo(CallAgent(*RunningConn(*s),
+                                           json{{"op", "proc.get"}, {"id", ex.params["pid"]}})));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/processes/{pid}/output", [&ctx](Exchange& ex) {
@@ -125,13 +143,18 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     uint64_t cursor = static_cast<uint64_t>(QueryNumber(ex, "cursor", 0, INT64_MAX, 0));
     int64_t wait_ms = QueryNumber(ex, "waitMs", 0, 30000, 0);
     std::string follow = ex.Query("follow").value_or("false");
-    if (follow != "true" && follow != "false") throw InvalidField("query.follow", "must be true or false");
+    if (follow != "true" && follow != "false")
+      throw InvalidField("query.follow", "must be true or false");
     if (follow == "true") {
       // Check the process exists before answering 200.
       CallAgent(*conn, json{{"op", "proc.get"}, {"id", ex.params["pid"]}});
       return Follow(ex, *conn, ex.params["pid"], cursor);
     }
-    json a = CallAgent(*conn, json{{"op", "proc.output"}, {"id", ex.params["pid"]}, {"cursor", cursor}, {"waitMs", wait_ms}},
+    json a = CallAgent(*conn,
+                       json{{"op", "proc.output"},
+                            {"id", ex.params["pid"]},
+                            {"cursor", cursor},
+                            {"waitMs", wait_ms}},
                        static_cast<int>(wait_ms) + 30000);
     ex.SendJson(200, OutputPage(a));
   });
@@ -147,7 +170,9 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     if (b64 && !proto::Base64Decode(*b64)) f.Issue("base64", "is not valid base64");
     f.Finish();
     std::string encoded = b64 ? *b64 : proto::Base64Encode(data.value_or(""));
-    json a = CallAgent(*RunningConn(*s), json{{"op", "proc.write"}, {"id", ex.params["pid"]}, {"base64", encoded}, {"eof", eof}});
+    json a = CallAgent(
+        *RunningConn(*s),
+        json{{"op", "proc.write"}, {"id", ex.params["pid"]}, {"base64", encoded}, {"eof", eof}});
     ex.SendJson(200, json{{"offset", a["offset"]}});
   });
 
@@ -156,10 +181,15 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     json body = ex.JsonBody();
     FieldReader f(body);
     std::string sig = f.String("signal", 16).value_or("SIGTERM");
-    static const std::set<std::string> kAllowed = {"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"};
-    if (!kAllowed.count(sig)) f.Issue("signal", "must be one of SIGTERM, SIGKILL, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2");
+    static const std::set<std::string> kAllowed = {"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP",
+                                                   "SIGQUIT", "SIGUSR1", "SIGUSR2"};
+    if (!kAllowed.count(sig))
+      f.Issue("signal",
+              "must be one of SIGTERM, SIGKILL, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2");
     f.Finish();
-    ex.SendJson(200, ProcessInfo(CallAgent(*RunningConn(*s), json{{"op", "proc.signal"}, {"id", ex.params["pid"]}, {"signal", sig}})));
+    ex.SendJson(200, ProcessInfo(CallAgent(
+                         *RunningConn(*s),
+                         json{{"op", "proc.signal"}, {"id", ex.params["pid"]}, {"signal", sig}})));
   });
 }
 

@@ -21,7 +21,8 @@ control::SandboxSpec ReadCreate(const json& body) {
   if (auto v = f.Int("timeoutSeconds", 60, 3600)) spec.timeout_seconds = static_cast<int>(*v);
   if (auto v = f.String("name", 64)) {
     static const std::regex kName("[A-Za-z0-9._-]+");
-    if (!std::regex_match(*v, kName)) f.Issue("name", "may hold only letters, digits, '.', '_' and '-'");
+    if (!std::regex_match(*v, kName))
+      f.Issue("name", "may hold only letters, digits, '.', '_' and '-'");
     spec.name = *v;
   }
   if (auto v = f.StringMap("labels", 32, 63, 256)) spec.labels = *v;
@@ -48,7 +49,8 @@ int QueryInt(Exchange& ex, const std::string& name, int min, int max, int def) {
     if (used == v->size() && x >= min && x <= max) return x;
   } catch (...) {
   }
-  throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " +
+                                          std::to_string(max));
 }
 
 }  // namespace
@@ -75,7 +77,8 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     }
     for (const auto& l : ex.QueryAll("label")) {
       size_t colon = l.find(':');
-      if (colon == std::string::npos || colon == 0) throw InvalidField("query.label", "must be key:value");
+      if (colon == std::string::npos || colon == 0)
+        throw InvalidField("query.label", "must be key:value");
       filter.labels.emplace_back(l.substr(0, colon), l.substr(colon + 1));
     }
     filter.include_stopped = ex.Query("includeStopped").value_or("") == "true";
@@ -90,12 +93,16 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     }
     auto all = ctx.sandboxes.List(filter);
     json data = json::array();
-    for (size_t i = start; i < all.size() && data.size() < static_cast<size_t>(limit); ++i) data.push_back(all[i]->Info());
+    for (size_t i = start; i < all.size() && data.size() < static_cast<size_t>(limit); ++i)
+      data.push_back(all[i]->Info());
     size_t next = start + data.size();
-    ex.SendJson(200, json{{"data", data}, {"nextCursor", next < all.size() ? json(std::to_string(next)) : json(nullptr)}});
+    ex.SendJson(
+        200, json{{"data", data},
+                  {"nextCursor", next < all.size() ? json(std::to_string(next)) : json(nullptr)}});
   });
 
-  r.Add("GET", "/v1/sandboxes/{id}", [&ctx](Exchange& ex) { ex.SendJson(200, FindSandbox(ctx, ex)->Info()); });
+  r.Add("GET", "/v1/sandboxes/{id}",
+        [&ctx](Exchange& ex) { ex.SendJson(200, FindSandbox(ctx, ex)->Info()); });
 
   r.Add("POST", "/v1/sandboxes/{id}:stop", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);

@@ -39,7 +39,8 @@ std::string SanitizeUtf8(std::string_view s) {
     for (int k = 1; ok && k < len; ++k) ok = IsCont(static_cast<unsigned char>(s[i + k]));
     if (ok && len == 3) {
       unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) ok = false;  // overlong, surrogates
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))
+        ok = false;  // overlong, surrogates
     }
     if (ok && len == 4) {
       unsigned char c1 = static_cast<unsigned char>(s[i + 1]);

@@ -4,8 +4,10 @@ namespace kiln::api {
 
 using nlohmann::json;
 
-FieldReader::FieldReader(const json& body, std::string prefix) : body_(body), prefix_(std::move(prefix)) {
-  if (!body_.is_object()) issues_.push_back(json{{"path", prefix_}, {"message", "must be a JSON object"}});
+FieldReader::FieldReader(const json& body, std::string prefix)
+    : body_(body), prefix_(std::move(prefix)) {
+  if (!body_.is_object())
+    issues_.push_back(json{{"path", prefix_}, {"message", "must be a JSON object"}});
 }
 
 const json* FieldReader::Take(const std::string& name) {
@@ -25,7 +27,8 @@ void FieldReader::Issue(const std::string& field, const std::string& message) {
 std::optional<int64_t> FieldReader::Int(const std::string& name, int64_t min, int64_t max) {
   const json* v = Take(name);
   if (!v) return std::nullopt;
-  std::string range = "must be an integer from " + std::to_string(min) + " to " + std::to_string(max);
+  std::string range =
+      "must be an integer from " + std::to_string(min) + " to " + std::to_string(max);
   if (!v->is_number_integer()) {
     Issue(name, range);
     return std::nullopt;
@@ -65,7 +68,8 @@ std::optional<bool> FieldReader::Bool(const std::string& name) {
   return v->get<bool>();
 }
 
-std::optional<std::vector<std::string>> FieldReader::StringList(const std::string& name, size_t max_items) {
+std::optional<std::vector<std::string>> FieldReader::StringList(const std::string& name,
+                                                                size_t max_items) {
   const json* v = Take(name);
   if (!v) return std::nullopt;
   if (!v->is_array()) {
@@ -88,7 +92,8 @@ std::optional<std::vector<std::string>> FieldReader::StringList(const std::strin
 }
 
 std::optional<std::map<std::string, std::string>> FieldReader::StringMap(const std::string& name,
-                                                                         size_t max_entries, size_t max_key,
+                                                                         size_t max_entries,
+                                                                         size_t max_key,
                                                                          size_t max_value) {
   const json* v = Take(name);
   if (!v) return std::nullopt;

@@ -24,8 +24,9 @@ class FieldReader {
   std::optional<std::string> String(const std::string& name, size_t max_len);
   std::optional<bool> Bool(const std::string& name);
   std::optional<std::vector<std::string>> StringList(const std::string& name, size_t max_items);
-  std::optional<std::map<std::string, std::string>> StringMap(const std::string& name, size_t max_entries,
-                                                              size_t max_key, size_t max_value);
+  std::optional<std::map<std::string, std::string>> StringMap(const std::string& name,
+                                                              size_t max_entries, size_t max_key,
+                                                              size_t max_value);
   // Accepts the field without reading it (it is read elsewhere).
   const nlohmann::json* Raw(const std::string& name);
 

@@ -2,11 +2,11 @@
 
 #include <csignal>
 
-#include "cli/base64.h"
 #include "cli/errors.h"
 #include "cli/exit_status.h"
 #include "cli/json_util.h"
 #include "cli/output.h"
+#include "proto/base64.h"
 
 namespace kiln::cli {
 
@@ -21,7 +21,7 @@ void ExecStreamPrinter::on_event(const json& event) {
   } else if (type == "stdout" || type == "stderr") {
     std::string data = string_field(event, "data");
     if (bool_field(event, "base64")) {
-      auto decoded = base64_decode(data);
+      auto decoded = proto::Base64Decode(data);
       if (!decoded) throw ClientError("bad_response", "the daemon sent output that is not base64");
       data = std::move(*decoded);
       // Offsets count raw bytes, so they only line up with decoded data.

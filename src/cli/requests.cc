@@ -2,8 +2,8 @@
 
 #include <limits>
 
-#include "cli/base64.h"
 #include "cli/url.h"
+#include "proto/base64.h"
 
 namespace kiln::cli {
 namespace {
@@ -48,7 +48,7 @@ json exec_body(const ParsedArgs& args, const std::vector<std::string>& argv, boo
   if (auto cwd = args.get("cwd")) body["cwd"] = *cwd;
   if (args.has("env")) body["env"] = key_values(args, "env");
   put_int(body, args, "timeout-ms", "timeoutMs", 86400000);
-  if (stdin_bytes) body["stdinBase64"] = base64_encode(*stdin_bytes);
+  if (stdin_bytes) body["stdinBase64"] = proto::Base64Encode(*stdin_bytes);
   if (stream) {
     body["stream"] = true;
     body["outputEncoding"] = "base64";

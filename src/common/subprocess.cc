@@ -56,7 +56,9 @@ void ReapLoop() {
 
 }  // namespace
 
-bool ProcessOutput::ok() const { return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+bool ProcessOutput::ok() const {
+  return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 std::string ProcessOutput::Describe() const {
   if (status < 0) return "did not finish";

@@ -19,12 +19,14 @@ int64_t MonotonicNowMs() {
 }
 
 std::string FormatTime(int64_t unix_ms) {
-  time_t secs = static_cast<time_t>(unix_ms / 1000);
+  // Floor division, so times before 1970 format correctly too.
+  int64_t ms = ((unix_ms % 1000) + 1000) % 1000;
+  time_t secs = static_cast<time_t>((unix_ms - ms) / 1000);
   tm t;
   gmtime_r(&secs, &t);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1,
-                t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, static_cast<int>(unix_ms % 1000));
+  char buf[64];  // room for any int year, so no truncation warning
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900,
+                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, static_cast<int>(ms));
   return buf;
 }
 

@@ -51,7 +51,8 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, std::string* e
     }).detach();
   });
   sandbox->MarkRunning(conn, NowMs());
-  LogInfo("sandbox started", {{"event", "sandbox.running"}, {"sandboxId", sandbox->id()},
+  LogInfo("sandbox started", {{"event", "sandbox.running"},
+                              {"sandboxId", sandbox->id()},
                               {"startMs", MonotonicNowMs() - t0}});
   return sandbox;
 }
@@ -88,12 +89,14 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::List(const ListFilter& f) 
 void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason) {
   if (!sandbox->MarkStopping(reason)) {
     // Someone else is stopping it: wait until they are done.
-    while (sandbox->state() != "stopped") std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (sandbox->state() != "stopped")
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return;
   }
   engine_.Destroy(sandbox->id());
   sandbox->MarkStopped(NowMs());
-  LogInfo("sandbox stopped", {{"event", "sandbox.stopped"}, {"sandboxId", sandbox->id()}, {"reason", reason}});
+  LogInfo("sandbox stopped",
+          {{"event", "sandbox.stopped"}, {"sandboxId", sandbox->id()}, {"reason", reason}});
   std::lock_guard lock(mu_);
   // Forget the oldest stopped ones beyond what listings keep.
   size_t stopped = 0;
@@ -116,8 +119,13 @@ std::optional<nlohmann::json> SandboxManager::Delete(const std::string& id) {
   }
   Stop(s, "requested");
   nlohmann::json info = s->Info();
-  nlohmann::json answer = {{"id", id}, {"kind", "sandbox"}, {"name", info["name"]}, {"labels", info["labels"]},
-                           {"status", "deleted"}, {"state", info["state"]}, {"deletedAt", FormatTime(NowMs())},
+  nlohmann::json answer = {{"id", id},
+                           {"kind", "sandbox"},
+                           {"name", info["name"]},
+                           {"labels", info["labels"]},
+                           {"status", "deleted"},
+                           {"state", info["state"]},
+                           {"deletedAt", FormatTime(NowMs())},
                            {"endedAt", info["endedAt"]}};
   std::lock_guard lock(mu_);
   sandboxes_.erase(id);

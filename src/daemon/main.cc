@@ -25,18 +25,17 @@ struct Flags {
   std::string image_dir;  // default <state_dir>/images
   std::string runsc = "runsc";
   std::string platform = "systrap";
-  std::string agent;          // default: kiln-agent beside kilnd
-  std::string image_recipe;   // default: <repo>/images/base/build.sh
+  std::string agent;         // default: kiln-agent beside kilnd
+  std::string image_recipe;  // default: <repo>/images/base/build.sh
 };
 
-std::string ExeDir() {
-  return std::filesystem::canonical("/proc/self/exe").parent_path();
-}
+std::string ExeDir() { return std::filesystem::canonical("/proc/self/exe").parent_path(); }
 
 void Usage() {
   std::fprintf(stderr,
                "usage: kilnd [--listen HOST:PORT] [--state-dir DIR] [--image-dir DIR]\n"
-               "             [--runsc PATH] [--platform systrap|ptrace] [--agent PATH] [--image-recipe PATH]\n");
+               "             [--runsc PATH] [--platform systrap|ptrace] [--agent PATH] "
+               "[--image-recipe PATH]\n");
 }
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -50,13 +49,20 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     } else if (a != "--help" && i + 1 < argc) {
       value = argv[++i];
     }
-    if (a == "--listen") f->listen = value;
-    else if (a == "--state-dir") f->state_dir = value;
-    else if (a == "--image-dir") f->image_dir = value;
-    else if (a == "--runsc") f->runsc = value;
-    else if (a == "--platform") f->platform = value;
-    else if (a == "--agent") f->agent = value;
-    else if (a == "--image-recipe") f->image_recipe = value;
+    if (a == "--listen")
+      f->listen = value;
+    else if (a == "--state-dir")
+      f->state_dir = value;
+    else if (a == "--image-dir")
+      f->image_dir = value;
+    else if (a == "--runsc")
+      f->runsc = value;
+    else if (a == "--platform")
+      f->platform = value;
+    else if (a == "--agent")
+      f->agent = value;
+    else if (a == "--image-recipe")
+      f->image_recipe = value;
     else {
       std::fprintf(stderr, "kilnd: unknown flag %s\n", a.c_str());
       return false;
@@ -94,7 +100,8 @@ int main(int argc, char** argv) {
 
   std::string rootfs;
   try {
-    rootfs = kiln::store::EnsureBaseImage(flags.image_dir, std::filesystem::weakly_canonical(flags.image_recipe));
+    rootfs = kiln::store::EnsureBaseImage(flags.image_dir,
+                                          std::filesystem::weakly_canonical(flags.image_recipe));
   } catch (const std::exception& e) {
     kiln::LogError("no base image", {{"error", e.what()}});
     return 1;
@@ -123,7 +130,8 @@ int main(int argc, char** argv) {
     kiln::LogInfo("shutting down", {{"signal", sig}});
     g_server->Stop();
   }).detach();
-  kiln::LogInfo("kilnd listening", {{"listen", flags.listen}, {"stateDir", flags.state_dir}, {"image", rootfs}});
+  kiln::LogInfo("kilnd listening",
+                {{"listen", flags.listen}, {"stateDir", flags.state_dir}, {"image", rootfs}});
   try {
     server.Run();
   } catch (const std::exception& e) {

@@ -46,7 +46,8 @@ bool AgentOp::SendData(uint8_t channel, std::string_view data, bool end) {
     size_t n = std::min(data.size(), proto::kMaxDaemonPayload);
     bool last = n == data.size();
     uint8_t flags = (last && end) ? proto::kFlagEnd : 0;
-    if (!conn_->WriteFrame(proto::EncodeFrame(FrameType::kData, stream_, data.substr(0, n), flags, channel)))
+    if (!conn_->WriteFrame(
+            proto::EncodeFrame(FrameType::kData, stream_, data.substr(0, n), flags, channel)))
       return false;
     data.remove_prefix(n);
   } while (!data.empty());
@@ -67,8 +68,8 @@ void AgentOp::Cancel() {
 }
 
 std::shared_ptr<AgentConnection> AgentConnection::Connect(const std::string& in_fifo,
-                                                          const std::string& out_fifo, int timeout_ms,
-                                                          std::string* error) {
+                                                          const std::string& out_fifo,
+                                                          int timeout_ms, std::string* error) {
   std::shared_ptr<AgentConnection> c(new AgentConnection());
   // Non-blocking opens never hang: the sandbox holds both FIFOs open.
   c->in_.reset(::open(in_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
@@ -170,7 +171,8 @@ std::unique_ptr<AgentOp> AgentConnection::Start(const json& request) {
   }
   bool ok = alive_;
   if (ok) {
-    for (auto& f : proto::EncodeFragments(FrameType::kRequest, stream, request.dump(), proto::kMaxDaemonPayload))
+    for (auto& f : proto::EncodeFragments(FrameType::kRequest, stream, request.dump(),
+                                          proto::kMaxDaemonPayload))
       ok = ok && WriteFrame(f);
   }
   if (!ok) op->Push(AgentOp::Message{AgentOp::Message::kClosed});
@@ -184,7 +186,8 @@ json AgentConnection::Call(const json& request, int timeout_ms) {
   for (;;) {
     int64_t left = deadline - MonotonicNowMs();
     if (left <= 0 || !op->Next(&m, static_cast<int>(left)))
-      return json{{"error", {{"code", "agent_timeout"}, {"message", "the sandbox's agent did not answer"}}}};
+      return json{{"error",
+                   {{"code", "agent_timeout"}, {"message", "the sandbox's agent did not answer"}}}};
     if (m.kind == AgentOp::Message::kResponse) return m.body;
     if (m.kind == AgentOp::Message::kClosed)
       return json{{"error", {{"code", "not_running"}, {"message", "the sandbox is not running"}}}};

@@ -51,7 +51,8 @@ class AgentOp {
 
  private:
   friend class AgentConnection;
-  AgentOp(std::shared_ptr<AgentConnection> conn, uint32_t stream) : conn_(std::move(conn)), stream_(stream) {}
+  AgentOp(std::shared_ptr<AgentConnection> conn, uint32_t stream)
+      : conn_(std::move(conn)), stream_(stream) {}
   void Push(Message m);
 
   std::shared_ptr<AgentConnection> conn_;
@@ -65,8 +66,9 @@ class AgentOp {
 class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
  public:
   // Opens the FIFOs, starts a session and waits for the agent's sync marker.
-  static std::shared_ptr<AgentConnection> Connect(const std::string& in_fifo, const std::string& out_fifo,
-                                                  int timeout_ms, std::string* error);
+  static std::shared_ptr<AgentConnection> Connect(const std::string& in_fifo,
+                                                  const std::string& out_fifo, int timeout_ms,
+                                                  std::string* error);
   ~AgentConnection();
 
   std::unique_ptr<AgentOp> Start(const nlohmann::json& request);

@@ -36,7 +36,8 @@ class Engine {
 
   // Starts a sandbox and returns the channel to its agent, or null with
   // *error set (then nothing of it is left behind).
-  virtual std::shared_ptr<AgentConnection> Create(const CreateParams& params, std::string* error) = 0;
+  virtual std::shared_ptr<AgentConnection> Create(const CreateParams& params,
+                                                  std::string* error) = 0;
 
   // Stops a sandbox and removes every trace of it on the host: processes,
   // cgroups, mounts, its directory. Idempotent.

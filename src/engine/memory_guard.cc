@@ -29,8 +29,8 @@ MemoryGuard::~MemoryGuard() {
   ::close(epfd_);
 }
 
-bool MemoryGuard::Watch(const std::string& id, const std::string& cgroup_dir, int64_t threshold_bytes,
-                        std::function<void()> on_exceeded) {
+bool MemoryGuard::Watch(const std::string& id, const std::string& cgroup_dir,
+                        int64_t threshold_bytes, std::function<void()> on_exceeded) {
   Entry e;
   e.usage.reset(::open((cgroup_dir + "/memory.usage_in_bytes").c_str(), O_RDONLY | O_CLOEXEC));
   UniqueFd control(::open((cgroup_dir + "/cgroup.event_control").c_str(), O_WRONLY | O_CLOEXEC));
@@ -38,7 +38,8 @@ bool MemoryGuard::Watch(const std::string& id, const std::string& cgroup_dir, in
   if (!e.usage || !control || !e.event) return false;
   std::string line = std::to_string(e.event.get()) + " " + std::to_string(e.usage.get()) + " " +
                      std::to_string(threshold_bytes);
-  if (::write(control.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return false;
+  if (::write(control.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    return false;
   e.cb = std::move(on_exceeded);
   std::lock_guard lock(mu_);
   int fd = e.event.get();

@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kCgroupParent = "/kiln";
-constexpr const char* kControllers[] = {"memory", "cpu", "cpuacct", "pids", "cpuset", "devices",
-                                        "freezer", "blkio", "systemd", "unified"};
+constexpr const char* kControllers[] = {"memory",  "cpu",     "cpuacct", "pids",    "cpuset",
+                                        "devices", "freezer", "blkio",   "systemd", "unified"};
 
 std::string CgroupDir(const std::string& controller, const std::string& id) {
   return "/sys/fs/cgroup/" + controller + kCgroupParent + "/" + id;
@@ -38,7 +38,9 @@ RunscEngine::RunscEngine(RunscOptions options) : opts_(std::move(options)) {
   fs::create_directories(opts_.state_dir + "/runsc");
 }
 
-std::string RunscEngine::SandboxDir(const std::string& id) const { return opts_.state_dir + "/sandboxes/" + id; }
+std::string RunscEngine::SandboxDir(const std::string& id) const {
+  return opts_.state_dir + "/sandboxes/" + id;
+}
 
 std::vector<std::string> RunscEngine::RunscArgs() const {
   return {opts_.runsc, "--root", opts_.state_dir + "/runsc", "--platform", opts_.platform};
@@ -67,9 +69,11 @@ std::shared_ptr<AgentConnection> RunscEngine::Create(const CreateParams& p, std:
   // stdin and stdout and keeps them after runsc exits.
   UniqueFd in_fd(::open(in.c_str(), O_RDWR | O_CLOEXEC));
   UniqueFd out_fd(::open(out.c_str(), O_RDWR | O_CLOEXEC));
-  UniqueFd log_fd(::open((dir + "/sandbox.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  UniqueFd log_fd(
+      ::open((dir + "/sandbox.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   auto args = RunscArgs();
-  for (const char* a : {"--network=none", "--overlay2=root:memory", "--cpu-num-from-quota"}) args.push_back(a);
+  for (const char* a : {"--network=none", "--overlay2=root:memory", "--cpu-num-from-quota"})
+    args.push_back(a);
   for (const char* a : {"run", "--detach", "--bundle"}) args.push_back(a);
   args.push_back(dir);
   args.push_back(p.id);
@@ -96,9 +100,11 @@ std::shared_ptr<AgentConnection> RunscEngine::Create(const CreateParams& p, std:
     auto c = weak.lock();
     if (!c) return;
     auto r = c->Call({{"op", "oom"}}, 5000);
-    LogWarn("sandbox over its memory: killed its largest process", {{"sandboxId", id}, {"agent", r}});
+    LogWarn("sandbox over its memory: killed its largest process",
+            {{"sandboxId", id}, {"agent", r}});
   });
-  if (!guarded) LogWarn("no memory guard (cgroup v1 memory controller missing)", {{"sandboxId", p.id}});
+  if (!guarded)
+    LogWarn("no memory guard (cgroup v1 memory controller missing)", {{"sandboxId", p.id}});
   return conn;
 }
 

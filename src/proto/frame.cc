@@ -16,7 +16,8 @@ uint32_t GetU32(const char* p) {
 }
 uint8_t CheckByte(const char* h) {
   uint8_t c = 0xA5;
-  for (size_t i = 0; i < kHeaderSize - 1; ++i) c = static_cast<uint8_t>((c << 1 | c >> 7) ^ static_cast<uint8_t>(h[i]));
+  for (size_t i = 0; i < kHeaderSize - 1; ++i)
+    c = static_cast<uint8_t>((c << 1 | c >> 7) ^ static_cast<uint8_t>(h[i]));
   return c;
 }
 bool ValidType(uint8_t t) { return t >= 1 && t <= 7; }
@@ -50,7 +51,8 @@ std::vector<std::string> EncodeFragments(FrameType type, uint32_t stream, std::s
   do {
     size_t n = std::min(payload.size(), max_payload);
     bool more = n < payload.size();
-    frames.push_back(EncodeFrame(type, stream, payload.substr(0, n), more ? kFlagMore : 0, channel));
+    frames.push_back(
+        EncodeFrame(type, stream, payload.substr(0, n), more ? kFlagMore : 0, channel));
     payload.remove_prefix(n);
   } while (!payload.empty());
   return frames;

@@ -174,3 +174,33 @@ def test_slow_exec_blocks_nobody(api, sid, sandboxes):
                 assert took < 1.0, f"{name} took {took:.2f} s while a slow exec was in flight"
         assert not slow.done(), "the slow exec finished early: the test proved nothing"
         assert slow.result()["stdout"] == "slow\n"
+
+
+def _client_leaves(api, sid, body):
+    """Sends an exec and closes the connection without reading the answer."""
+    import http.client
+    import json as _json
+    conn = http.client.HTTPConnection(api.host, api.port, timeout=10)
+    conn.request("POST", f"/v1/sandboxes/{sid}:exec", body=_json.dumps(body),
+                 headers={"Content-Type": "application/json"})
+    time.sleep(1.5)  # the command is running now
+    conn.close()
+
+
+def _gone(api, sid, marker, within=10):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if marker not in api.sh(sid, "ps -eo args"):
+            return True
+        time.sleep(0.3)
+    return False
+
+
+def test_exec_is_stopped_when_its_client_leaves(api, sid):
+    _client_leaves(api, sid, {"command": "sleep 301; echo never", "timeoutMs": 600000})
+    assert _gone(api, sid, "sleep 301"), "the command outlived its client"
+
+
+def test_stream_exec_is_stopped_when_its_client_leaves(api, sid):
+    _client_leaves(api, sid, {"command": "sleep 302", "timeoutMs": 600000, "stream": True})
+    assert _gone(api, sid, "sleep 302"), "the streamed command outlived its client"

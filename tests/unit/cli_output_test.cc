@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/base64.h"
 #include "cli/errors.h"
 #include "cli/exec_stream.h"
 #include "cli/exit_status.h"
@@ -18,26 +17,6 @@ namespace kiln::cli {
 namespace {
 
 using json = nlohmann::json;
-
-TEST(CliBase64, RoundTrip) {
-  EXPECT_EQ(base64_encode(""), "");
-  EXPECT_EQ(base64_encode("f"), "Zg==");
-  EXPECT_EQ(base64_encode("fo"), "Zm8=");
-  EXPECT_EQ(base64_encode("foo"), "Zm9v");
-  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
-  std::string all;
-  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
-  EXPECT_EQ(base64_decode(base64_encode(all)), all);
-  EXPECT_EQ(base64_decode("Zm8="), "fo");
-  EXPECT_EQ(base64_decode("Zg=="), "f");
-}
-
-TEST(CliBase64, RejectsGarbage) {
-  EXPECT_FALSE(base64_decode("Zm8"));       // not a multiple of 4
-  EXPECT_FALSE(base64_decode("Zm!v"));      // outside the alphabet
-  EXPECT_FALSE(base64_decode("Z==="));      // too much padding
-  EXPECT_FALSE(base64_decode("Zg==Zm9v"));  // padding mid-stream
-}
 
 TEST(CliLines, SplitsAcrossFeeds) {
   LineSplitter s;

@@ -1,0 +1,787 @@
+#!/usr/bin/python3
+"""kiln benchmarks: one JSON line per figure on stdout, each beside a peer
+measured in the same run with the raw runsc CLI (same rootfs, same runsc
+flags). Progress goes to stderr.
+
+Starts its own kilnd on a free port with a temporary state directory and
+leaves nothing behind: every sandbox it made is stopped, kilnd is stopped,
+peer containers are deleted with `runsc delete --force`, temp dirs removed.
+
+Usage: /usr/bin/python3 bench/run.py [--kilnd PATH] [--image-dir DIR] [--quick]
+Python standard library only.
+"""
+import argparse
+import base64
+import ctypes
+import datetime
+import glob
+import http.client
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUNSC = shutil.which("runsc") or "runsc"
+# The flags kilnd gives runsc (src/engine/runsc_engine.cc), for the peer too.
+PEER_FLAGS = ["--network=none", "--overlay2=root:memory", "--platform", "systrap"]
+
+
+# --------------------------------------------------------------------------
+# Child processes. kilnd makes itself a child subreaper and reaps the runsc
+# sandbox processes that `runsc run --detach` orphans; the peer must too, or
+# `runsc delete` waits (polling kill(pid, 0)) until PID 1 of the machine reaps
+# the zombie, which here takes 1.5-2 s instead of ~0.1 s. So this process is
+# a subreaper as well, and a thread reaps orphans as soon as they exit. It
+# never reaps a child that one of our own Popen objects will wait for.
+
+_spawn_lock = threading.Lock()
+_own_pids = set()
+_reaper_stop = threading.Event()
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def spawn(args, **kw):
+    with _spawn_lock:
+        p = subprocess.Popen(args, **kw)
+        _own_pids.add(p.pid)
+    return p
+
+
+def forget(p):
+    with _spawn_lock:
+        _own_pids.discard(p.pid)
+
+
+def run(args, timeout=120, check=False, text=False, capture=False, **kw):
+    """subprocess.run through spawn(); returns CompletedProcess."""
+    if capture:
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+    kw.setdefault("stdin", subprocess.DEVNULL)
+    p = spawn(args, text=text, **kw)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    finally:
+        forget(p)
+    r = subprocess.CompletedProcess(args, p.returncode, out, err)
+    if check:
+        r.check_returncode()
+    return r
+
+
+def _reap_orphans():
+    while not _reaper_stop.is_set():
+        reaped = False
+        with _spawn_lock:
+            try:
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                info = None
+            if info is not None and info.si_pid not in _own_pids:
+                try:
+                    os.waitpid(info.si_pid, 0)
+                    reaped = True
+                except ChildProcessError:
+                    pass
+        if not reaped:
+            time.sleep(0.003)
+
+
+def start_subreaper():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        log(f"prctl(PR_SET_CHILD_SUBREAPER) failed: errno {ctypes.get_errno()}")
+        return False
+    threading.Thread(target=_reap_orphans, name="reaper", daemon=True).start()
+    return True
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def emit(obj):
+    print(json.dumps(obj), flush=True)
+
+
+def percentile(sorted_values, q):
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not sorted_values:
+        return None
+    k = (len(sorted_values) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def stats(values, digits=3):
+    v = sorted(values)
+    r = lambda x: None if x is None else round(x, digits)
+    return {"p50": r(percentile(v, 0.5)), "p90": r(percentile(v, 0.9)),
+            "p99": r(percentile(v, 0.99)), "min": r(v[0]) if v else None,
+            "max": r(v[-1]) if v else None, "n": len(v)}
+
+
+def ms(seconds):
+    return seconds * 1000.0
+
+
+# --------------------------------------------------------------------------
+# HTTP client (keep-alive, TCP_NODELAY)
+
+
+class ApiError(Exception):
+    pass
+
+
+class Api:
+    def __init__(self, port, timeout=120):
+        self.port = port
+        self.timeout = timeout
+        self.conn = None
+        self.connects = 0
+
+    def connect(self):
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        self.conn.connect()
+        self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.connects += 1
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def send(self, method, path, body=None):
+        """Sends a request, returns the open response (caller reads it)."""
+        if self.conn is None or self.conn.sock is None:
+            self.connect()
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        try:
+            self.conn.request(method, path, body=data, headers=headers)
+            return self.conn.getresponse()
+        except (ConnectionError, http.client.HTTPException, socket.timeout):
+            self.close()
+            raise
+
+    def call(self, method, path, body=None, ok=(200,)):
+        resp = self.send(method, path, body)
+        raw = resp.read()
+        if resp.will_close:
+            self.close()
+        if resp.status not in ok:
+            raise ApiError(f"{method} {path} -> {resp.status}: {raw[:500]!r}")
+        return json.loads(raw) if raw else None
+
+
+# --------------------------------------------------------------------------
+# kilnd and its sandboxes
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Kilnd:
+    def __init__(self, binary, image_dir, workdir):
+        self.binary = binary
+        self.image_dir = image_dir
+        self.state_dir = os.path.join(workdir, "kilnd-state")
+        self.log_path = os.path.join(workdir, "kilnd.log")
+        self.port = free_port()
+        self.proc = None
+        self.sandboxes = set()  # ids made and not yet stopped
+        self.version = None
+
+    def start(self):
+        os.makedirs(self.state_dir)
+        self.log_file = open(self.log_path, "wb")
+        self.proc = spawn(
+            [self.binary, "--listen", f"127.0.0.1:{self.port}", "--state-dir", self.state_dir,
+             "--image-dir", self.image_dir],
+            stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kilnd exited with {self.proc.returncode}: {self.log_tail()}")
+            try:
+                h = Api(self.port, timeout=2).call("GET", "/v1/health")
+                self.version = h.get("version")
+                return
+            except (OSError, ApiError, http.client.HTTPException):
+                time.sleep(0.05)
+        raise RuntimeError("kilnd did not answer /v1/health within 60 s: " + self.log_tail())
+
+    def log_tail(self, n=1500):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read()[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def create(self, api, body=None):
+        info = api.call("POST", "/v1/sandboxes", body or {})
+        self.sandboxes.add(info["id"])
+        return info["id"]
+
+    def stop_sandbox(self, api, sid):
+        api.call("POST", f"/v1/sandboxes/{sid}:stop", {})
+        self.sandboxes.discard(sid)
+
+    def shutdown(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None and self.sandboxes:
+            api = Api(self.port, timeout=30)
+            for sid in list(self.sandboxes):
+                try:
+                    self.stop_sandbox(api, sid)
+                except Exception as e:  # keep cleaning up
+                    log(f"stop {sid} failed: {e}")
+            api.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                log("kilnd did not exit on SIGTERM; killing it")
+                self.proc.kill()
+                self.proc.wait()
+        forget(self.proc)
+        self.log_file.close()
+        # Whatever runsc still lists under kilnd's root (should be nothing).
+        root = os.path.join(self.state_dir, "runsc")
+        left = runsc_list(root)
+        if left:
+            log(f"kilnd left runsc containers behind: {left}; deleting them")
+        for cid in left:
+            runsc_delete(root, cid)
+        for sid in self.sandboxes:
+            for d in glob.glob(f"/sys/fs/cgroup/*/kiln/{sid}"):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
+
+
+# --------------------------------------------------------------------------
+# The peer: the raw runsc CLI on an OCI bundle with the same rootfs
+
+
+def runsc_cmd(root, *args):
+    return [RUNSC, "--root", root, *PEER_FLAGS, *args]
+
+
+def runsc_list(root):
+    if not os.path.isdir(root):
+        return []
+    r = run([RUNSC, "--root", root, "list", "-quiet"], capture=True, text=True, timeout=60)
+    return r.stdout.split()
+
+
+def runsc_delete(root, cid):
+    run([RUNSC, "--root", root, "delete", "--force", cid], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, timeout=60)
+
+
+class Peer:
+    def __init__(self, rootfs, workdir):
+        self.rootfs = rootfs
+        self.root = os.path.join(workdir, "peer-root")
+        self.bundles = os.path.join(workdir, "peer-bundles")
+        os.makedirs(self.root)
+        os.makedirs(self.bundles)
+        self.seq = 0
+        self.containers = set()
+
+    def bundle(self, name, args):
+        """`runsc spec`, then root = the image dir (read-only), no terminal, args."""
+        d = os.path.join(self.bundles, name)
+        os.makedirs(d)
+        run([RUNSC, "spec", "--bundle", d], check=True, capture=True)
+        path = os.path.join(d, "config.json")
+        with open(path) as f:
+            spec = json.load(f)
+        spec["root"] = {"path": self.rootfs, "readonly": True}
+        spec["process"]["args"] = args
+        spec["process"]["terminal"] = False
+        with open(path, "w") as f:
+            json.dump(spec, f, indent=2)
+        return d
+
+    def next_id(self, prefix):
+        self.seq += 1
+        return f"kb-{prefix}-{os.getpid()}-{self.seq}"
+
+    def run(self, bundle, cid, detach=False):
+        args = ["run"] + (["--detach"] if detach else []) + ["--bundle", bundle, cid]
+        self.containers.add(cid)
+        # A detached sandbox inherits runsc's stdio: a pipe would never see
+        # EOF, so its stderr goes to a file.
+        err_path = os.path.join(self.bundles, cid + ".err")
+        with open(err_path, "wb") as err:
+            r = run(runsc_cmd(self.root, *args), stdout=subprocess.DEVNULL, stderr=err, timeout=120)
+        if r.returncode != 0:
+            with open(err_path, "rb") as f:
+                raise RuntimeError(f"runsc run {cid}: rc={r.returncode} {f.read()[-500:]!r}")
+
+    def exec(self, cid, *argv, stdout=subprocess.DEVNULL):
+        return run(runsc_cmd(self.root, "exec", cid, *argv), stdout=stdout, stderr=subprocess.PIPE,
+                   timeout=120)
+
+    def delete(self, cid):
+        runsc_delete(self.root, cid)
+        self.containers.discard(cid)
+
+    def cleanup(self):
+        for cid in set(self.containers) | set(runsc_list(self.root)):
+            self.delete(cid)
+
+
+def kill_leftovers(workdir):
+    """Processes whose command line names our temp dir (runsc sandboxes,
+    gofers) must be gone by now; kill any that are not, by pid."""
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if workdir in cmd:
+            found.append(int(name))
+    for pid in found:
+        log(f"leftover process {pid} names {workdir}; killing it")
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return found
+
+
+# --------------------------------------------------------------------------
+# Figures
+
+
+def exec_true(api, sid):
+    r = api.call("POST", f"/v1/sandboxes/{sid}:exec", {"argv": ["true"]})
+    if r.get("exitCode") != 0:
+        raise ApiError(f"exec true: {r}")
+    return r
+
+
+def timed(fn, n, warmup=0):
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(ms(time.perf_counter() - t0))
+    return out
+
+
+def bench_exec_rtt(kilnd, peer, cfg):
+    api = Api(kilnd.port)
+    sid = kilnd.create(api)
+    log(f"exec_rtt: sandbox {sid}")
+    connects0 = api.connects
+    inside = []
+    lat = timed(lambda: inside.append(exec_true(api, sid)["durationMs"]), cfg["exec_n"], warmup=10)
+    inside = sorted(inside[10:])
+    emit({"bench": "exec_rtt", "unit": "ms", **stats(lat), "kiln": True,
+          "what": 'POST :exec argv ["true"], sequential, one keep-alive connection',
+          "durationMsP50": round(percentile(inside, 0.5), 1),
+          "durationMsP90": round(percentile(inside, 0.9), 1),
+          "reconnects": api.connects - connects0})
+
+    lat = timed(lambda: api.call("GET", f"/v1/sandboxes/{sid}"), cfg["exec_n"], warmup=10)
+    emit({"bench": "api_rtt", "unit": "ms", **stats(lat), "kiln": True,
+          "what": "GET /v1/sandboxes/{id}: HTTP + daemon only, no sandbox call"})
+
+    lat = timed(lambda: api.call("GET", f"/v1/sandboxes/{sid}/files/stat?path=/workspace"),
+                cfg["exec_n"], warmup=10)
+    emit({"bench": "agent_rtt", "unit": "ms", **stats(lat), "kiln": True,
+          "what": "GET files/stat?path=/workspace: one agent-channel request, no process"})
+    kilnd.stop_sandbox(api, sid)
+    api.close()
+
+    # Peer: runsc exec /bin/true in a running container of the same rootfs.
+    b = peer.bundle("exec", ["/bin/sleep", "infinity"])
+    cid = peer.next_id("exec")
+    peer.run(b, cid, detach=True)
+
+    def one():
+        r = peer.exec(cid, "/bin/true")
+        if r.returncode != 0:
+            raise RuntimeError(f"runsc exec: rc={r.returncode} {r.stderr[-300:]!r}")
+
+    lat = timed(one, cfg["peer_exec_n"], warmup=3)
+    emit({"bench": "exec_rtt", "peer": "runsc exec", "unit": "ms", **stats(lat),
+          "what": "runsc exec CID /bin/true, sequential"})
+    peer.delete(cid)
+
+
+def bench_create(kilnd, peer, cfg):
+    api = Api(kilnd.port)
+    create, first, stop = [], [], []
+    for i in range(cfg["create_n"]):
+        t0 = time.perf_counter()
+        sid = kilnd.create(api)
+        t1 = time.perf_counter()
+        exec_true(api, sid)
+        t2 = time.perf_counter()
+        kilnd.stop_sandbox(api, sid)
+        t3 = time.perf_counter()
+        create.append(ms(t1 - t0))
+        first.append(ms(t2 - t0))
+        stop.append(ms(t3 - t2))
+    api.close()
+    emit({"bench": "create_to_first_result", "unit": "ms", **stats(first, 1), "kiln": True,
+          "what": 'POST /v1/sandboxes, then exec argv ["true"] until its result'})
+    emit({"bench": "create", "unit": "ms", **stats(create, 1), "kiln": True,
+          "what": "POST /v1/sandboxes until it answers (state running, agent connected)"})
+    emit({"bench": "stop", "unit": "ms", **stats(stop, 1), "kiln": True,
+          "what": "POST :stop (synchronous: nothing of the sandbox remains when it answers)"})
+
+    # Peer: the whole `runsc run /bin/true` (create, start, wait, delete by runsc).
+    b = peer.bundle("true", ["/bin/true"])
+    lat = []
+    for i in range(cfg["create_n"]):
+        cid = peer.next_id("run")
+        t0 = time.perf_counter()
+        peer.run(b, cid)
+        lat.append(ms(time.perf_counter() - t0))
+        peer.delete(cid)
+    emit({"bench": "create_to_first_result", "peer": "runsc run", "unit": "ms", **stats(lat, 1),
+          "what": "runsc run of /bin/true, whole command (container exits)"})
+
+    # Peer for stop: runsc delete --force of a running (sleep infinity) container.
+    b = peer.bundle("sleep", ["/bin/sleep", "infinity"])
+    lat = []
+    for i in range(cfg["peer_stop_n"]):
+        cid = peer.next_id("stop")
+        peer.run(b, cid, detach=True)
+        t0 = time.perf_counter()
+        peer.delete(cid)
+        lat.append(ms(time.perf_counter() - t0))
+    emit({"bench": "stop", "peer": "runsc delete --force", "unit": "ms", **stats(lat, 1),
+          "what": "runsc delete --force of a running container"})
+
+
+def burst(targets, fn, n):
+    """n threads, one connection/target each, released together. Returns
+    (latencies ms, failures, wall ms)."""
+    barrier = threading.Barrier(n + 1)
+    lat = [None] * n
+    errors = []
+    ends = [0.0] * n
+
+    def worker(i):
+        ctx = None
+        try:
+            ctx = targets(i)
+        except Exception as e:
+            errors.append(f"setup: {e}")
+        barrier.wait()
+        if ctx is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            fn(ctx)
+            lat[i] = ms(time.perf_counter() - t0)
+        except Exception as e:
+            errors.append(str(e)[:300])
+        ends[i] = time.perf_counter()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    wall = ms(max(ends) - start) if any(ends) else None
+    return [x for x in lat if x is not None], errors, wall
+
+
+def bench_concurrent(kilnd, peer, cfg):
+    n, nsb, reps = cfg["conc_n"], cfg["conc_sandboxes"], cfg["conc_bursts"]
+    api = Api(kilnd.port)
+    sids = [kilnd.create(api) for _ in range(nsb)]
+    for sid in sids:
+        exec_true(api, sid)  # warm
+
+    def target(i):
+        a = Api(kilnd.port)
+        a.connect()
+        return a, sids[i % nsb]
+
+    def fn(ctx):
+        a, sid = ctx
+        try:
+            exec_true(a, sid)
+        finally:
+            a.close()
+
+    all_lat, walls, failures, samples = [], [], 0, []
+    for r in range(reps):
+        lat, errors, wall = burst(target, fn, n)
+        all_lat += lat
+        walls.append(round(wall, 1))
+        failures += len(errors) + (n - len(lat) - len(errors))
+        samples += errors[:3]
+        log(f"concurrent_exec burst {r + 1}: {len(lat)}/{n} ok, wall {wall:.0f} ms")
+    line = {"bench": "concurrent_exec", "unit": "ms", **stats(all_lat, 1), "kiln": True,
+            "concurrency": n, "sandboxes": nsb, "bursts": reps, "failures": failures,
+            "wallMs": walls, "wallMsP50": round(percentile(sorted(walls), 0.5), 1),
+            "what": f'{n} concurrent POST :exec argv ["true"] over {nsb} sandboxes, '
+                    "one connection per thread; latency per exec, wall per burst"}
+    if samples:
+        line["errorSamples"] = samples
+    emit(line)
+    for sid in sids:
+        kilnd.stop_sandbox(api, sid)
+    api.close()
+
+    # Peer: the same burst as concurrent runsc exec over as many containers.
+    b = peer.bundle("conc", ["/bin/sleep", "infinity"])
+    cids = []
+    for _ in range(nsb):
+        cid = peer.next_id("conc")
+        peer.run(b, cid, detach=True)
+        cids.append(cid)
+
+    def pfn(cid):
+        r = peer.exec(cid, "/bin/true")
+        if r.returncode != 0:
+            raise RuntimeError(f"runsc exec rc={r.returncode} {r.stderr[-200:]!r}")
+
+    all_lat, walls, failures, samples = [], [], 0, []
+    for r in range(cfg["peer_conc_bursts"]):
+        lat, errors, wall = burst(lambda i: cids[i % nsb], pfn, n)
+        all_lat += lat
+        walls.append(round(wall, 1))
+        failures += len(errors) + (n - len(lat) - len(errors))
+        samples += errors[:3]
+        log(f"concurrent_exec peer burst {r + 1}: {len(lat)}/{n} ok, wall {wall:.0f} ms")
+    line = {"bench": "concurrent_exec", "peer": "runsc exec", "unit": "ms", **stats(all_lat, 1),
+            "concurrency": n, "sandboxes": nsb, "bursts": cfg["peer_conc_bursts"],
+            "failures": failures, "wallMs": walls,
+            "wallMsP50": round(percentile(sorted(walls), 0.5), 1),
+            "what": f"{n} concurrent runsc exec /bin/true over {nsb} containers"}
+    if samples:
+        line["errorSamples"] = samples
+    emit(line)
+    for cid in cids:
+        peer.delete(cid)
+
+
+def stream_once(api, sid, nbytes):
+    """Returns (seconds, decoded bytes, exit event)."""
+    body = {"argv": ["head", "-c", str(nbytes), "/dev/zero"], "stream": True,
+            "outputEncoding": "base64", "timeoutMs": 120000}
+    t0 = time.perf_counter()
+    resp = api.send("POST", f"/v1/sandboxes/{sid}:exec", body)
+    if resp.status != 200:
+        raise ApiError(f"stream exec -> {resp.status}: {resp.read()[:300]!r}")
+    total, exit_event, buf = 0, None, b""
+    while True:
+        chunk = resp.read1(1 << 20) if hasattr(resp, "read1") else resp.read(1 << 16)
+        if not chunk:
+            break
+        buf += chunk
+        lines = buf.split(b"\n")
+        buf = lines.pop()
+        for line in lines:
+            if not line:
+                continue
+            ev = json.loads(line)
+            t = ev.get("type")
+            if t in ("stdout", "stderr"):
+                total += len(base64.b64decode(ev["data"])) if ev.get("base64") else len(ev["data"])
+            elif t == "exit":
+                exit_event = ev
+            elif t == "error":
+                raise ApiError(f"stream error: {ev}")
+    if buf.strip():
+        ev = json.loads(buf)
+        if ev.get("type") == "exit":
+            exit_event = ev
+    elapsed = time.perf_counter() - t0
+    if resp.will_close:
+        api.close()
+    return elapsed, total, exit_event
+
+
+def bench_stream(kilnd, peer, cfg):
+    nbytes = cfg["stream_bytes"]
+    api = Api(kilnd.port, timeout=300)
+    sid = kilnd.create(api)
+    stream_once(api, sid, 1 << 20)  # warm
+    rates, cpu, durs = [], [], []
+    for _ in range(cfg["stream_n"]):
+        c0 = time.process_time()
+        secs, total, ev = stream_once(api, sid, nbytes)
+        cpu.append(time.process_time() - c0)
+        if total != nbytes or not ev or ev.get("exitCode") != 0:
+            raise ApiError(f"stream: got {total} of {nbytes} bytes, exit {ev}")
+        rates.append(total / secs / 1e6)
+        durs.append(ev.get("durationMs"))
+    kilnd.stop_sandbox(api, sid)
+    api.close()
+    emit({"bench": "exec_throughput_stream", "unit": "MB/s", **stats(rates, 1), "kiln": True,
+          "bytes": nbytes, "clientCpuS": [round(c, 2) for c in cpu], "durationMs": durs,
+          "what": "head -c 100000000 /dev/zero, stream:true, outputEncoding base64; "
+                  "decoded bytes / wall time on the client (MB = 1e6 B; higher is better)",
+          "note": "no peer required; peer line is runsc exec with stdout on a pipe"})
+
+    # Peer (for reference): the same command through `runsc exec`, stdout on a pipe.
+    b = peer.bundle("stream", ["/bin/sleep", "infinity"])
+    cid = peer.next_id("stream")
+    peer.run(b, cid, detach=True)
+    rates = []
+    for _ in range(cfg["stream_n"]):
+        t0 = time.perf_counter()
+        p = spawn(runsc_cmd(peer.root, "exec", cid, "head", "-c", str(nbytes), "/dev/zero"),
+                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        total = 0
+        while True:
+            chunk = p.stdout.read1(1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+        p.wait()
+        forget(p)
+        secs = time.perf_counter() - t0
+        if total != nbytes:
+            raise RuntimeError(f"peer stream: {total} of {nbytes} bytes")
+        rates.append(total / secs / 1e6)
+    emit({"bench": "exec_throughput_stream", "peer": "runsc exec (stdout pipe)", "unit": "MB/s",
+          **stats(rates, 1), "bytes": nbytes,
+          "what": "runsc exec head -c 100000000 /dev/zero, raw bytes read from a pipe"})
+    peer.delete(cid)
+
+
+# --------------------------------------------------------------------------
+
+
+def machine_line(kilnd_version):
+    model = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = None
+    try:
+        with open("/proc/meminfo") as f:
+            mem = round(int(f.readline().split()[1]) / 1048576, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    rv = run([RUNSC, "--version"], capture=True, text=True).stdout.split("\n")[0]
+    return {"machine": platform.node(), "cpus": os.cpu_count(), "cpuModel": model, "memGiB": mem,
+            "kernel": platform.release(), "runsc": rv.replace("runsc version ", "").strip(),
+            "kilnd": kilnd_version, "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kilnd", default=os.path.join(REPO, "build", "bin", "kilnd"))
+    ap.add_argument("--image-dir", default="/var/lib/kiln/images")
+    ap.add_argument("--quick", action="store_true", help="few runs of each (smoke test)")
+    ap.add_argument("--only", default="", help="comma list: exec,create,concurrent,stream")
+    args = ap.parse_args()
+
+    cfg = {"exec_n": 200, "peer_exec_n": 50, "create_n": 20, "peer_stop_n": 20,
+           "conc_n": 64, "conc_sandboxes": 8, "conc_bursts": 3, "peer_conc_bursts": 3,
+           "stream_bytes": 100_000_000, "stream_n": 3}
+    if args.quick:
+        cfg.update(exec_n=20, peer_exec_n=5, create_n=3, peer_stop_n=3, conc_bursts=1,
+                   peer_conc_bursts=1, stream_n=1)
+    only = set(filter(None, args.only.split(","))) or {"exec", "create", "concurrent", "stream"}
+
+    bases = sorted(glob.glob(os.path.join(args.image_dir, "base-*")))
+    if not bases:
+        sys.exit(f"no base image under {args.image_dir}")
+    rootfs = bases[-1]
+
+    workdir = tempfile.mkdtemp(prefix="kiln-bench-")
+    kilnd = Kilnd(args.kilnd, args.image_dir, workdir)
+    peer = None
+    stopping = []
+
+    def on_signal(signum, frame):
+        if not stopping:
+            stopping.append(signum)
+            raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    rc = 0
+    started = time.monotonic()
+    start_subreaper()
+    try:
+        log(f"starting kilnd on port {kilnd.port}, state {kilnd.state_dir}")
+        kilnd.start()
+        emit(machine_line(kilnd.version))
+        peer = Peer(rootfs, workdir)
+        for name, fn in (("exec", bench_exec_rtt), ("create", bench_create),
+                         ("concurrent", bench_concurrent), ("stream", bench_stream)):
+            if name in only:
+                t0 = time.monotonic()
+                log(f"{name} ...")
+                fn(kilnd, peer, cfg)
+                log(f"{name} done in {time.monotonic() - t0:.1f} s")
+    except BaseException as e:
+        rc = 1
+        log(f"FAILED: {type(e).__name__}: {e}")
+        tail = kilnd.log_tail()
+        if tail:
+            log("kilnd log tail:\n" + tail)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        log("cleaning up")
+        try:
+            kilnd.shutdown()
+        except Exception as e:
+            log(f"kilnd shutdown: {e}")
+            rc = 1
+        if peer is not None:
+            try:
+                peer.cleanup()
+            except Exception as e:
+                log(f"peer cleanup: {e}")
+                rc = 1
+        if kill_leftovers(workdir):
+            rc = rc or 1
+        shutil.rmtree(workdir, ignore_errors=True)
+        log(f"total {time.monotonic() - started:.1f} s")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+// API errors (src/api/errors.h): the standard error body and the mapping of
+// agent error codes to HTTP statuses.
+#include <gtest/gtest.h>
+
+#include "api/errors.h"
+
+namespace kiln::api {
+namespace {
+
+using nlohmann::json;
+
+TEST(ErrorsTest, ErrorBodyShapeWithoutDetails) {
+  ApiError e(404, "not_found", "sandbox abc not found");
+  json b = ErrorBody(e, "req-1");
+  ASSERT_TRUE(b.is_object());
+  EXPECT_EQ(b.size(), 1u);
+  ASSERT_TRUE(b.contains("error"));
+  const json& err = b["error"];
+  EXPECT_EQ(err, (json{{"code", "not_found"},
+                       {"status", 404},
+                       {"message", "sandbox abc not found"},
+                       {"requestId", "req-1"}}));
+  EXPECT_FALSE(err.contains("details"));
+  EXPECT_FALSE(err.contains("retryAfterMs"));
+  EXPECT_TRUE(err["status"].is_number_integer());
+}
+
+TEST(ErrorsTest, ErrorBodyIncludesDetailsAndRetryAfter) {
+  ApiError e(429, "too_many_sandboxes", "limit reached", json{{"limit", 8}});
+  e.retry_after_s = 3;
+  json err = ErrorBody(e, "req-2")["error"];
+  EXPECT_EQ(err["details"], (json{{"limit", 8}}));
+  EXPECT_EQ(err["retryAfterMs"], 3000);
+  EXPECT_EQ(err["status"], 429);
+  EXPECT_EQ(err["code"], "too_many_sandboxes");
+  EXPECT_EQ(err["requestId"], "req-2");
+}
+
+TEST(ErrorsTest, ApiErrorWhatIsTheMessage) {
+  ApiError e(500, "internal_error", "boom");
+  EXPECT_STREQ(e.what(), "boom");
+  EXPECT_TRUE(e.details.is_null());
+  EXPECT_EQ(e.retry_after_s, 0);
+}
+
+TEST(ErrorsTest, NotFound) {
+  ApiError e = NotFound("sandbox abc");
+  EXPECT_EQ(e.status, 404);
+  EXPECT_EQ(e.code, "not_found");
+  EXPECT_STREQ(e.what(), "sandbox abc not found");
+}
+
+TEST(ErrorsTest, InvalidFieldCarriesOneIssue) {
+  ApiError e = InvalidField("query.path", "is required");
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.code, "invalid_request");
+  EXPECT_STREQ(e.what(), "query.path: is required");
+  EXPECT_EQ(
+      e.details,
+      (json{{"issues", json::array({json{{"path", "query.path"}, {"message", "is required"}}})}}));
+  json err = ErrorBody(e, "r")["error"];
+  EXPECT_EQ(err["details"]["issues"][0]["path"], "query.path");
+}
+
+TEST(ErrorsTest, FromAgentErrorStatusMapping) {
+  const std::pair<const char*, int> cases[] = {
+      {"file_not_found", 404},    {"not_found", 404},       {"is_a_directory", 409},
+      {"not_a_directory", 409},   {"file_exists", 409},     {"directory_not_empty", 409},
+      {"not_running", 409},       {"stdin_closed", 409},    {"busy", 409},
+      {"permission_denied", 403}, {"invalid_request", 400}, {"no_space", 507},
+      {"agent_timeout", 504},     {"something_else", 500},  {"internal_error", 500},
+  };
+  for (const auto& [code, status] : cases) {
+    ApiError e =
+        FromAgentError(json{{"error", {{"code", code}, {"message", std::string("m-") + code}}}});
+    EXPECT_EQ(e.status, status) << code;
+    EXPECT_EQ(e.code, code);
+    EXPECT_EQ(std::string(e.what()), std::string("m-") + code);
+    EXPECT_TRUE(e.details.is_null()) << code;
+  }
+}
+
+TEST(ErrorsTest, FromAgentErrorPathBecomesDetails) {
+  ApiError e = FromAgentError(
+      json{{"error",
+            {{"code", "file_not_found"}, {"message", "no such file"}, {"path", "/workspace/x"}}}});
+  EXPECT_EQ(e.status, 404);
+  EXPECT_EQ(e.details, (json{{"path", "/workspace/x"}}));
+  EXPECT_EQ(ErrorBody(e, "r")["error"]["details"]["path"], "/workspace/x");
+}
+
+TEST(ErrorsTest, FromAgentErrorAcceptsTheBareErrorObject) {
+  ApiError e = FromAgentError(json{{"code", "permission_denied"}, {"message", "nope"}});
+  EXPECT_EQ(e.status, 403);
+  EXPECT_EQ(e.code, "permission_denied");
+  EXPECT_STREQ(e.what(), "nope");
+}
+
+TEST(ErrorsTest, FromAgentErrorDefaults) {
+  ApiError e = FromAgentError(json{{"error", json::object()}});
+  EXPECT_EQ(e.status, 500);
+  EXPECT_EQ(e.code, "internal_error");
+  EXPECT_STREQ(e.what(), "the sandbox failed the request");
+}
+
+}  // namespace
+}  // namespace kiln::api
+
+TEST(FromAgentErrorRegression, NonObjectErrorIsAnInternalError) {
+  auto e = kiln::api::FromAgentError(nlohmann::json{{"error", "boom"}});
+  EXPECT_EQ(e.status, 500);
+  EXPECT_EQ(e.code, "internal_error");
+  auto f = kiln::api::FromAgentError(nlohmann::json("just a string"));
+  EXPECT_EQ(f.status, 500);
+}
