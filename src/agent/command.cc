@@ -232,10 +232,19 @@ void CommandRegistry::CleanupPass(uint64_t id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   CleanupJob& job = it->second;
+  bool time_left = MonotonicMs() < job.deadline_ms;
+  // While the command's process group has members, kill it again: one cheap
+  // syscall, repeated until a fork bomb's in-flight forks are caught too.
+  // The /proc scan for processes that left the group comes after, when the
+  // sandbox's CPU is no longer taken by the bomb.
+  if (::kill(-job.sid, 0) == 0 && time_left) {
+    ::kill(-job.sid, SIGKILL);
+    loop_.AddTimer(5, [this, id] { CleanupPass(id); });
+    return;
+  }
   int killed = KillOwned(job.sid, job.token, SessionsExcept(job.sid));
-  if (killed > 0 && MonotonicMs() < job.deadline_ms) {
-    // Let the kills land and the agent serve others, then look again.
-    loop_.AddTimer(killed > 50 ? 20 : 2, [this, id] { CleanupPass(id); });
+  if (killed > 0 && time_left) {
+    loop_.AddTimer(2, [this, id] { CleanupPass(id); });
     return;
   }
   auto done = std::move(job.done);

@@ -25,6 +25,11 @@ struct CreateParams {
   std::string rootfs;  // read-only image root; writes stay in the sandbox
 };
 
+struct CheckpointStats {
+  int64_t duration_ms = 0;  // the sandbox is paused for (at most) this long
+  uint64_t bytes = 0;       // size of the checkpoint files
+};
+
 struct Usage {
   uint64_t cpu_ns = 0;        // CPU time consumed, measured by the host
   uint64_t memory_bytes = 0;  // current host memory of the sandbox
@@ -42,6 +47,17 @@ class Engine {
   // Stops a sandbox and removes every trace of it on the host: processes,
   // cgroups, mounts, its directory. Idempotent.
   virtual void Destroy(const std::string& id) = 0;
+
+  // Captures a running sandbox -- files, memory, processes -- into `dir`
+  // (which must not exist). The sandbox is paused while capturing and then
+  // continues. On failure nothing is left in `dir` and it keeps running.
+  virtual bool Checkpoint(const std::string& id, const std::string& dir, CheckpointStats* stats,
+                          std::string* error) = 0;
+
+  // Starts a new sandbox from a checkpoint: the same files, processes and
+  // memory, with an agent channel of its own.
+  virtual std::shared_ptr<AgentConnection> Restore(const CreateParams& params,
+                                                   const std::string& dir, std::string* error) = 0;
 
   virtual Usage GetUsage(const std::string& id) = 0;
 

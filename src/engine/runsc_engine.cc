@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "common/time.h"
 #include "engine/oci_spec.h"
 
 namespace kiln::engine {
@@ -47,6 +48,55 @@ std::vector<std::string> RunscEngine::RunscArgs() const {
 }
 
 std::shared_ptr<AgentConnection> RunscEngine::Create(const CreateParams& p, std::string* error) {
+  return Launch(p, {"run", "--detach"}, error);
+}
+
+std::shared_ptr<AgentConnection> RunscEngine::Restore(const CreateParams& p,
+                                                      const std::string& checkpoint,
+                                                      std::string* error) {
+  // Uncompressed pages, read straight from the page cache.
+  return Launch(p, {"restore", "--detach", "--image-path", checkpoint}, error);
+}
+
+bool RunscEngine::Checkpoint(const std::string& id, const std::string& dir, CheckpointStats* stats,
+                             std::string* error) {
+  std::error_code ec;
+  if (fs::exists(dir)) {
+    *error = dir + " exists";
+    return false;
+  }
+  // Capture into a temporary name and rename when complete, so a failed or
+  // interrupted capture never leaves something that looks restorable.
+  std::string tmp = dir + ".partial";
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  auto args = RunscArgs();
+  args.insert(args.end(),
+              {"checkpoint", "--leave-running", "--compression=none", "--image-path", tmp, id});
+  int64_t t0 = MonotonicNowMs();
+  ProcessOutput r = RunProcess(args, 120000);
+  stats->duration_ms = MonotonicNowMs() - t0;
+  if (!r.ok()) {
+    *error = "runsc checkpoint failed: " + r.Describe();
+    fs::remove_all(tmp, ec);
+    return false;
+  }
+  stats->bytes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(tmp, ec)) {
+    if (e.is_regular_file()) stats->bytes += e.file_size();
+  }
+  fs::rename(tmp, dir, ec);
+  if (ec) {
+    *error = "cannot move the checkpoint into place: " + ec.message();
+    fs::remove_all(tmp, ec);
+    return false;
+  }
+  return true;
+}
+
+std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
+                                                     const std::vector<std::string>& verb,
+                                                     std::string* error) {
   std::string dir = SandboxDir(p.id);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -74,7 +124,8 @@ std::shared_ptr<AgentConnection> RunscEngine::Create(const CreateParams& p, std:
   auto args = RunscArgs();
   for (const char* a : {"--network=none", "--overlay2=root:memory", "--cpu-num-from-quota"})
     args.push_back(a);
-  for (const char* a : {"run", "--detach", "--bundle"}) args.push_back(a);
+  args.insert(args.end(), verb.begin(), verb.end());
+  args.push_back("--bundle");
   args.push_back(dir);
   args.push_back(p.id);
   pid_t pid = SpawnProcess(args, in_fd.get(), out_fd.get(), log_fd.get());
@@ -83,7 +134,7 @@ std::shared_ptr<AgentConnection> RunscEngine::Create(const CreateParams& p, std:
     std::ifstream log(dir + "/sandbox.log");
     std::string text((std::istreambuf_iterator<char>(log)), {});
     if (text.size() > 600) text = text.substr(text.size() - 600);
-    *error = "runsc run failed: " + text;
+    *error = "runsc " + verb[0] + " failed: " + text;
     Destroy(p.id);
     return nullptr;
   }

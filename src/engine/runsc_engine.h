@@ -30,6 +30,10 @@ class RunscEngine : public Engine {
   explicit RunscEngine(RunscOptions options);
 
   std::shared_ptr<AgentConnection> Create(const CreateParams& params, std::string* error) override;
+  bool Checkpoint(const std::string& id, const std::string& dir, CheckpointStats* stats,
+                  std::string* error) override;
+  std::shared_ptr<AgentConnection> Restore(const CreateParams& params, const std::string& dir,
+                                           std::string* error) override;
   void Destroy(const std::string& id) override;
   Usage GetUsage(const std::string& id) override;
   std::vector<std::string> List() override;
@@ -37,6 +41,10 @@ class RunscEngine : public Engine {
  private:
   std::string SandboxDir(const std::string& id) const;
   std::vector<std::string> RunscArgs() const;
+  // Writes the bundle and FIFOs, runs `runsc <verb...>` with them as the
+  // sandbox's stdio, and connects to the agent.
+  std::shared_ptr<AgentConnection> Launch(const CreateParams& params,
+                                          const std::vector<std::string>& verb, std::string* error);
 
   RunscOptions opts_;
   MemoryGuard guard_;
