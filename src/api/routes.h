@@ -20,6 +20,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx);
 void AddExecRoutes(Router& r, ApiContext& ctx);
 void AddProcessRoutes(Router& r, ApiContext& ctx);
 void AddFileRoutes(Router& r, ApiContext& ctx);
+void AddSnapshotRoutes(Router& r, ApiContext& ctx);
 
 // The sandbox named by the {id} parameter; 404 not_found if unknown.
 std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex);

@@ -26,6 +26,10 @@ control::SandboxSpec ReadCreate(const json& body) {
     spec.name = *v;
   }
   if (auto v = f.StringMap("labels", 32, 63, 256)) spec.labels = *v;
+  if (auto v = f.String("snapshot", 64)) {
+    if (v->empty()) f.Issue("snapshot", "must be a snapshot id");
+    spec.snapshot = *v;
+  }
   if (auto v = f.StringMap("env", 32, 256, 32 * 1024)) {
     size_t total = 0;
     for (const auto& [k, val] : *v) {
@@ -62,9 +66,9 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {
     control::SandboxSpec spec = ReadCreate(ex.JsonBody());
-    std::string error;
-    auto s = ctx.sandboxes.Create(std::move(spec), &error);
-    if (!s) throw ApiError(500, "startup_failed", "the sandbox failed to start: " + error);
+    control::Failure failure;
+    auto s = ctx.sandboxes.Create(std::move(spec), &failure);
+    if (!s) throw ApiError(failure.status, failure.code, failure.message);
     ex.SendJson(200, s->Info());
   });
 

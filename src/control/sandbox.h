@@ -21,6 +21,14 @@ struct SandboxSpec {
   std::optional<std::string> name;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> env;
+  std::optional<std::string> snapshot;  // start from this snapshot (its shape wins)
+};
+
+// Why an operation failed, in the API's terms.
+struct Failure {
+  int status = 500;
+  std::string code = "internal_error";
+  std::string message;
 };
 
 class Sandbox {

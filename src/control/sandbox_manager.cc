@@ -6,14 +6,17 @@
 #include "common/log.h"
 #include "common/time.h"
 
+using nlohmann::json;
+
 namespace kiln::control {
 
 namespace {
 constexpr size_t kKeepStopped = 1000;  // stopped sandboxes still listed
 }
 
-SandboxManager::SandboxManager(engine::Engine& engine, std::string rootfs)
-    : engine_(engine), rootfs_(std::move(rootfs)) {
+SandboxManager::SandboxManager(engine::Engine& engine, std::string rootfs,
+                               store::SnapshotStore& snapshots)
+    : engine_(engine), rootfs_(std::move(rootfs)), snapshots_(snapshots) {
   lease_thread_ = std::thread([this] { LeaseLoop(); });
 }
 
@@ -27,7 +30,22 @@ SandboxManager::~SandboxManager() {
   for (auto& s : List(ListFilter{})) Stop(s, "host_stopped");
 }
 
-std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, std::string* error) {
+std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Failure* failure) {
+  std::optional<store::SnapshotRecord> from;
+  if (spec.snapshot) {
+    from = snapshots_.Get(*spec.snapshot);
+    if (!from) {
+      *failure = {404, "snapshot_not_found", "snapshot " + *spec.snapshot + " not found"};
+      return nullptr;
+    }
+    std::string why;
+    if (!snapshots_.Verify(from->id, &why)) {
+      *failure = {409, "snapshot_corrupted", why};
+      return nullptr;
+    }
+    spec.shape = from->shape;  // a copy has the shape of what it copies
+    if (spec.labels.empty()) spec.labels = from->labels;
+  }
   auto sandbox = std::make_shared<Sandbox>(NewUuid(), std::move(spec), NowMs());
   {
     std::lock_guard lock(mu_);
@@ -36,11 +54,14 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, std::string* e
   }
   int64_t t0 = MonotonicNowMs();
   engine::CreateParams params{sandbox->id(), sandbox->spec().shape, rootfs_};
-  auto conn = engine_.Create(params, error);
+  std::string error;
+  auto conn = from ? engine_.Restore(params, snapshots_.CheckpointDir(from->id), &error)
+                   : engine_.Create(params, &error);
   if (!conn) {
     sandbox->MarkStopping("startup_failed");
     sandbox->MarkStopped(NowMs());
-    LogError("sandbox failed to start", {{"sandboxId", sandbox->id()}, {"error", *error}});
+    LogError("sandbox failed to start", {{"sandboxId", sandbox->id()}, {"error", error}});
+    *failure = {500, "startup_failed", "the sandbox failed to start: " + error};
     return nullptr;
   }
   std::weak_ptr<Sandbox> weak = sandbox;
@@ -53,8 +74,80 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, std::string* e
   sandbox->MarkRunning(conn, NowMs());
   LogInfo("sandbox started", {{"event", "sandbox.running"},
                               {"sandboxId", sandbox->id()},
+                              {"snapshotId", from ? json(from->id) : json(nullptr)},
                               {"startMs", MonotonicNowMs() - t0}});
   return sandbox;
+}
+
+std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
+    const std::shared_ptr<Sandbox>& sandbox, const SnapshotOptions& options, Failure* failure) {
+  if (!sandbox->running()) {
+    *failure = {409, "not_running", "sandbox " + sandbox->id() + " is " + sandbox->state()};
+    return std::nullopt;
+  }
+  store::SnapshotRecord rec;
+  rec.id = NewUuid();
+  rec.name = options.name;
+  rec.labels = options.labels.empty() ? sandbox->spec().labels : options.labels;
+  rec.source_sandbox_id = sandbox->id();
+  rec.shape = sandbox->spec().shape;
+  rec.retention_days = options.retention_days;
+  engine::CheckpointStats stats;
+  std::string error;
+  if (!engine_.Checkpoint(sandbox->id(), snapshots_.CheckpointDir(rec.id), &stats, &error)) {
+    snapshots_.Discard(rec.id);
+    *failure = {sandbox->running() ? 500 : 409,
+                sandbox->running() ? "snapshot_failed" : "not_running", error};
+    return std::nullopt;
+  }
+  rec.created_ms = NowMs();
+  rec.expires_ms = rec.created_ms + static_cast<int64_t>(rec.retention_days) * 86400000;
+  rec.size_bytes = stats.bytes;
+  rec.capture_ms = stats.duration_ms;
+  if (!snapshots_.Seal(rec, &error)) {
+    *failure = {500, "snapshot_failed", error};
+    return std::nullopt;
+  }
+  LogInfo("snapshot ready", {{"event", "snapshot.ready"},
+                             {"snapshotId", rec.id},
+                             {"sandboxId", sandbox->id()},
+                             {"captureMs", stats.duration_ms},
+                             {"bytes", stats.bytes}});
+  return rec;
+}
+
+std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
+    const std::shared_ptr<Sandbox>& source, int count,
+    const std::map<std::string, std::string>& labels, bool keep_snapshot, Failure* failure) {
+  SnapshotOptions opts;
+  opts.labels = labels;
+  opts.retention_days = 1;
+  auto snap = Snapshot(source, opts, failure);
+  if (!snap) return {};
+  std::vector<std::shared_ptr<Sandbox>> copies(static_cast<size_t>(count));
+  std::vector<Failure> failures(static_cast<size_t>(count));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < count; ++i) {
+    threads.emplace_back([&, i] {
+      SandboxSpec spec;
+      spec.snapshot = snap->id;
+      spec.labels = labels.empty() ? source->spec().labels : labels;
+      spec.env = source->spec().env;
+      spec.timeout_seconds = source->spec().timeout_seconds;
+      copies[static_cast<size_t>(i)] = Create(std::move(spec), &failures[static_cast<size_t>(i)]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (!keep_snapshot) snapshots_.Delete(snap->id);
+  std::vector<std::shared_ptr<Sandbox>> started;
+  for (size_t i = 0; i < copies.size(); ++i) {
+    if (copies[i]) {
+      started.push_back(copies[i]);
+    } else {
+      *failure = failures[i];
+    }
+  }
+  return started;
 }
 
 std::shared_ptr<Sandbox> SandboxManager::Get(const std::string& id) const {
@@ -147,6 +240,8 @@ void SandboxManager::LeaseLoop() {
     }
     lock.unlock();
     for (auto& s : expired) std::thread([this, s] { Stop(s, "lease_expired"); }).detach();
+    for (const auto& id : snapshots_.DeleteExpired(now))
+      LogInfo("snapshot expired", {{"snapshotId", id}});
     lock.lock();
   }
 }

@@ -13,6 +13,7 @@
 
 #include "control/sandbox.h"
 #include "engine/engine.h"
+#include "store/snapshot_store.h"
 
 namespace kiln::control {
 
@@ -22,13 +23,33 @@ struct ListFilter {
   bool include_stopped = false;
 };
 
+struct SnapshotOptions {
+  std::optional<std::string> name;
+  std::map<std::string, std::string> labels;
+  int retention_days = 7;
+};
+
 class SandboxManager {
  public:
-  SandboxManager(engine::Engine& engine, std::string rootfs);
+  SandboxManager(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots);
   ~SandboxManager();  // stops every sandbox
 
-  // Starts a sandbox and returns it running, or null with *error set.
-  std::shared_ptr<Sandbox> Create(SandboxSpec spec, std::string* error);
+  // Starts a sandbox (from the image, or from spec.snapshot) and returns it
+  // running, or null with *failure set.
+  std::shared_ptr<Sandbox> Create(SandboxSpec spec, Failure* failure);
+
+  // Captures a running sandbox; it is paused only while capturing.
+  std::optional<store::SnapshotRecord> Snapshot(const std::shared_ptr<Sandbox>& sandbox,
+                                                const SnapshotOptions& options, Failure* failure);
+
+  // Snapshots the source once, then starts `count` copies in parallel. The
+  // snapshot is deleted afterwards unless keep_snapshot. Copies that started
+  // are returned even when others failed (then *failure is set).
+  std::vector<std::shared_ptr<Sandbox>> Fork(const std::shared_ptr<Sandbox>& source, int count,
+                                             const std::map<std::string, std::string>& labels,
+                                             bool keep_snapshot, Failure* failure);
+
+  store::SnapshotStore& snapshots() { return snapshots_; }
   std::shared_ptr<Sandbox> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Sandbox>> List(const ListFilter& filter) const;
   // Stops it synchronously: when this returns nothing of it is on the host.
@@ -42,6 +63,7 @@ class SandboxManager {
 
   engine::Engine& engine_;
   const std::string rootfs_;
+  store::SnapshotStore& snapshots_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Sandbox>> sandboxes_;
   std::vector<std::string> order_;  // creation order, for listing

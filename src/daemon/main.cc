@@ -16,6 +16,7 @@
 #include "control/sandbox_manager.h"
 #include "engine/runsc_engine.h"
 #include "store/image_store.h"
+#include "store/snapshot_store.h"
 
 namespace {
 
@@ -113,13 +114,15 @@ int main(int argc, char** argv) {
     kiln::LogWarn("removing a sandbox left by an earlier daemon", {{"sandboxId", id}});
     engine.Destroy(id);
   }
-  kiln::control::SandboxManager sandboxes(engine, rootfs);
+  kiln::store::SnapshotStore snapshots(flags.state_dir + "/snapshots");
+  kiln::control::SandboxManager sandboxes(engine, rootfs, snapshots);
   kiln::api::ApiContext ctx{sandboxes};
   kiln::api::Router router;
   kiln::api::AddSandboxRoutes(router, ctx);
   kiln::api::AddExecRoutes(router, ctx);
   kiln::api::AddProcessRoutes(router, ctx);
   kiln::api::AddFileRoutes(router, ctx);
+  kiln::api::AddSnapshotRoutes(router, ctx);
 
   kiln::api::HttpServer server(flags.listen, [&](kiln::api::Exchange& ex) { router.Dispatch(ex); });
   g_server = &server;

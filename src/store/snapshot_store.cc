@@ -1,0 +1,224 @@
+#include "store/snapshot_store.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "common/unique_fd.h"
+
+namespace kiln::store {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string FileSha256(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return "";
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  std::vector<char> buf(1 << 20);
+  ssize_t n;
+  while ((n = ::read(fd.get(), buf.data(), buf.size())) > 0)
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(n));
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  if (n < 0) return "";
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+json RecordJson(const SnapshotRecord& r) {
+  return json{{"id", r.id},
+              {"name", r.name ? json(*r.name) : json(nullptr)},
+              {"labels", r.labels},
+              {"sourceSandboxId", r.source_sandbox_id},
+              {"vcpu", r.shape.vcpu},
+              {"memoryMiB", r.shape.memory_mib},
+              {"diskMiB", r.shape.disk_mib},
+              {"retentionDays", r.retention_days},
+              {"createdMs", r.created_ms},
+              {"expiresMs", r.expires_ms},
+              {"sizeBytes", r.size_bytes},
+              {"captureMs", r.capture_ms}};
+}
+
+SnapshotRecord RecordFrom(const json& j) {
+  SnapshotRecord r;
+  r.id = j.at("id");
+  if (j.at("name").is_string()) r.name = j["name"].get<std::string>();
+  r.labels = j.at("labels").get<std::map<std::string, std::string>>();
+  r.source_sandbox_id = j.at("sourceSandboxId");
+  r.shape.vcpu = j.at("vcpu");
+  r.shape.memory_mib = j.at("memoryMiB");
+  r.shape.disk_mib = j.at("diskMiB");
+  r.retention_days = j.at("retentionDays");
+  r.created_ms = j.at("createdMs");
+  r.expires_ms = j.at("expiresMs");
+  r.size_bytes = j.at("sizeBytes");
+  r.capture_ms = j.at("captureMs");
+  return r;
+}
+
+}  // namespace
+
+json SnapshotRecord::ToJson() const {
+  return json{
+      {"id", id},
+      {"kind", "snapshot"},
+      {"mode", "memory"},
+      {"name", name ? json(*name) : json(nullptr)},
+      {"labels", labels},
+      {"state", "ready"},
+      {"status", "ready"},
+      {"sourceSandboxId", source_sandbox_id},
+      {"shape",
+       {{"vcpu", shape.vcpu}, {"memoryMiB", shape.memory_mib}, {"diskMiB", shape.disk_mib}}},
+      {"retentionDays", retention_days},
+      {"sizeBytes", size_bytes},
+      {"storedBytes", size_bytes},
+      {"captureMs", capture_ms},
+      {"createdAt", FormatTime(created_ms)},
+      {"readyAt", FormatTime(created_ms)},
+      {"expiresAt", FormatTime(expires_ms)}};
+}
+
+SnapshotStore::SnapshotStore(std::string dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    std::string id = e.path().filename();
+    std::ifstream f(e.path() / "manifest.json");
+    json m = f ? json::parse(f, nullptr, false) : json();
+    if (m.is_discarded() || !m.is_object() || !m.contains("record")) {
+      LogWarn("removing an unsealed snapshot", {{"snapshotId", id}});
+      fs::remove_all(e.path(), ec);
+      continue;
+    }
+    try {
+      snapshots_[id] = {RecordFrom(m["record"]), m["files"]};
+    } catch (const json::exception& ex) {
+      LogWarn("unreadable snapshot manifest", {{"snapshotId", id}, {"error", ex.what()}});
+    }
+  }
+}
+
+std::string SnapshotStore::CheckpointDir(const std::string& id) const {
+  return dir_ + "/" + id + "/checkpoint";
+}
+
+bool SnapshotStore::Seal(const SnapshotRecord& record, std::string* error) {
+  std::string base = dir_ + "/" + record.id;
+  json files = json::object();
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(CheckpointDir(record.id), ec)) {
+    if (!e.is_regular_file()) continue;
+    std::string rel = fs::relative(e.path(), base).string();
+    std::string sum = FileSha256(e.path());
+    if (sum.empty()) {
+      *error = "cannot read " + rel;
+      Discard(record.id);
+      return false;
+    }
+    files[rel] = {{"size", e.file_size()}, {"sha256", sum}};
+  }
+  if (ec || files.empty()) {
+    *error = "the capture wrote no files";
+    Discard(record.id);
+    return false;
+  }
+  json manifest = {{"record", RecordJson(record)}, {"files", files}};
+  {
+    std::ofstream f(base + "/manifest.json.tmp");
+    f << manifest.dump(2);
+    if (!f) {
+      *error = "cannot write the manifest";
+      Discard(record.id);
+      return false;
+    }
+  }
+  fs::rename(base + "/manifest.json.tmp", base + "/manifest.json", ec);
+  std::lock_guard lock(mu_);
+  snapshots_[record.id] = {record, files};
+  return true;
+}
+
+bool SnapshotStore::Verify(const std::string& id, std::string* error) const {
+  json files;
+  {
+    std::lock_guard lock(mu_);
+    auto it = snapshots_.find(id);
+    if (it == snapshots_.end()) {
+      *error = "snapshot " + id + " not found";
+      return false;
+    }
+    files = it->second.second;
+  }
+  std::string base = dir_ + "/" + id + "/";
+  for (const auto& [rel, want] : files.items()) {
+    std::error_code ec;
+    auto size = fs::file_size(base + rel, ec);
+    if (ec || size != want["size"].get<uint64_t>() || FileSha256(base + rel) != want["sha256"]) {
+      *error = "snapshot " + id + " is corrupted: " + rel + " does not match its checksum";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<SnapshotRecord> SnapshotStore::Get(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  auto it = snapshots_.find(id);
+  if (it == snapshots_.end()) return std::nullopt;
+  return it->second.first;
+}
+
+std::vector<SnapshotRecord> SnapshotStore::List() const {
+  std::vector<SnapshotRecord> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, s] : snapshots_) out.push_back(s.first);
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.created_ms < b.created_ms; });
+  return out;
+}
+
+bool SnapshotStore::Delete(const std::string& id) {
+  {
+    std::lock_guard lock(mu_);
+    if (!snapshots_.erase(id)) return false;
+  }
+  std::error_code ec;
+  fs::remove_all(dir_ + "/" + id, ec);
+  return true;
+}
+
+std::vector<std::string> SnapshotStore::DeleteExpired(int64_t now_ms) {
+  std::vector<std::string> expired;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, s] : snapshots_) {
+      if (s.first.expires_ms <= now_ms) expired.push_back(id);
+    }
+  }
+  for (const auto& id : expired) Delete(id);
+  return expired;
+}
+
+void SnapshotStore::Discard(const std::string& id) {
+  std::error_code ec;
+  fs::remove_all(dir_ + "/" + id, ec);
+}
+
+}  // namespace kiln::store

@@ -1,0 +1,63 @@
+// Snapshots on disk: <dir>/<id>/checkpoint/ holds runsc's checkpoint files,
+// <dir>/<id>/manifest.json the record and a SHA-256 of every file. A
+// snapshot exists only once its manifest is written (after the capture is
+// complete), and its files are verified against it before every restore.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+
+namespace kiln::store {
+
+struct SnapshotRecord {
+  std::string id;
+  std::optional<std::string> name;
+  std::map<std::string, std::string> labels;
+  std::string source_sandbox_id;
+  engine::Shape shape;
+  int retention_days = 7;
+  int64_t created_ms = 0;
+  int64_t expires_ms = 0;
+  uint64_t size_bytes = 0;
+  int64_t capture_ms = 0;  // how long the source was paused
+
+  // The API's Snapshot object.
+  nlohmann::json ToJson() const;
+};
+
+class SnapshotStore {
+ public:
+  // Loads the manifests found in `dir`; drops half-written snapshots.
+  explicit SnapshotStore(std::string dir);
+
+  // Where a capture for `id` must be written (the directory must not exist).
+  std::string CheckpointDir(const std::string& id) const;
+  // Records a complete capture: checksums every file, then writes the
+  // manifest atomically. On failure the snapshot's files are removed.
+  bool Seal(const SnapshotRecord& record, std::string* error);
+  // Checks every file against the manifest (missing, resized, altered).
+  bool Verify(const std::string& id, std::string* error) const;
+
+  std::optional<SnapshotRecord> Get(const std::string& id) const;
+  std::vector<SnapshotRecord> List() const;  // oldest first
+  bool Delete(const std::string& id);
+  // Deletes snapshots past their retention; returns their ids.
+  std::vector<std::string> DeleteExpired(int64_t now_ms);
+  // Removes a capture that never got sealed.
+  void Discard(const std::string& id);
+
+ private:
+  std::string dir_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::pair<SnapshotRecord, nlohmann::json>> snapshots_;  // record, file sums
+};
+
+}  // namespace kiln::store

@@ -1,0 +1,157 @@
+"""Snapshots as reset, and fork of a running sandbox (issue 3, items 1-3, 5, 7)."""
+import os
+import time
+
+import pytest
+
+from client import assert_error
+from conftest import Sandboxes
+
+COUNTER_SERVER = """
+import http.server, itertools
+count = itertools.count()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(str(next(count)).encode())
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", 8000), H).serve_forever()
+"""
+ASK = ["python3", "-c", "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:8000').read().decode())"]
+
+
+def counter(api, sid):
+    r = api.exec(sid, argv=ASK)
+    assert r["exitCode"] == 0, r
+    return int(r["stdout"])
+
+
+@pytest.fixture(scope="module")
+def prepared(api):
+    """A sandbox with a file, a running server at counter 2, and a snapshot of it."""
+    pool = Sandboxes(api)
+    sid = pool.create(vcpu=1, memoryMiB=512)["id"]
+    api.sh(sid, "echo before > /workspace/before.txt")
+    api.write_file(sid, "/tmp/tmp.txt", b"tmp")
+    server = api.spawn(sid, argv=["python3", "-c", COUNTER_SERVER])
+    deadline = time.monotonic() + 20
+    while api.exec(sid, argv=ASK)["exitCode"] != 0:
+        assert time.monotonic() < deadline, "the server did not come up"
+        time.sleep(0.2)
+    assert counter(api, sid) == 1  # the probe above took 0
+    snap = api.ok("POST", f"/v1/sandboxes/{sid}:snapshot", json={"name": "prepared", "labels": {"t": "snap"}})
+    yield {"source": sid, "server": server, "snap": snap}
+    pool.close()
+    api.request("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+
+
+def test_snapshot_record(api, prepared):
+    s = prepared["snap"]
+    assert s["kind"] == "snapshot" and s["state"] == "ready" and s["name"] == "prepared"
+    assert s["sourceSandboxId"] == prepared["source"]
+    assert s["shape"] == {"vcpu": 1, "memoryMiB": 512, "diskMiB": 4096}
+    assert s["sizeBytes"] > 0 and 0 < s["captureMs"] < 60000
+    assert s["expiresAt"] > s["createdAt"]
+    assert api.ok("GET", f"/v1/snapshots/{s['id']}")["id"] == s["id"]
+    assert s["id"] in [x["id"] for x in api.ok("GET", "/v1/snapshots")["data"]]
+
+
+def test_source_keeps_running_after_snapshot(api, prepared):
+    assert counter(api, prepared["source"]) >= 2
+
+
+def test_copies_start_from_the_same_state(api, sandboxes, prepared):
+    snap = prepared["snap"]
+    copies = [sandboxes.create(snapshot=snap["id"]) for _ in range(2)]
+    for c in copies:
+        assert c["state"] == "running" and (c["vcpu"], c["memoryMiB"]) == (1, 512)
+        assert c["labels"] == {"t": "snap"}
+        # the server is still running, same pid, and continues its in-memory counter
+        assert counter(api, c["id"]) == 2
+        procs = api.ok("GET", f"/v1/sandboxes/{c['id']}/processes")["data"]
+        assert [(p["id"], p["pid"], p["state"]) for p in procs if p["id"] == prepared["server"]["id"]] == \
+            [(prepared["server"]["id"], prepared["server"]["pid"], "running")]
+        assert api.sh(c["id"], "cat /workspace/before.txt /tmp/tmp.txt; pwd") == "before\ntmp/workspace\n"
+    # writes in one copy are absent from the other and from the source
+    api.sh(copies[0]["id"], "echo mine > /workspace/only-here.txt")
+    for other in (copies[1]["id"], prepared["source"]):
+        assert api.exec(other, argv=["test", "-e", "/workspace/only-here.txt"])["exitCode"] == 1
+    # entropy differs, the clock is the host's
+    rnd = [api.sh(c["id"], "python3 -c 'import os;print(os.urandom(16).hex())'") for c in copies]
+    assert rnd[0] != rnd[1]
+    t = float(api.sh(copies[1]["id"], "date +%s.%N"))
+    assert abs(t - time.time()) < 1.0
+
+
+def test_stopping_a_copy_leaves_the_rest(api, sandboxes, prepared):
+    snap = prepared["snap"]
+    a = sandboxes.create(snapshot=snap["id"])
+    b = sandboxes.create(snapshot=snap["id"])
+    api.stop(a["id"])
+    assert counter(api, b["id"]) == 2
+    assert api.ok("GET", f"/v1/snapshots/{snap['id']}")["state"] == "ready"
+
+
+def test_fork(api, sandboxes, prepared):
+    src = prepared["source"]
+    before = counter(api, src)
+    r = api.ok("POST", f"/v1/sandboxes/{src}:fork", json={"count": 3, "labels": {"fork": "yes"}})
+    copies = r["sandboxes"]
+    sandboxes.ids.extend(c["id"] for c in copies)
+    assert len(copies) == 3 and len({c["id"] for c in copies}) == 3
+    for c in copies:
+        assert c["labels"] == {"fork": "yes"}
+        assert counter(api, c["id"]) == before + 1  # each continues from the fork point
+    assert counter(api, src) == before + 1  # the source continued on its own
+    # the fork's own snapshot is gone unless keepSnapshot
+    assert not [s for s in api.ok("GET", "/v1/snapshots")["data"] if s["sourceSandboxId"] == src and s["id"] != prepared["snap"]["id"]]
+
+
+def test_fork_keep_snapshot(api, sandboxes, prepared):
+    src = prepared["source"]
+    r = api.ok("POST", f"/v1/sandboxes/{src}:fork", json={"keepSnapshot": True})
+    sandboxes.ids.extend(c["id"] for c in r["sandboxes"])
+    kept = [s for s in api.ok("GET", "/v1/snapshots")["data"]
+            if s["sourceSandboxId"] == src and s["id"] != prepared["snap"]["id"]]
+    assert len(kept) == 1
+    api.ok("POST", f"/v1/snapshots/{kept[0]['id']}:delete", json={})
+
+
+def test_deleting_a_snapshot_leaves_copies_running(api, sandboxes, prepared):
+    src = prepared["source"]
+    snap = api.ok("POST", f"/v1/sandboxes/{src}:snapshot", json={})
+    c = sandboxes.create(snapshot=snap["id"])
+    gone = api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+    assert gone["state"] == "deleted"
+    assert api.sh(c["id"], "echo alive") == "alive\n"
+    assert_error(api.get(f"/v1/snapshots/{snap['id']}"), 404, "snapshot_not_found")
+    assert_error(api.post("/v1/sandboxes", json={"snapshot": snap["id"]}), 404, "snapshot_not_found")
+
+
+def test_bad_input(api, sandboxes, prepared, kilnd):
+    src = prepared["source"]
+    for count in (0, 11):
+        assert_error(api.post(f"/v1/sandboxes/{src}:fork", json={"count": count}), 400, "invalid_request",
+                     issue_path="body.count")
+    assert_error(api.post(f"/v1/sandboxes/{src}:snapshot", json={"retentionDays": 0}), 400, "invalid_request",
+                 issue_path="body.retentionDays")
+    assert_error(api.post("/v1/sandboxes/00000000-0000-4000-8000-000000000000:snapshot", json={}), 404, "not_found")
+    stopped = sandboxes.create(vcpu=1, memoryMiB=256)["id"]
+    api.stop(stopped)
+    assert_error(api.post(f"/v1/sandboxes/{stopped}:snapshot", json={}), 409, "not_running")
+    assert_error(api.post("/v1/sandboxes", json={"snapshot": "no-such-snapshot"}), 404, "snapshot_not_found")
+
+
+def test_corrupted_snapshot_is_refused(api, sandboxes, prepared, kilnd):
+    src = prepared["source"]
+    snap = api.ok("POST", f"/v1/sandboxes/{src}:snapshot", json={})
+    ckpt = os.path.join(kilnd.state_dir, "snapshots", snap["id"], "checkpoint")
+    biggest = max((os.path.join(ckpt, f) for f in os.listdir(ckpt)), key=os.path.getsize)
+    with open(biggest, "r+b") as f:
+        f.seek(os.path.getsize(biggest) // 2)
+        f.write(b"\x00garbage\x00")
+    err = assert_error(api.post("/v1/sandboxes", json={"snapshot": snap["id"]}), 409, "snapshot_corrupted")
+    assert "checksum" in err["message"]
+    api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
