@@ -36,6 +36,21 @@ sockaddr_un SocketAddress() {
   return addr;
 }
 
+// The request's first message: its u32 length, with room for the caller's
+// three stdio descriptors (SCM_RIGHTS) beside it.
+struct StdioMessage {
+  uint32_t len = 0;
+  char control[CMSG_SPACE(3 * sizeof(int))] = {};
+  iovec iov{&len, sizeof len};
+  msghdr msg{};
+  StdioMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+};
+
 bool WriteAll(int fd, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
@@ -92,15 +107,10 @@ void SudoServer::Serve(UniqueFd conn) {
   setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   // Request: u32 length, then that many bytes of JSON; the first message
   // carries the caller's stdin, stdout and stderr.
-  uint32_t len = 0;
   int fds[3] = {-1, -1, -1};
-  char control[CMSG_SPACE(sizeof fds)];
-  iovec iov{&len, sizeof len};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  StdioMessage m;
+  uint32_t& len = m.len;
+  msghdr& msg = m.msg;
   ssize_t n = recvmsg(conn.get(), &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
@@ -223,13 +233,9 @@ int SudoMain(int argc, char** argv) {
     return 1;
   }
   int fds[3] = {0, 1, 2};
-  char control[CMSG_SPACE(sizeof fds)] = {};
-  iovec iov{&len, sizeof len};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  StdioMessage m;
+  m.len = len;
+  msghdr& msg = m.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
