@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import platform
+import select
 import shutil
 import signal
 import socket
@@ -206,6 +207,7 @@ class Kilnd:
         self.port = free_port()
         self.proc = None
         self.sandboxes = set()  # ids made and not yet stopped
+        self.snapshots = set()  # ids made and not yet deleted
         self.version = None
 
     def start(self):
@@ -243,11 +245,39 @@ class Kilnd:
         api.call("POST", f"/v1/sandboxes/{sid}:stop", {})
         self.sandboxes.discard(sid)
 
+    def snapshot(self, api, sid, body=None):
+        rec = api.call("POST", f"/v1/sandboxes/{sid}:snapshot", body or {})
+        self.snapshots.add(rec["id"])
+        return rec
+
+    def delete_snapshot(self, api, snap_id):
+        """Deletes it (and its pool); copies already made keep running."""
+        api.call("POST", f"/v1/snapshots/{snap_id}:delete", {}, ok=(200, 404))
+        self.snapshots.discard(snap_id)
+
+    def set_pool(self, api, snap_id, size):
+        """POST /v1/snapshots/{id}:pool. False if this kilnd has no such route."""
+        resp = api.send("POST", f"/v1/snapshots/{snap_id}:pool", {"size": size})
+        raw = resp.read()
+        if resp.will_close:
+            api.close()
+        if resp.status in (404, 405) and (b"route_not_found" in raw or b"method_not_allowed" in raw):
+            return False
+        if resp.status != 200:
+            raise ApiError(f"POST :pool {size} -> {resp.status}: {raw[:500]!r}")
+        return True
+
     def shutdown(self):
         if self.proc is None:
             return
-        if self.proc.poll() is None and self.sandboxes:
+        if self.proc.poll() is None and (self.sandboxes or self.snapshots):
             api = Api(self.port, timeout=30)
+            # Deleting a snapshot also destroys its pool of ready copies.
+            for snap_id in list(self.snapshots):
+                try:
+                    self.delete_snapshot(api, snap_id)
+                except Exception as e:
+                    log(f"delete snapshot {snap_id} failed: {e}")
             for sid in list(self.sandboxes):
                 try:
                     self.stop_sandbox(api, sid)
@@ -304,10 +334,14 @@ class Peer:
         self.rootfs = rootfs
         self.root = os.path.join(workdir, "peer-root")
         self.bundles = os.path.join(workdir, "peer-bundles")
+        self.images = os.path.join(workdir, "peer-images")  # runsc checkpoints
         os.makedirs(self.root)
         os.makedirs(self.bundles)
+        os.makedirs(self.images)
         self.seq = 0
         self.containers = set()
+        self.pipes = {}  # cid -> (stdin write end, stdout read end) we hold
+        self._lock = threading.Lock()
 
     def bundle(self, name, args):
         """`runsc spec`, then root = the image dir (read-only), no terminal, args."""
@@ -325,8 +359,9 @@ class Peer:
         return d
 
     def next_id(self, prefix):
-        self.seq += 1
-        return f"kb-{prefix}-{os.getpid()}-{self.seq}"
+        with self._lock:
+            self.seq += 1
+            return f"kb-{prefix}-{os.getpid()}-{self.seq}"
 
     def run(self, bundle, cid, detach=False):
         args = ["run"] + (["--detach"] if detach else []) + ["--bundle", bundle, cid]
@@ -340,13 +375,48 @@ class Peer:
             with open(err_path, "rb") as f:
                 raise RuntimeError(f"runsc run {cid}: rc={r.returncode} {f.read()[-500:]!r}")
 
+    def start_piped(self, bundle, cid, image=None):
+        """`runsc run --detach` (or, with image, `runsc restore --detach
+        --image-path image`) with the container's stdin and stdout on fresh
+        pipes that we hold (Peer.pipes[cid]) until delete()."""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        with self._lock:
+            self.pipes[cid] = (in_w, out_r)
+            self.containers.add(cid)
+        verb = ["restore", "--detach", "--image-path", image] if image else ["run", "--detach"]
+        err_path = os.path.join(self.bundles, cid + ".err")
+        try:
+            with open(err_path, "wb") as err:
+                r = run(runsc_cmd(self.root, *verb, "--bundle", bundle, cid), stdin=in_r,
+                        stdout=out_w, stderr=err, timeout=120)
+        finally:
+            os.close(in_r)
+            os.close(out_w)
+        if r.returncode != 0:
+            with open(err_path, "rb") as f:
+                raise RuntimeError(f"runsc {verb[0]} {cid}: rc={r.returncode} {f.read()[-500:]!r}")
+        return in_w, out_r
+
+    def checkpoint(self, cid, path):
+        """`runsc checkpoint --leave-running --compression=none`, as kilnd does."""
+        os.makedirs(path)
+        r = run(runsc_cmd(self.root, "checkpoint", "--leave-running", "--compression=none",
+                          "--image-path", path, cid), capture=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(f"runsc checkpoint {cid}: rc={r.returncode} {r.stderr[-500:]!r}")
+
     def exec(self, cid, *argv, stdout=subprocess.DEVNULL):
         return run(runsc_cmd(self.root, "exec", cid, *argv), stdout=stdout, stderr=subprocess.PIPE,
                    timeout=120)
 
     def delete(self, cid):
         runsc_delete(self.root, cid)
-        self.containers.discard(cid)
+        with self._lock:
+            self.containers.discard(cid)
+            fds = self.pipes.pop(cid, ())
+        for fd in fds:
+            os.close(fd)
 
     def cleanup(self):
         for cid in set(self.containers) | set(runsc_list(self.root)):
@@ -682,6 +752,465 @@ def bench_stream(kilnd, peer, cfg):
 
 
 # --------------------------------------------------------------------------
+# Snapshots, pools and forks
+
+# A Python HTTP server holding MIB MiB of random bytes (kept referenced);
+# GET / answers their SHA-256. Prints "ready <sha256>" once it listens.
+SERVER_PY = r'''
+import hashlib, http.server, os, sys
+state = bytearray(int(sys.argv[1]) << 20)
+view = memoryview(state)
+for off in range(0, len(state), 1 << 20):
+    view[off:off + (1 << 20)] = os.urandom(1 << 20)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = hashlib.sha256(state).hexdigest().encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[2])), H)
+print("ready", hashlib.sha256(state).hexdigest(), flush=True)
+srv.serve_forever()
+'''
+ECHO_PY = "import sys\nfor l in sys.stdin: print(l, end='', flush=True)"
+SERVER_PORT = 8000
+FETCH_PY = ("import urllib.request, sys; "
+            "print(urllib.request.urlopen('http://127.0.0.1:%d/', timeout=30).read().decode())"
+            % SERVER_PORT)
+
+
+def start_server(api, sid, mib):
+    """Starts SERVER_PY as a background process; returns its state's sha256
+    once it listens."""
+    p = api.call("POST", f"/v1/sandboxes/{sid}/processes",
+                 {"argv": ["python3", "-c", SERVER_PY, str(mib), str(SERVER_PORT)]})
+    cursor, out = 0, ""
+    deadline = time.monotonic() + 180
+    while "\n" not in out.partition("ready ")[2]:
+        if time.monotonic() > deadline:
+            raise ApiError(f"server in {sid} not ready after 180 s: {out[-300:]!r}")
+        r = api.call("GET", f"/v1/sandboxes/{sid}/processes/{p['id']}/output"
+                            f"?cursor={cursor}&waitMs=5000")
+        out += "".join(c["data"] for c in r["chunks"])
+        cursor = r["nextCursor"]
+        if r.get("complete") and "ready " not in out:
+            raise ApiError(f"server in {sid} ended: {r.get('state')} {out[-500:]!r}")
+    return out.partition("ready ")[2].split()[0]
+
+
+def check_server(api, sid, digest):
+    """The copy's server still answers with the same state (untimed)."""
+    r = api.call("POST", f"/v1/sandboxes/{sid}:exec", {"argv": ["python3", "-c", FETCH_PY]})
+    if r.get("exitCode") != 0 or r["stdout"].strip() != digest:
+        raise ApiError(f"server state in copy {sid}: want {digest}, got {r}")
+
+
+def read_until(fd, needle, timeout=180):
+    """Reads a pipe until needle appears; returns what was read."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while needle not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RuntimeError(f"no {needle!r} within {timeout} s: {buf[-300:]!r}")
+        r, _, _ = select.select([fd], [], [], left)
+        if r:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError(f"EOF before {needle!r}: {buf[-300:]!r}")
+            buf += chunk
+    return buf
+
+
+def peer_echo_check(peer, cid):
+    """The peer's python echo loop answers on its (current) pipes."""
+    in_w, out_r = peer.pipes[cid]
+    os.write(in_w, b"kiln-bench-ping\n")
+    read_until(out_r, b"kiln-bench-ping\n", timeout=60)
+
+
+def peer_server_ready(peer, cid):
+    buf = read_until(peer.pipes[cid][1], b"\n", timeout=180)
+    if not buf.startswith(b"ready "):
+        raise RuntimeError(f"peer server {cid}: {buf[-300:]!r}")
+    return buf.split()[1].decode()
+
+
+def peer_exec_true(peer, cid):
+    r = peer.exec(cid, "/bin/true")
+    if r.returncode != 0:
+        raise RuntimeError(f"runsc exec {cid}: rc={r.returncode} {r.stderr[-300:]!r}")
+
+
+def mem_available_mib():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+def pool_status(api, snap_id):
+    return api.call("GET", f"/v1/snapshots/{snap_id}").get("pool") or {}
+
+
+def wait_pool(api, snap_id, ready, timeout=120):
+    """Polls GET /v1/snapshots/{id} until pool.ready >= ready; returns ms waited."""
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    while True:
+        p = pool_status(api, snap_id)
+        if p.get("ready", 0) >= ready:
+            return ms(time.perf_counter() - t0)
+        if time.monotonic() > deadline:
+            raise ApiError(f"pool of {snap_id} not at {ready} ready after {timeout} s: {p}")
+        time.sleep(0.01)
+
+
+def parallel(fns):
+    """Runs the callables in threads; returns their results, raises the first error."""
+    results, errors = [None] * len(fns), []
+
+    def go(i):
+        try:
+            results[i] = fns[i]()
+        except Exception as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(fns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def bench_restore(kilnd, peer, cfg, api, snap, digest, echo_bundle, echo_image):
+    # Warm-up copy (untimed): its server answers with the source's state.
+    sid = kilnd.create(api, {"snapshot": snap})
+    check_server(api, sid, digest)
+    kilnd.stop_sandbox(api, sid)
+    first, create = [], []
+    for _ in range(cfg["restore_n"]):
+        t0 = time.perf_counter()
+        sid = kilnd.create(api, {"snapshot": snap})
+        t1 = time.perf_counter()
+        exec_true(api, sid)
+        t2 = time.perf_counter()
+        kilnd.stop_sandbox(api, sid)
+        create.append(ms(t1 - t0))
+        first.append(ms(t2 - t0))
+    emit({"bench": "restore_to_first_result", "unit": "ms", **stats(first, 1), "kiln": True,
+          "createMsP50": round(percentile(sorted(create), 0.5), 1),
+          "snapshotMiB": cfg["small_snapshot_mib"],
+          "what": 'POST /v1/sandboxes {"snapshot"} (no pool) then exec argv ["true"] until its '
+                  "result; snapshot of a default sandbox running a background python server"})
+
+    # Peer: runsc restore --detach of a python echo loop + runsc exec /bin/true.
+    cid = peer.next_id("rst")
+    peer.start_piped(echo_bundle, cid, image=echo_image)  # warm-up, untimed
+    peer_echo_check(peer, cid)
+    peer.delete(cid)
+    lat = []
+    for _ in range(cfg["peer_restore_n"]):
+        cid = peer.next_id("rst")
+        t0 = time.perf_counter()
+        peer.start_piped(echo_bundle, cid, image=echo_image)
+        peer_exec_true(peer, cid)
+        lat.append(ms(time.perf_counter() - t0))
+        peer.delete(cid)
+    emit({"bench": "restore_to_first_result", "peer": "runsc restore + runsc exec", "unit": "ms",
+          **stats(lat, 1),
+          "what": "runsc restore --detach --image-path (checkpoint --compression=none of a "
+                  "python3 stdin echo loop, fresh stdio pipes), then runsc exec /bin/true"})
+
+
+def bench_pool(kilnd, peer, cfg, api, snap, echo_bundle, echo_image):
+    size = cfg["pool_size"]
+    t0 = time.perf_counter()
+    kilnd.set_pool(api, snap, size)
+    wait_pool(api, snap, size, timeout=180)
+    fill = ms(time.perf_counter() - t0)
+    first, refill = [], []
+    for _ in range(cfg["pool_n"]):
+        refill.append(wait_pool(api, snap, size))
+        t0 = time.perf_counter()
+        sid = kilnd.create(api, {"snapshot": snap})
+        exec_true(api, sid)
+        first.append(ms(time.perf_counter() - t0))
+        kilnd.stop_sandbox(api, sid)
+    mem = pool_status(api, snap).get("memoryBytes")
+    kilnd.set_pool(api, snap, 0)
+    emit({"bench": "pool_to_first_result", "unit": "ms", **stats(first, 1), "kiln": True,
+          "poolSize": size, "fillMs": round(fill), "refillWaitMsP50":
+          round(percentile(sorted(refill[1:]), 0.5)) if len(refill) > 1 else None,
+          "poolMemoryMiB": None if mem is None else round(mem / 1048576, 1),
+          "what": f'POST :pool {{"size": {size}}}, wait until ready; then create from the '
+                  'snapshot + exec argv ["true"], pool full again before each run'})
+
+    # Peer: what raw runsc can do ahead of time -- restore a container, then
+    # (timed) the first runsc exec into it.
+    lat = []
+    for _ in range(cfg["peer_pool_n"]):
+        cid = peer.next_id("pool")
+        peer.start_piped(echo_bundle, cid, image=echo_image)
+        t0 = time.perf_counter()
+        peer_exec_true(peer, cid)
+        lat.append(ms(time.perf_counter() - t0))
+        peer.delete(cid)
+    emit({"bench": "pool_to_first_result", "peer": "runsc exec into a restored container",
+          "unit": "ms", **stats(lat, 1),
+          "what": "container restored beforehand (untimed); first runsc exec /bin/true in it"})
+
+
+def sustain(workers, duration, make, use, drop):
+    """workers threads loop make() -> handle, use(handle), drop(handle) until
+    duration s have passed; a reset is the three. Returns a dict of figures,
+    with MemAvailable 2 s before and 5 s after. Errors are counted, not raised."""
+    time.sleep(2)  # let the teardown of what ran before settle
+    mem_before = mem_available_mib()
+    lat, errors, samples = [], [0], []
+    lock = threading.Lock()
+
+    def fail(what, e):
+        with lock:
+            errors[0] += 1
+            if len(samples) < 3:
+                samples.append(f"{what}: {str(e)[:300]}")
+
+    start = time.monotonic()
+    stop_at = start + duration
+
+    def worker(i):
+        while time.monotonic() < stop_at:
+            t0 = time.perf_counter()
+            h, ok = None, False
+            try:
+                h = make(i)
+                use(h)
+                ok = True
+            except Exception as e:
+                fail("create/exec", e)
+            if h is not None:
+                try:
+                    drop(h)
+                except Exception as e:
+                    ok = False
+                    fail("stop", e)
+            if ok:
+                with lock:
+                    lat.append(ms(time.perf_counter() - t0))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - start
+    time.sleep(5)
+    mem_after = mem_available_mib()
+    lat.sort()
+    out = {"unit": "resets/s", "resetsPerS": round(len(lat) / wall, 1), "resets": len(lat),
+           "errors": errors[0], "workers": workers, "seconds": round(wall, 1),
+           "resetMsP50": round(percentile(lat, 0.5), 1) if lat else None,
+           "resetMsP99": round(percentile(lat, 0.99), 1) if lat else None,
+           "memAvailableMiBBefore": mem_before, "memAvailableMiBAfter5s": mem_after,
+           "memDeltaMiB": round(mem_after - mem_before, 1)}
+    if samples:
+        out["errorSamples"] = samples
+    return out
+
+
+def bench_sustained(kilnd, cfg, snap, pool_size):
+    workers, duration = cfg["sustained_workers"], cfg["sustained_s"]
+    api = Api(kilnd.port, timeout=120)
+    if pool_size:
+        kilnd.set_pool(api, snap, pool_size)
+        wait_pool(api, snap, pool_size, timeout=180)
+    conns = [Api(kilnd.port, timeout=120) for _ in range(workers)]
+
+    def make(i):
+        return conns[i], kilnd.create(conns[i], {"snapshot": snap})
+
+    r = sustain(workers, duration, make, lambda h: exec_true(*h),
+                lambda h: kilnd.stop_sandbox(*h))
+    for a in conns:
+        a.close()
+    line = {"bench": "sustained_resets", "kiln": True, "pool": pool_size, **r,
+            "what": f"{workers} workers for {duration} s, each looping: create from a snapshot "
+                    "(small sandbox, background python server)"
+                    f'{f", pool of {pool_size}" if pool_size else ", no pool"}, exec argv ["true"], '
+                    "stop; reset latency = the three; MemAvailable 2 s before and 5 s after"}
+    if pool_size:
+        line["poolReadyAfter5s"] = pool_status(api, snap).get("ready")
+        kilnd.set_pool(api, snap, 0)
+    emit(line)
+    api.close()
+
+
+def bench_sustained_peer(peer, cfg, bundle, image):
+    workers, duration = cfg["sustained_workers"], cfg["peer_sustained_s"]
+
+    def make(i):
+        cid = peer.next_id("sus")
+        try:
+            peer.start_piped(bundle, cid, image=image)
+        except Exception:
+            peer.delete(cid)
+            raise
+        return cid
+
+    r = sustain(workers, duration, make, lambda c: peer_exec_true(peer, c), peer.delete)
+    emit({"bench": "sustained_resets", "peer": "runsc restore + exec + delete", **r,
+          "what": f"{workers} workers for {duration} s, each looping runsc restore --detach "
+                  "(python echo loop checkpoint), runsc exec /bin/true, runsc delete --force"})
+
+
+def bench_100mib(kilnd, peer, cfg, api):
+    mib = 100
+    big = kilnd.create(api, {"memoryMiB": 1024})
+    digest = start_server(api, big, mib)
+    log(f"snapshot_100mib: sandbox {big}, server state {digest[:12]}")
+    walls, captures, sizes = [], [], []
+    for _ in range(cfg["snap_n"]):
+        t0 = time.perf_counter()
+        rec = kilnd.snapshot(api, big)
+        walls.append(ms(time.perf_counter() - t0))
+        if rec.get("state") != "ready":
+            raise ApiError(f"snapshot answered in state {rec.get('state')}")
+        captures.append(rec["captureMs"])
+        sizes.append(rec["sizeBytes"])
+        kilnd.delete_snapshot(api, rec["id"])
+    emit({"bench": "snapshot_100mib", "unit": "ms", **stats(walls, 1), "kiln": True,
+          "captureMsP50": percentile(sorted(captures), 0.5), "captureMs": captures,
+          "sizeMiB": round(percentile(sorted(sizes), 0.5) / 1048576, 1),
+          "what": f"POST :snapshot of a sandbox (memoryMiB 1024) whose python server holds "
+                  f"{mib} MiB of random bytes, until it answers state ready (wall); captureMs = "
+                  "kilnd's runsc checkpoint time, an upper bound of the source's pause"})
+
+    # Peer: runsc checkpoint --leave-running of a container holding the same.
+    sb = peer.bundle("srv100", ["python3", "-c", SERVER_PY, str(mib), str(SERVER_PORT)])
+    src = peer.next_id("srv100")
+    peer.start_piped(sb, src)
+    peer_server_ready(peer, src)
+    lat, sizes = [], []
+    for i in range(cfg["snap_n"]):
+        path = os.path.join(peer.images, f"srv100-{i}")
+        t0 = time.perf_counter()
+        peer.checkpoint(src, path)
+        lat.append(ms(time.perf_counter() - t0))
+        sizes.append(sum(os.path.getsize(f) for f in glob.glob(path + "/**", recursive=True)
+                         if os.path.isfile(f)))
+        shutil.rmtree(path)
+    emit({"bench": "snapshot_100mib", "peer": "runsc checkpoint", "unit": "ms", **stats(lat, 1),
+          "sizeMiB": round(percentile(sorted(sizes), 0.5) / 1048576, 1),
+          "what": f"runsc checkpoint --leave-running --compression=none of a container whose "
+                  f"python server holds {mib} MiB of random bytes"})
+
+    # fork4_100mib
+    count = 4
+    walls, forks = [], []
+    for run_i in range(cfg["fork_runs"]):
+        t0 = time.perf_counter()
+        resp = api.send("POST", f"/v1/sandboxes/{big}:fork", {"count": count})
+        raw = resp.read()
+        if resp.will_close:
+            api.close()
+        body = json.loads(raw) if raw else {}
+        if resp.status != 200:
+            for s in (body.get("error", {}).get("details") or {}).get("started", []):
+                kilnd.sandboxes.add(s["id"])
+            raise ApiError(f"fork -> {resp.status}: {raw[:500]!r}")
+        ids = [s["id"] for s in body["sandboxes"]]
+        kilnd.sandboxes.update(ids)
+        t1 = time.perf_counter()
+        conns = [Api(kilnd.port) for _ in ids]
+        parallel([lambda a=a, s=s: exec_true(a, s) for a, s in zip(conns, ids)])
+        walls.append(ms(time.perf_counter() - t0))
+        forks.append(ms(t1 - t0))
+        for a in conns:
+            a.close()
+        if run_i == 0:
+            check_server(api, ids[-1], digest)
+        for s in ids:
+            kilnd.stop_sandbox(api, s)
+    emit({"bench": "fork4_100mib", "unit": "ms", **stats(walls, 1), "kiln": True,
+          "forkMsP50": round(percentile(sorted(forks), 0.5), 1),
+          "what": f'POST :fork {{"count": {count}}} of the {mib} MiB sandbox until it answers, '
+                  'then exec argv ["true"] in each copy (in parallel) until all results'})
+    kilnd.stop_sandbox(api, big)
+
+    walls = []
+    for run_i in range(cfg["fork_runs"]):
+        path = os.path.join(peer.images, f"fork-{run_i}")
+        cids = [peer.next_id("fork") for _ in range(count)]
+        t0 = time.perf_counter()
+        peer.checkpoint(src, path)
+        parallel([lambda c=c: (peer.start_piped(sb, c, image=path), peer_exec_true(peer, c))
+                  for c in cids])
+        walls.append(ms(time.perf_counter() - t0))
+        for c in cids:
+            peer.delete(c)
+        shutil.rmtree(path)
+    emit({"bench": "fork4_100mib", "peer": "runsc checkpoint + 4 x (restore + exec)",
+          "unit": "ms", **stats(walls, 1),
+          "what": f"runsc checkpoint --leave-running of the {mib} MiB container, then {count} "
+                  "parallel runsc restore --detach + runsc exec /bin/true"})
+    peer.delete(src)
+
+
+def bench_snapshot(kilnd, peer, cfg):
+    api = Api(kilnd.port, timeout=300)
+    # The small snapshot: a default sandbox with a background python server.
+    src = kilnd.create(api)
+    digest = start_server(api, src, 0)
+    rec = kilnd.snapshot(api, src)
+    snap = rec["id"]
+    cfg["small_snapshot_mib"] = round(rec["sizeBytes"] / 1048576, 1)
+    kilnd.stop_sandbox(api, src)
+    # No pool for the figures without one, whatever kilnd's default is.
+    has_pool = kilnd.set_pool(api, snap, 0)
+    log(f"snapshot: small snapshot {snap}, pool route: {has_pool}")
+
+    echo_bundle = peer.bundle("echo", ["python3", "-c", ECHO_PY])
+    cid = peer.next_id("echo")
+    peer.start_piped(echo_bundle, cid)
+    peer_echo_check(peer, cid)
+    echo_image = os.path.join(peer.images, "echo")
+    peer.checkpoint(cid, echo_image)
+    peer.delete(cid)
+
+    bench_restore(kilnd, peer, cfg, api, snap, digest, echo_bundle, echo_image)
+    if has_pool:
+        bench_pool(kilnd, peer, cfg, api, snap, echo_bundle, echo_image)
+    else:
+        emit({"bench": "pool_to_first_result", "skipped": "no pool route"})
+
+    log(f"snapshot: sustained resets, no pool, {cfg['sustained_s']} s ...")
+    bench_sustained(kilnd, cfg, snap, 0)
+    if has_pool:
+        log(f"snapshot: sustained resets, pool of {cfg['sustained_workers']}, "
+            f"{cfg['sustained_s']} s ...")
+        bench_sustained(kilnd, cfg, snap, cfg["sustained_workers"])
+    else:
+        emit({"bench": "sustained_resets", "pool": cfg["sustained_workers"],
+              "skipped": "no pool route"})
+    log(f"snapshot: sustained resets, peer, {cfg['peer_sustained_s']} s ...")
+    bench_sustained_peer(peer, cfg, echo_bundle, echo_image)
+    kilnd.delete_snapshot(api, snap)
+    shutil.rmtree(echo_image)
+
+    log("snapshot: 100 MiB snapshot and fork ...")
+    bench_100mib(kilnd, peer, cfg, api)
+    api.close()
+
+
+# --------------------------------------------------------------------------
 
 
 def machine_line(kilnd_version):
@@ -712,16 +1241,25 @@ def main():
     ap.add_argument("--kilnd", default=os.path.join(REPO, "build", "bin", "kilnd"))
     ap.add_argument("--image-dir", default="/var/lib/kiln/images")
     ap.add_argument("--quick", action="store_true", help="few runs of each (smoke test)")
-    ap.add_argument("--only", default="", help="comma list: exec,create,concurrent,stream")
+    ap.add_argument("--only", default="",
+                    help="comma list: exec,create,concurrent,stream,snapshot")
     args = ap.parse_args()
 
     cfg = {"exec_n": 200, "peer_exec_n": 50, "create_n": 20, "peer_stop_n": 20,
            "conc_n": 64, "conc_sandboxes": 8, "conc_bursts": 3, "peer_conc_bursts": 3,
-           "stream_bytes": 100_000_000, "stream_n": 3}
+           "stream_bytes": 100_000_000, "stream_n": 3,
+           "restore_n": 20, "peer_restore_n": 10, "pool_size": 4, "pool_n": 20, "peer_pool_n": 10,
+           "snap_n": 5, "fork_runs": 3, "sustained_workers": 8, "sustained_s": 30,
+           "peer_sustained_s": 15}
     if args.quick:
         cfg.update(exec_n=20, peer_exec_n=5, create_n=3, peer_stop_n=3, conc_bursts=1,
-                   peer_conc_bursts=1, stream_n=1)
-    only = set(filter(None, args.only.split(","))) or {"exec", "create", "concurrent", "stream"}
+                   peer_conc_bursts=1, stream_n=1, restore_n=3, peer_restore_n=2, pool_n=3,
+                   peer_pool_n=2, snap_n=2, fork_runs=1, sustained_s=15,
+                   peer_sustained_s=10)
+    groups = ("exec", "create", "concurrent", "stream", "snapshot")
+    only = set(filter(None, args.only.split(","))) or set(groups)
+    if only - set(groups):
+        ap.error(f"--only: unknown {sorted(only - set(groups))}; choose from {','.join(groups)}")
 
     bases = sorted(glob.glob(os.path.join(args.image_dir, "base-*")))
     if not bases:
@@ -749,7 +1287,8 @@ def main():
         emit(machine_line(kilnd.version))
         peer = Peer(rootfs, workdir)
         for name, fn in (("exec", bench_exec_rtt), ("create", bench_create),
-                         ("concurrent", bench_concurrent), ("stream", bench_stream)):
+                         ("concurrent", bench_concurrent), ("stream", bench_stream),
+                         ("snapshot", bench_snapshot)):
             if name in only:
                 t0 = time.monotonic()
                 log(f"{name} ...")

@@ -14,6 +14,13 @@ namespace {
 
 ApiError FromFailure(const control::Failure& f) { return ApiError(f.status, f.code, f.message); }
 
+json WithPool(ApiContext& ctx, const store::SnapshotRecord& rec) {
+  json out = rec.ToJson();
+  auto p = ctx.sandboxes.pool().Status(rec.id);
+  out["pool"] = {{"size", p.size}, {"ready", p.ready}, {"memoryBytes", p.memory_bytes}};
+  return out;
+}
+
 store::SnapshotRecord FindSnapshot(ApiContext& ctx, const std::string& id) {
   auto rec = ctx.sandboxes.snapshots().Get(id);
   if (!rec) throw ApiError(404, "snapshot_not_found", "snapshot " + id + " not found");
@@ -37,7 +44,7 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     control::Failure failure;
     auto rec = ctx.sandboxes.Snapshot(s, opts, &failure);
     if (!rec) throw FromFailure(failure);
-    ex.SendJson(200, rec->ToJson());
+    ex.SendJson(200, WithPool(ctx, *rec));
   });
 
   r.Add("GET", "/v1/snapshots", [&ctx](Exchange& ex) {
@@ -47,18 +54,30 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     for (const auto& rec : ctx.sandboxes.snapshots().List()) {
       if (source && rec.source_sandbox_id != *source) continue;
       if (name && (!rec.name || *rec.name != *name)) continue;
-      data.push_back(rec.ToJson());
+      data.push_back(WithPool(ctx, rec));
     }
     ex.SendJson(200, json{{"data", data}, {"nextCursor", nullptr}});
   });
 
-  r.Add("GET", "/v1/snapshots/{id}",
-        [&ctx](Exchange& ex) { ex.SendJson(200, FindSnapshot(ctx, ex.params["id"]).ToJson()); });
+  r.Add("GET", "/v1/snapshots/{id}", [&ctx](Exchange& ex) {
+    ex.SendJson(200, WithPool(ctx, FindSnapshot(ctx, ex.params["id"])));
+  });
+
+  r.Add("POST", "/v1/snapshots/{id}:pool", [&ctx](Exchange& ex) {
+    auto rec = FindSnapshot(ctx, ex.params["id"]);
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    auto size = f.Int("size", 0, 64);
+    if (!size && !f.has("size")) f.Issue("size", "is required");
+    f.Finish();
+    ctx.sandboxes.pool().Resize(rec.id, static_cast<int>(*size));
+    ex.SendJson(200, WithPool(ctx, rec));
+  });
 
   r.Add("POST", "/v1/snapshots/{id}:delete", [&ctx](Exchange& ex) {
     FieldReader(ex.JsonBody()).Finish();
     auto rec = FindSnapshot(ctx, ex.params["id"]);
-    ctx.sandboxes.snapshots().Delete(rec.id);
+    ctx.sandboxes.DeleteSnapshot(rec.id);
     json out = rec.ToJson();
     out["state"] = "deleted";
     out["status"] = "deleted";

@@ -15,8 +15,12 @@ constexpr size_t kKeepStopped = 1000;  // stopped sandboxes still listed
 }
 
 SandboxManager::SandboxManager(engine::Engine& engine, std::string rootfs,
-                               store::SnapshotStore& snapshots)
-    : engine_(engine), rootfs_(std::move(rootfs)), snapshots_(snapshots) {
+                               store::SnapshotStore& snapshots, int default_pool_size)
+    : engine_(engine),
+      rootfs_(std::move(rootfs)),
+      snapshots_(snapshots),
+      default_pool_size_(default_pool_size),
+      pool_(engine, rootfs_, snapshots) {
   lease_thread_ = std::thread([this] { LeaseLoop(); });
 }
 
@@ -32,21 +36,25 @@ SandboxManager::~SandboxManager() {
 
 std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Failure* failure) {
   std::optional<store::SnapshotRecord> from;
+  std::optional<PooledCopy> pooled;
   if (spec.snapshot) {
     from = snapshots_.Get(*spec.snapshot);
     if (!from) {
       *failure = {404, "snapshot_not_found", "snapshot " + *spec.snapshot + " not found"};
       return nullptr;
     }
+    spec.shape = from->shape;  // a copy has the shape of what it copies
+    if (spec.labels.empty()) spec.labels = from->labels;
+    // A pooled copy was verified when it was restored.
+    pooled = pool_.Take(from->id);
     std::string why;
-    if (!snapshots_.Verify(from->id, &why)) {
+    if (!pooled && !snapshots_.Verify(from->id, &why)) {
       *failure = {409, "snapshot_corrupted", why};
       return nullptr;
     }
-    spec.shape = from->shape;  // a copy has the shape of what it copies
-    if (spec.labels.empty()) spec.labels = from->labels;
   }
-  auto sandbox = std::make_shared<Sandbox>(NewUuid(), std::move(spec), NowMs());
+  auto sandbox =
+      std::make_shared<Sandbox>(pooled ? pooled->id : NewUuid(), std::move(spec), NowMs());
   {
     std::lock_guard lock(mu_);
     sandboxes_[sandbox->id()] = sandbox;
@@ -55,8 +63,14 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Failure* failu
   int64_t t0 = MonotonicNowMs();
   engine::CreateParams params{sandbox->id(), sandbox->spec().shape, rootfs_};
   std::string error;
-  auto conn = from ? engine_.Restore(params, snapshots_.CheckpointDir(from->id), &error)
-                   : engine_.Create(params, &error);
+  std::shared_ptr<engine::AgentConnection> conn;
+  if (pooled) {
+    conn = pooled->conn;
+  } else if (from) {
+    conn = engine_.Restore(params, snapshots_.CheckpointDir(from->id), &error);
+  } else {
+    conn = engine_.Create(params, &error);
+  }
   if (!conn) {
     sandbox->MarkStopping("startup_failed");
     sandbox->MarkStopped(NowMs());
@@ -75,6 +89,7 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Failure* failu
   LogInfo("sandbox started", {{"event", "sandbox.running"},
                               {"sandboxId", sandbox->id()},
                               {"snapshotId", from ? json(from->id) : json(nullptr)},
+                              {"pooled", pooled.has_value()},
                               {"startMs", MonotonicNowMs() - t0}});
   return sandbox;
 }
@@ -108,6 +123,7 @@ std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
     *failure = {500, "snapshot_failed", error};
     return std::nullopt;
   }
+  if (default_pool_size_ > 0 && options.pool) pool_.Resize(rec.id, default_pool_size_);
   LogInfo("snapshot ready", {{"event", "snapshot.ready"},
                              {"snapshotId", rec.id},
                              {"sandboxId", sandbox->id()},
@@ -122,6 +138,7 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
   SnapshotOptions opts;
   opts.labels = labels;
   opts.retention_days = 1;
+  opts.pool = false;  // the fork's own snapshot serves only this fork
   auto snap = Snapshot(source, opts, failure);
   if (!snap) return {};
   std::vector<std::shared_ptr<Sandbox>> copies(static_cast<size_t>(count));
@@ -138,7 +155,7 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
     });
   }
   for (auto& t : threads) t.join();
-  if (!keep_snapshot) snapshots_.Delete(snap->id);
+  if (!keep_snapshot) DeleteSnapshot(snap->id);
   std::vector<std::shared_ptr<Sandbox>> started;
   for (size_t i = 0; i < copies.size(); ++i) {
     if (copies[i]) {
@@ -227,6 +244,11 @@ std::optional<nlohmann::json> SandboxManager::Delete(const std::string& id) {
   std::erase_if(deleted_, [&](const auto& d) { return d.second.first < now - 86400000; });
   deleted_[id] = {now, answer};
   return answer;
+}
+
+bool SandboxManager::DeleteSnapshot(const std::string& id) {
+  pool_.Drop(id);
+  return snapshots_.Delete(id);
 }
 
 void SandboxManager::LeaseLoop() {

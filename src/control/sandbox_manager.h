@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "control/sandbox.h"
+#include "control/warm_pool.h"
 #include "engine/engine.h"
 #include "store/snapshot_store.h"
 
@@ -27,11 +28,14 @@ struct SnapshotOptions {
   std::optional<std::string> name;
   std::map<std::string, std::string> labels;
   int retention_days = 7;
+  bool pool = true;  // keep the daemon's default pool of ready copies
 };
 
 class SandboxManager {
  public:
-  SandboxManager(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots);
+  // `default_pool_size`: ready copies kept for every new snapshot.
+  SandboxManager(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots,
+                 int default_pool_size = 0);
   ~SandboxManager();  // stops every sandbox
 
   // Starts a sandbox (from the image, or from spec.snapshot) and returns it
@@ -50,6 +54,9 @@ class SandboxManager {
                                              bool keep_snapshot, Failure* failure);
 
   store::SnapshotStore& snapshots() { return snapshots_; }
+  WarmPool& pool() { return pool_; }
+  // Deletes a snapshot and its pool; copies already handed out keep running.
+  bool DeleteSnapshot(const std::string& id);
   std::shared_ptr<Sandbox> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Sandbox>> List(const ListFilter& filter) const;
   // Stops it synchronously: when this returns nothing of it is on the host.
@@ -64,6 +71,8 @@ class SandboxManager {
   engine::Engine& engine_;
   const std::string rootfs_;
   store::SnapshotStore& snapshots_;
+  const int default_pool_size_;
+  WarmPool pool_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Sandbox>> sandboxes_;
   std::vector<std::string> order_;  // creation order, for listing

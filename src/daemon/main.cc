@@ -28,6 +28,7 @@ struct Flags {
   std::string platform = "systrap";
   std::string agent;         // default: kiln-agent beside kilnd
   std::string image_recipe;  // default: <repo>/images/base/build.sh
+  int pool_size = 0;         // ready copies kept for every new snapshot
 };
 
 std::string ExeDir() { return std::filesystem::canonical("/proc/self/exe").parent_path(); }
@@ -36,7 +37,7 @@ void Usage() {
   std::fprintf(stderr,
                "usage: kilnd [--listen HOST:PORT] [--state-dir DIR] [--image-dir DIR]\n"
                "             [--runsc PATH] [--platform systrap|ptrace] [--agent PATH] "
-               "[--image-recipe PATH]\n");
+               "[--image-recipe PATH] [--pool-size N]\n");
 }
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -64,6 +65,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->agent = value;
     else if (a == "--image-recipe")
       f->image_recipe = value;
+    else if (a == "--pool-size")
+      f->pool_size = std::atoi(value.c_str());
     else {
       std::fprintf(stderr, "kilnd: unknown flag %s\n", a.c_str());
       return false;
@@ -115,7 +118,7 @@ int main(int argc, char** argv) {
     engine.Destroy(id);
   }
   kiln::store::SnapshotStore snapshots(flags.state_dir + "/snapshots");
-  kiln::control::SandboxManager sandboxes(engine, rootfs, snapshots);
+  kiln::control::SandboxManager sandboxes(engine, rootfs, snapshots, flags.pool_size);
   kiln::api::ApiContext ctx{sandboxes};
   kiln::api::Router router;
   kiln::api::AddSandboxRoutes(router, ctx);

@@ -155,3 +155,55 @@ def test_corrupted_snapshot_is_refused(api, sandboxes, prepared, kilnd):
     err = assert_error(api.post("/v1/sandboxes", json={"snapshot": snap["id"]}), 409, "snapshot_corrupted")
     assert "checksum" in err["message"]
     api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+
+
+def _pool(api, snap_id):
+    return api.ok("GET", f"/v1/snapshots/{snap_id}")["pool"]
+
+
+def _wait_ready(api, snap_id, n, within=60):
+    deadline = time.monotonic() + within
+    while _pool(api, snap_id)["ready"] != n:
+        assert time.monotonic() < deadline, f"pool never reached {n}: {_pool(api, snap_id)}"
+        time.sleep(0.2)
+
+
+def test_warm_pool(api, sandboxes, prepared, host):
+    src = prepared["source"]
+    snap = api.ok("POST", f"/v1/sandboxes/{src}:snapshot", json={})
+    sid = snap["id"]
+    try:
+        r = api.ok("POST", f"/v1/snapshots/{sid}:pool", json={"size": 2})
+        assert r["pool"]["size"] == 2
+        _wait_ready(api, sid, 2)
+        assert _pool(api, sid)["memoryBytes"] > 0  # reported apart from live sandboxes
+        listed_before = {s["id"] for s in api.ok("GET", "/v1/sandboxes")["data"]}
+        t0 = time.monotonic()
+        a = sandboxes.create(snapshot=sid)
+        handout = time.monotonic() - t0
+        assert a["id"] not in listed_before  # pooled copies are not sandboxes until handed out
+        assert counter(api, a["id"]) >= 2  # the same state as any copy
+        assert abs(float(api.sh(a["id"], "date +%s.%N")) - time.time()) < 0.5
+        b = sandboxes.create(snapshot=sid)
+        assert a["id"] != b["id"]  # each pooled copy is handed out once
+        # both were taken, the pool refills in the background
+        _wait_ready(api, sid, 2)
+        api.sh(a["id"], "echo only-a > /workspace/a.txt")
+        c = sandboxes.create(snapshot=sid)
+        assert api.exec(c["id"], argv=["test", "-e", "/workspace/a.txt"])["exitCode"] == 1
+        assert handout < 5, handout
+        # size 0 turns it off and destroys the ready copies
+        api.ok("POST", f"/v1/snapshots/{sid}:pool", json={"size": 0})
+        assert _pool(api, sid)["ready"] == 0
+        assert_error(api.post(f"/v1/snapshots/{sid}:pool", json={"size": -1}), 400, "invalid_request",
+                     issue_path="body.size")
+        # deleting the snapshot drains its pool; handed-out copies keep running
+        api.ok("POST", f"/v1/snapshots/{sid}:pool", json={"size": 1})
+        _wait_ready(api, sid, 1)
+    finally:
+        api.ok("POST", f"/v1/snapshots/{sid}:delete", json={})
+    assert api.sh(a["id"], "echo alive") == "alive\n"
+    time.sleep(1)
+    live = set(os.listdir(os.path.join(host.state_dir, "sandboxes")))
+    listed = {s["id"] for s in api.ok("GET", "/v1/sandboxes")["data"]}
+    assert live <= listed, f"pooled copies left on the host: {live - listed}"

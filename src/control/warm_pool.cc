@@ -1,0 +1,148 @@
+#include "control/warm_pool.h"
+
+#include "common/ids.h"
+#include "common/log.h"
+#include "common/time.h"
+
+namespace kiln::control {
+
+WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots)
+    : engine_(engine), rootfs_(std::move(rootfs)), snapshots_(snapshots) {
+  filler_ = std::thread([this] { FillLoop(); });
+}
+
+WarmPool::~WarmPool() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  filler_.join();
+  std::lock_guard lock(mu_);
+  for (auto& [id, p] : pools_) Destroy(std::move(p.ready));
+}
+
+void WarmPool::Resize(const std::string& snapshot_id, int size) {
+  std::deque<PooledCopy> extra;
+  {
+    std::lock_guard lock(mu_);
+    Pool& p = pools_[snapshot_id];
+    p.size = size;
+    while (static_cast<int>(p.ready.size()) > size) {
+      extra.push_back(std::move(p.ready.back()));
+      p.ready.pop_back();
+    }
+    if (size == 0 && p.filling == 0) pools_.erase(snapshot_id);
+  }
+  cv_.notify_all();
+  Destroy(std::move(extra));
+}
+
+std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
+  for (;;) {
+    PooledCopy copy;
+    {
+      std::lock_guard lock(mu_);
+      auto it = pools_.find(snapshot_id);
+      if (it == pools_.end() || it->second.ready.empty()) return std::nullopt;
+      copy = std::move(it->second.ready.front());
+      it->second.ready.pop_front();
+    }
+    cv_.notify_all();  // refill in the background
+    // Handed out once, and only alive: a copy whose agent does not answer
+    // (it died while waiting) is discarded. The answer also tells the
+    // copy's clock, which gVisor takes from the host on restore.
+    auto pong = copy.conn->Call({{"op", "ping"}}, 2000);
+    if (pong.contains("time")) {
+      int64_t skew = pong["time"].get<int64_t>() - NowMs();
+      if (skew > 100 || skew < -100)
+        LogWarn("pooled copy's clock is off", {{"sandboxId", copy.id}, {"skewMs", skew}});
+      return copy;
+    }
+    LogWarn("discarding a pooled copy that does not answer", {{"sandboxId", copy.id}});
+    Destroy({std::move(copy)});
+  }
+}
+
+PoolStatus WarmPool::Status(const std::string& snapshot_id) {
+  PoolStatus s;
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pools_.find(snapshot_id);
+    if (it == pools_.end()) return s;
+    s.size = it->second.size;
+    s.ready = static_cast<int>(it->second.ready.size());
+    for (const auto& c : it->second.ready) ids.push_back(c.id);
+  }
+  for (const auto& id : ids) s.memory_bytes += engine_.GetUsage(id).memory_bytes;
+  return s;
+}
+
+void WarmPool::Drop(const std::string& snapshot_id) {
+  std::deque<PooledCopy> copies;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pools_.find(snapshot_id);
+    if (it == pools_.end()) return;
+    copies = std::move(it->second.ready);
+    it->second.ready.clear();
+    it->second.size = 0;
+    if (it->second.filling == 0) pools_.erase(it);
+  }
+  Destroy(std::move(copies));
+}
+
+void WarmPool::Destroy(std::deque<PooledCopy> copies) {
+  for (auto& c : copies) {
+    c.conn->Close();
+    engine_.Destroy(c.id);
+  }
+}
+
+void WarmPool::FillLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    // One restore at a time: a refill must not starve live sandboxes of CPU.
+    std::string want;
+    for (auto& [id, p] : pools_) {
+      if (static_cast<int>(p.ready.size()) + p.filling < p.size) {
+        want = id;
+        break;
+      }
+    }
+    if (want.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    pools_[want].filling++;
+    lock.unlock();
+    std::string error;
+    std::shared_ptr<engine::AgentConnection> conn;
+    auto rec = snapshots_.Get(want);
+    engine::CreateParams params{NewUuid(), rec ? rec->shape : engine::Shape{}, rootfs_};
+    if (rec && snapshots_.Verify(want, &error)) {
+      conn = engine_.Restore(params, snapshots_.CheckpointDir(want), &error);
+    } else if (error.empty()) {
+      error = "snapshot is gone";
+    }
+    lock.lock();
+    Pool& p = pools_[want];
+    p.filling--;
+    if (conn && p.size > static_cast<int>(p.ready.size())) {
+      p.ready.push_back(PooledCopy{params.id, conn});
+      continue;
+    }
+    if (conn) {  // the pool shrank meanwhile
+      lock.unlock();
+      Destroy({PooledCopy{params.id, conn}});
+      lock.lock();
+    } else {
+      LogWarn("pool refill failed", {{"snapshotId", want}, {"error", error}});
+      p.size = 0;  // do not spin on a broken snapshot
+    }
+    if (p.size == 0 && p.filling == 0 && p.ready.empty()) pools_.erase(want);
+  }
+}
+
+}  // namespace kiln::control
