@@ -975,6 +975,7 @@ def sustain(workers, duration, make, use, drop):
     time.sleep(2)  # let the teardown of what ran before settle
     mem_before = mem_available_mib()
     lat, errors, samples = [], [0], []
+    phases = {"create": [], "exec": [], "stop": []}
     lock = threading.Lock()
 
     def fail(what, e):
@@ -992,7 +993,9 @@ def sustain(workers, duration, make, use, drop):
             h, ok = None, False
             try:
                 h = make(i)
+                t1 = time.perf_counter()
                 use(h)
+                t2 = time.perf_counter()
                 ok = True
             except Exception as e:
                 fail("create/exec", e)
@@ -1003,8 +1006,12 @@ def sustain(workers, duration, make, use, drop):
                     ok = False
                     fail("stop", e)
             if ok:
+                t3 = time.perf_counter()
                 with lock:
-                    lat.append(ms(time.perf_counter() - t0))
+                    lat.append(ms(t3 - t0))
+                    phases["create"].append(ms(t1 - t0))
+                    phases["exec"].append(ms(t2 - t1))
+                    phases["stop"].append(ms(t3 - t2))
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(workers)]
     for t in threads:
@@ -1019,6 +1026,8 @@ def sustain(workers, duration, make, use, drop):
            "errors": errors[0], "workers": workers, "seconds": round(wall, 1),
            "resetMsP50": round(percentile(lat, 0.5), 1) if lat else None,
            "resetMsP99": round(percentile(lat, 0.99), 1) if lat else None,
+           "phaseMsP50": {k: round(percentile(sorted(v), 0.5), 1) if v else None
+                          for k, v in phases.items()},
            "memAvailableMiBBefore": mem_before, "memAvailableMiBAfter5s": mem_after,
            "memDeltaMiB": round(mem_after - mem_before, 1)}
     if samples:
