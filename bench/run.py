@@ -845,6 +845,14 @@ def peer_exec_true(peer, cid):
         raise RuntimeError(f"runsc exec {cid}: rc={r.returncode} {r.stderr[-300:]!r}")
 
 
+def cpu_busy_s():
+    """Host CPU time spent not idle (all cores), from /proc/stat, in seconds."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def mem_available_mib():
     with open("/proc/meminfo") as f:
         for line in f:
@@ -936,17 +944,20 @@ def bench_pool(kilnd, peer, cfg, api, snap, echo_bundle, echo_image):
     kilnd.set_pool(api, snap, size)
     wait_pool(api, snap, size, timeout=180)
     fill = ms(time.perf_counter() - t0)
-    first, refill = [], []
+    first, create, refill = [], [], []
     for _ in range(cfg["pool_n"]):
         refill.append(wait_pool(api, snap, size))
         t0 = time.perf_counter()
         sid = kilnd.create(api, {"snapshot": snap})
+        t1 = time.perf_counter()
         exec_true(api, sid)
         first.append(ms(time.perf_counter() - t0))
+        create.append(ms(t1 - t0))
         kilnd.stop_sandbox(api, sid)
     mem = pool_status(api, snap).get("memoryBytes")
     kilnd.set_pool(api, snap, 0)
     emit({"bench": "pool_to_first_result", "unit": "ms", **stats(first, 1), "kiln": True,
+          "createMsP50": round(percentile(sorted(create), 0.5), 1),
           "poolSize": size, "fillMs": round(fill), "refillWaitMsP50":
           round(percentile(sorted(refill[1:]), 0.5)) if len(refill) > 1 else None,
           "poolMemoryMiB": None if mem is None else round(mem / 1048576, 1),
@@ -985,6 +996,7 @@ def sustain(workers, duration, make, use, drop):
                 samples.append(f"{what}: {str(e)[:300]}")
 
     start = time.monotonic()
+    busy0 = cpu_busy_s()
     stop_at = start + duration
 
     def worker(i):
@@ -1019,6 +1031,7 @@ def sustain(workers, duration, make, use, drop):
     for t in threads:
         t.join()
     wall = time.monotonic() - start
+    busy = cpu_busy_s() - busy0
     time.sleep(5)
     mem_after = mem_available_mib()
     lat.sort()
@@ -1026,6 +1039,8 @@ def sustain(workers, duration, make, use, drop):
            "errors": errors[0], "workers": workers, "seconds": round(wall, 1),
            "resetMsP50": round(percentile(lat, 0.5), 1) if lat else None,
            "resetMsP99": round(percentile(lat, 0.99), 1) if lat else None,
+           "hostCpuMsPerReset": round(busy * 1000 / len(lat)) if lat else None,
+           "hostCpuUtil": round(busy / wall / os.cpu_count(), 2),
            "phaseMsP50": {k: round(percentile(sorted(v), 0.5), 1) if v else None
                           for k, v in phases.items()},
            "memAvailableMiBBefore": mem_before, "memAvailableMiBAfter5s": mem_after,

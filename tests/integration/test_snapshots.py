@@ -207,3 +207,33 @@ def test_warm_pool(api, sandboxes, prepared, host):
     live = set(os.listdir(os.path.join(host.state_dir, "sandboxes")))
     listed = {s["id"] for s in api.ok("GET", "/v1/sandboxes")["data"]}
     assert live <= listed, f"pooled copies left on the host: {live - listed}"
+
+
+def test_failed_capture_leaves_source_running_and_nothing_restorable(api, prepared, kilnd):
+    src = prepared["source"]
+    before = {s["id"] for s in api.ok("GET", "/v1/snapshots")["data"]}
+    snaps = os.path.join(kilnd.state_dir, "snapshots")
+    # Make the capture fail: the snapshot directory cannot be created.
+    os.rename(snaps, snaps + ".away")
+    try:
+        with open(snaps, "w") as f:
+            f.write("not a directory")
+        r = api.post(f"/v1/sandboxes/{src}:snapshot", json={})
+        assert r.status >= 500 and r.json()["error"]["code"] == "snapshot_failed", r
+    finally:
+        os.remove(snaps)
+        os.rename(snaps + ".away", snaps)
+    assert counter(api, src) >= 2  # the source still runs and answers
+    after = {s["id"] for s in api.ok("GET", "/v1/snapshots")["data"]}
+    assert after == before
+    assert not [d for d in os.listdir(snaps) if d.endswith(".partial") or d not in after]
+
+
+def test_copy_clock_matches_the_host(api, sandboxes, prepared):
+    c = sandboxes.create(snapshot=prepared["snap"]["id"])
+    for _ in range(3):
+        t0 = time.time()
+        t = float(api.sh(c["id"], "date +%s.%N"))
+        t1 = time.time()
+        # the sandbox read its clock somewhere between t0 and t1
+        assert t0 - 0.1 <= t <= t1 + 0.1, (t0, t, t1)
