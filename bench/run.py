@@ -8,6 +8,7 @@ leaves nothing behind: every sandbox it made is stopped, kilnd is stopped,
 peer containers are deleted with `runsc delete --force`, temp dirs removed.
 
 Usage: /usr/bin/python3 bench/run.py [--kilnd PATH] [--image-dir DIR] [--quick]
+           [--only exec,create,concurrent,stream,snapshot]
 Python standard library only.
 """
 import argparse
@@ -46,6 +47,9 @@ PEER_FLAGS = ["--network=none", "--overlay2=root:memory", "--platform", "systrap
 _spawn_lock = threading.Lock()
 _own_pids = set()
 _reaper_stop = threading.Event()
+# Set on failure or Ctrl-C: load threads finish their iteration and stop, and
+# cleanup waits for them before it deletes what they made.
+_abort = threading.Event()
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -1000,7 +1004,7 @@ def sustain(workers, duration, make, use, drop):
     stop_at = start + duration
 
     def worker(i):
-        while time.monotonic() < stop_at:
+        while time.monotonic() < stop_at and not _abort.is_set():
             t0 = time.perf_counter()
             h, ok = None, False
             try:
@@ -1327,6 +1331,10 @@ def main():
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _abort.set()
+        for t in threading.enumerate():
+            if t is not threading.current_thread() and not t.daemon:
+                t.join(timeout=120)
         log("cleaning up")
         try:
             kilnd.shutdown()

@@ -48,7 +48,7 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Failure* failu
     // A pooled copy was verified when it was restored.
     pooled = pool_.Take(from->id);
     std::string why;
-    if (!pooled && !snapshots_.Verify(from->id, &why)) {
+    if (!pooled && !spec.snapshot_just_sealed && !snapshots_.Verify(from->id, &why)) {
       *failure = {409, "snapshot_corrupted", why};
       return nullptr;
     }
@@ -148,6 +148,7 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
     threads.emplace_back([&, i] {
       SandboxSpec spec;
       spec.snapshot = snap->id;
+      spec.snapshot_just_sealed = true;
       spec.labels = labels.empty() ? source->spec().labels : labels;
       spec.env = source->spec().env;
       spec.timeout_seconds = source->spec().timeout_seconds;

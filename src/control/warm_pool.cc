@@ -122,6 +122,8 @@ void WarmPool::FillLoop() {
     auto rec = snapshots_.Get(want);
     engine::CreateParams params{NewUuid(), rec ? rec->shape : engine::Shape{}, rootfs_};
     if (rec && snapshots_.Verify(want, &error)) {
+      // No warm-up command: it would advance the copy's pid counter, and a
+      // pooled copy must be exactly as fresh as a direct restore.
       conn = engine_.Restore(params, snapshots_.CheckpointDir(want), &error);
     } else if (error.empty()) {
       error = "snapshot is gone";
