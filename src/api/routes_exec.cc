@@ -99,10 +99,21 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
   auto line = [&](const json& j) {
     return ex.WriteChunk(j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
   };
-  std::string carry[3];  // bytes of a character split across chunks
+  bool started = false;
+  // Answers 200 and the start event once (a command that failed to start
+  // reports on stderr before any start event: its processId is "0").
+  auto begin = [&](const std::string& pid) {
+    if (started) return true;
+    started = true;
+    return ex.BeginStream(200, "application/x-ndjson") &&
+           line(json{{"type", "start"}, {"processId", pid}});
+  };
+  // Bytes of a character split across chunks, held back with the offset of
+  // their first byte in the combined output.
+  std::string carry[3];
+  uint64_t carry_offset[3] = {0, 0, 0};
   uint64_t offset = 0;
   AgentOp::Message m;
-  bool started = false;
   int64_t deadline = MonotonicNowMs() + req.timeout_ms + kGraceMs;
   for (;;) {
     if (MonotonicNowMs() > deadline) {
@@ -115,38 +126,34 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
       if (ex.ClientGone()) return op.Cancel();  // a silent command, and nobody listens
       continue;
     }
-    if (m.kind == AgentOp::Message::kEvent && !started) {
-      started = true;
-      if (!ex.BeginStream(200, "application/x-ndjson")) return op.Cancel();
-      if (!line(json{{"type", "start"}, {"processId", std::to_string(m.body.value("pid", 0))}}))
-        return op.Cancel();
+    if (m.kind == AgentOp::Message::kEvent) {
+      if (!begin(std::to_string(m.body.value("pid", 0)))) return op.Cancel();
     } else if (m.kind == AgentOp::Message::kData && m.channel >= 1 && m.channel <= 2) {
-      const char* name = m.channel == 1 ? "stdout" : "stderr";
-      json ev{{"type", name}, {"offset", offset}};
-      offset += m.data.size();
+      uint8_t ch = m.channel;
+      json ev{{"type", ch == 1 ? "stdout" : "stderr"}};
       if (req.base64) {
+        ev["offset"] = offset;
         ev["data"] = proto::Base64Encode(m.data);
         ev["base64"] = true;
       } else {
-        std::string text = carry[m.channel] + m.data;
+        uint64_t first = carry[ch].empty() ? offset : carry_offset[ch];
+        std::string text = carry[ch] + m.data;
         size_t whole = CompleteUtf8Prefix(text);
-        carry[m.channel] = text.substr(whole);
+        carry[ch] = text.substr(whole);
+        carry_offset[ch] = first + whole;
+        ev["offset"] = first;
         ev["data"] = SanitizeUtf8(std::string_view(text).substr(0, whole));
       }
-      bool ok = started ? line(ev) : false;
-      if (!started) {  // a failure to start reports on stderr before any event
-        started = ex.BeginStream(200, "application/x-ndjson");
-        ok = started && line(json{{"type", "start"}, {"processId", "0"}}) && line(ev);
-      }
-      if (!ok) return op.Cancel();  // the client left: stop the command
+      offset += m.data.size();
+      if (!begin("0") || !line(ev)) return op.Cancel();  // the client left: stop the command
       op.Ack(static_cast<uint32_t>(m.data.size()));
     } else if (m.kind == AgentOp::Message::kResponse) {
       if (m.body.contains("error") && !started) throw FromAgentError(m.body);
-      if (!started && !ex.BeginStream(200, "application/x-ndjson")) return;
-      for (int ch = 1; ch <= 2; ++ch) {
+      if (!begin("0")) return;
+      for (uint8_t ch = 1; ch <= 2; ++ch) {
         if (!carry[ch].empty())
           line(json{{"type", ch == 1 ? "stdout" : "stderr"},
-                    {"offset", offset - carry[ch].size()},
+                    {"offset", carry_offset[ch]},
                     {"data", SanitizeUtf8(carry[ch])}});
       }
       json exit = ExitFields(m.body);

@@ -204,3 +204,15 @@ def test_exec_is_stopped_when_its_client_leaves(api, sid):
 def test_stream_exec_is_stopped_when_its_client_leaves(api, sid):
     _client_leaves(api, sid, {"command": "sleep 302", "timeoutMs": 600000, "stream": True})
     assert _gone(api, sid, "sleep 302"), "the streamed command outlived its client"
+
+
+def test_stream_never_splits_a_character_and_offsets_stay_exact(api, sid):
+    # The euro sign (3 bytes) is written in two parts, 0.3 s apart.
+    s = api.exec_stream(sid, command=r"printf 'a\xe2\x82'; sleep 0.3; printf '\xacb'; sleep 0.3; printf 'c'")
+    data = [e for e in s.events if e["type"] == "stdout"]
+    assert "".join(e["data"] for e in data) == "a\u20acbc", data
+    total = 0
+    for e in data:
+        assert e["offset"] == total, data
+        total += len(e["data"].encode())
+    assert total == 6
