@@ -1,6 +1,7 @@
 #include "engine/runsc_engine.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -163,17 +164,27 @@ void RunscEngine::Destroy(const std::string& id) {
   guard_.Unwatch(id);
   auto args = RunscArgs();
   args.insert(args.end(), {"delete", "--force", id});
-  ProcessOutput r = RunProcess(args, 20000);
-  if (!r.ok() && r.err.find("does not exist") == std::string::npos) {
-    LogWarn("runsc delete failed", {{"sandboxId", id}, {"detail", r.Describe()}});
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ProcessOutput r = RunProcess(args, 20000);
+    if (r.ok() || r.err.find("does not exist") != std::string::npos) break;
+    LogWarn("runsc delete failed",
+            {{"sandboxId", id}, {"attempt", attempt}, {"detail", r.Describe()}});
+    // Take the sandbox down from the host side: every task in its cgroup.
+    std::ifstream procs(CgroupDir("pids", id) + "/cgroup.procs");
+    for (pid_t pid; procs >> pid;) ::kill(pid, SIGKILL);
   }
   // runsc removes its cgroups; make sure, so that nothing of it remains.
+  bool left = false;
   for (const char* c : kControllers) {
     std::string d = CgroupDir(c, id);
     if (::access(d.c_str(), F_OK) == 0 && ::rmdir(d.c_str()) < 0) {
+      left = true;
       LogWarn("cannot remove cgroup", {{"sandboxId", id}, {"path", d}, {"error", strerror(errno)}});
     }
   }
+  // Keep the directory of a sandbox that could not be removed: it is how the
+  // next start of kilnd finds it and tries again.
+  if (left) return;
   std::error_code ec;
   fs::remove_all(SandboxDir(id), ec);
 }
