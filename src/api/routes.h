@@ -34,6 +34,9 @@ nlohmann::json CallAgent(engine::AgentConnection& conn, const nlohmann::json& re
 // merging the sandbox's env under the command's.
 void ReadCommandFields(FieldReader& f, const control::Sandbox& s, nlohmann::json* request);
 
+// An optional integer query parameter in [min, max]; 400 naming it otherwise.
+int64_t QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max, int64_t def);
+
 // A required, absolute path from the query string.
 std::string QueryPath(Exchange& ex, const std::string& name = "path");
 

@@ -52,6 +52,19 @@ void ReadCommandFields(FieldReader& f, const control::Sandbox& s, json* req) {
   }
 }
 
+int64_t QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max, int64_t def) {
+  auto v = ex.Query(name);
+  if (!v) return def;
+  try {
+    size_t used;
+    long long x = std::stoll(*v, &used);
+    if (used == v->size() && x >= min && x <= max) return x;
+  } catch (...) {
+  }
+  throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " +
+                                          std::to_string(max));
+}
+
 std::string QueryPath(Exchange& ex, const std::string& name) {
   auto p = ex.Query(name);
   if (!p || p->empty()) throw InvalidField("query." + name, "is required");

@@ -1,10 +1,9 @@
 // Files: /v1/sandboxes/{id}/files/{content,list,stat,archive} and
 // files:{mkdir,remove,rename}.
-#include <openssl/sha.h>
-
 #include "api/errors.h"
 #include "api/routes.h"
 #include "api/validate.h"
+#include "common/sha256.h"
 #include "common/time.h"
 #include "proto/frame.h"
 
@@ -19,18 +18,6 @@ constexpr uint64_t kMaxFile = 256ull << 20;
 constexpr uint64_t kMaxArchive = 1ull << 30;
 // Files up to this size are buffered so the answer can carry a checksum.
 constexpr uint64_t kHashedFile = 8ull << 20;
-
-std::string Sha256Hex(std::string_view data) {
-  unsigned char md[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : md) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
-}
 
 json ApiEntry(json e) {
   if (e.contains("modifiedMs")) {

@@ -35,19 +35,6 @@ json ProcessInfo(const json& a) {
               {"firstOffset", a["firstOffset"]}};
 }
 
-int64_t QueryNumber(Exchange& ex, const std::string& name, int64_t min, int64_t max, int64_t def) {
-  auto v = ex.Query(name);
-  if (!v) return def;
-  try {
-    size_t used;
-    long long x = std::stoll(*v, &used);
-    if (used == v->size() && x >= min && x <= max) return x;
-  } catch (...) {
-  }
-  throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " +
-                                          std::to_string(max));
-}
-
 json OutputPage(const json& a) {
   json chunks = json::array();
   for (const auto& c : a["chunks"]) {
@@ -140,8 +127,8 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/sandboxes/{id}/processes/{pid}/output", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     auto conn = RunningConn(*s);
-    uint64_t cursor = static_cast<uint64_t>(QueryNumber(ex, "cursor", 0, INT64_MAX, 0));
-    int64_t wait_ms = QueryNumber(ex, "waitMs", 0, 30000, 0);
+    uint64_t cursor = static_cast<uint64_t>(QueryInt(ex, "cursor", 0, INT64_MAX, 0));
+    int64_t wait_ms = QueryInt(ex, "waitMs", 0, 30000, 0);
     std::string follow = ex.Query("follow").value_or("false");
     if (follow != "true" && follow != "false")
       throw InvalidField("query.follow", "must be true or false");

@@ -44,19 +44,6 @@ control::SandboxSpec ReadCreate(const json& body) {
   return spec;
 }
 
-int QueryInt(Exchange& ex, const std::string& name, int min, int max, int def) {
-  auto v = ex.Query(name);
-  if (!v) return def;
-  try {
-    size_t used;
-    int x = std::stoi(*v, &used);
-    if (used == v->size() && x >= min && x <= max) return x;
-  } catch (...) {
-  }
-  throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " +
-                                          std::to_string(max));
-}
-
 }  // namespace
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx) {
@@ -86,7 +73,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
       filter.labels.emplace_back(l.substr(0, colon), l.substr(colon + 1));
     }
     filter.include_stopped = ex.Query("includeStopped").value_or("") == "true";
-    int limit = QueryInt(ex, "limit", 1, 500, 100);
+    int limit = static_cast<int>(QueryInt(ex, "limit", 1, 500, 100));
     size_t start = 0;
     if (auto c = ex.Query("cursor")) {
       try {

@@ -1,13 +1,12 @@
 #include "store/image_store.h"
 
-#include <openssl/sha.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/subprocess.h"
 
 namespace kiln::store {
@@ -17,15 +16,7 @@ std::string BaseImageName(const std::string& recipe_path) {
   std::ifstream f(recipe_path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot read the image recipe " + recipe_path);
   std::string text((std::istreambuf_iterator<char>(f)), {});
-  unsigned char md[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), md);
-  static const char* hex = "0123456789abcdef";
-  std::string name = "base-";
-  for (int i = 0; i < 8; ++i) {
-    name += hex[md[i] >> 4];
-    name += hex[md[i] & 15];
-  }
-  return name;
+  return "base-" + Sha256Hex(text).substr(0, 16);
 }
 
 std::string EnsureBaseImage(const std::string& image_dir, const std::string& recipe_path) {

@@ -1,44 +1,18 @@
 #include "store/snapshot_store.h"
 
-#include <fcntl.h>
-#include <openssl/evp.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/time.h"
-#include "common/unique_fd.h"
 
 namespace kiln::store {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string FileSha256(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return "";
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  std::vector<char> buf(1 << 20);
-  ssize_t n;
-  while ((n = ::read(fd.get(), buf.data(), buf.size())) > 0)
-    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(n));
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  if (n < 0) return "";
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
 
 json RecordJson(const SnapshotRecord& r) {
   return json{{"id", r.id},
@@ -126,7 +100,7 @@ bool SnapshotStore::Seal(const SnapshotRecord& record, std::string* error) {
   for (const auto& e : fs::recursive_directory_iterator(CheckpointDir(record.id), ec)) {
     if (!e.is_regular_file()) continue;
     std::string rel = fs::relative(e.path(), base).string();
-    std::string sum = FileSha256(e.path());
+    std::string sum = FileSha256Hex(e.path());
     if (sum.empty()) {
       *error = "cannot read " + rel;
       Discard(record.id);
@@ -170,7 +144,7 @@ bool SnapshotStore::Verify(const std::string& id, std::string* error) const {
   for (const auto& [rel, want] : files.items()) {
     std::error_code ec;
     auto size = fs::file_size(base + rel, ec);
-    if (ec || size != want["size"].get<uint64_t>() || FileSha256(base + rel) != want["sha256"]) {
+    if (ec || size != want["size"].get<uint64_t>() || FileSha256Hex(base + rel) != want["sha256"]) {
       *error = "snapshot " + id + " is corrupted: " + rel + " does not match its checksum";
       return false;
     }
