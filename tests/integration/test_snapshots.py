@@ -42,7 +42,7 @@ def prepared(api):
         time.sleep(0.2)
     assert counter(api, sid) == 1  # the probe above took 0
     snap = api.ok("POST", f"/v1/sandboxes/{sid}:snapshot", json={"name": "prepared", "labels": {"t": "snap"}})
-    yield {"source": sid, "server": server, "snap": snap}
+    yield {"source": sid, "server": server, "snap": snap, "snap_time": time.time()}
     pool.close()
     api.request("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
 
@@ -237,3 +237,32 @@ def test_copy_clock_matches_the_host(api, sandboxes, prepared):
         t1 = time.time()
         # the sandbox read its clock somewhere between t0 and t1
         assert t0 - 0.1 <= t <= t1 + 0.1, (t0, t, t1)
+
+
+class _HostClockAhead:
+    """Steps this machine's wall clock forward for the duration of a block,
+    then back, keeping the monotonic time that passed. The test host is a VM
+    of its own, so only its CLOCK_REALTIME moves."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        self.m0 = time.monotonic()
+        self.r0 = time.clock_gettime(time.CLOCK_REALTIME)
+        time.clock_settime(time.CLOCK_REALTIME, self.r0 + self.seconds)
+
+    def __exit__(self, *exc):
+        elapsed = time.monotonic() - self.m0
+        time.clock_settime(time.CLOCK_REALTIME, self.r0 + elapsed)
+
+
+def test_copy_restored_a_day_later_has_the_host_clock(api, sandboxes, prepared):
+    # To the copy, the snapshot was captured a day before it is restored.
+    with _HostClockAhead(86400):
+        c = sandboxes.create(snapshot=prepared["snap"]["id"])
+        t0 = time.time()
+        t = float(api.sh(c["id"], "date +%s.%N"))
+        t1 = time.time()
+    assert t0 - 0.1 <= t <= t1 + 0.1, (t0, t, t1)
+    assert t > prepared["snap_time"] + 86400, "the copy did not see the day pass"
