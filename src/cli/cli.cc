@@ -47,38 +47,40 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 
 bool is_help(std::string_view word) { return word == "--help" || word == "-h" || word == "help"; }
 
-const Verb* find_verb(std::string_view name) {
+const Verb* find_verb(const Group& group, std::string_view name) {
   for (const auto& a : kAliases) {
     if (a.alias == name) name = a.verb;
   }
-  for (const auto& v : sandbox_verbs()) {
+  for (const auto& v : group.verbs()) {
     if (v.name == name) return &v;
   }
   return nullptr;
 }
 
-Invocation parse_sandbox(const std::vector<std::string>& args, std::size_t i, Invocation inv) {
+Invocation parse_group(const Group& group, const std::vector<std::string>& args, std::size_t i,
+                       Invocation inv) {
+  const std::string prefix = "kiln " + std::string(group.name) + " ";
   while (i < args.size() && args[i] == "--json") ++i;
   if (i == args.size() || is_help(args[i])) {
-    inv.help = sandbox_help();
+    inv.help = group_help(group);
     inv.help_is_error = i == args.size();
     return inv;
   }
   const std::string& name = args[i];
-  const Verb* verb = find_verb(name);
+  const Verb* verb = find_verb(group, name);
   if (verb == nullptr) {
-    throw UsageError(
-        "unknown sandbox verb '" + name + "'" + did_you_mean(name, names_of(sandbox_verbs())),
-        "see `kiln sandbox --help`");
+    throw UsageError("unknown " + std::string(group.name) + " verb '" + name + "'" +
+                         did_you_mean(name, names_of(group.verbs())),
+                     "see `kiln " + std::string(group.name) + " --help`");
   }
-  const std::string hint = "see `kiln sandbox " + std::string(verb->name) + " --help`";
+  const std::string hint = "see `" + prefix + std::string(verb->name) + " --help`";
   std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
 
   // --help wins even next to a bad flag: it is what a confused user types.
   for (const auto& tok : rest) {
     if (tok == "--") break;
     if (tok == "--help" || tok == "-h") {
-      inv.help = verb_help(*verb);
+      inv.help = verb_help(group, *verb);
       return inv;
     }
   }
@@ -97,22 +99,24 @@ Invocation parse_sandbox(const std::vector<std::string>& args, std::size_t i, In
   }
 
   const auto wanted = static_cast<std::size_t>(verb->positionals);
-  if (parsed.positionals.size() < wanted) throw UsageError("missing the sandbox ID", hint);
+  const std::string id_noun(group.id_noun);
+  if (parsed.positionals.size() < wanted) throw UsageError("missing the " + id_noun, hint);
   if (parsed.positionals.size() > wanted) {
     std::string msg = "unexpected argument '" + parsed.positionals[wanted] + "'";
     if (verb->takes_command) msg += "; the command goes after --";
     throw UsageError(msg, hint);
   }
   for (const auto& p : parsed.positionals) {
-    if (p.empty()) throw UsageError("the sandbox ID is empty", hint);
+    if (p.empty()) throw UsageError("the " + id_noun + " is empty", hint);
   }
   if (verb->takes_command && parsed.command.empty()) {
     throw UsageError("missing the command to run (put it after --)", hint);
   }
   if (!verb->takes_command && parsed.has_separator) {
-    throw UsageError("kiln sandbox " + std::string(verb->name) + " does not run a command", hint);
+    throw UsageError(prefix + std::string(verb->name) + " does not run a command", hint);
   }
   inv.action = Action::kVerb;
+  inv.group = &group;
   inv.verb = verb;
   inv.args = std::move(parsed);
   return inv;
@@ -208,6 +212,62 @@ const std::vector<Verb>& sandbox_verbs() {
   return verbs;
 }
 
+const std::vector<Verb>& key_verbs() {
+  static const std::vector<Verb> verbs = {
+      {.name = "create",
+       .synopsis = "create [--name N] [--daily-limit-micros N] [--admin]",
+       .brief = "create an API key, print its secret",
+       .summary = "Create an API key and print its id and secret. The secret is shown only\n"
+                  "this once (the daemon keeps just its hash): store it now.",
+       .details = "  --name N          a name for the key (up to 128 bytes)\n"
+                  "  --daily-limit-micros N\n"
+                  "                    the key's daily spending limit in micros (default: none)\n"
+                  "  --admin           the key may manage keys too\n",
+       .flags = {value("name"), value("daily-limit-micros"), toggle("admin")},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = cmd_keys_create},
+      {.name = "ls",
+       .synopsis = "ls",
+       .brief = "list API keys, revoked ones too",
+       .summary = "List API keys, oldest first, revoked ones included. Secrets are never shown.",
+       .details = "",
+       .flags = {},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = cmd_keys_ls},
+      {.name = "revoke",
+       .synopsis = "revoke ID",
+       .brief = "revoke an API key",
+       .summary = "Revoke an API key: the daemon refuses it from its next request on.\n"
+                  "Revoking twice is fine.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_keys_revoke},
+  };
+  return verbs;
+}
+
+const Group& sandbox_group() {
+  static const Group group = {
+      .name = "sandbox",
+      .id_noun = "sandbox ID",
+      .notes = "\nrun and exec exit with the command's status (see their --help).\n",
+      .verbs = sandbox_verbs};
+  return group;
+}
+
+const Group& keys_group() {
+  static const Group group = {
+      .name = "keys",
+      .id_noun = "key ID",
+      .notes = "\nOnly admin keys may manage keys; `kiln --help` shows which key kiln sends.\n",
+      .verbs = key_verbs};
+  return group;
+}
+
 bool wants_json(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a == "--") return false;
@@ -226,6 +286,7 @@ std::string top_help() {
          "                    ARGS go to kilnd (`kiln server --help` shows its own help)\n"
          "  sandbox VERB ...  create sandboxes, run commands in them, list, stop, delete\n"
          "                    (`kiln sandbox --help`)\n"
+         "  keys VERB ...     create, list and revoke API keys (`kiln keys --help`)\n"
          "\n"
          "Options:\n"
          "  --json            print the daemon's JSON answers; errors as JSON on stderr\n"
@@ -237,28 +298,40 @@ std::string top_help() {
          std::string(kDefaultApiUrl) +
          ")\n"
          "  KILN_API_KEY      sent as `Authorization: Bearer KEY` when set\n"
+         "  RUNTIME_API_KEY   the key to send when KILN_API_KEY is unset\n"
+         "  KILN_ADMIN_KEY_FILE\n"
+         "                    else the key in this file, when readable (default\n"
+         "                    " +
+         std::string(kDefaultAdminKeyFile) +
+         ": the local admin key kilnd creates)\n"
          "\n"
          "Example:\n"
          "  kiln server &\n"
          "  kiln sandbox run -- python3 -c 'print(6 * 7)'\n";
 }
 
-std::string sandbox_help() {
-  std::string out = "Usage: kiln sandbox VERB [OPTIONS] [ARGS]\n\nVerbs:\n";
-  for (const auto& v : sandbox_verbs()) {
+std::string group_help(const Group& group) {
+  const std::string name(group.name);
+  std::string out = "Usage: kiln " + name + " VERB [OPTIONS] [ARGS]\n\nVerbs:\n";
+  for (const auto& v : group.verbs()) {
     std::string line = "  " + std::string(v.synopsis);
-    line.append(line.size() < 40 ? 40 - line.size() : 1, ' ');
+    // A synopsis too long for the column gets its brief on the next line.
+    if (line.size() >= 40) line += "\n";
+    line.append(line.size() < 40 ? 40 - line.size() : 40, ' ');
     out += line + std::string(v.brief) + "\n";
   }
-  out += "\nEvery verb takes --json and --help; `kiln sandbox VERB --help` lists its options.\n";
-  out += "\nrun and exec exit with the command's status (see their --help).\n";
+  out +=
+      "\nEvery verb takes --json and --help; `kiln " + name + " VERB --help` lists its options.\n";
+  out += std::string(group.notes);
   return out;
 }
 
-std::string verb_help(const Verb& verb) {
-  std::string out = "Usage: kiln sandbox " + std::string(verb.synopsis) + "\n\n" +
-                    std::string(verb.summary) + "\n\nOptions:\n" + std::string(verb.details) +
-                    std::string(kCommonOptions);
+std::string sandbox_help() { return group_help(sandbox_group()); }
+
+std::string verb_help(const Group& group, const Verb& verb) {
+  std::string out = "Usage: kiln " + std::string(group.name) + " " + std::string(verb.synopsis) +
+                    "\n\n" + std::string(verb.summary) + "\n\nOptions:\n" +
+                    std::string(verb.details) + std::string(kCommonOptions);
   if (verb.takes_command) out += "\n" + std::string(kExitNotes);
   return out;
 }
@@ -287,14 +360,16 @@ Invocation parse_command_line(const std::vector<std::string>& args) {
     inv.server_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
     return inv;
   }
-  if (word == "sandbox") return parse_sandbox(args, i + 1, std::move(inv));
+  if (word == "sandbox") return parse_group(sandbox_group(), args, i + 1, std::move(inv));
+  if (word == "keys") return parse_group(keys_group(), args, i + 1, std::move(inv));
   if (word.starts_with("-")) {
     std::string_view bare = std::string_view(word).substr(word.find_first_not_of('-'));
     throw UsageError("unknown flag " + word + did_you_mean(bare, {"json", "help", "version"}, "--"),
                      "see `kiln --help`");
   }
-  throw UsageError("unknown command '" + word + "'" + did_you_mean(word, {"server", "sandbox"}),
-                   "see `kiln --help`");
+  throw UsageError(
+      "unknown command '" + word + "'" + did_you_mean(word, {"server", "sandbox", "keys"}),
+      "see `kiln --help`");
 }
 
 int run_cli(const std::vector<std::string>& args) {

@@ -18,21 +18,33 @@ struct Verb {
   std::string_view summary;
   std::string_view details;     // options and notes for --help
   std::vector<FlagSpec> flags;  // --json and --help are added for every verb
-  int positionals;              // exactly this many (the sandbox ID)
+  int positionals;              // exactly this many (the sandbox or key ID)
   bool takes_command;           // "-- CMD..." required
   int (*handler)(Context&, const ParsedArgs&);
 };
 
+// A command made of verbs: `kiln sandbox VERB`, `kiln keys VERB`.
+struct Group {
+  std::string_view name;     // "sandbox"
+  std::string_view id_noun;  // "sandbox ID": what usage errors call the positional
+  std::string_view notes;    // the last lines of `kiln GROUP --help`
+  const std::vector<Verb>& (*verbs)();
+};
+
 const std::vector<Verb>& sandbox_verbs();
+const std::vector<Verb>& key_verbs();
+const Group& sandbox_group();
+const Group& keys_group();
 
 enum class Action { kHelp, kVersion, kServer, kVerb };
 
 struct Invocation {
   Action action = Action::kHelp;
-  std::string help;            // kHelp
-  bool help_is_error = false;  // usage shown because something was missing → stderr, exit 1
-  const Verb* verb = nullptr;  // kVerb
-  ParsedArgs args;             // kVerb
+  std::string help;              // kHelp
+  bool help_is_error = false;    // usage shown because something was missing → stderr, exit 1
+  const Group* group = nullptr;  // kVerb
+  const Verb* verb = nullptr;    // kVerb
+  ParsedArgs args;               // kVerb
   bool json = false;
   std::vector<std::string> server_args;  // kServer
 };
@@ -44,8 +56,9 @@ Invocation parse_command_line(const std::vector<std::string>& args);
 bool wants_json(const std::vector<std::string>& args);
 
 std::string top_help();
+std::string group_help(const Group& group);
 std::string sandbox_help();
-std::string verb_help(const Verb& verb);
+std::string verb_help(const Group& group, const Verb& verb);
 
 // The whole program (main() minus argv conversion); returns the exit status.
 int run_cli(const std::vector<std::string>& args);

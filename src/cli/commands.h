@@ -20,6 +20,11 @@ int cmd_sandbox_exec(Context& ctx, const ParsedArgs& args);
 int cmd_sandbox_stop(Context& ctx, const ParsedArgs& args);
 int cmd_sandbox_rm(Context& ctx, const ParsedArgs& args);
 
+// kiln keys …
+int cmd_keys_create(Context& ctx, const ParsedArgs& args);
+int cmd_keys_ls(Context& ctx, const ParsedArgs& args);
+int cmd_keys_revoke(Context& ctx, const ParsedArgs& args);
+
 // kiln server …: replaces this process with kilnd; returns only on failure.
 int cmd_server(const std::vector<std::string>& args);
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/http_client.h"
 #include "cli/url.h"
@@ -18,6 +19,21 @@ struct ClientConfig {
 
 // KILN_API_URL / KILN_API_KEY values (null or empty = unset).
 ClientConfig config_from_env(const char* api_url, const char* api_key);
+
+// Where kilnd keeps the local admin key it creates for zero-configuration use.
+inline constexpr std::string_view kDefaultAdminKeyFile = "/var/lib/kiln/admin.key";
+
+// The key every request sends, from KILN_API_KEY, else RUNTIME_API_KEY,
+// else the key file at KILN_ADMIN_KEY_FILE (default kDefaultAdminKeyFile)
+// if readable; else none. Arguments are the variables' values (null or
+// empty = unset).
+std::optional<std::string> select_api_key(const char* kiln_api_key, const char* runtime_api_key,
+                                          const char* admin_key_file);
+
+// The key in a key file: its first line without surrounding white space.
+// Null when the file is unreadable, empty or holds more than a token
+// (anything but printable ASCII), so a stray file never breaks a request.
+std::optional<std::string> read_key_file(const std::string& path);
 
 class Context {
  public:

@@ -64,6 +64,17 @@ std::chrono::milliseconds exec_http_timeout(const json& exec_body) {
   return std::chrono::milliseconds(ms) + std::chrono::seconds(30);
 }
 
+json key_create_body(const ParsedArgs& args) {
+  json body = json::object();
+  if (auto name = args.get("name")) body["name"] = *name;
+  if (auto v = args.get("daily-limit-micros")) {
+    body["dailyLimitMicros"] =
+        parse_int("--daily-limit-micros", *v, 0, std::numeric_limits<std::int64_t>::max());
+  }
+  if (args.has("admin")) body["admin"] = true;
+  return body;
+}
+
 std::string list_target(const ParsedArgs& args, const std::optional<std::string>& cursor) {
   Query q;
   if (args.has("all")) q.add("includeStopped", "true");

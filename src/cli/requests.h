@@ -30,6 +30,9 @@ nlohmann::json exec_body(const ParsedArgs& args, const std::vector<std::string>&
 // HTTP deadline for an exec: the command's own timeout plus 30 s of slack.
 std::chrono::milliseconds exec_http_timeout(const nlohmann::json& exec_body);
 
+// POST /v1/keys body from --name, --daily-limit-micros N (>= 0), --admin.
+nlohmann::json key_create_body(const ParsedArgs& args);
+
 // GET /v1/sandboxes target from --all --state --label k=v (sent as k:v).
 std::string list_target(const ParsedArgs& args, const std::optional<std::string>& cursor);
 

@@ -115,4 +115,8 @@ std::string sandbox_target(std::string_view id, std::string_view suffix) {
   return "/v1/sandboxes/" + percent_encode(id) + std::string(suffix);
 }
 
+std::string key_target(std::string_view id, std::string_view suffix) {
+  return "/v1/keys/" + percent_encode(id) + std::string(suffix);
+}
+
 }  // namespace kiln::cli

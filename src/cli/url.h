@@ -40,5 +40,7 @@ class Query {
 // "/v1/sandboxes/<id><suffix>" with the id encoded, so an odd id cannot
 // escape the path (suffix is trusted, e.g. ":stop" or "/processes").
 std::string sandbox_target(std::string_view id, std::string_view suffix = "");
+// "/v1/keys/<id><suffix>", encoded the same way.
+std::string key_target(std::string_view id, std::string_view suffix = "");
 
 }  // namespace kiln::cli

@@ -1,0 +1,13 @@
+// API key routes: POST /v1/keys, GET /v1/keys, POST /v1/keys/{id}:revoke.
+#pragma once
+
+#include "api/router.h"
+#include "api/routes.h"
+
+namespace kiln::api {
+
+// Admin keys only. Needs ctx.keys (a store::KeyStore&) and the auth layer
+// calling SetCaller (api/auth.h) before dispatch.
+void AddKeyRoutes(Router& r, ApiContext& ctx);
+
+}  // namespace kiln::api

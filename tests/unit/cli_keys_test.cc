@@ -1,0 +1,408 @@
+// kiln CLI: `kiln keys …` parsing and requests, and which API key kiln sends.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cli/cli.h"
+#include "cli/context.h"
+#include "cli/errors.h"
+#include "cli/requests.h"
+#include "cli/url.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Args = std::vector<std::string>;
+
+std::string command_line_error(const Args& args) {
+  try {
+    parse_command_line(args);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+ParsedArgs verb_args(const Args& args) { return parse_command_line(args).args; }
+
+// A fresh directory per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "kiln-cli-keys-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name, const std::string& content) const {
+    std::string p = path_ + "/" + name;
+    std::ofstream(p) << content;
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// --- command line -----------------------------------------------------------
+
+TEST(CliKeys, Help) {
+  Invocation inv = parse_command_line({"--help"});
+  EXPECT_NE(inv.help.find("keys VERB"), std::string::npos);
+  EXPECT_NE(inv.help.find("RUNTIME_API_KEY"), std::string::npos);
+  EXPECT_NE(inv.help.find("KILN_ADMIN_KEY_FILE"), std::string::npos);
+  EXPECT_NE(inv.help.find("/var/lib/kiln/admin.key"), std::string::npos);
+
+  inv = parse_command_line({"keys", "--help"});
+  EXPECT_EQ(inv.action, Action::kHelp);
+  EXPECT_FALSE(inv.help_is_error);
+  EXPECT_NE(inv.help.find("Usage: kiln keys VERB"), std::string::npos);
+  EXPECT_NE(inv.help.find("revoke ID"), std::string::npos);
+  EXPECT_NE(inv.help.find("--daily-limit-micros"), std::string::npos);
+  EXPECT_TRUE(parse_command_line({"keys"}).help_is_error);
+
+  inv = parse_command_line({"keys", "create", "--help"});
+  EXPECT_NE(inv.help.find("Usage: kiln keys create"), std::string::npos);
+  EXPECT_NE(inv.help.find("--admin"), std::string::npos);
+
+  // The sandbox help is unchanged by the second group.
+  inv = parse_command_line({"sandbox", "rm", "--help"});
+  EXPECT_NE(inv.help.find("Usage: kiln sandbox rm ID"), std::string::npos);
+}
+
+TEST(CliKeys, Verbs) {
+  Invocation inv = parse_command_line(
+      {"keys", "create", "--name", "ci", "--daily-limit-micros", "5000", "--admin", "--json"});
+  ASSERT_EQ(inv.action, Action::kVerb);
+  EXPECT_EQ(inv.group, &keys_group());
+  EXPECT_EQ(inv.verb->name, "create");
+  EXPECT_TRUE(inv.json);
+  EXPECT_EQ(inv.args.get("name"), "ci");
+  EXPECT_TRUE(inv.args.has("admin"));
+
+  inv = parse_command_line({"keys", "ls"});
+  EXPECT_EQ(inv.verb->name, "ls");
+  EXPECT_EQ(parse_command_line({"keys", "list"}).verb->name, "ls");
+  EXPECT_TRUE(parse_command_line({"--json", "keys", "ls"}).json);
+
+  inv = parse_command_line({"keys", "revoke", "key_0123"});
+  EXPECT_EQ(inv.verb->name, "revoke");
+  EXPECT_EQ(inv.args.positionals, (Args{"key_0123"}));
+
+  // `sandbox create` is still the sandbox one.
+  inv = parse_command_line({"sandbox", "create"});
+  EXPECT_EQ(inv.group, &sandbox_group());
+  EXPECT_EQ(inv.verb->synopsis, "create [OPTIONS]");
+}
+
+TEST(CliKeys, UsageErrors) {
+  EXPECT_EQ(command_line_error({"keys", "revoke"}), "missing the key ID");
+  EXPECT_EQ(command_line_error({"keys", "revoke", ""}), "the key ID is empty");
+  EXPECT_EQ(command_line_error({"keys", "revoke", "a", "b"}), "unexpected argument 'b'");
+  EXPECT_EQ(command_line_error({"keys", "ls", "x"}), "unexpected argument 'x'");
+  EXPECT_EQ(command_line_error({"keys", "ls", "--", "x"}), "kiln keys ls does not run a command");
+  EXPECT_EQ(command_line_error({"keys", "revok", "k"}),
+            "unknown keys verb 'revok' (did you mean revoke?)");
+  EXPECT_EQ(command_line_error({"keys", "create", "--admn"}),
+            "unknown flag --admn (did you mean --admin?)");
+  EXPECT_EQ(command_line_error({"keys", "create", "--admin=yes"}), "--admin takes no value");
+  EXPECT_EQ(command_line_error({"key", "ls"}), "unknown command 'key' (did you mean keys?)");
+  try {
+    parse_command_line({"keys", "revoke"});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.hint, "see `kiln keys revoke --help`");
+  }
+  // The sandbox messages keep naming the sandbox.
+  EXPECT_EQ(command_line_error({"sandbox", "get"}), "missing the sandbox ID");
+}
+
+// --- flags → requests ---------------------------------------------------------
+
+TEST(CliKeys, CreateBody) {
+  EXPECT_EQ(key_create_body(
+                verb_args({"keys", "create", "--name", "ci", "--daily-limit-micros=0", "--admin"})),
+            json::parse(R"({"name": "ci", "dailyLimitMicros": 0, "admin": true})"));
+  EXPECT_EQ(key_create_body(verb_args({"keys", "create"})), json::object());
+  EXPECT_EQ(key_create_body(verb_args({"keys", "create", "--daily-limit-micros",
+                                       "9223372036854775807"}))["dailyLimitMicros"],
+            INT64_MAX);
+  for (const char* bad : {"-1", "1.5", "5k", "", "9223372036854775808"}) {
+    EXPECT_THROW(key_create_body(verb_args({"keys", "create", "--daily-limit-micros", bad})),
+                 UsageError)
+        << bad;
+  }
+}
+
+TEST(CliKeys, Target) {
+  EXPECT_EQ(key_target("key_1", ":revoke"), "/v1/keys/key_1:revoke");
+  EXPECT_EQ(key_target("../sandboxes", ":revoke"), "/v1/keys/..%2Fsandboxes:revoke");
+}
+
+// --- which key is sent --------------------------------------------------------
+
+TEST(CliKeySelection, Order) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string file = dir.file("admin.key", "kiln_fromfile\n");
+  EXPECT_EQ(select_api_key("k1", "r1", file.c_str()), "k1");
+  EXPECT_EQ(select_api_key("", "r1", file.c_str()), "r1");
+  EXPECT_EQ(select_api_key(nullptr, "r1", file.c_str()), "r1");
+  EXPECT_EQ(select_api_key(nullptr, "", file.c_str()), "kiln_fromfile");
+  EXPECT_EQ(select_api_key(nullptr, nullptr, file.c_str()), "kiln_fromfile");
+  const std::string missing = dir.path() + "/none.key";
+  EXPECT_EQ(select_api_key(nullptr, nullptr, missing.c_str()), std::nullopt);
+  EXPECT_EQ(select_api_key("k1", nullptr, missing.c_str()), "k1");
+}
+
+TEST(CliKeySelection, DefaultFile) {
+  // Unset or empty KILN_ADMIN_KEY_FILE means the daemon's default file.
+  EXPECT_EQ(select_api_key(nullptr, nullptr, nullptr),
+            read_key_file(std::string(kDefaultAdminKeyFile)));
+  EXPECT_EQ(select_api_key(nullptr, nullptr, ""), read_key_file(std::string(kDefaultAdminKeyFile)));
+}
+
+TEST(CliKeySelection, KeyFileContent) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  EXPECT_EQ(read_key_file(dir.file("a", "kiln_abc")), "kiln_abc");
+  EXPECT_EQ(read_key_file(dir.file("b", "  kiln_abc \r\nsecond line\n")), "kiln_abc");
+  EXPECT_EQ(read_key_file(dir.file("c", "")), std::nullopt);
+  EXPECT_EQ(read_key_file(dir.file("d", " \n")), std::nullopt);
+  EXPECT_EQ(read_key_file(dir.file("e", "two words\n")), std::nullopt);
+  EXPECT_EQ(read_key_file(dir.file("f", std::string("kiln_\x01x"))), std::nullopt);
+  EXPECT_EQ(read_key_file(dir.file("g", "kiln_\xc3\xa9")), std::nullopt);
+  EXPECT_EQ(read_key_file(dir.path()), std::nullopt);  // a directory
+  EXPECT_EQ(read_key_file(dir.path() + "/nothing"), std::nullopt);
+  // A FIFO must not hang kiln.
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(read_key_file(fifo), std::nullopt);
+}
+
+// --- the commands against a canned daemon -------------------------------------
+
+// Answers requests, over as many connections as the client opens (each
+// kiln run has its own), with the canned answers in order.
+class CannedServer {
+ public:
+  explicit CannedServer(std::vector<std::pair<int, std::string>> answers)
+      : answers_(std::move(answers)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(listener_, 4), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~CannedServer() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<std::string> requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void serve() {
+    std::size_t next = 0;
+    while (next < answers_.size()) {
+      int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) return;
+      std::string buffered, request;
+      while (next < answers_.size() && read_request(fd, buffered, request)) {
+        {
+          std::lock_guard lock(mu_);
+          requests_.push_back(request);
+        }
+        const auto& [status, body] = answers_[next++];
+        std::string answer = "HTTP/1.1 " + std::to_string(status) +
+                             " X\r\nContent-Type: application/json\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n" + body;
+        ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
+      }
+      ::close(fd);
+    }
+  }
+
+  // Test scaffolding only: header block plus a Content-Length body.
+  static bool read_request(int fd, std::string& buffered, std::string& request) {
+    char buf[4096];
+    for (;;) {
+      auto end = buffered.find("\r\n\r\n");
+      if (end != std::string::npos) {
+        std::size_t length = 0;
+        auto cl = buffered.find("Content-Length: ");
+        if (cl != std::string::npos && cl < end) length = std::stoul(buffered.substr(cl + 16));
+        if (buffered.size() >= end + 4 + length) {
+          request = buffered.substr(0, end + 4 + length);
+          buffered.erase(0, end + 4 + length);
+          return true;
+        }
+      }
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return false;
+      buffered.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+  std::vector<std::pair<int, std::string>> answers_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+};
+
+// Sets environment variables for one test and restores them afterwards.
+class ScopedEnv {
+ public:
+  void set(const char* name, const char* value) {
+    const char* old = std::getenv(name);
+    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    if (value) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second) {
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      } else {
+        ::unsetenv(it->first.c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// Runs kiln with stdout and stderr captured; returns {status, stdout, stderr}.
+struct CliRun {
+  int status;
+  std::string out, err;
+};
+CliRun run_captured(const Args& args) {
+  TempDir dir;
+  std::string out_path = dir.path() + "/out", err_path = dir.path() + "/err";
+  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
+  ::dup2(out_fd, STDOUT_FILENO);
+  ::dup2(err_fd, STDERR_FILENO);
+  int status = run_cli(args);
+  ::dup2(saved_out, STDOUT_FILENO);
+  ::dup2(saved_err, STDERR_FILENO);
+  for (int fd : {out_fd, err_fd, saved_out, saved_err}) ::close(fd);
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  return {status, slurp(out_path), slurp(err_path)};
+}
+
+const std::string kKeyJson =
+    R"({"id": "key_00ff", "name": "ci", "admin": false, "dailyLimitMicros": 5000,
+        "createdAt": "2026-11-29T10:00:00.000Z", "revokedAt": null)";
+
+TEST(CliKeysCommands, CreateListRevoke) {
+  CannedServer server({
+      {201, kKeyJson + R"(, "secret": "kiln_s3cret"})"},
+      {200, R"({"data": [)" + kKeyJson + "}]}"},
+      {200, R"({"id": "key_00ff", "revokedAt": "2026-11-29T11:00:00.000Z"})"},
+  });
+  TempDir dir;
+  const std::string key_file = dir.file("admin.key", "kiln_local\n");
+  ScopedEnv env;
+  env.set("KILN_API_URL", server.url().c_str());
+  env.set("KILN_API_KEY", nullptr);
+  env.set("RUNTIME_API_KEY", nullptr);
+  env.set("KILN_ADMIN_KEY_FILE", key_file.c_str());
+
+  CliRun r = run_captured({"keys", "create", "--name", "ci", "--daily-limit-micros", "5000"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "id:     key_00ff\nsecret: kiln_s3cret\n");
+  EXPECT_NE(r.err.find("only this once"), std::string::npos);
+
+  r = run_captured({"keys", "ls"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ID"), std::string::npos);
+  EXPECT_NE(r.out.find("key_00ff  ci"), std::string::npos);
+  EXPECT_NE(r.out.find("5000"), std::string::npos);
+  EXPECT_EQ(r.out.find("s3cret"), std::string::npos);
+
+  r = run_captured({"keys", "revoke", "key_00ff", "--json"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["revokedAt"], "2026-11-29T11:00:00.000Z");
+
+  const auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_TRUE(reqs[0].starts_with("POST /v1/keys HTTP/1.1\r\n")) << reqs[0];
+  EXPECT_NE(reqs[0].find(R"({"dailyLimitMicros":5000,"name":"ci"})"), std::string::npos);
+  EXPECT_TRUE(reqs[1].starts_with("GET /v1/keys HTTP/1.1\r\n")) << reqs[1];
+  EXPECT_TRUE(reqs[2].starts_with("POST /v1/keys/key_00ff:revoke HTTP/1.1\r\n")) << reqs[2];
+  for (const auto& req : reqs) {
+    // No KILN_API_KEY / RUNTIME_API_KEY: the local admin key file's key.
+    EXPECT_NE(req.find("Bearer kiln_local\r\n"), std::string::npos) << req;
+  }
+}
+
+TEST(CliKeysCommands, EnvironmentKeyWinsAndErrorsAreReported) {
+  CannedServer server({
+      {201, kKeyJson + R"(, "secret": "kiln_s3cret"})"},
+  });
+  ScopedEnv env;
+  env.set("KILN_API_URL", server.url().c_str());
+  env.set("KILN_API_KEY", nullptr);
+  env.set("RUNTIME_API_KEY", "kiln_runtime");
+  env.set("KILN_ADMIN_KEY_FILE", "/nonexistent/admin.key");
+
+  CliRun r = run_captured({"keys", "create", "--json"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["secret"], "kiln_s3cret");  // the full answer
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_NE(server.requests()[0].find("Bearer kiln_runtime\r\n"), std::string::npos);
+}
+
+TEST(CliKeysCommands, ForbiddenIsAnError) {
+  CannedServer server({
+      {403, R"({"error": {"code": "forbidden", "status": 403, "message": "needs an admin key"}})"},
+  });
+  ScopedEnv env;
+  env.set("KILN_API_URL", server.url().c_str());
+  env.set("KILN_API_KEY", "kiln_plain");
+
+  CliRun r = run_captured({"keys", "ls"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "kiln: forbidden: needs an admin key\n");
+}
+
+}  // namespace
+}  // namespace kiln::cli
