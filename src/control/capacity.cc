@@ -1,0 +1,92 @@
+#include "control/capacity.h"
+
+#include <algorithm>
+
+namespace kiln::control {
+
+bool Capacity::FitsHost(const engine::Shape& s) const {
+  return memory_mib_ + s.memory_mib <= limits_.memory_budget_mib() &&
+         vcpus_ + s.vcpu <= limits_.vcpu_budget() + 1e-9;
+}
+
+bool Capacity::KeyFull(const std::string& key) const {
+  auto it = per_key_.find(key);
+  return it != per_key_.end() && it->second >= limits_.key_sandboxes;
+}
+
+void Capacity::Take(const std::string& key, const engine::Shape& s) {
+  memory_mib_ += s.memory_mib;
+  vcpus_ += s.vcpu;
+  ++running_;
+  ++per_key_[key];
+}
+
+void Capacity::Grant() {
+  bool any = false;
+  for (auto& w : line_) {
+    if (w.granted || KeyFull(w.key)) continue;
+    if (!FitsHost(w.shape)) break;  // strict order: nobody overtakes the head
+    Take(w.key, w.shape);
+    w.granted = true;
+    any = true;
+  }
+  if (any) cv_.notify_all();
+}
+
+Capacity::Result Capacity::Acquire(const std::string& key, const engine::Shape& shape,
+                                   std::chrono::steady_clock::time_point deadline,
+                                   const std::function<bool()>& cancelled) {
+  if (shape.memory_mib > limits_.memory_budget_mib() || shape.vcpu > limits_.vcpu_budget() + 1e-9)
+    return Result::kNeverFits;
+  std::unique_lock lock(mu_);
+  auto me = line_.insert(line_.end(), Waiter{key, shape});
+  Grant();
+  while (!me->granted && std::chrono::steady_clock::now() < deadline) {
+    // A one-second slice: even 10,000 waiters cost only 10,000 polls a second.
+    auto slice = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    cv_.wait_until(lock, slice);
+    if (me->granted || !cancelled) continue;
+    lock.unlock();
+    bool gone = cancelled();
+    lock.lock();
+    if (gone) break;
+  }
+  bool granted = me->granted;
+  bool key_full = !granted && KeyFull(key);
+  line_.erase(me);
+  if (!granted) {
+    Grant();  // a head that gave up may unblock those behind it
+    return key_full ? Result::kQuotaExceeded : Result::kNoCapacity;
+  }
+  return Result::kGranted;
+}
+
+void Capacity::Release(const std::string& key, const engine::Shape& shape) {
+  std::lock_guard lock(mu_);
+  memory_mib_ = std::max<int64_t>(0, memory_mib_ - shape.memory_mib);
+  vcpus_ = std::max(0.0, vcpus_ - shape.vcpu);
+  running_ = std::max(0, running_ - 1);
+  auto it = per_key_.find(key);
+  if (it != per_key_.end() && --it->second <= 0) per_key_.erase(it);
+  Grant();
+}
+
+void Capacity::Adopt(const std::string& key, const engine::Shape& shape) {
+  std::lock_guard lock(mu_);
+  Take(key, shape);
+}
+
+Capacity::Stats Capacity::stats() const {
+  std::lock_guard lock(mu_);
+  int waiting = 0;
+  for (const auto& w : line_) waiting += !w.granted;
+  return {memory_mib_, vcpus_, running_, waiting};
+}
+
+int Capacity::RetryAfterSeconds() const {
+  // Sandboxes come and go in seconds; a longer line means a longer wait.
+  std::lock_guard lock(mu_);
+  return static_cast<int>(std::clamp<size_t>(1 + line_.size() / 8, 1, 30));
+}
+
+}  // namespace kiln::control

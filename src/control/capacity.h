@@ -1,0 +1,93 @@
+// Admission control: how many sandboxes may run at once, on the host and per
+// API key. A create that does not fit waits in one FIFO line until room
+// frees or its deadline passes; it never fails just because the host is
+// momentarily full.
+//
+// Order: waiters are served strictly first come, first served among those
+// whose key is under its limit -- a big shape at the head holds back smaller
+// ones behind it, so it cannot starve. A waiter held only by its own key's
+// limit does not block other keys.
+//
+// Warm-pool copies hold no reservation until handed out: the pool uses spare
+// room, it never takes room from a create.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace kiln::control {
+
+struct CapacityLimits {
+  int64_t host_memory_mib = 0;  // physical memory for sandboxes
+  int host_vcpus = 0;
+  double memory_overcommit = 1.0;  // reservations may total this many times the host's
+  double cpu_overcommit = 1.0;
+  int key_sandboxes = 100;  // default concurrent sandboxes per key
+
+  int64_t memory_budget_mib() const {
+    return static_cast<int64_t>(static_cast<double>(host_memory_mib) * memory_overcommit);
+  }
+  double vcpu_budget() const { return host_vcpus * cpu_overcommit; }
+};
+
+class Capacity {
+ public:
+  explicit Capacity(CapacityLimits limits) : limits_(limits) {}
+
+  enum class Result { kGranted, kNoCapacity, kQuotaExceeded, kNeverFits };
+  // Reserves room for one sandbox of `shape` for `key`, waiting until
+  // `deadline` in line. kNeverFits: the shape exceeds the whole host budget.
+  // On a timeout, kQuotaExceeded if the key's own limit was what held it.
+  // `cancelled` (polled a few times a second) gives up the place in line,
+  // e.g. when the client hung up: room is never granted to nobody.
+  Result Acquire(const std::string& key, const engine::Shape& shape,
+                 std::chrono::steady_clock::time_point deadline,
+                 const std::function<bool()>& cancelled = nullptr);
+  // Returns a reservation made by Acquire (or Adopt).
+  void Release(const std::string& key, const engine::Shape& shape);
+  // Counts a sandbox that already runs (restart recovery, pool hand-out):
+  // never waits, may go over the budget.
+  void Adopt(const std::string& key, const engine::Shape& shape);
+
+  struct Stats {
+    int64_t reserved_memory_mib = 0;
+    double reserved_vcpus = 0;
+    int running = 0;
+    int waiting = 0;
+  };
+  Stats stats() const;
+  const CapacityLimits& limits() const { return limits_; }
+  // Seconds a client should wait before retrying a create.
+  int RetryAfterSeconds() const;
+
+ private:
+  struct Waiter {
+    std::string key;
+    engine::Shape shape;
+    bool granted = false;
+  };
+  bool FitsHost(const engine::Shape& s) const;
+  bool KeyFull(const std::string& key) const;
+  void Take(const std::string& key, const engine::Shape& s);
+  // Grants waiters in line order; called with mu_ held after any change.
+  void Grant();
+
+  const CapacityLimits limits_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::list<Waiter> line_;
+  int64_t memory_mib_ = 0;
+  double vcpus_ = 0;
+  int running_ = 0;
+  std::map<std::string, int> per_key_;
+};
+
+}  // namespace kiln::control

@@ -1,0 +1,119 @@
+#include "control/capacity.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace kiln::control {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+engine::Shape Mib(int mib) {
+  engine::Shape s;
+  s.vcpu = 1;
+  s.memory_mib = mib;
+  return s;
+}
+
+CapacityLimits Host(int64_t mib, int key_limit = 100) {
+  CapacityLimits l;
+  l.host_memory_mib = mib;
+  l.host_vcpus = 64;
+  l.key_sandboxes = key_limit;
+  return l;
+}
+
+TEST(CapacityTest, GrantsWhileThereIsRoomThenTimesOut) {
+  Capacity c(Host(1024));
+  auto now = Clock::now();
+  EXPECT_EQ(c.Acquire("k", Mib(512), now), Capacity::Result::kGranted);
+  EXPECT_EQ(c.Acquire("k", Mib(512), now), Capacity::Result::kGranted);
+  EXPECT_EQ(c.Acquire("k", Mib(512), Clock::now() + milliseconds(20)),
+            Capacity::Result::kNoCapacity);
+  EXPECT_EQ(c.stats().running, 2);
+  EXPECT_EQ(c.stats().reserved_memory_mib, 1024);
+  EXPECT_EQ(c.stats().waiting, 0);
+  EXPECT_EQ(c.Acquire("k", Mib(2048), Clock::now() + milliseconds(1000)),
+            Capacity::Result::kNeverFits);
+}
+
+TEST(CapacityTest, OvercommitScalesTheBudget) {
+  CapacityLimits l = Host(1024);
+  l.memory_overcommit = 2.0;
+  Capacity c(l);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  EXPECT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kNoCapacity);
+}
+
+TEST(CapacityTest, KeyLimitIsQuotaExceededAndDoesNotBlockOtherKeys) {
+  Capacity c(Host(4096, 1));
+  EXPECT_EQ(c.Acquire("a", Mib(256), Clock::now()), Capacity::Result::kGranted);
+  std::atomic<int> a_result{-1};
+  std::thread waiter([&] {
+    a_result = static_cast<int>(c.Acquire("a", Mib(256), Clock::now() + milliseconds(200)));
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  // b is behind a's waiter in line but a is only held by its own limit.
+  EXPECT_EQ(c.Acquire("b", Mib(256), Clock::now()), Capacity::Result::kGranted);
+  waiter.join();
+  EXPECT_EQ(a_result.load(), static_cast<int>(Capacity::Result::kQuotaExceeded));
+}
+
+TEST(CapacityTest, WaitersStartInOrderAsRoomFrees) {
+  Capacity c(Host(512));
+  ASSERT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 5; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(10));
+      ASSERT_EQ(r, Capacity::Result::kGranted);
+      {
+        std::lock_guard lock(mu);
+        order.push_back(i);
+      }
+      c.Release("k", Mib(512));
+    });
+    // Queue them in a known order.
+    while (c.stats().waiting != i + 1) std::this_thread::yield();
+  }
+  c.Release("k", Mib(512));
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(c.stats().running, 0);
+}
+
+TEST(CapacityTest, BigHeadIsNotOvertakenBySmallerOnes) {
+  Capacity c(Host(1024));
+  ASSERT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  std::atomic<bool> big_granted{false};
+  std::thread big([&] {
+    EXPECT_EQ(c.Acquire("k", Mib(1024), Clock::now() + std::chrono::seconds(10)),
+              Capacity::Result::kGranted);
+    big_granted = true;
+  });
+  while (c.stats().waiting != 1) std::this_thread::yield();
+  // 256 would fit now, but the 1024 waiting ahead of it goes first.
+  EXPECT_EQ(c.Acquire("k", Mib(256), Clock::now() + milliseconds(50)),
+            Capacity::Result::kNoCapacity);
+  c.Release("k", Mib(512));
+  big.join();
+  EXPECT_TRUE(big_granted);
+}
+
+TEST(CapacityTest, AdoptCountsWithoutWaiting) {
+  Capacity c(Host(512));
+  c.Adopt("k", Mib(512));
+  c.Adopt("k", Mib(512));  // may exceed: it already runs
+  EXPECT_EQ(c.stats().reserved_memory_mib, 1024);
+  EXPECT_EQ(c.Acquire("k", Mib(128), Clock::now()), Capacity::Result::kNoCapacity);
+}
+
+}  // namespace
+}  // namespace kiln::control
