@@ -151,6 +151,9 @@ class ApiError(Exception):
     pass
 
 
+API_KEY = None  # the benchmark daemon's admin key, read once it is up
+
+
 class Api:
     def __init__(self, port, timeout=120):
         self.port = port
@@ -175,6 +178,8 @@ class Api:
             self.connect()
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data is not None else {}
+        if API_KEY:
+            headers["Authorization"] = f"Bearer {API_KEY}"
         try:
             self.conn.request(method, path, body=data, headers=headers)
             return self.conn.getresponse()
@@ -1312,6 +1317,9 @@ def main():
     try:
         log(f"starting kilnd on port {kilnd.port}, state {kilnd.state_dir}")
         kilnd.start()
+        global API_KEY
+        with open(os.path.join(kilnd.state_dir, "admin.key")) as f:
+            API_KEY = f.read().strip()
         emit(machine_line(kilnd.version))
         peer = Peer(rootfs, workdir)
         for name, fn in (("exec", bench_exec_rtt), ("create", bench_create),

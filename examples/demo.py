@@ -33,7 +33,8 @@ class Api:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             data = json.dumps(body).encode() if body is not None else None
-            conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+            conn.request(method, path, body=data, headers={"Content-Type": "application/json",
+                                                           "Authorization": f"Bearer {api_key()}"})
             r = conn.getresponse()
             answer = json.loads(r.read() or b"{}")
             if r.status >= 300:
@@ -47,6 +48,18 @@ class Api:
             return self.call("GET", "/v1/health", timeout=2).get("ok") is True
         except OSError:
             return False
+
+
+def api_key():
+    """KILN_API_KEY, else the local daemon's admin key (root only)."""
+    key = os.environ.get("KILN_API_KEY")
+    if key:
+        return key
+    try:
+        with open(os.environ.get("KILN_ADMIN_KEY_FILE", "/var/lib/kiln/admin.key")) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def start_kilnd(bin_dir, url):

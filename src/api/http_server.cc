@@ -8,6 +8,9 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "api/errors.h"
@@ -41,6 +44,33 @@ std::string UrlDecode(std::string_view s) {
     }
   }
   return out;
+}
+
+// No API body needs deep nesting, and a deep one would overflow the stack
+// of anything that walks it recursively (dump, comparisons).
+constexpr int kMaxJsonDepth = 64;
+
+// The deepest [ / { nesting of a JSON text, brackets inside strings aside.
+int NestingDepth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 class BeastExchange : public Exchange {
@@ -121,6 +151,11 @@ class BeastExchange : public Exchange {
   bool body_error() const override { return body_error_; }
 
   json JsonBody(size_t max_bytes) override {
+    if (!json_body_) json_body_ = ReadJsonBody(max_bytes);
+    return *json_body_;
+  }
+
+  json ReadJsonBody(size_t max_bytes) {
     if (auto n = content_length(); n && *n > max_bytes) {
       keep_alive_ = false;
       throw ApiError(413, "payload_too_large",
@@ -137,14 +172,21 @@ class BeastExchange : public Exchange {
     }
     if (body_error_) throw ApiError(400, "invalid_request", "body: the request body ended early");
     if (body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
+    if (NestingDepth(body) > kMaxJsonDepth)
+      throw InvalidField("body", "is nested more than " + std::to_string(kMaxJsonDepth) + " deep");
     json j = json::parse(body, nullptr, false);
     if (j.is_discarded()) throw InvalidField("body", "is not valid JSON");
     return j;
   }
 
   void SendJson(int status, const json& body) override {
-    SendBytes(status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json",
-              {});
+    if (responded_) return;
+    sent_json_ = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    SendBytes(status, sent_json_, "application/json", {});
+  }
+  int status() const override { return status_; }
+  const std::string* sent_json() const override {
+    return sent_json_.empty() ? nullptr : &sent_json_;
   }
 
   void SendBytes(int status, std::string_view body, const std::string& content_type,
@@ -157,6 +199,7 @@ class BeastExchange : public Exchange {
     res.set(http::field::content_type, content_type);
     res.set("x-request-id", request_id_);
     for (const auto& [k, v] : headers) res.set(k, v);
+    for (const auto& [k, v] : extra_headers) res.set(k, v);
     res.keep_alive(keep_alive_);
     res.body() = std::string(body);
     res.prepare_payload();
@@ -175,6 +218,7 @@ class BeastExchange : public Exchange {
     res.set(http::field::content_type, content_type);
     res.set("x-request-id", request_id_);
     for (const auto& [k, v] : headers) res.set(k, v);
+    for (const auto& [k, v] : extra_headers) res.set(k, v);
     res.keep_alive(keep_alive_);
     res.chunked(true);
     http::response_serializer<http::empty_body> sr{res};
@@ -215,7 +259,6 @@ class BeastExchange : public Exchange {
     return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
   }
   bool keep_alive() const { return keep_alive_ && !streaming_; }
-  int status() const { return status_; }
 
   // A body the handler did not read must be consumed before the next
   // request on this connection; a large one closes the connection instead.
@@ -237,6 +280,8 @@ class BeastExchange : public Exchange {
   http::request_parser<http::buffer_body>& parser_;
   std::string method_, path_, request_id_;
   std::vector<std::pair<std::string, std::string>> query_;
+  std::optional<json> json_body_;
+  std::string sent_json_;
   bool keep_alive_ = true;
   bool responded_ = false;
   bool streaming_ = false;
@@ -247,12 +292,31 @@ class BeastExchange : public Exchange {
 
 }  // namespace
 
+// Each connection has a thread; this many at once at most (a queue of
+// 10,000 waiting creates fits).
+constexpr int kMaxConnections = 16384;
+
 struct HttpServer::Impl {
   std::string listen;
   Handler handler;
   net::io_context ioc;
   std::unique_ptr<tcp::acceptor> acceptor;
   std::atomic<bool> stopped{false};
+  std::atomic<int> connections{0};
+  std::mutex mu;  // guards the acceptor's closing and open_fds
+  std::condition_variable idle;
+  std::set<int> open_fds;  // client sockets, so Drain can end idle keep-alives
+
+  void Track(int fd) {
+    std::lock_guard lock(mu);
+    open_fds.insert(fd);
+  }
+  void Untrack(int fd) {
+    std::lock_guard lock(mu);
+    open_fds.erase(fd);
+    --connections;
+    idle.notify_all();
+  }
 
   void Serve(tcp::socket sock) {
     timeval tv{kIdleSeconds, 0};
@@ -313,7 +377,7 @@ HttpServer::HttpServer(const std::string& listen, Handler handler)
 
 HttpServer::~HttpServer() { Stop(); }
 
-void HttpServer::Run() {
+void HttpServer::Listen() {
   size_t colon = impl_->listen.rfind(':');
   if (colon == std::string::npos) throw std::runtime_error("--listen must be host:port");
   std::string host = impl_->listen.substr(0, colon);
@@ -325,6 +389,10 @@ void HttpServer::Run() {
   impl_->acceptor->set_option(net::socket_base::reuse_address(true));
   impl_->acceptor->bind(ep);
   impl_->acceptor->listen(1024);
+}
+
+void HttpServer::Run() {
+  if (!impl_->acceptor) Listen();
   while (!impl_->stopped) {
     boost::system::error_code ec;
     tcp::socket sock(impl_->ioc);
@@ -334,19 +402,49 @@ void HttpServer::Run() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
-    std::thread([impl = impl_.get(), s = std::move(sock)]() mutable {
-      impl->Serve(std::move(s));
-    }).detach();
+    if (impl_->connections.load() >= kMaxConnections) {
+      // Past the cap a new connection gets a plain refusal, not a thread.
+      static const char kBusy[] =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+          "Retry-After: 1\r\nConnection: close\r\nContent-Length: 83\r\n\r\n"
+          "{\"error\":{\"code\":\"server_busy\",\"status\":503,\"message\":\"too many open "
+          "connections\"}}";
+      net::write(sock, net::buffer(kBusy, sizeof(kBusy) - 1), ec);
+      continue;
+    }
+    int fd = sock.native_handle();
+    try {
+      ++impl_->connections;
+      impl_->Track(fd);
+      std::thread([impl = impl_.get(), s = std::move(sock), fd]() mutable {
+        impl->Serve(std::move(s));
+        impl->Untrack(fd);
+      }).detach();
+    } catch (const std::system_error& e) {
+      impl_->Untrack(fd);
+      LogError("cannot start a connection thread", {{"error", e.what()}});
+    }
   }
+  std::lock_guard lock(impl_->mu);
+  boost::system::error_code ec;
+  impl_->acceptor->close(ec);
 }
 
 void HttpServer::Stop() {
+  std::lock_guard lock(impl_->mu);
   if (impl_->stopped.exchange(true)) return;
-  if (impl_->acceptor) {
-    boost::system::error_code ec;
-    ::shutdown(impl_->acceptor->native_handle(), SHUT_RDWR);
-    impl_->acceptor->close(ec);
-  }
+  // Wakes the accept in Run, which closes the acceptor itself: closing it
+  // here would race with Run returning and the server being destroyed.
+  if (impl_->acceptor) ::shutdown(impl_->acceptor->native_handle(), SHUT_RDWR);
+}
+
+bool HttpServer::Drain(int timeout_ms) {
+  std::unique_lock lock(impl_->mu);
+  // Ends connections waiting for their next request; a request being
+  // handled still gets to write its answer.
+  for (int fd : impl_->open_fds) ::shutdown(fd, SHUT_RD);
+  return impl_->idle.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                              [this] { return impl_->connections.load() == 0; });
 }
 
 }  // namespace kiln::api

@@ -31,7 +31,7 @@ class Exchange {
   virtual std::optional<uint64_t> content_length() const = 0;
 
   // The whole body as JSON ({} when empty). Throws ApiError on bad JSON or
-  // a body over max_bytes.
+  // a body over max_bytes. Read once, then the same value again.
   virtual nlohmann::json JsonBody(size_t max_bytes = 8 << 20) = 0;
   // Streams the raw body; false at its end (or on a broken connection,
   // then body_error() is true).
@@ -54,7 +54,14 @@ class Exchange {
   // True once the client has closed its end (it will never read an answer).
   virtual bool ClientGone() = 0;
 
+  // The status answered (0 before), and the body of a JSON answer (null
+  // for bytes and streams): what the idempotency layer stores.
+  virtual int status() const { return 0; }
+  virtual const std::string* sent_json() const { return nullptr; }
+
   std::map<std::string, std::string> params;  // path parameters, from the router
+  // Added to whatever answer is sent (Retry-After, Idempotency-Replayed).
+  std::vector<std::pair<std::string, std::string>> extra_headers;
 };
 
 using Handler = std::function<void(Exchange&)>;
@@ -64,9 +71,16 @@ class HttpServer {
   // `listen` is host:port.
   HttpServer(const std::string& listen, Handler handler);
   ~HttpServer();
-  // Binds and serves until Stop(); throws on a bind failure.
+  // Binds the listening socket; throws on a bind failure. Connections wait
+  // in the backlog until Run.
+  void Listen();
+  // Serves until Stop() (binding first if Listen was not called).
   void Run();
+  // Stops accepting; Run returns. Safe from any thread, any number of times.
   void Stop();
+  // After Run returned: ends idle connections and waits up to timeout_ms
+  // for the ones still handling a request. False if some remain.
+  bool Drain(int timeout_ms);
 
  private:
   struct Impl;

@@ -65,6 +65,15 @@ void Router::Dispatch(Exchange& ex) const {
   throw ApiError(404, "route_not_found", "no route " + ex.method() + " " + ex.path());
 }
 
+std::string Router::PatternFor(const std::string& path) const {
+  auto segs = Split(path);
+  std::map<std::string, std::string> params;
+  for (const auto& r : routes_) {
+    if (Match(r, segs, &params)) return r.pattern;
+  }
+  return "unmatched";
+}
+
 std::vector<std::string> Router::Routes() const {
   std::vector<std::string> out;
   for (const auto& r : routes_) out.push_back(r.method + " " + r.pattern);

@@ -16,6 +16,9 @@ class Router {
   void Dispatch(Exchange& ex) const;
   // "GET /v1/sandboxes" ... for the OpenAPI check and docs.
   std::vector<std::string> Routes() const;
+  // The pattern that `path` matches under any method, or "unmatched": a
+  // bounded label for metrics and logs.
+  std::string PatternFor(const std::string& path) const;
 
  private:
   struct Route {

@@ -9,11 +9,13 @@
 #include "api/router.h"
 #include "api/validate.h"
 #include "control/sandbox_manager.h"
+#include "store/key_store.h"
 
 namespace kiln::api {
 
 struct ApiContext {
   control::SandboxManager& sandboxes;
+  store::KeyStore& keys;
 };
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx);
@@ -22,8 +24,21 @@ void AddProcessRoutes(Router& r, ApiContext& ctx);
 void AddFileRoutes(Router& r, ApiContext& ctx);
 void AddSnapshotRoutes(Router& r, ApiContext& ctx);
 
-// The sandbox named by the {id} parameter; 404 not_found if unknown.
+void AddUsageRoutes(Router& r, ApiContext& ctx);
+void AddMetricsRoutes(Router& r, ApiContext& ctx);
+
+// The sandbox named by the {id} parameter; 404 not_found if unknown or
+// another key's (an admin key sees every sandbox).
 std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex);
+// The snapshot `id`, under the same rule; 404 snapshot_not_found.
+store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const std::string& id);
+// Whose resources the caller may see: nullopt for an admin (everyone's).
+std::optional<std::string> OwnerScope(const Exchange& ex);
+
+// The `Prefer: wait=N` header as a deadline (N capped at 120 s; none = now).
+control::Deadline PreferWaitDeadline(const Exchange& ex);
+// An ApiError from a control-plane failure, Retry-After included.
+ApiError FromFailure(const control::Failure& f);
 // Its agent channel; 409 not_running unless it runs.
 std::shared_ptr<engine::AgentConnection> RunningConn(const control::Sandbox& s);
 // A request/response exchange with the agent; an error answer is thrown.

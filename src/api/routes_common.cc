@@ -1,3 +1,4 @@
+#include "api/auth.h"
 #include "api/errors.h"
 #include "api/routes.h"
 #include "api/validate.h"
@@ -6,10 +7,50 @@ namespace kiln::api {
 
 using nlohmann::json;
 
+std::optional<std::string> OwnerScope(const Exchange& ex) {
+  const Caller& c = CallerOf(ex);
+  if (c.admin) return std::nullopt;
+  return c.key_id;
+}
+
 std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex) {
   auto s = ctx.sandboxes.Get(ex.params["id"]);
-  if (!s) throw NotFound("sandbox " + ex.params["id"]);
+  auto scope = OwnerScope(ex);
+  // Another key's sandbox is answered exactly like a missing one.
+  if (!s || (scope && s->spec().owner != *scope)) throw NotFound("sandbox " + ex.params["id"]);
   return s;
+}
+
+store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const std::string& id) {
+  auto rec = ctx.sandboxes.snapshots().Get(id);
+  auto scope = OwnerScope(ex);
+  if (!rec || (scope && rec->owner != *scope))
+    throw ApiError(404, "snapshot_not_found", "snapshot " + id + " not found");
+  return *rec;
+}
+
+control::Deadline PreferWaitDeadline(const Exchange& ex) {
+  auto now = std::chrono::steady_clock::now();
+  std::string prefer = ex.Header("Prefer");
+  size_t at = prefer.find("wait=");
+  if (at == std::string::npos) return now;
+  size_t end = prefer.find_first_of(",; ", at);
+  std::string value = prefer.substr(at + 5, end == std::string::npos ? end : end - at - 5);
+  int64_t seconds = -1;
+  try {
+    size_t used = 0;
+    seconds = std::stoll(value, &used);
+    if (used != value.size()) seconds = -1;
+  } catch (...) {
+  }
+  if (seconds < 0) throw InvalidField("header.Prefer", "wait must be a whole number of seconds");
+  return now + std::chrono::seconds(std::min<int64_t>(seconds, 120));
+}
+
+ApiError FromFailure(const control::Failure& f) {
+  ApiError e(f.status, f.code, f.message);
+  e.retry_after_s = f.retry_after_s;
+  return e;
 }
 
 std::shared_ptr<engine::AgentConnection> RunningConn(const control::Sandbox& s) {

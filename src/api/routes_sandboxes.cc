@@ -1,9 +1,11 @@
 // POST/GET /v1/sandboxes, GET /v1/sandboxes/{id}, :stop, DELETE.
 #include <regex>
 
+#include "api/auth.h"
 #include "api/errors.h"
 #include "api/routes.h"
 #include "api/validate.h"
+#include "common/metrics.h"
 #include "common/time.h"
 
 namespace kiln::api {
@@ -19,6 +21,9 @@ control::SandboxSpec ReadCreate(const json& body) {
   if (auto v = f.Int("memoryMiB", 128, 65536)) spec.shape.memory_mib = static_cast<int>(*v);
   if (auto v = f.Int("diskMiB", 64, 65536)) spec.shape.disk_mib = static_cast<int>(*v);
   if (auto v = f.Int("timeoutSeconds", 60, 3600)) spec.timeout_seconds = static_cast<int>(*v);
+  if (auto v = f.String("onLeaseEnd", 16); v && *v != "stop")
+    f.Issue("onLeaseEnd", "must be \"stop\" (kiln sandboxes do not pause)");
+  if (auto v = f.Int("maxCostMicros", 0, int64_t{1} << 50)) spec.max_cost_micros = *v;
   if (auto v = f.String("name", 64)) {
     static const std::regex kName("[A-Za-z0-9._-]+");
     if (!std::regex_match(*v, kName))
@@ -53,9 +58,39 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {
     control::SandboxSpec spec = ReadCreate(ex.JsonBody());
+    auto deadline = PreferWaitDeadline(ex);
+    const Caller& caller = CallerOf(ex);
+    spec.owner = caller.key_id;
+    if (spec.snapshot) FindSnapshot(ctx, ex, *spec.snapshot);  // another key's is not found
+    if (caller.daily_limit_micros) {
+      double spent = ctx.sandboxes.usage().SpentMicrosSince(caller.key_id, NowMs() - 86400000);
+      if (spent >= static_cast<double>(*caller.daily_limit_micros))
+        throw ApiError(402, "spending_limit_reached",
+                       "this key spent " + std::to_string(static_cast<int64_t>(spent)) +
+                           " of its daily limit of " + std::to_string(*caller.daily_limit_micros) +
+                           " micro-dollars in the last 24 hours");
+    }
+    const char* op = spec.snapshot ? "restore" : "create";
+    int64_t t0 = MonotonicNowMs();
     control::Failure failure;
-    auto s = ctx.sandboxes.Create(std::move(spec), &failure);
-    if (!s) throw ApiError(failure.status, failure.code, failure.message);
+    auto s = ctx.sandboxes.Create(std::move(spec), deadline, &failure,
+                                  [&ex] { return ex.ClientGone(); });
+    if (!s) throw FromFailure(failure);
+    metrics::Observe("kiln_operation_seconds", {{"op", op}},
+                     static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
+    ex.SendJson(200, s->Info());
+  });
+
+  r.Add("POST", "/v1/sandboxes/{id}:extend", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    auto seconds = f.Int("seconds", 1, 3600);
+    if (!seconds && !f.has("seconds")) f.Issue("seconds", "is required");
+    f.Finish();
+    if (!s->running())
+      throw ApiError(409, "not_running", "sandbox " + s->id() + " is " + s->state());
+    ctx.sandboxes.Extend(s, *seconds);
     ex.SendJson(200, s->Info());
   });
 
@@ -73,6 +108,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
       filter.labels.emplace_back(l.substr(0, colon), l.substr(colon + 1));
     }
     filter.include_stopped = ex.Query("includeStopped").value_or("") == "true";
+    filter.owner = OwnerScope(ex);
     int limit = static_cast<int>(QueryInt(ex, "limit", 1, 500, 100));
     size_t start = 0;
     if (auto c = ex.Query("cursor")) {
@@ -103,7 +139,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("DELETE", "/v1/sandboxes/{id}", [&ctx](Exchange& ex) {
-    auto answer = ctx.sandboxes.Delete(ex.params["id"]);
+    auto answer = ctx.sandboxes.Delete(ex.params["id"], OwnerScope(ex));
     if (!answer) throw NotFound("sandbox " + ex.params["id"]);
     ex.SendJson(200, *answer);
   });

@@ -12,19 +12,11 @@ using nlohmann::json;
 
 namespace {
 
-ApiError FromFailure(const control::Failure& f) { return ApiError(f.status, f.code, f.message); }
-
 json WithPool(ApiContext& ctx, const store::SnapshotRecord& rec) {
   json out = rec.ToJson();
   auto p = ctx.sandboxes.pool().Status(rec.id);
   out["pool"] = {{"size", p.size}, {"ready", p.ready}, {"memoryBytes", p.memory_bytes}};
   return out;
-}
-
-store::SnapshotRecord FindSnapshot(ApiContext& ctx, const std::string& id) {
-  auto rec = ctx.sandboxes.snapshots().Get(id);
-  if (!rec) throw ApiError(404, "snapshot_not_found", "snapshot " + id + " not found");
-  return *rec;
 }
 
 }  // namespace
@@ -51,7 +43,9 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     auto source = ex.Query("sandboxId");
     auto name = ex.Query("name");
     json data = json::array();
+    auto scope = OwnerScope(ex);
     for (const auto& rec : ctx.sandboxes.snapshots().List()) {
+      if (scope && rec.owner != *scope) continue;
       if (source && rec.source_sandbox_id != *source) continue;
       if (name && (!rec.name || *rec.name != *name)) continue;
       data.push_back(WithPool(ctx, rec));
@@ -60,11 +54,11 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("GET", "/v1/snapshots/{id}", [&ctx](Exchange& ex) {
-    ex.SendJson(200, WithPool(ctx, FindSnapshot(ctx, ex.params["id"])));
+    ex.SendJson(200, WithPool(ctx, FindSnapshot(ctx, ex, ex.params["id"])));
   });
 
   r.Add("POST", "/v1/snapshots/{id}:pool", [&ctx](Exchange& ex) {
-    auto rec = FindSnapshot(ctx, ex.params["id"]);
+    auto rec = FindSnapshot(ctx, ex, ex.params["id"]);
     json body = ex.JsonBody();
     FieldReader f(body);
     auto size = f.Int("size", 0, 64);
@@ -76,7 +70,7 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/snapshots/{id}:delete", [&ctx](Exchange& ex) {
     FieldReader(ex.JsonBody()).Finish();
-    auto rec = FindSnapshot(ctx, ex.params["id"]);
+    auto rec = FindSnapshot(ctx, ex, ex.params["id"]);
     ctx.sandboxes.DeleteSnapshot(rec.id);
     json out = rec.ToJson();
     out["state"] = "deleted";
@@ -94,7 +88,7 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     bool keep = f.Bool("keepSnapshot").value_or(false);
     f.Finish();
     control::Failure failure;
-    auto copies = ctx.sandboxes.Fork(s, count, labels, keep, &failure);
+    auto copies = ctx.sandboxes.Fork(s, count, labels, keep, PreferWaitDeadline(ex), &failure);
     json list = json::array();
     for (const auto& c : copies) list.push_back(c->Info());
     if (static_cast<int>(copies.size()) < count) {

@@ -16,8 +16,10 @@
 namespace kiln::control {
 
 struct SandboxSpec {
+  std::string owner;  // the API key that created it
   engine::Shape shape;
   int timeout_seconds = 1800;
+  std::optional<int64_t> max_cost_micros;
   std::optional<std::string> name;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> env;
@@ -31,6 +33,7 @@ struct Failure {
   int status = 500;
   std::string code = "internal_error";
   std::string message;
+  int retry_after_s = 0;  // for conditions that clear on their own
 };
 
 class Sandbox {
@@ -47,12 +50,29 @@ class Sandbox {
   std::shared_ptr<engine::AgentConnection> conn() const;
 
   void MarkRunning(std::shared_ptr<engine::AgentConnection> conn, int64_t now_ms);
+  // Moves the lease end to max(expiresAt, now) + seconds, at most `cap_ms`
+  // ahead of now. Returns the new end.
+  int64_t Extend(int64_t seconds, int64_t now_ms, int64_t cap_ms);
   // Returns false if it was already stopping or stopped.
   bool MarkStopping(const std::string& reason);
   void MarkStopped(int64_t now_ms);
 
+  // Metering: adds one interval's usage. `cpu_ns` is the cgroup's total.
+  struct Meter {
+    uint64_t cpu_ns = 0;  // cgroup CPU total at the last reading
+    int64_t at_ms = 0;    // when it was read
+    double cpu_seconds = 0, gib_hours = 0, micros = 0;
+  };
+  Meter meter() const;
+  void SetMeter(const Meter& m);
+
   // SandboxInfo, as the API answers it.
   nlohmann::json Info() const;
+
+  // The durable record (spec with env values, times, meter), and back.
+  nlohmann::json Record() const;
+  static std::shared_ptr<Sandbox> FromRecord(const nlohmann::json& record);
+  int64_t ended_ms() const;
 
  private:
   const std::string id_;
@@ -64,6 +84,7 @@ class Sandbox {
   int64_t expires_ms_;
   int64_t ended_ms_ = 0;
   std::string stop_reason_;
+  Meter meter_;
   std::shared_ptr<engine::AgentConnection> conn_;
 };
 

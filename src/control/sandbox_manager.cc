@@ -1,9 +1,12 @@
 #include "control/sandbox_manager.h"
 
 #include <algorithm>
+#include <atomic>
+#include <set>
 
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/time.h"
 
 using nlohmann::json;
@@ -11,17 +14,23 @@ using nlohmann::json;
 namespace kiln::control {
 
 namespace {
-constexpr size_t kKeepStopped = 1000;  // stopped sandboxes still listed
-}
+constexpr size_t kKeepStopped = 1000;                // stopped sandboxes still listed
+constexpr int64_t kKeepRecordsMs = 30 * 86400000LL;  // stopped records in the table
+constexpr int64_t kLeaseCapMs = 3600 * 1000;         // :extend moves a lease at most 1 h ahead
+}  // namespace
 
-SandboxManager::SandboxManager(engine::Engine& engine, std::string rootfs,
-                               store::SnapshotStore& snapshots, int default_pool_size)
-    : engine_(engine),
-      rootfs_(std::move(rootfs)),
-      snapshots_(snapshots),
-      default_pool_size_(default_pool_size),
-      pool_(engine, rootfs_, snapshots) {
+SandboxManager::SandboxManager(ManagerDeps deps, ManagerOptions options)
+    : engine_(deps.engine),
+      rootfs_(std::move(deps.rootfs)),
+      snapshots_(deps.snapshots),
+      records_(deps.records),
+      usage_(deps.usage),
+      capacity_(deps.capacity),
+      options_(std::move(options)),
+      pool_(engine_, rootfs_, snapshots_) {
+  Recover();
   lease_thread_ = std::thread([this] { LeaseLoop(); });
+  meter_thread_ = std::thread([this] { MeterLoop(); });
 }
 
 SandboxManager::~SandboxManager() {
@@ -31,12 +40,96 @@ SandboxManager::~SandboxManager() {
   }
   cv_.notify_all();
   lease_thread_.join();
-  for (auto& s : List(ListFilter{})) Stop(s, "host_stopped");
+  meter_thread_.join();
+  StopAll("host_stopped");
 }
 
-std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Failure* failure) {
+void SandboxManager::StopAll(const std::string& reason) {
+  // In parallel, a few at a time: a daemon with hundreds of sandboxes must
+  // still exit within its service manager's stop timeout.
+  auto all = List(ListFilter{});
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  for (size_t w = 0; w < std::min<size_t>(8, all.size()); ++w) {
+    workers.emplace_back([&] {
+      for (size_t i; (i = next++) < all.size();) Stop(all[i], reason);
+    });
+  }
+  for (auto& t : workers) t.join();
+}
+
+void SandboxManager::Recover() {
+  std::set<std::string> adopted;
+  for (const auto& record : records_.Live()) {
+    auto s = Sandbox::FromRecord(record);
+    std::string error = "it was " + s->state() + " when the daemon stopped";
+    std::shared_ptr<engine::AgentConnection> conn;
+    // Only a sandbox that was fully running can be trusted; one caught
+    // starting or stopping is taken down.
+    if (s->state() == "running") conn = engine_.Attach(s->id(), s->spec().shape, &error);
+    {
+      std::lock_guard lock(mu_);
+      sandboxes_[s->id()] = s;
+      order_.push_back(s->id());
+    }
+    if (conn) {
+      capacity_.Adopt(s->spec().owner, s->spec().shape);
+      Track(s, conn);
+      adopted.insert(s->id());
+      LogInfo("re-adopted a running sandbox",
+              {{"event", "sandbox.adopted"}, {"sandboxId", s->id()}});
+      continue;
+    }
+    engine_.Destroy(s->id());
+    s->MarkStopping("host_lost");
+    s->MarkStopped(StableNowMs());
+    Save(*s);
+    LogWarn("sandbox lost while the daemon was down",
+            {{"event", "sandbox.lost"}, {"sandboxId", s->id()}, {"error", error}});
+  }
+  // Whatever else the engine has (pooled copies, half-made sandboxes) has
+  // no owner any more.
+  for (const auto& id : engine_.List()) {
+    if (adopted.count(id)) continue;
+    LogWarn("removing a sandbox left by an earlier daemon", {{"sandboxId", id}});
+    engine_.Destroy(id);
+  }
+  auto stopped = records_.RecentlyStopped(kKeepStopped);
+  std::lock_guard lock(mu_);
+  std::vector<std::string> old_order;
+  for (const auto& record : stopped) {
+    auto s = Sandbox::FromRecord(record);
+    if (sandboxes_.count(s->id())) continue;
+    sandboxes_[s->id()] = s;
+    old_order.push_back(s->id());
+  }
+  order_.insert(order_.begin(), old_order.begin(), old_order.end());
+}
+
+void SandboxManager::Save(const Sandbox& sandbox) {
+  try {
+    records_.Put(sandbox.Record());
+  } catch (const std::exception& e) {
+    LogError("cannot record sandbox", {{"sandboxId", sandbox.id()}, {"error", e.what()}});
+  }
+}
+
+void SandboxManager::Track(const std::shared_ptr<Sandbox>& sandbox,
+                           std::shared_ptr<engine::AgentConnection> conn) {
+  std::weak_ptr<Sandbox> weak = sandbox;
+  conn->OnClose([this, weak] {
+    // Called on the channel's reader thread: clean up elsewhere.
+    std::thread([this, weak] {
+      if (auto s = weak.lock(); s && s->running()) Stop(s, "sandbox_died");
+    }).detach();
+  });
+  sandbox->MarkRunning(std::move(conn), StableNowMs());
+}
+
+std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadline,
+                                                Failure* failure,
+                                                const std::function<bool()>& cancelled) {
   std::optional<store::SnapshotRecord> from;
-  std::optional<PooledCopy> pooled;
   if (spec.snapshot) {
     from = snapshots_.Get(*spec.snapshot);
     if (!from) {
@@ -45,21 +138,57 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Failure* failu
     }
     spec.shape = from->shape;  // a copy has the shape of what it copies
     if (spec.labels.empty()) spec.labels = from->labels;
-    // A pooled copy was verified when it was restored.
+  }
+  if (spec.max_cost_micros) {
+    int64_t worst = MaxLeaseCostMicros(options_.prices, spec.shape, spec.timeout_seconds);
+    if (worst > *spec.max_cost_micros) {
+      *failure = {409, "budget_exceeded",
+                  "the first lease at full CPU would cost " + std::to_string(worst) +
+                      " micro-dollars, over maxCostMicros " +
+                      std::to_string(*spec.max_cost_micros)};
+      return nullptr;
+    }
+  }
+  int64_t queued_at = MonotonicNowMs();
+  switch (capacity_.Acquire(spec.owner, spec.shape, deadline, cancelled)) {
+    case Capacity::Result::kGranted:
+      break;
+    case Capacity::Result::kNeverFits:
+      *failure = {400, "invalid_request",
+                  "body.memoryMiB/vcpu: the shape is more than this host can ever run"};
+      return nullptr;
+    case Capacity::Result::kQuotaExceeded:
+      *failure = {409, "quota_exceeded",
+                  "this key already runs its limit of " +
+                      std::to_string(capacity_.limits().key_sandboxes) + " sandboxes",
+                  capacity_.RetryAfterSeconds()};
+      return nullptr;
+    case Capacity::Result::kNoCapacity:
+      *failure = {409, "no_capacity", "the host is full; retry later or wait longer",
+                  capacity_.RetryAfterSeconds()};
+      return nullptr;
+  }
+  int64_t waited_ms = MonotonicNowMs() - queued_at;
+  metrics::Observe("kiln_capacity_wait_seconds", {}, static_cast<double>(waited_ms) / 1000.0);
+  // A pooled copy was verified when it was restored.
+  std::optional<PooledCopy> pooled;
+  if (from) {
     pooled = pool_.Take(from->id);
     std::string why;
     if (!pooled && !spec.snapshot_just_sealed && !snapshots_.Verify(from->id, &why)) {
+      capacity_.Release(spec.owner, spec.shape);
       *failure = {409, "snapshot_corrupted", why};
       return nullptr;
     }
   }
   auto sandbox =
-      std::make_shared<Sandbox>(pooled ? pooled->id : NewUuid(), std::move(spec), NowMs());
+      std::make_shared<Sandbox>(pooled ? pooled->id : NewUuid(), std::move(spec), StableNowMs());
   {
     std::lock_guard lock(mu_);
     sandboxes_[sandbox->id()] = sandbox;
     order_.push_back(sandbox->id());
   }
+  Save(*sandbox);  // "starting": a restart knows to look for it
   int64_t t0 = MonotonicNowMs();
   engine::CreateParams params{sandbox->id(), sandbox->spec().shape, rootfs_};
   std::string error;
@@ -73,23 +202,26 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Failure* failu
   }
   if (!conn) {
     sandbox->MarkStopping("startup_failed");
-    sandbox->MarkStopped(NowMs());
+    sandbox->MarkStopped(StableNowMs());
+    capacity_.Release(sandbox->spec().owner, sandbox->spec().shape);
+    Save(*sandbox);
     LogError("sandbox failed to start", {{"sandboxId", sandbox->id()}, {"error", error}});
     *failure = {500, "startup_failed", "the sandbox failed to start: " + error};
     return nullptr;
   }
-  std::weak_ptr<Sandbox> weak = sandbox;
-  conn->OnClose([this, weak] {
-    // Called on the channel's reader thread: clean up elsewhere.
-    std::thread([this, weak] {
-      if (auto s = weak.lock(); s && s->running()) Stop(s, "sandbox_died");
-    }).detach();
-  });
-  sandbox->MarkRunning(conn, NowMs());
+  // Metering starts now: CPU a pooled copy used while waiting is not the user's.
+  Sandbox::Meter m;
+  m.cpu_ns = engine_.GetUsage(sandbox->id()).cpu_ns;
+  m.at_ms = StableNowMs();
+  sandbox->SetMeter(m);
+  Track(sandbox, conn);
+  Save(*sandbox);
   LogInfo("sandbox started", {{"event", "sandbox.running"},
                               {"sandboxId", sandbox->id()},
+                              {"owner", sandbox->spec().owner},
                               {"snapshotId", from ? json(from->id) : json(nullptr)},
                               {"pooled", pooled.has_value()},
+                              {"queuedMs", waited_ms},
                               {"startMs", MonotonicNowMs() - t0}});
   return sandbox;
 }
@@ -102,6 +234,7 @@ std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
   }
   store::SnapshotRecord rec;
   rec.id = NewUuid();
+  rec.owner = sandbox->spec().owner;
   rec.name = options.name;
   rec.labels = options.labels.empty() ? sandbox->spec().labels : options.labels;
   rec.source_sandbox_id = sandbox->id();
@@ -115,7 +248,7 @@ std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
                 sandbox->running() ? "snapshot_failed" : "not_running", error};
     return std::nullopt;
   }
-  rec.created_ms = NowMs();
+  rec.created_ms = StableNowMs();
   rec.expires_ms = rec.created_ms + static_cast<int64_t>(rec.retention_days) * 86400000;
   rec.size_bytes = stats.bytes;
   rec.capture_ms = stats.duration_ms;
@@ -123,7 +256,12 @@ std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
     *failure = {500, "snapshot_failed", error};
     return std::nullopt;
   }
-  if (default_pool_size_ > 0 && options.pool) pool_.Resize(rec.id, default_pool_size_);
+  {
+    std::lock_guard lock(mu_);
+    snapshot_metered_ms_[rec.id] = rec.created_ms;
+  }
+  if (options_.default_pool_size > 0 && options.pool)
+    pool_.Resize(rec.id, options_.default_pool_size);
   LogInfo("snapshot ready", {{"event", "snapshot.ready"},
                              {"snapshotId", rec.id},
                              {"sandboxId", sandbox->id()},
@@ -134,7 +272,8 @@ std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
 
 std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
     const std::shared_ptr<Sandbox>& source, int count,
-    const std::map<std::string, std::string>& labels, bool keep_snapshot, Failure* failure) {
+    const std::map<std::string, std::string>& labels, bool keep_snapshot, Deadline deadline,
+    Failure* failure) {
   SnapshotOptions opts;
   opts.labels = labels;
   opts.retention_days = 1;
@@ -147,12 +286,14 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
   for (int i = 0; i < count; ++i) {
     threads.emplace_back([&, i] {
       SandboxSpec spec;
+      spec.owner = source->spec().owner;
       spec.snapshot = snap->id;
       spec.snapshot_just_sealed = true;
       spec.labels = labels.empty() ? source->spec().labels : labels;
       spec.env = source->spec().env;
       spec.timeout_seconds = source->spec().timeout_seconds;
-      copies[static_cast<size_t>(i)] = Create(std::move(spec), &failures[static_cast<size_t>(i)]);
+      copies[static_cast<size_t>(i)] =
+          Create(std::move(spec), deadline, &failures[static_cast<size_t>(i)]);
     });
   }
   for (auto& t : threads) t.join();
@@ -181,6 +322,7 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::List(const ListFilter& f) 
     auto it = sandboxes_.find(id);
     if (it == sandboxes_.end()) continue;
     const auto& s = it->second;
+    if (f.owner && s->spec().owner != *f.owner) continue;
     std::string state = s->state();
     if (f.states.empty()) {
       if (state == "stopped" && !f.include_stopped) continue;
@@ -197,6 +339,89 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::List(const ListFilter& f) 
   return out;
 }
 
+std::map<std::string, int> SandboxManager::CountByState() const {
+  std::map<std::string, int> counts{{"starting", 0}, {"running", 0}, {"stopping", 0}};
+  std::lock_guard lock(mu_);
+  for (const auto& [id, s] : sandboxes_) {
+    std::string st = s->state();
+    if (st != "stopped") ++counts[st];
+  }
+  return counts;
+}
+
+int64_t SandboxManager::Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t seconds) {
+  int64_t end = sandbox->Extend(seconds, StableNowMs(), kLeaseCapMs);
+  Save(*sandbox);
+  LogInfo("lease extended", {{"event", "sandbox.extended"},
+                             {"sandboxId", sandbox->id()},
+                             {"expiresAt", FormatTime(end)}});
+  return end;
+}
+
+store::UsageRow SandboxManager::MeterOne(Sandbox& s, int64_t now_ms) {
+  std::lock_guard lock(meter_mu_);
+  Sandbox::Meter m = s.meter();
+  uint64_t cpu_now = engine_.GetUsage(s.id()).cpu_ns;
+  // A zero reading means the cgroup is gone; charge no CPU for it.
+  uint64_t cpu = cpu_now >= m.cpu_ns ? cpu_now - m.cpu_ns : 0;
+  int64_t wall = std::max<int64_t>(0, now_ms - m.at_ms);
+  UsageDelta d = MeterInterval(options_.prices, s.spec().shape, cpu, wall);
+  metrics::Inc("kiln_metered_cpu_seconds_total", {}, d.cpu_seconds);
+  store::UsageRow row;
+  row.sandbox_id = s.id();
+  row.key_id = s.spec().owner;
+  row.labels = s.spec().labels;
+  row.start_ms = m.at_ms;
+  row.end_ms = now_ms;
+  row.cpu_seconds = d.cpu_seconds;
+  row.gib_hours = d.gib_hours;
+  row.micros = d.micros_exact;
+  if (cpu_now >= m.cpu_ns) m.cpu_ns = cpu_now;
+  m.at_ms = now_ms;
+  m.cpu_seconds += d.cpu_seconds;
+  m.gib_hours += d.gib_hours;
+  m.micros += d.micros_exact;
+  s.SetMeter(m);
+  return row;
+}
+
+void SandboxManager::MeterAll() {
+  int64_t now = StableNowMs();
+  std::vector<store::UsageRow> rows;
+  std::vector<json> records;
+  for (auto& s : List(ListFilter{{"running"}})) {
+    rows.push_back(MeterOne(*s, now));
+    records.push_back(s->Record());
+  }
+  std::vector<store::SnapshotRecord> snaps = snapshots_.List();
+  {
+    std::lock_guard lock(mu_);
+    std::map<std::string, int64_t> still;
+    for (const auto& snap : snaps) {
+      int64_t since = snapshot_metered_ms_.count(snap.id) ? snapshot_metered_ms_[snap.id]
+                                                          : std::max(snap.created_ms, now - 60000);
+      store::UsageRow row;
+      row.sandbox_id = snap.id;
+      row.key_id = snap.owner;
+      row.labels = snap.labels;
+      row.kind = "snapshot";
+      row.start_ms = since;
+      row.end_ms = now;
+      row.gb_months = SnapshotGbMonths(snap.size_bytes, now - since);
+      row.micros = SnapshotStorageMicrosExact(options_.prices, snap.size_bytes, now - since);
+      rows.push_back(row);
+      still[snap.id] = now;
+    }
+    snapshot_metered_ms_ = std::move(still);
+  }
+  try {
+    usage_.Record(rows);
+    records_.Put(records);
+  } catch (const std::exception& e) {
+    LogError("cannot record usage", {{"error", e.what()}});
+  }
+}
+
 void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason) {
   if (!sandbox->MarkStopping(reason)) {
     // Someone else is stopping it: wait until they are done.
@@ -204,10 +429,22 @@ void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::st
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return;
   }
+  Save(*sandbox);
+  // The last reading, while its cgroup still exists.
+  store::UsageRow last = MeterOne(*sandbox, StableNowMs());
   engine_.Destroy(sandbox->id());
-  sandbox->MarkStopped(NowMs());
-  LogInfo("sandbox stopped",
-          {{"event", "sandbox.stopped"}, {"sandboxId", sandbox->id()}, {"reason", reason}});
+  sandbox->MarkStopped(StableNowMs());
+  capacity_.Release(sandbox->spec().owner, sandbox->spec().shape);
+  try {
+    usage_.Record({last});
+  } catch (const std::exception& e) {
+    LogError("cannot record usage", {{"sandboxId", sandbox->id()}, {"error", e.what()}});
+  }
+  Save(*sandbox);
+  LogInfo("sandbox stopped", {{"event", "sandbox.stopped"},
+                              {"sandboxId", sandbox->id()},
+                              {"reason", reason},
+                              {"chargedMicros", static_cast<int64_t>(sandbox->meter().micros)}});
   std::lock_guard lock(mu_);
   // Forget the oldest stopped ones beyond what listings keep.
   size_t stopped = 0;
@@ -220,14 +457,16 @@ void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::st
   std::erase_if(order_, [&](const std::string& id) { return !sandboxes_.count(id); });
 }
 
-std::optional<nlohmann::json> SandboxManager::Delete(const std::string& id) {
+std::optional<nlohmann::json> SandboxManager::Delete(const std::string& id,
+                                                     const std::optional<std::string>& owner) {
   auto s = Get(id);
   if (!s) {
     std::lock_guard lock(mu_);
     auto it = deleted_.find(id);
-    if (it == deleted_.end()) return std::nullopt;
-    return it->second.second;
+    if (it == deleted_.end() || (owner && it->second.owner != *owner)) return std::nullopt;
+    return it->second.answer;
   }
+  if (owner && s->spec().owner != *owner) return std::nullopt;
   Stop(s, "requested");
   nlohmann::json info = s->Info();
   nlohmann::json answer = {{"id", id},
@@ -236,14 +475,16 @@ std::optional<nlohmann::json> SandboxManager::Delete(const std::string& id) {
                            {"labels", info["labels"]},
                            {"status", "deleted"},
                            {"state", info["state"]},
-                           {"deletedAt", FormatTime(NowMs())},
-                           {"endedAt", info["endedAt"]}};
+                           {"deletedAt", FormatTime(StableNowMs())},
+                           {"endedAt", info["endedAt"]},
+                           {"chargedMicros", info["chargedMicros"]}};
+  records_.Remove(id);
   std::lock_guard lock(mu_);
   sandboxes_.erase(id);
   std::erase(order_, id);
-  int64_t now = NowMs();
-  std::erase_if(deleted_, [&](const auto& d) { return d.second.first < now - 86400000; });
-  deleted_[id] = {now, answer};
+  int64_t now = StableNowMs();
+  std::erase_if(deleted_, [&](const auto& d) { return d.second.at_ms < now - 86400000; });
+  deleted_[id] = {now, s->spec().owner, answer};
   return answer;
 }
 
@@ -256,15 +497,38 @@ void SandboxManager::LeaseLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     cv_.wait_for(lock, std::chrono::milliseconds(500));
-    int64_t now = NowMs();
+    int64_t now = StableNowMs();
     std::vector<std::shared_ptr<Sandbox>> expired;
     for (const auto& [id, s] : sandboxes_) {
       if (s->running() && s->expires_ms() <= now) expired.push_back(s);
     }
     lock.unlock();
     for (auto& s : expired) std::thread([this, s] { Stop(s, "lease_expired"); }).detach();
-    for (const auto& id : snapshots_.DeleteExpired(now))
-      LogInfo("snapshot expired", {{"snapshotId", id}});
+    for (const auto& id : snapshots_.DeleteExpired(now)) {
+      pool_.Drop(id);
+      LogInfo("snapshot expired", {{"event", "snapshot.expired"}, {"snapshotId", id}});
+    }
+    lock.lock();
+  }
+}
+
+void SandboxManager::MeterLoop() {
+  std::unique_lock lock(mu_);
+  int64_t last_prune = 0;
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(options_.meter_interval_ms));
+    if (stopping_) break;
+    lock.unlock();
+    MeterAll();
+    int64_t now = StableNowMs();
+    if (now - last_prune > 3600 * 1000) {
+      last_prune = now;
+      try {
+        records_.DeleteStoppedBefore(now - kKeepRecordsMs);
+      } catch (const std::exception& e) {
+        LogError("cannot prune records", {{"error", e.what()}});
+      }
+    }
     lock.lock();
   }
 }

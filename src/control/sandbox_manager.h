@@ -1,8 +1,16 @@
-// The table of sandboxes and their lifecycle: create, find, stop, delete,
-// and stop at lease end or when a sandbox dies on its own.
+// The table of sandboxes and their lifecycle: create (after capacity
+// admits it), find, stop, delete; stop at lease end or when a sandbox dies
+// on its own; meter what each one uses; and, after a daemon restart,
+// re-adopt the sandboxes that kept running.
+//
+// Every lifecycle change is written to the durable sandbox table before it
+// is answered, so a kill -9 of kilnd at any moment leaves a record of every
+// sandbox it may have started.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,10 +19,14 @@
 #include <thread>
 #include <vector>
 
+#include "control/capacity.h"
+#include "control/metering.h"
 #include "control/sandbox.h"
 #include "control/warm_pool.h"
 #include "engine/engine.h"
+#include "store/sandbox_store.h"
 #include "store/snapshot_store.h"
+#include "store/usage_store.h"
 
 namespace kiln::control {
 
@@ -22,6 +34,7 @@ struct ListFilter {
   std::vector<std::string> states;                          // any of; empty = live ones
   std::vector<std::pair<std::string, std::string>> labels;  // all must match
   bool include_stopped = false;
+  std::optional<std::string> owner;  // only this key's; nullopt = everyone's
 };
 
 struct SnapshotOptions {
@@ -31,16 +44,38 @@ struct SnapshotOptions {
   bool pool = true;  // keep the daemon's default pool of ready copies
 };
 
+struct ManagerOptions {
+  int default_pool_size = 0;     // ready copies kept for every new snapshot
+  int meter_interval_ms = 5000;  // how often running sandboxes are metered
+  PriceTable prices;
+};
+
+// What the manager works with; all outlive it.
+struct ManagerDeps {
+  engine::Engine& engine;
+  std::string rootfs;
+  store::SnapshotStore& snapshots;
+  store::SandboxStore& records;
+  store::UsageStore& usage;
+  Capacity& capacity;
+};
+
+using Deadline = std::chrono::steady_clock::time_point;
+
 class SandboxManager {
  public:
-  // `default_pool_size`: ready copies kept for every new snapshot.
-  SandboxManager(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots,
-                 int default_pool_size = 0);
+  // Re-adopts the sandboxes of the durable table that still run, marks the
+  // rest stopped (stopReason host_lost) and removes anything else the
+  // engine has on the host.
+  SandboxManager(ManagerDeps deps, ManagerOptions options);
   ~SandboxManager();  // stops every sandbox
 
-  // Starts a sandbox (from the image, or from spec.snapshot) and returns it
-  // running, or null with *failure set.
-  std::shared_ptr<Sandbox> Create(SandboxSpec spec, Failure* failure);
+  // Starts a sandbox (from the image, or from spec.snapshot) once capacity
+  // admits it -- waiting in line until `deadline` -- and returns it running,
+  // or null with *failure set.
+  // `cancelled` is polled while waiting (the client hung up).
+  std::shared_ptr<Sandbox> Create(SandboxSpec spec, Deadline deadline, Failure* failure,
+                                  const std::function<bool()>& cancelled = nullptr);
 
   // Captures a running sandbox; it is paused only while capturing.
   std::optional<store::SnapshotRecord> Snapshot(const std::shared_ptr<Sandbox>& sandbox,
@@ -51,35 +86,68 @@ class SandboxManager {
   // are returned even when others failed (then *failure is set).
   std::vector<std::shared_ptr<Sandbox>> Fork(const std::shared_ptr<Sandbox>& source, int count,
                                              const std::map<std::string, std::string>& labels,
-                                             bool keep_snapshot, Failure* failure);
+                                             bool keep_snapshot, Deadline deadline,
+                                             Failure* failure);
 
   store::SnapshotStore& snapshots() { return snapshots_; }
+  store::UsageStore& usage() { return usage_; }
+  Capacity& capacity() { return capacity_; }
   WarmPool& pool() { return pool_; }
+  const PriceTable& prices() const { return options_.prices; }
   // Deletes a snapshot and its pool; copies already handed out keep running.
   bool DeleteSnapshot(const std::string& id);
   std::shared_ptr<Sandbox> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Sandbox>> List(const ListFilter& filter) const;
+  // Moves its lease end (see Sandbox::Extend) and records it.
+  int64_t Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t seconds);
   // Stops it synchronously: when this returns nothing of it is on the host.
   void Stop(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason);
   // Stops and forgets it; returns its last info, also for a repeated
-  // delete (kept for a day). Null if never known.
-  std::optional<nlohmann::json> Delete(const std::string& id);
+  // delete (kept for a day). Null if never known, or not `owner`'s when
+  // that is given.
+  std::optional<nlohmann::json> Delete(const std::string& id,
+                                       const std::optional<std::string>& owner = std::nullopt);
+  // Stops every sandbox, a few at a time (daemon shutdown).
+  void StopAll(const std::string& reason);
+  // Counts by state, for metrics.
+  std::map<std::string, int> CountByState() const;
+  // Meters every running sandbox and stored snapshot now.
+  void MeterAll();
 
  private:
+  void Recover();
+  // Starts tracking a sandbox that runs: its channel, its death.
+  void Track(const std::shared_ptr<Sandbox>& sandbox,
+             std::shared_ptr<engine::AgentConnection> conn);
+  void Save(const Sandbox& sandbox);
+  // Prices the interval since the sandbox's last reading; the ledger row.
+  store::UsageRow MeterOne(Sandbox& sandbox, int64_t now_ms);
   void LeaseLoop();
+  void MeterLoop();
 
   engine::Engine& engine_;
   const std::string rootfs_;
   store::SnapshotStore& snapshots_;
-  const int default_pool_size_;
+  store::SandboxStore& records_;
+  store::UsageStore& usage_;
+  Capacity& capacity_;
+  const ManagerOptions options_;
   WarmPool pool_;
   mutable std::mutex mu_;
+  std::mutex meter_mu_;  // one reading at a time, so no interval is billed twice
   std::map<std::string, std::shared_ptr<Sandbox>> sandboxes_;
   std::vector<std::string> order_;  // creation order, for listing
-  std::map<std::string, std::pair<int64_t, nlohmann::json>> deleted_;  // id -> (when, answer)
+  struct Tombstone {
+    int64_t at_ms;
+    std::string owner;
+    nlohmann::json answer;
+  };
+  std::map<std::string, Tombstone> deleted_;
+  std::map<std::string, int64_t> snapshot_metered_ms_;  // snapshot id -> last metered
   std::condition_variable cv_;
   bool stopping_ = false;
   std::thread lease_thread_;
+  std::thread meter_thread_;
 };
 
 }  // namespace kiln::control

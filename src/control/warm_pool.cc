@@ -79,6 +79,17 @@ PoolStatus WarmPool::Status(const std::string& snapshot_id) {
   return s;
 }
 
+std::map<std::string, PoolStatus> WarmPool::StatusAll() {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, pool] : pools_) ids.push_back(id);
+  }
+  std::map<std::string, PoolStatus> out;
+  for (const auto& id : ids) out[id] = Status(id);
+  return out;
+}
+
 void WarmPool::Drop(const std::string& snapshot_id) {
   std::deque<PooledCopy> copies;
   {

@@ -39,6 +39,8 @@ class WarmPool {
   // A ready copy whose agent answers, or nullopt (then restore directly).
   std::optional<PooledCopy> Take(const std::string& snapshot_id);
   PoolStatus Status(const std::string& snapshot_id);
+  // Every pool's status, by snapshot id.
+  std::map<std::string, PoolStatus> StatusAll();
   // Destroys the pool of a deleted snapshot.
   void Drop(const std::string& snapshot_id);
 

@@ -1,22 +1,37 @@
 // kilnd: the kiln daemon. Serves the /v1 HTTP API and runs each sandbox in
 // gVisor.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 
+#include "api/front.h"
 #include "api/http_server.h"
 #include "api/routes.h"
+#include "api/routes_keys.h"
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "common/time.h"
+#include "common/unique_fd.h"
 #include "control/sandbox_manager.h"
 #include "engine/runsc_engine.h"
+#include "store/db.h"
+#include "store/idempotency_store.h"
 #include "store/image_store.h"
+#include "store/key_store.h"
+#include "store/sandbox_store.h"
 #include "store/snapshot_store.h"
+#include "store/usage_store.h"
 
 namespace {
 
@@ -26,10 +41,29 @@ struct Flags {
   std::string image_dir;  // default <state_dir>/images
   std::string runsc = "runsc";
   std::string platform = "systrap";
-  std::string agent;         // default: kiln-agent beside kilnd
-  std::string image_recipe;  // default: <repo>/images/base/build.sh
-  int pool_size = 0;         // ready copies kept for every new snapshot
+  std::string agent;            // default: kiln-agent beside kilnd
+  std::string image_recipe;     // default: <repo>/images/base/build.sh
+  int pool_size = 0;            // ready copies kept for every new snapshot
+  int64_t host_memory_mib = 0;  // default: MemTotal less 1 GiB for the host
+  int host_vcpus = 0;           // default: the host's CPUs
+  double memory_overcommit = 4.0;
+  double cpu_overcommit = 64.0;
+  int key_sandboxes = 100;
+  std::string prices;  // JSON price table file
+  int meter_interval_ms = 5000;
+  std::string admin_key_file;  // default <state_dir>/admin.key
 };
+
+int64_t HostMemoryMib() {
+  std::ifstream f("/proc/meminfo");
+  std::string name;
+  int64_t kib = 0;
+  while (f >> name >> kib) {
+    if (name == "MemTotal:") return std::max<int64_t>(512, kib / 1024 - 1024);
+    f.ignore(64, '\n');
+  }
+  return 4096;
+}
 
 std::string ExeDir() { return std::filesystem::canonical("/proc/self/exe").parent_path(); }
 
@@ -37,7 +71,10 @@ void Usage() {
   std::fprintf(stderr,
                "usage: kilnd [--listen HOST:PORT] [--state-dir DIR] [--image-dir DIR]\n"
                "             [--runsc PATH] [--platform systrap|ptrace] [--agent PATH] "
-               "[--image-recipe PATH] [--pool-size N]\n");
+               "[--image-recipe PATH] [--pool-size N]\n"
+               "             [--host-memory-mib N] [--host-vcpus N] [--memory-overcommit X]\n"
+               "             [--cpu-overcommit X] [--key-sandbox-limit N] [--prices FILE]\n"
+               "             [--meter-interval-ms N] [--admin-key-file PATH]\n");
 }
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -67,6 +104,22 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->image_recipe = value;
     else if (a == "--pool-size")
       f->pool_size = std::atoi(value.c_str());
+    else if (a == "--host-memory-mib")
+      f->host_memory_mib = std::atoll(value.c_str());
+    else if (a == "--host-vcpus")
+      f->host_vcpus = std::atoi(value.c_str());
+    else if (a == "--memory-overcommit")
+      f->memory_overcommit = std::atof(value.c_str());
+    else if (a == "--cpu-overcommit")
+      f->cpu_overcommit = std::atof(value.c_str());
+    else if (a == "--key-sandbox-limit")
+      f->key_sandboxes = std::atoi(value.c_str());
+    else if (a == "--prices")
+      f->prices = value;
+    else if (a == "--meter-interval-ms")
+      f->meter_interval_ms = std::atoi(value.c_str());
+    else if (a == "--admin-key-file")
+      f->admin_key_file = value;
     else {
       std::fprintf(stderr, "kilnd: unknown flag %s\n", a.c_str());
       return false;
@@ -111,24 +164,99 @@ int main(int argc, char** argv) {
     return 1;
   }
   kiln::engine::RunscEngine engine({flags.state_dir, flags.runsc, flags.platform, flags.agent});
-  // Sandboxes left by an earlier kilnd: their channels are gone with it
-  // until restart recovery re-adopts them, so clean them up.
-  for (const auto& id : engine.List()) {
-    kiln::LogWarn("removing a sandbox left by an earlier daemon", {{"sandboxId", id}});
-    engine.Destroy(id);
+  kiln::control::ManagerOptions options;
+  options.default_pool_size = flags.pool_size;
+  options.meter_interval_ms = std::max(100, flags.meter_interval_ms);
+  kiln::control::CapacityLimits limits;
+  limits.host_memory_mib = flags.host_memory_mib > 0 ? flags.host_memory_mib : HostMemoryMib();
+  limits.host_vcpus = flags.host_vcpus > 0
+                          ? flags.host_vcpus
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  limits.memory_overcommit = flags.memory_overcommit;
+  limits.cpu_overcommit = flags.cpu_overcommit;
+  limits.key_sandboxes = flags.key_sandboxes;
+  if (limits.memory_overcommit <= 0 || limits.cpu_overcommit <= 0 || limits.key_sandboxes < 1) {
+    std::fprintf(stderr, "kilnd: overcommit ratios must be > 0 and --key-sandbox-limit >= 1\n");
+    return 2;
+  }
+  try {
+    if (!flags.prices.empty()) {
+      std::ifstream f(flags.prices);
+      auto j = nlohmann::json::parse(f, nullptr, false);
+      if (!f || j.is_discarded()) throw std::invalid_argument(flags.prices + " is not JSON");
+      options.prices = kiln::control::PriceTable::FromJson(j);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kilnd: --prices: %s\n", e.what());
+    return 2;
+  }
+  // One daemon per state directory: a second one would adopt, and then
+  // fight over, the first one's sandboxes.
+  std::filesystem::create_directories(flags.state_dir);
+  kiln::UniqueFd lock_fd(
+      ::open((flags.state_dir + "/kilnd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock_fd || ::flock(lock_fd.get(), LOCK_EX | LOCK_NB) < 0) {
+    kiln::LogError("another kilnd uses this state directory", {{"stateDir", flags.state_dir}});
+    return 1;
+  }
+  std::unique_ptr<kiln::store::Db> db;
+  try {
+    db = std::make_unique<kiln::store::Db>(flags.state_dir + "/kiln.db");
+    ::chmod((flags.state_dir + "/kiln.db").c_str(), 0600);
+  } catch (const std::exception& e) {
+    kiln::LogError("cannot open the state database", {{"error", e.what()}});
+    return 1;
+  }
+  kiln::store::KeyStore keys(*db);
+  kiln::store::IdempotencyStore idempotency(*db);
+  kiln::store::UsageStore usage(*db);
+  kiln::store::SandboxStore records(*db);
+  std::string admin_key_file =
+      flags.admin_key_file.empty() ? flags.state_dir + "/admin.key" : flags.admin_key_file;
+  std::string admin_id = keys.EnsureLocalAdminKey(admin_key_file);
+  // Bind before re-adopting sandboxes: a daemon that cannot serve must not
+  // take over (and on exit stop) what it cannot manage.
+  std::unique_ptr<kiln::api::HttpServer> server;
+  kiln::api::ApiFront* front_ptr = nullptr;
+  try {
+    server = std::make_unique<kiln::api::HttpServer>(
+        flags.listen, [&front_ptr](kiln::api::Exchange& ex) { front_ptr->Handle(ex); });
+    server->Listen();
+  } catch (const std::exception& e) {
+    kiln::LogError("cannot serve", {{"listen", flags.listen}, {"error", e.what()}});
+    return 1;
   }
   kiln::store::SnapshotStore snapshots(flags.state_dir + "/snapshots");
-  kiln::control::SandboxManager sandboxes(engine, rootfs, snapshots, flags.pool_size);
-  kiln::api::ApiContext ctx{sandboxes};
+  kiln::control::Capacity capacity(limits);
+  // Re-adopts what an earlier kilnd left running (see SandboxManager).
+  kiln::control::SandboxManager sandboxes({engine, rootfs, snapshots, records, usage, capacity},
+                                          options);
+  kiln::api::ApiContext ctx{sandboxes, keys};
   kiln::api::Router router;
   kiln::api::AddSandboxRoutes(router, ctx);
   kiln::api::AddExecRoutes(router, ctx);
   kiln::api::AddProcessRoutes(router, ctx);
   kiln::api::AddFileRoutes(router, ctx);
   kiln::api::AddSnapshotRoutes(router, ctx);
+  kiln::api::AddKeyRoutes(router, ctx);
+  kiln::api::AddUsageRoutes(router, ctx);
+  kiln::api::AddMetricsRoutes(router, ctx);
+  kiln::api::ApiFront front(router, keys, idempotency);
+  front_ptr = &front;
+  // Expired idempotency answers and old usage rows go once an hour.
+  std::thread([&idempotency, &usage] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::hours(1));
+      try {
+        idempotency.DeleteExpired(kiln::NowMs());
+        usage.DeleteBefore(kiln::NowMs() - 400LL * 86400000);
+      } catch (const std::exception& e) {
+        kiln::LogError("cannot prune the database", {{"error", e.what()}});
+      }
+    }
+  }).detach();
 
-  kiln::api::HttpServer server(flags.listen, [&](kiln::api::Exchange& ex) { router.Dispatch(ex); });
-  g_server = &server;
+  g_server = server.get();
   // SIGTERM/SIGINT: stop accepting, then stop every sandbox (in ~SandboxManager).
   std::thread([set] {
     int sig;
@@ -136,13 +264,20 @@ int main(int argc, char** argv) {
     kiln::LogInfo("shutting down", {{"signal", sig}});
     g_server->Stop();
   }).detach();
-  kiln::LogInfo("kilnd listening",
-                {{"listen", flags.listen}, {"stateDir", flags.state_dir}, {"image", rootfs}});
-  try {
-    server.Run();
-  } catch (const std::exception& e) {
-    kiln::LogError("cannot serve", {{"listen", flags.listen}, {"error", e.what()}});
-    return 1;
+  kiln::LogInfo("kilnd listening", {{"listen", flags.listen},
+                                    {"stateDir", flags.state_dir},
+                                    {"image", rootfs},
+                                    {"adminKeyId", admin_id},
+                                    {"adminKeyFile", admin_key_file},
+                                    {"memoryBudgetMiB", limits.memory_budget_mib()},
+                                    {"vcpuBudget", limits.vcpu_budget()}});
+  server->Run();
+  // Stopping the sandboxes first ends requests blocked on them; then the
+  // connections drain before anything they use is destroyed.
+  sandboxes.StopAll("host_stopped");
+  if (!server->Drain(10000)) {
+    kiln::LogWarn("requests still running at exit", {});
+    std::_Exit(0);
   }
   return 0;
 }

@@ -59,6 +59,11 @@ class Engine {
   virtual std::shared_ptr<AgentConnection> Restore(const CreateParams& params,
                                                    const std::string& dir, std::string* error) = 0;
 
+  // Reconnects to a sandbox that kept running while no daemon held its
+  // channel (after a kilnd restart). Null with *error set if it is gone.
+  virtual std::shared_ptr<AgentConnection> Attach(const std::string& id, const Shape& shape,
+                                                  std::string* error) = 0;
+
   virtual Usage GetUsage(const std::string& id) = 0;
 
   // Ids of sandboxes the engine has on this host (running or not).

@@ -146,9 +146,15 @@ std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
     Destroy(p.id);
     return nullptr;
   }
+  GuardMemory(p.id, p.shape, conn);
+  return conn;
+}
+
+void RunscEngine::GuardMemory(const std::string& id, const Shape& shape,
+                              const std::shared_ptr<AgentConnection>& conn) {
   std::weak_ptr<AgentConnection> weak = conn;
-  int64_t threshold = static_cast<int64_t>(p.shape.memory_mib) << 20;
-  bool guarded = guard_.Watch(p.id, CgroupDir("memory", p.id), threshold, [weak, id = p.id] {
+  int64_t threshold = static_cast<int64_t>(shape.memory_mib) << 20;
+  bool guarded = guard_.Watch(id, CgroupDir("memory", id), threshold, [weak, id] {
     auto c = weak.lock();
     if (!c) return;
     auto r = c->Call({{"op", "oom"}}, 5000);
@@ -156,7 +162,25 @@ std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
             {{"sandboxId", id}, {"agent", r}});
   });
   if (!guarded)
-    LogWarn("no memory guard (cgroup v1 memory controller missing)", {{"sandboxId", p.id}});
+    LogWarn("no memory guard (cgroup v1 memory controller missing)", {{"sandboxId", id}});
+}
+
+std::shared_ptr<AgentConnection> RunscEngine::Attach(const std::string& id, const Shape& shape,
+                                                     std::string* error) {
+  auto args = RunscArgs();
+  args.insert(args.end(), {"state", id});
+  ProcessOutput r = RunProcess(args, 10000);
+  nlohmann::json state = nlohmann::json::parse(r.out, nullptr, false);
+  if (!r.ok() || !state.is_object() || state.value("status", "") != "running") {
+    *error = "not running: " + (r.ok() ? state.value("status", "unknown") : r.Describe());
+    return nullptr;
+  }
+  // The sandbox holds both FIFOs open itself, so they outlive the daemon
+  // that made them; a new session skips whatever the old one left behind.
+  std::string dir = SandboxDir(id);
+  auto conn = AgentConnection::Connect(dir + "/agent.in", dir + "/agent.out", 5000, error);
+  if (!conn) return nullptr;
+  GuardMemory(id, shape, conn);
   return conn;
 }
 

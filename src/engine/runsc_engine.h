@@ -35,6 +35,8 @@ class RunscEngine : public Engine {
   std::shared_ptr<AgentConnection> Restore(const CreateParams& params, const std::string& dir,
                                            std::string* error) override;
   void Destroy(const std::string& id) override;
+  std::shared_ptr<AgentConnection> Attach(const std::string& id, const Shape& shape,
+                                          std::string* error) override;
   Usage GetUsage(const std::string& id) override;
   std::vector<std::string> List() override;
 
@@ -45,6 +47,10 @@ class RunscEngine : public Engine {
   // sandbox's stdio, and connects to the agent.
   std::shared_ptr<AgentConnection> Launch(const CreateParams& params,
                                           const std::vector<std::string>& verb, std::string* error);
+
+  // Kills the sandbox's largest process when it goes over its memory.
+  void GuardMemory(const std::string& id, const Shape& shape,
+                   const std::shared_ptr<AgentConnection>& conn);
 
   RunscOptions opts_;
   MemoryGuard guard_;

@@ -1,6 +1,5 @@
 #include "store/snapshot_store.h"
 
-
 #include <filesystem>
 #include <fstream>
 
@@ -16,6 +15,7 @@ namespace {
 
 json RecordJson(const SnapshotRecord& r) {
   return json{{"id", r.id},
+              {"owner", r.owner},
               {"name", r.name ? json(*r.name) : json(nullptr)},
               {"labels", r.labels},
               {"sourceSandboxId", r.source_sandbox_id},
@@ -32,6 +32,7 @@ json RecordJson(const SnapshotRecord& r) {
 SnapshotRecord RecordFrom(const json& j) {
   SnapshotRecord r;
   r.id = j.at("id");
+  r.owner = j.value("owner", "");
   if (j.at("name").is_string()) r.name = j["name"].get<std::string>();
   r.labels = j.at("labels").get<std::map<std::string, std::string>>();
   r.source_sandbox_id = j.at("sourceSandboxId");

@@ -19,6 +19,7 @@ namespace kiln::store {
 
 struct SnapshotRecord {
   std::string id;
+  std::string owner;  // the API key whose sandbox it captured
   std::optional<std::string> name;
   std::map<std::string, std::string> labels;
   std::string source_sandbox_id;

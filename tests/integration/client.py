@@ -57,8 +57,9 @@ def _encode_query(query):
 
 
 class Client:
-    def __init__(self, base_url, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, base_url, timeout=DEFAULT_TIMEOUT, key=None):
         u = urllib.parse.urlsplit(base_url)
+        self.key = key
         self.base_url = base_url.rstrip("/")
         self.host, self.port = u.hostname, u.port
         self.timeout = timeout
@@ -68,6 +69,8 @@ class Client:
 
     def _send(self, conn, method, path, json_body, data, query, headers):
         hdrs = {"Accept": "application/json"}
+        if self.key:
+            hdrs["Authorization"] = f"Bearer {self.key}"
         body = None
         if json_body is not None:
             body = json.dumps(json_body).encode()

@@ -59,6 +59,47 @@ class Daemon:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
 
+def start_kilnd(state_dir, *extra_args, port=None, log_path=None):
+    """Starts a kilnd on `state_dir` and waits until it is healthy. Returns a
+    Daemon with its admin key; raises RuntimeError if it does not come up."""
+    port = port or _free_port()
+    log_path = Path(log_path or str(state_dir) + ".log")
+    log = open(log_path, "ab")
+    proc = subprocess.Popen(
+        [str(BIN_DIR / "kilnd"), "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir),
+         "--image-dir", str(IMAGE_DIR), *extra_args],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    log.close()
+    d = Daemon(f"http://127.0.0.1:{port}", state_dir, proc, log_path)
+    probe = Client(d.url)
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while True:
+        if not d.alive():
+            raise RuntimeError(f"kilnd exited with {proc.returncode} during startup:\n{d.log_tail()}")
+        try:
+            if probe.health(timeout=2).status == 200:
+                break
+        except (OSError, http.client.HTTPException):
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"kilnd not healthy after {STARTUP_TIMEOUT}s:\n{d.log_tail()}")
+        time.sleep(0.2)
+    d.admin_key = (Path(state_dir) / "admin.key").read_text().strip()
+    return d
+
+
+def stop_kilnd(d, timeout=60):
+    """SIGTERM, then wait; returns the exit status (kills it on a timeout)."""
+    d.proc.send_signal(signal.SIGTERM)
+    try:
+        return d.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        d.proc.kill()
+        d.proc.wait()
+        return None
+
+
 @pytest.fixture(scope="session")
 def kilnd(request):
     global _log_path
@@ -66,28 +107,13 @@ def kilnd(request):
         if not (BIN_DIR / b).exists():
             pytest.exit(f"{BIN_DIR / b} not found: build kiln first (or set KILN_BIN_DIR)", returncode=3)
     state_dir = tempfile.mkdtemp(prefix="kiln-it-", dir="/tmp")
-    port = _free_port()
     _log_path = Path(state_dir + ".log")
-    log = open(_log_path, "wb")
-    proc = subprocess.Popen(
-        [str(BIN_DIR / "kilnd"), "--listen", f"127.0.0.1:{port}", "--state-dir", state_dir,
-         "--image-dir", str(IMAGE_DIR)],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    d = Daemon(f"http://127.0.0.1:{port}", state_dir, proc, _log_path)
-    api = Client(d.url)
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while True:
-        if not d.alive():
-            pytest.exit(f"kilnd exited with {proc.returncode} during startup:\n{d.log_tail()}", returncode=3)
-        try:
-            if api.health(timeout=2).status == 200:
-                break
-        except (OSError, http.client.HTTPException):
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.exit(f"kilnd not healthy after {STARTUP_TIMEOUT}s:\n{d.log_tail()}", returncode=3)
-        time.sleep(0.2)
+    try:
+        d = start_kilnd(state_dir, log_path=_log_path)
+    except RuntimeError as e:
+        pytest.exit(str(e), returncode=3)
+    proc = d.proc
+    api = Client(d.url, key=d.admin_key)
     yield d
     # Remove what the tests left behind, then stop the daemon.
     try:
@@ -96,14 +122,8 @@ def kilnd(request):
             api.request("DELETE", f"/v1/sandboxes/{s['id']}")
     except Exception:  # noqa: BLE001 -- teardown is best effort
         pass
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
+    if stop_kilnd(d) is None:
         _notes.append("did not exit within 60 s of SIGTERM; killed")
-        proc.kill()
-        proc.wait()
-    log.close()
     if proc.returncode != 0:
         _notes.append(f"exited with status {proc.returncode} after SIGTERM")
     if request.session.testsfailed or _notes:
@@ -115,7 +135,7 @@ def kilnd(request):
 
 @pytest.fixture(scope="session")
 def api(kilnd):
-    return Client(kilnd.url)
+    return Client(kilnd.url, key=kilnd.admin_key)
 
 
 @pytest.fixture(scope="session")

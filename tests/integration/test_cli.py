@@ -8,7 +8,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def kiln(kilnd, bin_dir):
-    env = {**os.environ, "KILN_API_URL": kilnd.url}
+    env = {**os.environ, "KILN_API_URL": kilnd.url, "KILN_API_KEY": kilnd.admin_key}
 
     def run(*args, timeout=120, api_url=None):
         e = env if api_url is None else {**env, "KILN_API_URL": api_url}

@@ -182,7 +182,7 @@ def _client_leaves(api, sid, body):
     import json as _json
     conn = http.client.HTTPConnection(api.host, api.port, timeout=10)
     conn.request("POST", f"/v1/sandboxes/{sid}:exec", body=_json.dumps(body),
-                 headers={"Content-Type": "application/json"})
+                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {api.key}"})
     time.sleep(1.5)  # the command is running now
     conn.close()
 

@@ -1,0 +1,157 @@
+#include "api/front.h"
+
+#include <map>
+#include <regex>
+
+#include "api/auth.h"
+#include "api/errors.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/time.h"
+
+namespace kiln::api {
+
+using nlohmann::json;
+
+namespace {
+
+bool Unauthenticated(const Exchange& ex) { return ex.path() == "/v1/health"; }
+
+// Answers that clear on their own: a retry with the same key must run again,
+// not replay the refusal (the SDKs retry creates on no_capacity).
+bool Retryable(int status, const std::string& body) {
+  if (status >= 500 || status == 429) return true;
+  if (status != 409) return false;
+  json j = json::parse(body, nullptr, false);
+  std::string code = j.is_object() ? j.value("/error/code"_json_pointer, "") : "";
+  return code == "no_capacity" || code == "quota_exceeded";
+}
+
+void SendError(Exchange& ex, const ApiError& e) {
+  if (ex.responded()) return;
+  if (e.retry_after_s > 0)
+    ex.extra_headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
+  ex.SendJson(e.status, ErrorBody(e, ex.request_id()));
+}
+
+}  // namespace
+
+void ApiFront::Authenticate(Exchange& ex) {
+  if (Unauthenticated(ex)) {
+    SetCaller(ex, Caller{});
+    return;
+  }
+  auto token = BearerToken(ex.Header("Authorization"));
+  if (!token) {
+    SetCaller(ex, Caller{});
+    throw ApiError(401, "unauthorized", "missing API key: send Authorization: Bearer KEY");
+  }
+  auto key = keys_.Authenticate(*token);
+  if (!key) {
+    SetCaller(ex, Caller{});
+    throw ApiError(401, "unauthorized", "the API key is unknown or revoked");
+  }
+  SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
+}
+
+void ApiFront::DispatchOnce(Exchange& ex, const std::string& idempotency_key) {
+  const std::string& key_id = CallerOf(ex).key_id;
+  json body = ex.JsonBody(16 << 20);  // the largest any route takes
+  std::string fingerprint =
+      store::IdempotencyStore::Fingerprint(ex.method(), ex.path(), body.dump());
+  int status = 0;
+  std::string stored;
+  switch (idempotency_.Start(key_id, idempotency_key, fingerprint, &status, &stored)) {
+    case store::IdempotencyStore::Begin::kReplay: {
+      json answer = json::parse(stored, nullptr, false);
+      if (answer.is_object()) answer["replayed"] = true;
+      ex.extra_headers.emplace_back("Idempotency-Replayed", "true");
+      ex.SendJson(status, answer);
+      return;
+    }
+    case store::IdempotencyStore::Begin::kMismatch:
+      throw ApiError(422, "idempotency_key_reused",
+                     "Idempotency-Key " + idempotency_key + " was used with a different request");
+    case store::IdempotencyStore::Begin::kInProgress: {
+      ApiError e(409, "request_in_progress",
+                 "a request with Idempotency-Key " + idempotency_key + " is still running");
+      e.retry_after_s = 1;
+      throw e;
+    }
+    case store::IdempotencyStore::Begin::kNew:
+      break;
+  }
+  try {
+    router_.Dispatch(ex);
+  } catch (const ApiError& e) {
+    SendError(ex, e);
+  } catch (...) {
+    idempotency_.Abandon(key_id, idempotency_key);
+    throw;
+  }
+  const std::string* sent = ex.sent_json();
+  if (sent && !Retryable(ex.status(), *sent)) {
+    idempotency_.Complete(key_id, idempotency_key, ex.status(), *sent);
+  } else {
+    idempotency_.Abandon(key_id, idempotency_key);
+  }
+}
+
+void ApiFront::Dispatch(Exchange& ex) {
+  std::string idem = ex.Header("Idempotency-Key");
+  if (idem.empty() || ex.method() == "GET") {
+    router_.Dispatch(ex);
+    return;
+  }
+  static const std::regex kKey("[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}");
+  if (!std::regex_match(idem, kKey))
+    throw InvalidField("header.Idempotency-Key",
+                       "must be 1-128 characters: a letter or digit, then letters, digits, "
+                       "'_', '.', ':' or '-'");
+  // PUTs replace a resource (file content, an archive, a policy): running
+  // one twice leaves the same state, and their bodies may be raw bytes.
+  if (ex.method() == "PUT") {
+    router_.Dispatch(ex);
+    return;
+  }
+  DispatchOnce(ex, idem);
+}
+
+void ApiFront::Handle(Exchange& ex) {
+  int64_t t0 = MonotonicNowMs();
+  std::string route = router_.PatternFor(ex.path());
+  try {
+    Authenticate(ex);
+    Dispatch(ex);
+  } catch (const ApiError& e) {
+    SendError(ex, e);
+  }
+  double seconds = static_cast<double>(MonotonicNowMs() - t0) / 1000.0;
+  int status = ex.status();
+  metrics::Observe("kiln_http_request_seconds", {{"method", ex.method()}, {"route", route}},
+                   seconds);
+  // create and restore are told apart by the create handler itself.
+  static const std::map<std::string, std::string> kOps = {
+      {"/v1/sandboxes/{id}:exec", "exec"},
+      {"/v1/sandboxes/{id}:snapshot", "snapshot"},
+      {"/v1/sandboxes/{id}:fork", "fork"}};
+  if (auto op = kOps.find(route); op != kOps.end() && status < 400)
+    metrics::Observe("kiln_operation_seconds", {{"op", op->second}}, seconds);
+  if (status >= 400) {
+    std::string code = "unknown";
+    if (const std::string* sent = ex.sent_json()) {
+      json j = json::parse(*sent, nullptr, false);
+      if (j.is_object()) code = j.value("/error/code"_json_pointer, code);
+    }
+    metrics::Inc("kiln_http_errors_total", {{"code", code}, {"status", std::to_string(status)}});
+  }
+  LogInfo("request", {{"event", "http.request"},
+                      {"requestId", ex.request_id()},
+                      {"method", ex.method()},
+                      {"route", route},
+                      {"status", status},
+                      {"keyId", CallerOf(ex).key_id},
+                      {"ms", MonotonicNowMs() - t0}});
+}
+
+}  // namespace kiln::api

@@ -1,0 +1,73 @@
+// GET /metrics: Prometheus text for operators (admin keys).
+#include "api/auth.h"
+#include "api/errors.h"
+#include "api/routes.h"
+#include "common/metrics.h"
+
+namespace kiln::api {
+
+namespace {
+
+// Gauges read at scrape time from the control plane.
+void AddCollectors(ApiContext& ctx) {
+  metrics::Describe("kiln_sandboxes", "gauge", "Sandboxes by state.");
+  metrics::AddCollector("kiln_sandboxes", [&ctx](const metrics::Emit& emit) {
+    for (const auto& [state, n] : ctx.sandboxes.CountByState()) emit({{"state", state}}, n);
+  });
+  metrics::Describe("kiln_capacity_queue_length", "gauge", "Creates waiting for capacity.");
+  metrics::AddCollector("kiln_capacity_queue_length", [&ctx](const metrics::Emit& emit) {
+    emit({}, ctx.sandboxes.capacity().stats().waiting);
+  });
+  metrics::Describe("kiln_capacity_reserved_memory_mib", "gauge",
+                    "Memory reserved by running sandboxes (pooled copies excluded).");
+  metrics::AddCollector("kiln_capacity_reserved_memory_mib", [&ctx](const metrics::Emit& emit) {
+    emit({}, static_cast<double>(ctx.sandboxes.capacity().stats().reserved_memory_mib));
+  });
+  metrics::Describe("kiln_capacity_reserved_vcpus", "gauge",
+                    "vCPUs reserved by running sandboxes.");
+  metrics::AddCollector("kiln_capacity_reserved_vcpus", [&ctx](const metrics::Emit& emit) {
+    emit({}, ctx.sandboxes.capacity().stats().reserved_vcpus);
+  });
+  metrics::Describe("kiln_capacity_budget_memory_mib", "gauge",
+                    "Memory that reservations may total (host memory x overcommit).");
+  metrics::AddCollector("kiln_capacity_budget_memory_mib", [&ctx](const metrics::Emit& emit) {
+    emit({}, static_cast<double>(ctx.sandboxes.capacity().limits().memory_budget_mib()));
+  });
+  metrics::Describe("kiln_pool_ready", "gauge", "Ready, never-used copies in a snapshot's pool.");
+  metrics::AddCollector("kiln_pool_ready", [&ctx](const metrics::Emit& emit) {
+    for (const auto& [id, st] : ctx.sandboxes.pool().StatusAll())
+      emit({{"snapshot", id}}, st.ready);
+  });
+  metrics::Describe("kiln_pool_target", "gauge", "Target size of a snapshot's pool.");
+  metrics::AddCollector("kiln_pool_target", [&ctx](const metrics::Emit& emit) {
+    for (const auto& [id, st] : ctx.sandboxes.pool().StatusAll()) emit({{"snapshot", id}}, st.size);
+  });
+  metrics::Describe("kiln_pool_memory_bytes", "gauge",
+                    "Host memory held by pooled copies; not counted against capacity.");
+  metrics::AddCollector("kiln_pool_memory_bytes", [&ctx](const metrics::Emit& emit) {
+    double total = 0;
+    for (const auto& [id, st] : ctx.sandboxes.pool().StatusAll())
+      total += static_cast<double>(st.memory_bytes);
+    emit({}, total);
+  });
+  metrics::Describe("kiln_http_request_seconds", "histogram", "HTTP request latency by route.");
+  metrics::Describe("kiln_http_errors_total", "counter", "Error answers by code.");
+  metrics::Describe("kiln_operation_seconds", "histogram",
+                    "Latency of create, restore, exec, snapshot and fork.");
+  metrics::Describe("kiln_capacity_wait_seconds", "histogram",
+                    "Time creates waited in the capacity queue.");
+  metrics::Describe("kiln_metered_cpu_seconds_total", "counter",
+                    "CPU time measured from sandbox cgroups.");
+}
+
+}  // namespace
+
+void AddMetricsRoutes(Router& r, ApiContext& ctx) {
+  AddCollectors(ctx);
+  r.Add("GET", "/metrics", [](Exchange& ex) {
+    if (!CallerOf(ex).admin) throw ApiError(403, "forbidden", "/metrics needs an admin key");
+    ex.SendBytes(200, metrics::Render(), "text/plain; version=0.0.4");
+  });
+}
+
+}  // namespace kiln::api
