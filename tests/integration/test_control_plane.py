@@ -310,6 +310,10 @@ def test_metered_cpu_matches_a_known_load(daemons):
     by_key = api.ok("GET", "/v1/usage", query={"groupBy": "key"})
     assert by_key["data"] and by_key["total"]["costMicros"] >= after["chargedMicros"] - 1, by_key
     assert metric(api, "kiln_metered_cpu_seconds_total") >= metered * 0.9
+    # Snapshot storage is metered too, in GB-months.
+    api.ok("POST", f"/v1/sandboxes/{s['id']}:snapshot", json={})
+    time.sleep(1)
+    assert api.ok("GET", "/v1/usage")["total"]["gbMonths"] > 0
     assert_error(api.get("/v1/usage", query={"groupBy": "color"}), 400, "invalid_request", issue_path="query.groupBy")
     assert_error(api.get("/v1/usage", query={"from": "yesterday"}), 400, "invalid_request", issue_path="query.from")
     api.delete(s["id"])
