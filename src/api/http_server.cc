@@ -406,7 +406,8 @@ void HttpServer::Run() {
       // Past the cap a new connection gets a plain refusal, not a thread.
       static const char kBusy[] =
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-          "Retry-After: 1\r\nConnection: close\r\nContent-Length: 83\r\n\r\n"
+          "Retry-After: 1\r\nx-request-id: req_refused\r\nConnection: close\r\n"
+          "Content-Length: 83\r\n\r\n"
           "{\"error\":{\"code\":\"server_busy\",\"status\":503,\"message\":\"too many open "
           "connections\"}}";
       net::write(sock, net::buffer(kBusy, sizeof(kBusy) - 1), ec);

@@ -17,6 +17,7 @@
 
 #include "api/front.h"
 #include "api/http_server.h"
+#include "api/openapi.h"
 #include "api/routes.h"
 #include "api/routes_keys.h"
 #include "common/log.h"
@@ -241,6 +242,7 @@ int main(int argc, char** argv) {
   kiln::api::AddKeyRoutes(router, ctx);
   kiln::api::AddUsageRoutes(router, ctx);
   kiln::api::AddMetricsRoutes(router, ctx);
+  kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency);
   front_ptr = &front;
   // Expired idempotency answers and old usage rows go once an hour.
