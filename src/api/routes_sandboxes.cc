@@ -63,7 +63,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     spec.owner = caller.key_id;
     if (spec.snapshot) FindSnapshot(ctx, ex, *spec.snapshot);  // another key's is not found
     if (caller.daily_limit_micros) {
-      double spent = ctx.sandboxes.usage().SpentMicrosSince(caller.key_id, NowMs() - 86400000);
+      double spent = ctx.sandboxes.SpentMicrosSince(caller.key_id, StableNowMs() - 86400000);
       if (spent >= static_cast<double>(*caller.daily_limit_micros))
         throw ApiError(402, "spending_limit_reached",
                        "this key spent " + std::to_string(static_cast<int64_t>(spent)) +

@@ -35,7 +35,7 @@ void AddUsageRoutes(Router& r, ApiContext& ctx) {
     }
     if (!group_by.empty() && group_by != "key" && group_by.rfind("label:", 0) != 0)
       throw InvalidField("query.groupBy", "must be key, label (with label=NAME) or label:NAME");
-    ctx.sandboxes.MeterAll();  // include what running sandboxes used until now
+    ctx.sandboxes.MeterAll(/*flush_all=*/true);  // include what running sandboxes used until now
     json data = json::array();
     json total = {{"cpuSeconds", 0.0}, {"gibHours", 0.0}, {"gbMonths", 0.0}, {"costMicros", 0}};
     double micros = 0;

@@ -17,6 +17,9 @@ namespace {
 constexpr size_t kKeepStopped = 1000;                // stopped sandboxes still listed
 constexpr int64_t kKeepRecordsMs = 30 * 86400000LL;  // stopped records in the table
 constexpr int64_t kLeaseCapMs = 3600 * 1000;         // :extend moves a lease at most 1 h ahead
+// A ledger row covers up to 5 minutes of a sandbox: metered every 5 s, 1,000
+// sandboxes would otherwise append 200 rows a second.
+constexpr int64_t kLedgerRowMs = 5 * 60 * 1000;
 }  // namespace
 
 SandboxManager::SandboxManager(ManagerDeps deps, ManagerOptions options)
@@ -385,15 +388,58 @@ store::UsageRow SandboxManager::MeterOne(Sandbox& s, int64_t now_ms) {
   return row;
 }
 
-void SandboxManager::MeterAll() {
+void SandboxManager::Accumulate(const store::UsageRow& row) {
+  std::lock_guard lock(pending_mu_);
+  auto [it, fresh] = pending_.try_emplace(row.sandbox_id, row);
+  if (fresh) return;
+  store::UsageRow& p = it->second;
+  p.end_ms = row.end_ms;
+  p.cpu_seconds += row.cpu_seconds;
+  p.gib_hours += row.gib_hours;
+  p.gb_months += row.gb_months;
+  p.micros += row.micros;
+}
+
+void SandboxManager::Flush(int64_t now_ms, bool all, const std::string& only_id) {
+  std::vector<store::UsageRow> due;
+  {
+    std::lock_guard lock(pending_mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      bool take = only_id.empty() ? (all || it->second.start_ms <= now_ms - kLedgerRowMs)
+                                  : it->first == only_id;
+      if (take) {
+        due.push_back(std::move(it->second));
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  try {
+    usage_.Record(due);
+  } catch (const std::exception& e) {
+    LogError("cannot record usage", {{"error", e.what()}});
+  }
+}
+
+double SandboxManager::SpentMicrosSince(const std::string& key_id, int64_t since_ms) {
+  double spent = usage_.SpentMicrosSince(key_id, since_ms);
+  std::lock_guard lock(pending_mu_);
+  for (const auto& [id, row] : pending_) {
+    if (row.key_id == key_id && row.end_ms > since_ms) spent += row.micros;
+  }
+  return spent;
+}
+
+void SandboxManager::MeterAll(bool flush_all) {
   int64_t now = StableNowMs();
-  std::vector<store::UsageRow> rows;
   std::vector<json> records;
   for (auto& s : List(ListFilter{{"running"}})) {
-    rows.push_back(MeterOne(*s, now));
+    Accumulate(MeterOne(*s, now));
     records.push_back(s->Record());
   }
   std::vector<store::SnapshotRecord> snaps = snapshots_.List();
+  std::vector<store::UsageRow> snapshot_rows;
   {
     std::lock_guard lock(mu_);
     std::map<std::string, int64_t> still;
@@ -409,16 +455,17 @@ void SandboxManager::MeterAll() {
       row.end_ms = now;
       row.gb_months = SnapshotGbMonths(snap.size_bytes, now - since);
       row.micros = SnapshotStorageMicrosExact(options_.prices, snap.size_bytes, now - since);
-      rows.push_back(row);
+      snapshot_rows.push_back(row);
       still[snap.id] = now;
     }
     snapshot_metered_ms_ = std::move(still);
   }
+  for (const auto& row : snapshot_rows) Accumulate(row);
+  Flush(now, flush_all);
   try {
-    usage_.Record(rows);
     records_.Put(records);
   } catch (const std::exception& e) {
-    LogError("cannot record usage", {{"error", e.what()}});
+    LogError("cannot record sandboxes", {{"error", e.what()}});
   }
 }
 
@@ -431,15 +478,11 @@ void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::st
   }
   Save(*sandbox);
   // The last reading, while its cgroup still exists.
-  store::UsageRow last = MeterOne(*sandbox, StableNowMs());
+  Accumulate(MeterOne(*sandbox, StableNowMs()));
   engine_.Destroy(sandbox->id());
   sandbox->MarkStopped(StableNowMs());
   capacity_.Release(sandbox->spec().owner, sandbox->spec().shape);
-  try {
-    usage_.Record({last});
-  } catch (const std::exception& e) {
-    LogError("cannot record usage", {{"sandboxId", sandbox->id()}, {"error", e.what()}});
-  }
+  Flush(StableNowMs(), false, sandbox->id());
   Save(*sandbox);
   LogInfo("sandbox stopped", {{"event", "sandbox.stopped"},
                               {"sandboxId", sandbox->id()},

@@ -111,8 +111,11 @@ class SandboxManager {
   void StopAll(const std::string& reason);
   // Counts by state, for metrics.
   std::map<std::string, int> CountByState() const;
-  // Meters every running sandbox and stored snapshot now.
-  void MeterAll();
+  // Meters every running sandbox and stored snapshot now; with flush_all,
+  // writes every pending ledger row (before usage is read).
+  void MeterAll(bool flush_all = false);
+  // What a key spent since `since_ms`: the ledger plus rows not yet written.
+  double SpentMicrosSince(const std::string& key_id, int64_t since_ms);
 
  private:
   void Recover();
@@ -122,6 +125,12 @@ class SandboxManager {
   void Save(const Sandbox& sandbox);
   // Prices the interval since the sandbox's last reading; the ledger row.
   store::UsageRow MeterOne(Sandbox& sandbox, int64_t now_ms);
+  // Ledger rows wait in memory (one per sandbox or snapshot) until they
+  // span kLedgerRowMs, the sandbox stops, or usage is read.
+  void Accumulate(const store::UsageRow& row);
+  // Writes the pending rows that are due (all of them with `all`; only that
+  // sandbox's with `only_id`).
+  void Flush(int64_t now_ms, bool all, const std::string& only_id = "");
   void LeaseLoop();
   void MeterLoop();
 
@@ -135,6 +144,8 @@ class SandboxManager {
   WarmPool pool_;
   mutable std::mutex mu_;
   std::mutex meter_mu_;  // one reading at a time, so no interval is billed twice
+  std::mutex pending_mu_;
+  std::map<std::string, store::UsageRow> pending_;  // by sandbox or snapshot id
   std::map<std::string, std::shared_ptr<Sandbox>> sandboxes_;
   std::vector<std::string> order_;  // creation order, for listing
   struct Tombstone {
