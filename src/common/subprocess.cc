@@ -31,9 +31,11 @@ struct Reaper {
   int children = 0;               // started and not yet reaped (approx.)
 };
 
+// Never destroyed: the detached reaper thread waits on it until the process
+// ends, and destroying a condition variable with a waiter hangs exit.
 Reaper& R() {
-  static Reaper r;
-  return r;
+  static Reaper* r = new Reaper;
+  return *r;
 }
 
 void ReapLoop() {
