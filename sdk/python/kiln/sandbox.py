@@ -1,0 +1,248 @@
+"""Sandbox: commands, processes, files, snapshots, forks and the lease of one sandbox."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+
+from . import errors
+from .client import new_idempotency_key
+from .files import Files
+from .network import Network
+from .process import Process
+from .results import CommandResult
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+Command = Union[str, Sequence[str]]
+DEFAULT_EXEC_TIMEOUT_MS = 60_000
+
+
+def command_body(command: Command, *, cwd: Optional[str], env: Optional[Mapping[str, str]],
+                 stdin: Union[str, bytes, None], timeout_ms: Optional[int]) -> Dict[str, Any]:
+    """The JSON of an exec or spawn: a string runs with `bash -c`, a list runs as argv."""
+    if isinstance(command, str):
+        body: Dict[str, Any] = {"command": command}
+    elif isinstance(command, (list, tuple)):
+        body = {"argv": [str(a) for a in command]}
+    else:
+        raise TypeError(f"command must be a str or a list of str, not {type(command).__name__}")
+    if cwd is not None:
+        body["cwd"] = cwd
+    if env:
+        body["env"] = dict(env)
+    if stdin is not None:
+        if isinstance(stdin, str):
+            body["stdin"] = stdin
+        else:
+            body["stdinBase64"] = base64.b64encode(bytes(stdin)).decode("ascii")
+    if timeout_ms is not None:
+        body["timeoutMs"] = int(timeout_ms)
+    return body
+
+
+def _check(result: CommandResult, command: Command, request_id: Optional[str] = None) -> None:
+    if result.ok:
+        return
+    tail = ("\n" + result.stderr[-500:]) if result.stderr else ""
+    if result.timed_out:
+        raise errors.CommandTimeoutError(
+            f"command timed out: {command!r}{tail}", code="command_timeout",
+            exit_code=result.exit_code, stdout=result.stdout, stderr=result.stderr, request_id=request_id)
+    raise errors.CommandError(
+        f"command exited with {result.exit_code}: {command!r}{tail}",
+        code="command_failed", exit_code=result.exit_code, stdout=result.stdout, stderr=result.stderr,
+        request_id=request_id)
+
+
+class Sandbox:
+    """One sandbox. `info` is the last SandboxInfo seen; `with` stops it on exit."""
+
+    def __init__(self, info: Dict[str, Any], runtime: "Runtime") -> None:
+        self.info = info
+        self.id: str = info["id"]
+        self.runtime = runtime
+        self._t = runtime._transport
+        self._path = f"/v1/sandboxes/{self.id}"
+        self.files = Files(self)
+        self.network = Network(self)
+
+    # --- constructors ------------------------------------------------------
+
+    @staticmethod
+    def create(*, client: Optional["Runtime"] = None, **fields: Any) -> "Sandbox":
+        """Creates a sandbox with `client` (default: a Runtime configured from the environment)."""
+        from .runtime import default_runtime
+        return (client or default_runtime()).sandboxes.create(**fields)
+
+    @staticmethod
+    def connect(sandbox_id: str, *, client: Optional["Runtime"] = None) -> "Sandbox":
+        from .runtime import default_runtime
+        return (client or default_runtime()).sandboxes.get(sandbox_id)
+
+    # --- state -------------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        return self.info.get("state", "unknown")
+
+    def refresh(self) -> Dict[str, Any]:
+        self.info = self._t.request("GET", self._path).json()
+        return self.info
+
+    def extend(self, seconds: int) -> Dict[str, Any]:
+        """Moves the lease end to max(expiresAt, now) + seconds (at most an hour ahead)."""
+        self.info = self._post(":extend", {"seconds": int(seconds)})
+        return self.info
+
+    def stop(self) -> Dict[str, Any]:
+        """Stops the sandbox (synchronous: nothing of it remains when this returns)."""
+        self.info = self._post(":stop", {})
+        return self.info
+
+    def delete(self) -> Dict[str, Any]:
+        """Stops and forgets the sandbox; a later get is NotFoundError."""
+        answer = self._t.request("DELETE", self._path, idempotency_key=new_idempotency_key()).json()
+        self.info = {**self.info, "state": "stopped"}
+        return answer
+
+    def _post(self, verb: str, body: Dict[str, Any], headers: Optional[Dict[str, str]] = None,
+              timeout: Optional[float] = None, idempotency_key: Optional[str] = None) -> Any:
+        return self._t.request("POST", self._path + verb, json=body, headers=headers, timeout=timeout,
+                               idempotency_key=idempotency_key or new_idempotency_key()).json()
+
+    # --- commands ----------------------------------------------------------
+
+    def exec(self, command: Command, *, stdin: Union[str, bytes, None] = None,
+             env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+             timeout_ms: Optional[int] = None, check: bool = False,
+             on_stdout: Optional[Callable[[str], None]] = None,
+             on_stderr: Optional[Callable[[str], None]] = None,
+             idempotency_key: Optional[str] = None) -> CommandResult:
+        """Runs a command to its end. A str runs with `bash -c`, a list as argv. A timeout is a
+        result (`timed_out`), not an error, unless `check=True` (then CommandError on exit ≠ 0).
+        With `on_stdout`/`on_stderr` the output streams to them as it comes (and is not capped).
+        Not retried on a broken connection unless `idempotency_key` is given."""
+        body = command_body(command, cwd=cwd, env=env, stdin=stdin, timeout_ms=timeout_ms)
+        http_timeout = (timeout_ms or DEFAULT_EXEC_TIMEOUT_MS) / 1000.0 + 60.0
+        if on_stdout is not None or on_stderr is not None:
+            result = self._exec_streamed(body, http_timeout, on_stdout, on_stderr, idempotency_key)
+        else:
+            r = self._t.request("POST", self._path + ":exec", json=body, timeout=http_timeout,
+                                idempotency_key=idempotency_key)
+            result = CommandResult.from_json(r.json())
+        if check:
+            _check(result, command)
+        return result
+
+    def exec_stream(self, command: Command, *, stdin: Union[str, bytes, None] = None,
+                    env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+                    timeout_ms: Optional[int] = None, idempotency_key: Optional[str] = None,
+                    ) -> Iterator[Dict[str, Any]]:
+        """Runs a command and yields its NDJSON events (`start`, `stdout`, `stderr`, `exit`)."""
+        body = command_body(command, cwd=cwd, env=env, stdin=stdin, timeout_ms=timeout_ms)
+        body["stream"] = True
+        http_timeout = (timeout_ms or DEFAULT_EXEC_TIMEOUT_MS) / 1000.0 + 60.0
+        with self._t.stream("POST", self._path + ":exec", json=body, timeout=http_timeout,
+                            headers={"Accept": "application/x-ndjson"},
+                            idempotency_key=idempotency_key) as s:
+            for event in s.lines():
+                if event.get("type") == "error":
+                    e = event.get("error") or {}
+                    raise errors.make_error(int(e.get("status") or 500), {"error": e})
+                yield event
+
+    def _exec_streamed(self, body: Dict[str, Any], http_timeout: float,
+                       on_stdout: Optional[Callable[[str], None]], on_stderr: Optional[Callable[[str], None]],
+                       idempotency_key: Optional[str]) -> CommandResult:
+        out: List[str] = []
+        err: List[str] = []
+        result = CommandResult()
+        body = {**body, "stream": True}
+        with self._t.stream("POST", self._path + ":exec", json=body, timeout=http_timeout,
+                            headers={"Accept": "application/x-ndjson"}, idempotency_key=idempotency_key) as s:
+            for ev in s.lines():
+                kind = ev.get("type")
+                if kind == "stdout":
+                    out.append(ev.get("data", ""))
+                    if on_stdout:
+                        on_stdout(ev.get("data", ""))
+                elif kind == "stderr":
+                    err.append(ev.get("data", ""))
+                    if on_stderr:
+                        on_stderr(ev.get("data", ""))
+                elif kind == "start":
+                    result.process_id = ev.get("processId")
+                elif kind == "exit":
+                    result.exit_code = ev.get("exitCode")
+                    result.timed_out = bool(ev.get("timedOut"))
+                    result.duration_ms = ev.get("durationMs")
+                    result.signal = ev.get("signal")
+                elif kind == "truncated":
+                    result.stdout_truncated = result.stderr_truncated = True
+                elif kind == "error":
+                    e = ev.get("error") or {}
+                    raise errors.make_error(int(e.get("status") or 500), {"error": e})
+        result.stdout, result.stderr = "".join(out), "".join(err)
+        return result
+
+    def spawn(self, command: Command, *, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+              stdin: Optional[str] = None, timeout_ms: Optional[int] = None) -> Process:
+        """Starts a background process; `stdin="pipe"` keeps its stdin open for `write`."""
+        body = command_body(command, cwd=cwd, env=env, stdin=None, timeout_ms=timeout_ms)
+        if stdin is not None:
+            if stdin != "pipe":
+                raise ValueError('spawn(stdin=) takes only "pipe"')
+            body["stdinMode"] = "pipe"
+        info = self._t.request("POST", self._path + "/processes", json=body,
+                               idempotency_key=new_idempotency_key()).json()
+        return Process(self, info)
+
+    def processes(self) -> List[Dict[str, Any]]:
+        return self._t.request("GET", self._path + "/processes").json()["data"]
+
+    def process(self, process_id: str) -> Process:
+        return Process(self, self._t.request("GET", f"{self._path}/processes/{process_id}").json())
+
+    # --- snapshots and forks -----------------------------------------------
+
+    def snapshot(self, *, name: Optional[str] = None, retention_days: Optional[int] = None,
+                 labels: Optional[Mapping[str, str]] = None, mode: Optional[str] = None,
+                 idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Captures files, memory and processes while the sandbox keeps running; the Snapshot dict."""
+        if mode is not None and mode not in ("memory", "disk"):
+            raise ValueError(f"snapshot mode must be 'memory' or 'disk', not {mode!r}")
+        body = {k: v for k, v in (("name", name), ("retentionDays", retention_days),
+                                  ("labels", dict(labels) if labels is not None else None),
+                                  ("mode", mode)) if v is not None}
+        return self._post(":snapshot", body, timeout=self._t.timeout + 60, idempotency_key=idempotency_key)
+
+    def fork(self, count: Optional[int] = None, *, labels: Optional[Mapping[str, str]] = None,
+             keep_snapshot: Optional[bool] = None, idempotency_key: Optional[str] = None,
+             ) -> Union["Sandbox", List["Sandbox"]]:
+        """Copies of this running sandbox: a list with `count`, one Sandbox without it."""
+        body: Dict[str, Any] = {"count": 1 if count is None else int(count)}
+        if labels is not None:
+            body["labels"] = dict(labels)
+        if keep_snapshot is not None:
+            body["keepSnapshot"] = bool(keep_snapshot)
+        answer = self._post(":fork", body, headers={"Prefer": "wait=60"}, timeout=self._t.timeout + 60,
+                            idempotency_key=idempotency_key)
+        copies = [Sandbox(info, self.runtime) for info in answer["sandboxes"]]
+        return copies[0] if count is None else copies
+
+    # --- context manager ---------------------------------------------------
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.state != "stopped":
+            try:
+                self.stop()
+            except Exception:  # noqa: BLE001 -- leaving the block must not hide the first error
+                pass
+
+    def __repr__(self) -> str:
+        return f"Sandbox(id={self.id!r}, state={self.state!r})"
