@@ -44,7 +44,7 @@ fi
 PKGS=(build-essential cmake ninja-build pkg-config clang-format
       libboost-dev nlohmann-json3-dev libsqlite3-dev libssl-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      debootstrap iproute2 procps psmisc python3 python3-pytest curl ca-certificates)
+      debootstrap iproute2 procps psmisc python3 python3-pytest python3-pip curl ca-certificates)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -57,3 +57,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 echo "setup.sh: system packages ready (runsc $(runsc --version 2>/dev/null | head -n 1 | awk '{print $3}'))"
+
+# Node >= 20 for the TypeScript SDK. Debian 12 ships Node 18; its npm installs
+# the official Node 20 binary from the npm registry (the `node` package).
+node_ok() { command -v node >/dev/null && command -v npm >/dev/null &&
+            node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)'; }
+if ! node_ok; then
+  apt-get install -y -q --no-install-recommends nodejs npm
+  npm install -g --no-fund --no-audit node@20.20.2
+  hash -r
+fi
+node_ok || { echo "setup.sh: need Node >= 20" >&2; exit 1; }
+
+# gymnasium, only for the test that runs its env checker on kiln.gym (the SDK
+# itself depends on nothing). Kept out of the system Python's packages.
+PYDEPS=/opt/kiln/pydeps
+if ! PYTHONPATH=$PYDEPS /usr/bin/python3 -c 'import gymnasium' 2>/dev/null; then
+  /usr/bin/python3 -m pip install -q --root-user-action=ignore --no-warn-script-location --target "$PYDEPS" 'gymnasium==1.4.0'
+fi
+echo "setup.sh: node $(node --version), gymnasium in $PYDEPS"

@@ -21,6 +21,9 @@ from conftest import start_kilnd, stop_kilnd
 SDK_DIR = Path(__file__).resolve().parents[2] / "sdk" / "python"
 sys.path.insert(0, str(SDK_DIR))
 
+# scripts/setup.sh installs gymnasium here, outside the system packages; it
+# must be importable before kiln.gym is first imported.
+sys.path.append("/opt/kiln/pydeps")
 import kiln  # noqa: E402
 import kiln.gym  # noqa: E402
 import kiln.rewards  # noqa: E402

@@ -1,0 +1,31 @@
+// kiln's TypeScript SDK (import name `kiln`, also `withruntime`).
+export { Runtime, Sandboxes, Snapshots, Page, defaultClient } from "./runtime.js";
+export type { CreateOptions, ListFilter, RuntimeOptions } from "./runtime.js";
+export { Sandbox } from "./sandbox.js";
+export { Process, Processes } from "./process.js";
+export { Network } from "./network.js";
+export type { Command, ExecOptions, ForkOptions, SnapshotOptions, SpawnOptions } from "./sandbox.js";
+export { Files } from "./files.js";
+export type { TransferResult, WriteOptions } from "./files.js";
+export { Transport, DEFAULT_API_URL, DEFAULT_ADMIN_KEY_FILE } from "./client.js";
+export {
+  AccountBlockedError,
+  AuthError,
+  AuthenticationError,
+  CapacityError,
+  CommandError,
+  ConflictError,
+  ConnectionError,
+  InvalidRequestError,
+  KilnError,
+  NotFoundError,
+  PermissionDeniedError,
+  RateLimitError,
+  RuntimeError,
+  ServiceUnavailableError,
+  TimeoutError,
+  errorFromAnswer,
+} from "./errors.js";
+export { RuntimeError as RuntimeAPIError } from "./errors.js";
+export type * from "./types.js";
+export { VERSION } from "./version.js";

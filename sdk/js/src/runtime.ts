@@ -1,0 +1,305 @@
+// The client: `new Runtime(options)` with `sandboxes` and `snapshots`.
+import { type CallSpec, type RuntimeOptions, Transport, backoffMs, newIdempotencyKey, sleep } from "./client.js";
+import { CAPACITY_CODES, RuntimeError } from "./errors.js";
+import { Sandbox } from "./sandbox.js";
+import type {
+  CreateSandbox,
+  DeletedSandbox,
+  RequestOptions,
+  SandboxInfo,
+  SandboxState,
+  Snapshot,
+} from "./types.js";
+
+export type { RuntimeOptions } from "./client.js";
+
+/** The fields `create` accepts; anything else is refused before sending. */
+const CREATE_FIELDS: readonly string[] = [
+  "name",
+  "labels",
+  "env",
+  "vcpu",
+  "memoryMiB",
+  "diskMiB",
+  "timeoutSeconds",
+  "onLeaseEnd",
+  "maxCostMicros",
+  "snapshot",
+  "network",
+  "wait",
+];
+
+export interface CreateOptions extends RequestOptions {
+  /** How long to wait for room (default: the client's `waitForCapacityMs`; 0 = fail at once). */
+  waitForCapacityMs?: number;
+  /** Called before each wait for room with the refusal and the wait in ms. */
+  onCapacityWait?: (refusal: RuntimeError, waitMs: number) => void;
+  /**
+   * The most one request asks the server to wait in line (`Prefer: wait=N`,
+   * seconds, ≤ 120; default 120). The SDK re-sends the same request (same
+   * Idempotency-Key, same body) until `waitForCapacityMs` is used up.
+   */
+  preferWaitSeconds?: number;
+}
+
+export interface ListFilter {
+  state?: SandboxState | SandboxState[];
+  labels?: Record<string, string>;
+  includeStopped?: boolean;
+  limit?: number;
+  cursor?: string;
+}
+
+/** One page of a growable list; `for await` walks every page. */
+export class Page<T> implements AsyncIterable<T> {
+  constructor(
+    readonly data: T[],
+    readonly nextCursor: string | null,
+    private readonly fetchPage: (cursor: string) => Promise<Page<T>>,
+  ) {}
+
+  get hasMore(): boolean {
+    return this.nextCursor !== null;
+  }
+
+  /** The next page, or null after the last. */
+  async next(): Promise<Page<T> | null> {
+    return this.nextCursor === null ? null : this.fetchPage(this.nextCursor);
+  }
+
+  async *pages(): AsyncGenerator<Page<T>, void, undefined> {
+    let page: Page<T> | null = this;
+    while (page) {
+      yield page;
+      page = await page.next();
+    }
+  }
+
+  async toArray(limit = 10_000): Promise<T[]> {
+    const all: T[] = [];
+    for await (const item of this) {
+      if (all.length >= limit) break;
+      all.push(item);
+    }
+    return all;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<T, void, undefined> {
+    for await (const page of this.pages()) yield* page.data;
+  }
+}
+
+function closest(name: string, names: readonly string[]): string | undefined {
+  const low = name.toLowerCase().replace(/[_-]/g, "");
+  return names.find((n) => {
+    const l = n.toLowerCase();
+    return l === low || l.startsWith(low.slice(0, 4)) || low.startsWith(l.slice(0, 4));
+  });
+}
+
+function checkCreateFields(input: object): void {
+  for (const key of Object.keys(input)) {
+    if (!CREATE_FIELDS.includes(key)) {
+      const near = closest(key, CREATE_FIELDS);
+      throw new TypeError(
+        `sandboxes.create: unknown field '${key}'` + (near ? ` (did you mean '${near}'?)` : "") +
+          `; fields: ${CREATE_FIELDS.join(", ")}`,
+      );
+    }
+  }
+}
+
+function enc(id: string): string {
+  return encodeURIComponent(id);
+}
+
+export class Sandboxes {
+  constructor(private readonly runtime: Runtime) {}
+
+  /**
+   * Creates a sandbox and answers it running. Sends `Prefer: wait=N` so the
+   * daemon queues the request for capacity, and one Idempotency-Key for the
+   * whole logical call: a `no_capacity` / `quota_exceeded` refusal is
+   * re-sent with the same key and body until `waitForCapacityMs` runs out
+   * (honouring Retry-After), then thrown as a CapacityError.
+   */
+  async create(input: CreateSandbox & { wait?: boolean } = {}, options: CreateOptions = {}): Promise<Sandbox> {
+    checkCreateFields(input);
+    const { wait = true, ...fields } = input;
+    const body: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(fields)) if (v !== undefined) body[k] = v;
+    const t = this.runtime.transport;
+    const key = options.idempotencyKey ?? newIdempotencyKey();
+    const roomMs = Math.max(0, options.waitForCapacityMs ?? t.waitForCapacityMs);
+    const roomUntil = Date.now() + roomMs;
+    const cap = Math.min(120, Math.max(0, options.preferWaitSeconds ?? 120));
+    for (let n = 0; ; n++) {
+      const left = roomUntil - Date.now();
+      const preferSeconds = Math.min(cap, Math.max(0, Math.ceil(left / 1000)));
+      const spec: CallSpec = {
+        method: "POST",
+        path: "/v1/sandboxes",
+        json: body,
+        idempotencyKey: key,
+        retry: "safe",
+        signal: options.signal,
+        // The time spent in line is added to the call's deadline, not taken from it.
+        timeoutMs: (options.timeoutMs ?? t.timeoutMs) === 0 ? 0 : (options.timeoutMs ?? t.timeoutMs) + preferSeconds * 1000,
+      };
+      if (wait) spec.headers = { Prefer: `wait=${preferSeconds}` };
+      try {
+        const info = await t.json<SandboxInfo>(spec);
+        return new Sandbox(this.runtime, info);
+      } catch (e) {
+        if (!(e instanceof RuntimeError) || !CAPACITY_CODES.has(e.code) || e.details?.["field"] === "count") throw e;
+        const remaining = roomUntil - Date.now();
+        if (remaining <= 0) throw e;
+        const pause = Math.min(remaining, e.retryAfterMs ?? backoffMs(n + 1));
+        options.onCapacityWait?.(e, pause);
+        try {
+          await sleep(pause, options.signal);
+        } catch (abort) {
+          throw new RuntimeError({ code: "cancelled", status: 0, message: "create: cancelled", idempotencyKey: key, cause: abort });
+        }
+      }
+    }
+  }
+
+  async get(id: string, options: RequestOptions = {}): Promise<Sandbox> {
+    const info = await this.runtime.transport.json<SandboxInfo>({
+      method: "GET",
+      path: `/v1/sandboxes/${enc(id)}`,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    return new Sandbox(this.runtime, info);
+  }
+
+  /** Sandboxes, oldest first; stopped ones only with `includeStopped` or `state: "stopped"`. */
+  async list(filter: ListFilter = {}, options: RequestOptions = {}): Promise<Page<Sandbox>> {
+    const states = filter.state === undefined ? undefined : Array.isArray(filter.state) ? filter.state : [filter.state];
+    const labels = filter.labels ? Object.entries(filter.labels).map(([k, v]) => `${k}:${v}`) : undefined;
+    const fetchPage = async (cursor: string | undefined): Promise<Page<Sandbox>> => {
+      const answer = await this.runtime.transport.json<{ data: SandboxInfo[]; nextCursor?: string | null }>({
+        method: "GET",
+        path: "/v1/sandboxes",
+        query: {
+          state: states,
+          label: labels,
+          includeStopped: filter.includeStopped ? "true" : undefined,
+          limit: filter.limit,
+          cursor,
+        },
+        signal: options.signal,
+        timeoutMs: options.timeoutMs,
+      });
+      return new Page(
+        answer.data.map((info) => new Sandbox(this.runtime, info)),
+        answer.nextCursor ?? null,
+        fetchPage,
+      );
+    };
+    return fetchPage(filter.cursor);
+  }
+
+  /** Stops and forgets a sandbox; idempotent. */
+  async delete(id: string, options: RequestOptions = {}): Promise<DeletedSandbox> {
+    return this.runtime.transport.json<DeletedSandbox>({
+      method: "DELETE",
+      path: `/v1/sandboxes/${enc(id)}`,
+      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+}
+
+export class Snapshots {
+  constructor(private readonly runtime: Runtime) {}
+
+  async get(id: string, options: RequestOptions = {}): Promise<Snapshot> {
+    return this.runtime.transport.json<Snapshot>({
+      method: "GET",
+      path: `/v1/snapshots/${enc(id)}`,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+
+  async list(filter: { sandboxId?: string; name?: string } = {}, options: RequestOptions = {}): Promise<Page<Snapshot>> {
+    const fetchPage = async (cursor: string | undefined): Promise<Page<Snapshot>> => {
+      const answer = await this.runtime.transport.json<{ data: Snapshot[]; nextCursor?: string | null }>({
+        method: "GET",
+        path: "/v1/snapshots",
+        query: { sandboxId: filter.sandboxId, name: filter.name, cursor },
+        signal: options.signal,
+        timeoutMs: options.timeoutMs,
+      });
+      return new Page(answer.data, answer.nextCursor ?? null, fetchPage);
+    };
+    return fetchPage(undefined);
+  }
+
+  async delete(id: string, options: RequestOptions = {}): Promise<Snapshot> {
+    return this.runtime.transport.json<Snapshot>({
+      method: "POST",
+      path: `/v1/snapshots/${enc(id)}:delete`,
+      json: {},
+      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+      retry: "safe",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+
+  /** Keeps `size` restored copies of the snapshot ready for creates (0 turns the pool off). */
+  async pool(id: string, size: number, options: RequestOptions = {}): Promise<Snapshot> {
+    return this.runtime.transport.json<Snapshot>({
+      method: "POST",
+      path: `/v1/snapshots/${enc(id)}:pool`,
+      json: { size },
+      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+      retry: "safe",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+}
+
+export class Runtime {
+  readonly transport: Transport;
+  readonly sandboxes: Sandboxes;
+  readonly snapshots: Snapshots;
+
+  constructor(options: RuntimeOptions = {}) {
+    this.transport = new Transport(options);
+    this.sandboxes = new Sandboxes(this);
+    this.snapshots = new Snapshots(this);
+  }
+
+  /** The daemon origin calls go to. */
+  get apiUrl(): string {
+    return this.transport.baseUrl;
+  }
+
+  /** `GET /v1/health` (no key needed). */
+  async health(options: RequestOptions = {}): Promise<{ ok: boolean; version: string; [k: string]: unknown }> {
+    return this.transport.json({ method: "GET", path: "/v1/health", signal: options.signal, timeoutMs: options.timeoutMs });
+  }
+
+  /** `GET /v1/usage`: spend totals (`from`/`to` RFC 3339, `groupBy` key|label). */
+  async usage(
+    query: { from?: string; to?: string; groupBy?: "key" | "label"; label?: string } = {},
+    options: RequestOptions = {},
+  ): Promise<Record<string, unknown>> {
+    return this.transport.json({ method: "GET", path: "/v1/usage", query, signal: options.signal, timeoutMs: options.timeoutMs });
+  }
+}
+
+let defaultRuntime: Runtime | undefined;
+
+/** The client static helpers use when none is given (configured from the environment). */
+export function defaultClient(): Runtime {
+  defaultRuntime ??= new Runtime();
+  return defaultRuntime;
+}

@@ -1,0 +1,358 @@
+// A sandbox: commands, background processes, lifecycle, snapshots, forks,
+// network rules. `await using sbx = await Sandbox.create()` stops it at the
+// end of the scope.
+import { type CallSpec, newIdempotencyKey } from "./client.js";
+import { CommandError, ConnectionError, RuntimeError } from "./errors.js";
+import { Collector, b64, toEvent } from "./events.js";
+import { Files } from "./files.js";
+import { Network } from "./network.js";
+import { Process, Processes } from "./process.js";
+import { type CreateOptions, type ListFilter, type Page, type Runtime, defaultClient } from "./runtime.js";
+import type {
+  CommandResult,
+  CreateSandbox,
+  DeletedSandbox,
+  OutputEvent,
+  ProcessInfo,
+  RequestOptions,
+  SandboxInfo,
+  SandboxState,
+  Snapshot,
+} from "./types.js";
+
+/** A command: a string runs under `bash -c`, an array runs directly (no shell). */
+export type Command = string | readonly string[];
+
+export interface ExecOptions extends RequestOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Written to the command's stdin, then closed (text, or bytes sent as base64). */
+  stdin?: string | Uint8Array;
+  /** Kill the command after this long (default 60 000; streamed: 86 400 000). */
+  timeoutMs?: number;
+  /** Throw a CommandError when the command exits non-zero or times out. */
+  check?: boolean;
+  /** Output as it comes (switches to a streamed exec, no 64 KiB cap). */
+  onStdout?: (text: string) => void;
+  onStderr?: (text: string) => void;
+  /** Stream even without callbacks. */
+  stream?: boolean;
+}
+
+export interface SpawnOptions extends RequestOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  /** "pipe" keeps stdin open for `process.write`; a string is written, then closed. */
+  stdin?: "pipe" | string;
+  /** Kill the process after this long (default: never). */
+  timeoutMs?: number;
+}
+
+export interface SnapshotOptions extends RequestOptions {
+  name?: string;
+  labels?: Record<string, string>;
+  retentionDays?: number;
+  mode?: "memory";
+}
+
+export interface ForkOptions extends RequestOptions {
+  count?: number;
+  labels?: Record<string, string>;
+  keepSnapshot?: boolean;
+}
+
+const STREAMED_EXEC_TIMEOUT_MS = 86_400_000;
+const JSON_EXEC_TIMEOUT_MS = 60_000;
+/** Extra time a call gets past its command's own timeout. */
+const EXEC_GRACE_MS = 60_000;
+
+function enc(id: string): string {
+  return encodeURIComponent(id);
+}
+
+function commandFields(command: Command): Record<string, unknown> {
+  if (typeof command === "string") return { command };
+  if (Array.isArray(command) && command.every((a) => typeof a === "string")) return { argv: [...command] };
+  throw new TypeError("a command is a string (run by bash -c) or an array of strings (argv)");
+}
+
+function commandText(command: Command): string {
+  return typeof command === "string" ? command : command.join(" ");
+}
+
+function checkResult(command: Command, r: CommandResult, requestId?: string): CommandResult {
+  if (!r.timedOut && r.exitCode === 0) return r;
+  const tail = r.stderr.slice(-500);
+  const how = r.timedOut ? "timed out" : r.exitCode === null ? `was killed (${r.signal ?? "signal"})` : `exited with ${r.exitCode}`;
+  throw new CommandError({
+    code: r.timedOut ? "command_timeout" : "command_failed",
+    status: 0,
+    message: `command ${how}: ${commandText(command).slice(0, 200)}` + (tail ? `\n${tail}` : ""),
+    requestId,
+    details: { processId: r.processId },
+    exitCode: r.exitCode,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    timedOut: r.timedOut,
+  });
+}
+
+function num(v: unknown, fallback = 0): number {
+  return typeof v === "number" ? v : fallback;
+}
+
+export class Sandbox implements AsyncDisposable {
+  readonly runtime: Runtime;
+  readonly files: Files;
+  readonly processes: Processes;
+  readonly network: Network;
+  #info: SandboxInfo;
+
+  constructor(runtime: Runtime, info: SandboxInfo) {
+    this.runtime = runtime;
+    this.#info = info;
+    this.files = new Files(runtime.transport, info.id);
+    this.processes = new Processes(this);
+    this.network = new Network(this);
+  }
+
+  /** Creates a sandbox with `options.client` (default: a Runtime configured from the environment). */
+  static async create(
+    input: CreateSandbox & { wait?: boolean } = {},
+    options: CreateOptions & { client?: Runtime } = {},
+  ): Promise<Sandbox> {
+    const { client, ...rest } = options;
+    return (client ?? defaultClient()).sandboxes.create(input, rest);
+  }
+
+  /** The sandbox with this id (NotFoundError if there is none). */
+  static async connect(id: string, options: RequestOptions & { client?: Runtime } = {}): Promise<Sandbox> {
+    const { client, ...rest } = options;
+    return (client ?? defaultClient()).sandboxes.get(id, rest);
+  }
+
+  static async list(filter: ListFilter = {}, options: { client?: Runtime } = {}): Promise<Page<Sandbox>> {
+    return (options.client ?? defaultClient()).sandboxes.list(filter);
+  }
+
+  get id(): string {
+    return this.#info.id;
+  }
+
+  /** The last answer about this sandbox. */
+  get info(): SandboxInfo {
+    return this.#info;
+  }
+
+  get state(): SandboxState {
+    return this.#info.state;
+  }
+
+  toJSON(): SandboxInfo {
+    return this.#info;
+  }
+
+  private get t() {
+    return this.runtime.transport;
+  }
+
+  /** @internal a call on this sandbox's routes. */
+  call<T>(spec: Omit<CallSpec, "path"> & { path: string }): Promise<T> {
+    return this.t.json<T>({ ...spec, path: `/v1/sandboxes/${enc(this.id)}${spec.path}` });
+  }
+
+  private async lifecycle(verb: string, body: Record<string, unknown>, options: RequestOptions): Promise<SandboxInfo> {
+    const info = await this.call<SandboxInfo>({
+      method: "POST",
+      path: `:${verb}`,
+      json: body,
+      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+      retry: "safe",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    this.#info = info;
+    return info;
+  }
+
+  async refresh(options: RequestOptions = {}): Promise<SandboxInfo> {
+    this.#info = await this.call<SandboxInfo>({ method: "GET", path: "", signal: options.signal, timeoutMs: options.timeoutMs });
+    return this.#info;
+  }
+
+  /**
+   * Runs a command to completion: `exec("echo hi | wc -c")` (bash -c) or
+   * `exec(["python3", "-c", "print(1)"])` (no shell). A timeout is a result
+   * (`timedOut: true`), not an error, unless `check` is set.
+   */
+  async exec(command: Command, options: ExecOptions = {}): Promise<CommandResult> {
+    const streamed =
+      options.stream === true ||
+      options.onStdout !== undefined ||
+      options.onStderr !== undefined ||
+      (options.timeoutMs ?? 0) > JSON_EXEC_TIMEOUT_MS;
+    if (streamed) {
+      const started = Date.now();
+      const c = new Collector(options.onStdout, options.onStderr);
+      for await (const ev of this.execStream(command, options)) c.add(ev);
+      const r = c.result(Date.now() - started);
+      return options.check ? checkResult(command, r) : r;
+    }
+    const timeoutMs = options.timeoutMs ?? JSON_EXEC_TIMEOUT_MS;
+    const raw = await this.call<CommandResult>({
+      method: "POST",
+      path: ":exec",
+      json: this.execBody(command, options, false),
+      idempotencyKey: options.idempotencyKey,
+      retry: "never",
+      signal: options.signal,
+      timeoutMs: timeoutMs + EXEC_GRACE_MS,
+    });
+    const r: CommandResult = {
+      ...raw,
+      signal: raw.signal ?? null,
+      stdoutTruncated: raw.stdoutTruncated === true,
+      stderrTruncated: raw.stderrTruncated === true,
+      timedOut: raw.timedOut === true,
+      durationMs: num(raw.durationMs),
+    };
+    return options.check ? checkResult(command, r) : r;
+  }
+
+  private execBody(command: Command, o: ExecOptions, stream: boolean): Record<string, unknown> {
+    const body: Record<string, unknown> = commandFields(command);
+    if (o.cwd !== undefined) body["cwd"] = o.cwd;
+    if (o.env !== undefined) body["env"] = o.env;
+    if (typeof o.stdin === "string") body["stdin"] = o.stdin;
+    else if (o.stdin instanceof Uint8Array) body["stdinBase64"] = b64(o.stdin);
+    const timeoutMs = o.timeoutMs ?? (stream ? STREAMED_EXEC_TIMEOUT_MS : undefined);
+    if (timeoutMs !== undefined) body["timeoutMs"] = timeoutMs;
+    if (stream) body["stream"] = true;
+    return body;
+  }
+
+  /**
+   * Runs a command and yields its events as they come: `start`, `stdout` /
+   * `stderr` (`data`, `offset`), `exit`. An `error` event is thrown. Leaving
+   * the loop early disconnects, which stops the command.
+   */
+  async *execStream(command: Command, options: ExecOptions = {}): AsyncGenerator<OutputEvent, void, undefined> {
+    const timeoutMs = options.timeoutMs ?? STREAMED_EXEC_TIMEOUT_MS;
+    let processId: string | undefined;
+    let exited = false;
+    for await (const raw of this.t.ndjson({
+      method: "POST",
+      path: `/v1/sandboxes/${enc(this.id)}:exec`,
+      json: this.execBody(command, options, true),
+      idempotencyKey: options.idempotencyKey,
+      retry: "never",
+      signal: options.signal,
+      timeoutMs: timeoutMs + EXEC_GRACE_MS,
+    })) {
+      const ev = toEvent(raw);
+      if (ev.type === "start") processId = ev.processId;
+      if (ev.type === "exit") exited = true;
+      yield ev;
+    }
+    if (!exited)
+      throw new ConnectionError({
+        code: "connection_error",
+        status: 0,
+        message: "the command's output stream ended before its exit",
+        details: { sandboxId: this.id, processId },
+      });
+  }
+
+  /** Starts a background process (it outlives the call; see `Process`). */
+  async spawn(command: Command, options: SpawnOptions = {}): Promise<Process> {
+    const body: Record<string, unknown> = commandFields(command);
+    if (options.cwd !== undefined) body["cwd"] = options.cwd;
+    if (options.env !== undefined) body["env"] = options.env;
+    if (options.stdin !== undefined) body["stdinMode"] = "pipe";
+    if (options.timeoutMs !== undefined) body["timeoutMs"] = options.timeoutMs;
+    const info = await this.call<ProcessInfo>({
+      method: "POST",
+      path: "/processes",
+      json: body,
+      idempotencyKey: options.idempotencyKey,
+      retry: options.idempotencyKey ? "safe" : "never",
+      signal: options.signal,
+    });
+    const p = new Process(this, info);
+    if (options.stdin !== undefined && options.stdin !== "pipe") await p.write(options.stdin, { eof: true });
+    return p;
+  }
+
+  /** Stops the sandbox (synchronous: when it answers nothing of it remains). */
+  async stop(options: RequestOptions = {}): Promise<SandboxInfo> {
+    return this.lifecycle("stop", {}, options);
+  }
+
+  /** Moves the lease end to max(expiresAt, now) + seconds (at most an hour ahead). */
+  async extend(seconds: number, options: RequestOptions = {}): Promise<SandboxInfo> {
+    return this.lifecycle("extend", { seconds }, options);
+  }
+
+  /** Stops the sandbox and forgets it (a later get is a NotFoundError). */
+  async delete(options: RequestOptions = {}): Promise<DeletedSandbox> {
+    const answer = await this.runtime.sandboxes.delete(this.id, options);
+    this.#info = { ...this.#info, state: "stopped" };
+    return answer;
+  }
+
+  /** Captures files, memory and processes while the sandbox keeps running. */
+  async snapshot(options: SnapshotOptions = {}): Promise<Snapshot> {
+    const body: Record<string, unknown> = {};
+    if (options.name !== undefined) body["name"] = options.name;
+    if (options.labels !== undefined) body["labels"] = options.labels;
+    if (options.retentionDays !== undefined) body["retentionDays"] = options.retentionDays;
+    if (options.mode !== undefined) body["mode"] = options.mode;
+    return this.call<Snapshot>({
+      method: "POST",
+      path: ":snapshot",
+      json: body,
+      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+      retry: "safe",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+
+  /**
+   * Copies of this sandbox (same files, memory, processes): one Sandbox
+   * without `count`, an array with it.
+   */
+  fork(options?: Omit<ForkOptions, "count">): Promise<Sandbox>;
+  fork(options: ForkOptions & { count: number }): Promise<Sandbox[]>;
+  async fork(options: ForkOptions = {}): Promise<Sandbox | Sandbox[]> {
+    const body: Record<string, unknown> = {};
+    if (options.count !== undefined) body["count"] = options.count;
+    if (options.labels !== undefined) body["labels"] = options.labels;
+    if (options.keepSnapshot !== undefined) body["keepSnapshot"] = options.keepSnapshot;
+    const answer = await this.call<{ sandboxes: SandboxInfo[] }>({
+      method: "POST",
+      path: ":fork",
+      json: body,
+      headers: { Prefer: "wait=60" },
+      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+      retry: "safe",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs ?? this.t.timeoutMs + 60_000,
+    });
+    const copies = answer.sandboxes.map((info) => new Sandbox(this.runtime, info));
+    if (options.count !== undefined) return copies;
+    const [only] = copies;
+    if (!only) throw new RuntimeError({ code: "fork_failed", status: 0, message: "the fork answered no sandbox" });
+    return only;
+  }
+
+  /** `await using sbx = ...`: stops the sandbox at the end of the scope (errors ignored). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#info.state === "stopped") return;
+    try {
+      await this.stop();
+    } catch {
+      // best effort: the lease stops it anyway
+    }
+  }
+}

@@ -1,0 +1,166 @@
+// Wire shapes (camelCase, as the API sends them) and option types.
+
+export type SandboxState =
+  | "starting"
+  | "running"
+  | "pausing"
+  | "paused"
+  | "resuming"
+  | "stopping"
+  | "stopped";
+
+/** Per-sandbox egress rules (`PUT /v1/sandboxes/{id}/network`). */
+export interface NetworkRules {
+  internet?: boolean;
+  allow?: string[];
+  deny?: string[];
+  connect?: string[];
+}
+
+/** What `GET /v1/sandboxes/{id}/network` answers. */
+export interface NetworkPolicy extends NetworkRules {
+  sandboxId?: string;
+  version?: number;
+  enforced?: boolean;
+  updatedAt?: string;
+  [field: string]: unknown;
+}
+
+/** The body of `POST /v1/sandboxes` (every field optional). */
+export interface CreateSandbox {
+  name?: string;
+  labels?: Record<string, string>;
+  env?: Record<string, string>;
+  vcpu?: number;
+  memoryMiB?: number;
+  diskMiB?: number;
+  timeoutSeconds?: number;
+  onLeaseEnd?: "stop" | "pause";
+  maxCostMicros?: number;
+  /** Start a copy of this snapshot (its shape wins). */
+  snapshot?: string;
+  network?: NetworkRules;
+}
+
+export interface SandboxInfo {
+  id: string;
+  kind: "sandbox";
+  name: string | null;
+  labels: Record<string, string>;
+  state: SandboxState;
+  vcpu: number;
+  memoryMiB: number;
+  diskMiB: number;
+  timeoutSeconds: number;
+  createdAt: string;
+  readyAt: string | null;
+  expiresAt: string;
+  endedAt: string | null;
+  onLeaseEnd: string;
+  maxCostMicros: number | null;
+  chargedMicros: number;
+  cpuSeconds: number;
+  stopReason: string | null;
+  envNames: string[];
+  replayed?: boolean;
+  [field: string]: unknown;
+}
+
+export interface DeletedSandbox {
+  id: string;
+  kind: "sandbox";
+  status: "deleted";
+  state: SandboxState;
+  deletedAt: string;
+  endedAt: string | null;
+  replayed?: boolean;
+}
+
+export interface CommandResult {
+  /** null when the command did not exit by itself (killed, timed out). */
+  exitCode: number | null;
+  /** The signal that ended it, e.g. "SIGKILL"; null after a normal exit. */
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  durationMs: number;
+  processId?: string;
+  replayed?: boolean;
+}
+
+export type OutputEvent =
+  | { type: "start"; processId: string; replayed?: boolean }
+  | { type: "stdout" | "stderr"; data: string; offset: number; base64?: boolean }
+  | {
+      type: "exit";
+      exitCode: number | null;
+      signal?: string | null;
+      state: string;
+      timedOut: boolean;
+      durationMs?: number;
+    }
+  | { type: "truncated"; droppedBytes: number; resumeAt: number };
+
+export interface ProcessInfo {
+  id: string;
+  kind: "process";
+  pid: number;
+  state: "running" | "exited" | "killed" | "timed_out" | "unknown";
+  exitCode: number | null;
+  signal: string | null;
+  command: string | null;
+  argv: string[] | null;
+  cwd: string;
+  stdinOpen: boolean;
+  startedAt: string | null;
+  endedAt: string | null;
+  outputBytes: number;
+  firstOffset: number;
+  [field: string]: unknown;
+}
+
+export interface FileEntry {
+  name: string;
+  path: string;
+  type: "file" | "directory" | "symlink" | "other";
+  size: number;
+  /** Octal permission bits, e.g. "644". */
+  mode: string;
+  modifiedAt: string;
+  uid?: number;
+  gid?: number;
+  symlinkTarget?: string;
+}
+
+export type FileStat = (FileEntry & { exists: true }) | { exists: false; path: string };
+
+export interface Snapshot {
+  id: string;
+  kind: "snapshot";
+  mode: string;
+  name: string | null;
+  labels: Record<string, string>;
+  state: string;
+  sourceSandboxId: string;
+  shape: { vcpu: number; memoryMiB: number; diskMiB: number };
+  retentionDays: number;
+  sizeBytes: number;
+  captureMs: number;
+  createdAt: string;
+  expiresAt: string;
+  pool?: { size: number; ready: number; memoryBytes: number };
+  replayed?: boolean;
+  [field: string]: unknown;
+}
+
+/** Options every call takes. */
+export interface RequestOptions {
+  /** Sent as `Idempotency-Key` (1-128 chars); the SDK makes one per logical call otherwise. */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+  /** Deadline of the call, retries included (default: the client's `timeoutMs`). */
+  timeoutMs?: number;
+}

@@ -1,0 +1,2 @@
+// `import { Runtime } from "withruntime"`: the same module as `kiln`.
+export * from "../dist/index.js";
