@@ -87,6 +87,11 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Fl
     }
     slot.push_back(std::move(value));
   }
+  if (!out.has("help")) {
+    for (const auto& s : specs) {
+      if (s.required && !out.has(s.name)) throw UsageError("missing --" + s.name);
+    }
+  }
   return out;
 }
 

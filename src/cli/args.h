@@ -16,7 +16,12 @@ struct FlagSpec {
   std::string name;  // without the dashes: "memory"
   bool takes_value = false;
   bool repeatable = false;
+  bool required = false;
+  // For shell completion: the values it offers ("a b c"), or kFileValue.
+  std::string choices;
 };
+
+inline constexpr std::string_view kFileValue = "<file>";
 
 struct ParsedArgs {
   std::vector<std::string> positionals;
@@ -32,7 +37,8 @@ struct ParsedArgs {
 };
 
 // Throws UsageError naming the offending flag, with a "did you mean" when a
-// known flag is close. `-h` is read as --help when the spec knows "help".
+// known flag is close, or a required flag that is missing (unless --help is
+// given). `-h` is read as --help when the spec knows "help".
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs);
 
 // The closest candidate to `word` (typo or unique-ish prefix), if any is close enough.

@@ -1,5 +1,7 @@
 // Command-line front: finds the verb, checks its flags, shows help, and
-// turns failures into messages and exit codes.
+// turns failures into messages and exit codes. The command table itself
+// (commands(), every verb and flag) lives in command_table.cc; help texts
+// and shell completion are both generated from it.
 #pragma once
 
 #include <string>
@@ -13,14 +15,16 @@ namespace kiln::cli {
 
 struct Verb {
   std::string_view name;
-  std::string_view synopsis;  // after "kiln sandbox "
-  std::string_view brief;     // one line for `kiln sandbox --help`
+  std::string_view synopsis;  // after "kiln GROUP " (after "kiln " for a top-level verb)
+  std::string_view brief;     // one line for `kiln GROUP --help`
   std::string_view summary;
   std::string_view details;     // options and notes for --help
-  std::vector<FlagSpec> flags;  // --json and --help are added for every verb
+  std::vector<FlagSpec> flags;  // --json, --quiet and --help are added for every verb
   int positionals;              // exactly this many (the sandbox or key ID)
   bool takes_command;           // "-- CMD..." required
   int (*handler)(Context&, const ParsedArgs&);
+  std::string_view arg_noun = "";     // what usage errors call the positional, if not the group's
+  std::string_view arg_choices = "";  // the positional's values, for completion ("bash")
 };
 
 // A command made of verbs: `kiln sandbox VERB`, `kiln keys VERB`.
@@ -31,10 +35,34 @@ struct Group {
   const std::vector<Verb>& (*verbs)();
 };
 
+// One word after `kiln`: a group of verbs, a verb of its own (`kiln usage`),
+// or, with neither, `kiln server` (its arguments go to kilnd untouched).
+struct Command {
+  std::string_view name;
+  std::string_view synopsis;  // "sandbox VERB ...", for `kiln --help`
+  std::string_view brief;     // may span lines (continuations are indented)
+  const Group* group = nullptr;
+  const Verb* verb = nullptr;
+};
+
+const std::vector<Command>& commands();
 const std::vector<Verb>& sandbox_verbs();
+const std::vector<Verb>& snapshot_verbs();
 const std::vector<Verb>& key_verbs();
 const Group& sandbox_group();
+const Group& snapshot_group();
 const Group& keys_group();
+const Verb& usage_verb();
+const Verb& completion_verb();
+
+// Flags every verb takes on top of its own.
+const std::vector<FlagSpec>& common_flags();
+
+// Other spellings of verbs ("list" → "ls"), accepted in every group.
+struct Alias {
+  std::string_view alias, verb;
+};
+const std::vector<Alias>& verb_aliases();
 
 enum class Action { kHelp, kVersion, kServer, kVerb };
 
@@ -42,10 +70,11 @@ struct Invocation {
   Action action = Action::kHelp;
   std::string help;              // kHelp
   bool help_is_error = false;    // usage shown because something was missing → stderr, exit 1
-  const Group* group = nullptr;  // kVerb
+  const Group* group = nullptr;  // kVerb; null for a top-level verb
   const Verb* verb = nullptr;    // kVerb
   ParsedArgs args;               // kVerb
   bool json = false;
+  bool quiet = false;
   std::vector<std::string> server_args;  // kServer
 };
 
@@ -58,7 +87,7 @@ bool wants_json(const std::vector<std::string>& args);
 std::string top_help();
 std::string group_help(const Group& group);
 std::string sandbox_help();
-std::string verb_help(const Group& group, const Verb& verb);
+std::string verb_help(const Group* group, const Verb& verb);  // group null: top-level verb
 
 // The whole program (main() minus argv conversion); returns the exit status.
 int run_cli(const std::vector<std::string>& args);

@@ -13,6 +13,7 @@
 #include "cli/interrupt.h"
 #include "cli/json_util.h"
 #include "cli/output.h"
+#include "cli/progress.h"
 #include "cli/requests.h"
 #include "cli/url.h"
 
@@ -82,12 +83,15 @@ void signal_process_quietly(Context& ctx, const std::string& id, const std::stri
 int cmd_sandbox_run(Context& ctx, const ParsedArgs& args) {
   // Build both requests first: a bad flag must fail before anything is created.
   const json create = sandbox_create_body(args);
+  const int wait = wait_seconds(args);
   json exec = exec_body(args, args.command, /*stream=*/!ctx.json(), std::nullopt);
   exec.erase("env");  // run's --env is a create option: it sets the sandbox's env
 
   install_interrupt_handlers();
+  // Cleared before the command's output starts (or any message).
+  Progress progress("creating sandbox", ctx.progress());
   // Not interruptible: cutting it short could leave a sandbox we know no id for.
-  json info = create_sandbox(ctx, create);
+  json info = create_sandbox(ctx, create, wait);
   const std::string id = string_field(info, "id");
 
   ExecStreamPrinter printer(STDOUT_FILENO, STDERR_FILENO);
@@ -95,14 +99,17 @@ int cmd_sandbox_run(Context& ctx, const ParsedArgs& args) {
   try {
     if (interrupt_requested()) throw Interrupted(interrupt_signal());
     wait_until_running(ctx, std::move(info), /*interruptible=*/true);
+    progress.done();
     status = execute(ctx, id, exec, printer);
   } catch (const Interrupted& e) {
+    progress.done();
     if (!ctx.json() && e.signal != SIGPIPE) {
       write_all(STDERR_FILENO, "kiln: interrupted; stopping sandbox " + id + "\n");
     }
     stop_sandbox_quietly(ctx, id);
     return 128 + e.signal;
   } catch (...) {
+    progress.done();
     stop_sandbox_quietly(ctx, id);
     throw;
   }

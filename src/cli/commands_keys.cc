@@ -17,8 +17,8 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 // A resent create would mint a second key whose secret nobody sees.
-constexpr RequestOptions kCreateOptions{.timeout = 30s, .idempotent = false};
-constexpr RequestOptions kQueryOptions{.timeout = 30s};
+const RequestOptions kCreateOptions{.timeout = 30s, .idempotent = false};
+const RequestOptions kQueryOptions{.timeout = 30s};
 
 }  // namespace
 

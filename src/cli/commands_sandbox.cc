@@ -1,13 +1,14 @@
-// kiln sandbox create | ls | get | stop | rm
-#include <algorithm>
+// kiln sandbox create | ls | get | extend | stop | rm
 #include <chrono>
 #include <thread>
 
+#include "cli/calls.h"
 #include "cli/commands.h"
 #include "cli/errors.h"
 #include "cli/interrupt.h"
 #include "cli/json_util.h"
 #include "cli/output.h"
+#include "cli/progress.h"
 #include "cli/requests.h"
 #include "cli/url.h"
 
@@ -17,13 +18,12 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-// Create boots a VM and stop tears one down; both answer once done.
-constexpr RequestOptions kCreateOptions{.timeout = 180s, .idempotent = false};
-constexpr RequestOptions kLifecycleOptions{.timeout = 120s};
-constexpr RequestOptions kQueryOptions{.timeout = 30s};
+// Stop tears a VM down and answers once done.
+const RequestOptions kLifecycleOptions{.timeout = 120s};
+const RequestOptions kQueryOptions{.timeout = 30s};
+constexpr auto kBootTime = 180s;
 constexpr auto kStartPoll = 250ms;
 constexpr auto kStartWait = 180s;
-constexpr int kMaxPages = 10000;  // guards against a cursor that never ends
 
 std::string required_id(const json& info) {
   std::string id = string_field(info, "id");
@@ -33,8 +33,14 @@ std::string required_id(const json& info) {
 
 }  // namespace
 
-json create_sandbox(Context& ctx, const json& body) {
-  json info = ctx.http().call(Method::kPost, "/v1/sandboxes", &body, kCreateOptions);
+std::chrono::milliseconds create_timeout(int wait_seconds) {
+  return std::chrono::seconds(wait_seconds) + kBootTime;
+}
+
+json create_sandbox(Context& ctx, const json& body, int wait_seconds) {
+  RequestOptions options{.timeout = create_timeout(wait_seconds)};
+  options.headers.emplace_back("Prefer", "wait=" + std::to_string(wait_seconds));
+  json info = post_once(ctx, "/v1/sandboxes", body, std::move(options));
   required_id(info);
   return info;
 }
@@ -70,9 +76,25 @@ void stop_sandbox_quietly(Context& ctx, const std::string& id) {
   }
 }
 
+std::string sandbox_table(const json& sandboxes) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : sandboxes) {
+    auto memory = int_field(s, "memoryMiB");
+    rows.push_back({display_value(s.value("id", json())), display_value(s.value("state", json())),
+                    display_value(s.value("vcpu", json())),
+                    memory ? std::to_string(*memory) + "MiB" : "-",
+                    display_value(s.value("createdAt", json()))});
+  }
+  return format_table({"ID", "STATE", "VCPU", "MEMORY", "CREATED"}, rows);
+}
+
 int cmd_sandbox_create(Context& ctx, const ParsedArgs& args) {
-  json info = create_sandbox(ctx, sandbox_create_body(args));
+  const json body = sandbox_create_body(args);
+  const int wait = wait_seconds(args);
+  Progress progress("creating sandbox", ctx.progress());
+  json info = create_sandbox(ctx, body, wait);
   info = wait_until_running(ctx, std::move(info), /*interruptible=*/false);
+  progress.done();
   if (ctx.json()) {
     print_json(info);
   } else {
@@ -82,31 +104,14 @@ int cmd_sandbox_create(Context& ctx, const ParsedArgs& args) {
 }
 
 int cmd_sandbox_ls(Context& ctx, const ParsedArgs& args) {
-  json sandboxes = json::array();
-  std::optional<std::string> cursor;
-  for (int page = 0; page < kMaxPages; ++page) {
-    json answer = ctx.http().call(Method::kGet, list_target(args, cursor), nullptr, kQueryOptions);
-    if (!answer.is_object() || !answer.contains("data") || !answer["data"].is_array()) {
-      throw ClientError("bad_response", "the daemon's sandbox list has no \"data\" array");
-    }
-    for (auto& s : answer["data"]) sandboxes.push_back(std::move(s));
-    std::string next = string_field(answer, "nextCursor");
-    if (next.empty() || next == cursor) break;
-    cursor = std::move(next);
-  }
+  json sandboxes = list_all(
+      ctx, [&args](const std::optional<std::string>& cursor) { return list_target(args, cursor); },
+      "sandbox");
   if (ctx.json()) {
     print_json({{"data", std::move(sandboxes)}, {"nextCursor", nullptr}});
-    return 0;
+  } else {
+    print_out(sandbox_table(sandboxes));
   }
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& s : sandboxes) {
-    auto memory = int_field(s, "memoryMiB");
-    rows.push_back({display_value(s.value("id", json())), display_value(s.value("state", json())),
-                    display_value(s.value("vcpu", json())),
-                    memory ? std::to_string(*memory) + "MiB" : "-",
-                    display_value(s.value("createdAt", json()))});
-  }
-  print_out(format_table({"ID", "STATE", "VCPU", "MEMORY", "CREATED"}, rows));
   return 0;
 }
 
@@ -121,17 +126,20 @@ int cmd_sandbox_get(Context& ctx, const ParsedArgs& args) {
   static const std::vector<std::string> kOrder = {
       "id",     "name",     "state",     "vcpu",    "memoryMiB", "diskMiB", "timeoutSeconds",
       "labels", "envNames", "createdAt", "readyAt", "expiresAt", "endedAt", "stopReason"};
-  std::vector<std::pair<std::string, std::string>> lines;
-  for (const auto& key : kOrder) {
-    if (info.contains(key)) lines.emplace_back(key, display_value(info[key]));
+  print_out(format_fields(info, kOrder));
+  return 0;
+}
+
+int cmd_sandbox_extend(Context& ctx, const ParsedArgs& args) {
+  const std::string& id = args.positionals.at(0);
+  const json body = extend_body(args);
+  json info = ctx.http().call(Method::kPost, sandbox_target(id, ":extend"), &body, kQueryOptions);
+  if (ctx.json()) {
+    print_json(info);
+  } else {
+    print_out(format_key_values({{"id", string_field(info, "id", id)},
+                                 {"expiresAt", string_field(info, "expiresAt", "-")}}));
   }
-  if (info.is_object()) {
-    for (const auto& [key, value] : info.items()) {
-      if (key == "kind" || std::find(kOrder.begin(), kOrder.end(), key) != kOrder.end()) continue;
-      lines.emplace_back(key, display_value(value));
-    }
-  }
-  print_out(format_key_values(lines));
   return 0;
 }
 

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "cli/progress.h"
+
 namespace kiln::cli {
 namespace {
 
@@ -53,6 +55,8 @@ std::optional<std::string> select_api_key(const char* kiln_api_key, const char* 
   return read_key_file(is_set(admin_key_file) ? std::string(admin_key_file)
                                               : std::string(kDefaultAdminKeyFile));
 }
+
+bool Context::progress() const { return progress_wanted(json_, quiet_, STDERR_FILENO); }
 
 HttpClient& Context::http() {
   if (!http_) {

@@ -37,13 +37,17 @@ std::optional<std::string> read_key_file(const std::string& path);
 
 class Context {
  public:
-  explicit Context(bool json) : json_(json) {}
+  explicit Context(bool json, bool quiet = false) : json_(json), quiet_(quiet) {}
 
   bool json() const { return json_; }
+  bool quiet() const { return quiet_; }
+  // Whether long operations show a progress line (see progress.h).
+  bool progress() const;
   HttpClient& http();  // reads the environment on first use
 
  private:
   bool json_;
+  bool quiet_;
   std::unique_ptr<HttpClient> http_;
 };
 

@@ -159,12 +159,14 @@ struct HttpClient::Impl {
                                               url.display + ": " + ec.message());
   }
 
-  Request make_request(Method method, std::string_view target, std::string_view accept) const {
+  Request make_request(Method method, std::string_view target, std::string_view accept,
+                       const RequestOptions& o) const {
     Request req{to_verb(method), url.base_path + std::string(target), 11};
     req.set(http::field::host, url.host_header());
     req.set(http::field::user_agent, "kiln-cli/" KILN_VERSION);
     req.set(http::field::accept, std::string(accept));
     if (api_key) req.set(http::field::authorization, "Bearer " + *api_key);
+    for (const auto& [name, value] : o.headers) req.set(name, value);
     return req;
   }
 
@@ -247,7 +249,7 @@ const ApiUrl& HttpClient::url() const { return impl_->url; }
 
 json HttpClient::call(Method method, std::string_view target, const json* body,
                       const RequestOptions& options) {
-  Request req = impl_->make_request(method, target, "application/json");
+  Request req = impl_->make_request(method, target, "application/json", options);
   if (body != nullptr) {
     req.set(http::field::content_type, "application/json");
     req.body() = dump_request_json(*body);
@@ -260,7 +262,7 @@ json HttpClient::call(Method method, std::string_view target, const json* body,
 void HttpClient::stream(Method method, std::string_view target, const json& body,
                         const RequestOptions& options,
                         const std::function<void(const json&)>& on_event) {
-  Request req = impl_->make_request(method, target, "application/x-ndjson");
+  Request req = impl_->make_request(method, target, "application/x-ndjson", options);
   req.set(http::field::content_type, "application/json");
   req.body() = dump_request_json(body);
   auto parser = impl_->exchange(req, options);
@@ -283,7 +285,7 @@ void HttpClient::stream(Method method, std::string_view target, const json& body
 
 void HttpClient::download(std::string_view target, const RequestOptions& options,
                           const std::function<void(std::string_view)>& sink) {
-  Request req = impl_->make_request(Method::kGet, target, "application/octet-stream");
+  Request req = impl_->make_request(Method::kGet, target, "application/octet-stream", options);
   auto parser = impl_->exchange(req, options);
   impl_->throw_if_error(*parser, options);
   impl_->read_body(*parser, options, sink);
@@ -291,7 +293,7 @@ void HttpClient::download(std::string_view target, const RequestOptions& options
 
 json HttpClient::upload(Method method, std::string_view target, std::string bytes,
                         const RequestOptions& options) {
-  Request req = impl_->make_request(method, target, "application/json");
+  Request req = impl_->make_request(method, target, "application/json", options);
   req.set(http::field::content_type, "application/octet-stream");
   req.body() = std::move(bytes);
   auto parser = impl_->exchange(req, options);

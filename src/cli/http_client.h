@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,8 +25,11 @@ struct RequestOptions {
   // A pending signal (see interrupt.h) aborts the request with Interrupted.
   bool interruptible = false;
   // Safe to resend when a reused keep-alive connection turns out closed
-  // before any answer byte; false for calls that create things.
+  // before any answer byte; false for calls that create things (unless
+  // they carry an Idempotency-Key).
   bool idempotent = true;
+  // Extra request headers, e.g. {"Prefer", "wait=120"}.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 class HttpClient {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 #include "cli/errors.h"
 
@@ -139,6 +140,42 @@ std::string display_value(const json& value) {
     default:
       return dump(value);
   }
+}
+
+std::string format_fields(const json& info, const std::vector<std::string>& order) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  if (!info.is_object()) return "";
+  for (const auto& key : order) {
+    if (info.contains(key)) lines.emplace_back(key, display_value(info[key]));
+  }
+  for (const auto& [key, value] : info.items()) {
+    if (key == "kind" || std::find(order.begin(), order.end(), key) != order.end()) continue;
+    lines.emplace_back(key, display_value(value));
+  }
+  return format_key_values(lines);
+}
+
+std::string format_bytes(const json& bytes) {
+  if (!bytes.is_number()) return "-";
+  const double n = bytes.get<double>();
+  if (n < 1024) return std::to_string(bytes.get<long long>()) + "B";
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  double scaled = n / 1024;
+  std::size_t unit = 0;
+  while (scaled >= 1024 && unit + 1 < std::size(kUnits)) {
+    scaled /= 1024;
+    ++unit;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, "%.1f%s", scaled, kUnits[unit]);
+  return out;
+}
+
+std::string format_number(const json& value, int decimals) {
+  if (!value.is_number()) return "-";
+  char out[64];
+  std::snprintf(out, sizeof out, "%.*f", decimals, value.get<double>());
+  return out;
 }
 
 void report_error(const std::exception& error, bool json_mode) {

@@ -30,6 +30,16 @@ std::string format_key_values(const std::vector<std::pair<std::string, std::stri
 // A JSON value as a table cell: null/empty → "-", {"k":"v"} → "k=v, …".
 std::string display_value(const nlohmann::json& value);
 
+// An object's fields as format_key_values lines: those in `order` first
+// (when present), then any others but "kind", so newer fields still show.
+std::string format_fields(const nlohmann::json& info, const std::vector<std::string>& order);
+
+// A byte count for people: "512B", "1.5KiB", "2.0GiB"; "-" when not a count.
+std::string format_bytes(const nlohmann::json& bytes);
+
+// A JSON number with `decimals` digits after the point; "-" when not a number.
+std::string format_number(const nlohmann::json& value, int decimals);
+
 // Reports a failure on stderr: "kiln: code: message" (or JSON {"error": …}).
 void report_error(const std::exception& error, bool json);
 

@@ -1,7 +1,10 @@
 #include "cli/requests.h"
 
+#include <ctime>
 #include <limits>
+#include <random>
 
+#include "cli/errors.h"
 #include "cli/url.h"
 #include "proto/base64.h"
 
@@ -28,6 +31,25 @@ void put_int(json& body, const ParsedArgs& args, const char* flag, const char* f
   if (auto v = args.get(flag)) body[field] = parse_int(std::string("--") + flag, *v, 1, max);
 }
 
+// "7d" / "12h" / "30m" → that long before `now` as RFC 3339; anything else
+// is passed on as is (the daemon checks it and names the parameter).
+std::string usage_time(std::string_view flag, const std::string& text,
+                       std::chrono::system_clock::time_point now) {
+  if (text.size() < 2) return text;
+  const char unit = text.back();
+  const std::int64_t per_unit = unit == 'd' ? 86400 : unit == 'h' ? 3600 : unit == 'm' ? 60 : 0;
+  if (per_unit == 0) return text;
+  const std::string digits = text.substr(0, text.size() - 1);
+  if (digits.find_first_not_of("0123456789") != std::string::npos) return text;
+  const std::int64_t n = parse_int(flag, digits, 0, 100 * 365);
+  const std::time_t t = std::chrono::system_clock::to_time_t(now) - n * per_unit;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char out[32];
+  std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return out;
+}
+
 }  // namespace
 
 json sandbox_create_body(const ParsedArgs& args) {
@@ -39,6 +61,7 @@ json sandbox_create_body(const ParsedArgs& args) {
   if (auto name = args.get("name")) body["name"] = *name;
   if (args.has("label")) body["labels"] = key_values(args, "label");
   if (args.has("env")) body["env"] = key_values(args, "env");
+  if (auto snapshot = args.get("snapshot")) body["snapshot"] = *snapshot;
   return body;
 }
 
@@ -85,6 +108,72 @@ std::string list_target(const ParsedArgs& args, const std::optional<std::string>
   }
   if (cursor) q.add("cursor", *cursor);
   return "/v1/sandboxes" + q.str();
+}
+
+int wait_seconds(const ParsedArgs& args) {
+  auto v = args.get("wait");
+  return v ? static_cast<int>(parse_int("--wait", *v, 0, kDefaultWaitSeconds))
+           : kDefaultWaitSeconds;
+}
+
+std::string new_idempotency_key() {
+  std::random_device rd;
+  std::uniform_int_distribution<unsigned> byte(0, 255);
+  unsigned char b[16];
+  for (auto& c : b) c = static_cast<unsigned char>(byte(rd));
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[b[i] >> 4];
+    out += kHex[b[i] & 0xf];
+  }
+  return out;
+}
+
+json snapshot_body(const ParsedArgs& args) {
+  json body = json::object();
+  if (auto name = args.get("name")) body["name"] = *name;
+  if (args.has("label")) body["labels"] = key_values(args, "label");
+  put_int(body, args, "retention-days", "retentionDays");
+  return body;
+}
+
+json fork_body(const ParsedArgs& args) {
+  json body = json::object();
+  put_int(body, args, "count", "count");
+  if (args.has("label")) body["labels"] = key_values(args, "label");
+  if (args.has("keep-snapshot")) body["keepSnapshot"] = true;
+  return body;
+}
+
+json extend_body(const ParsedArgs& args) {
+  json body = json::object();
+  put_int(body, args, "seconds", "seconds");
+  return body;
+}
+
+std::string snapshot_list_target(const ParsedArgs& args, const std::optional<std::string>& cursor) {
+  Query q;
+  if (auto id = args.get("sandbox")) q.add("sandboxId", *id);
+  if (auto name = args.get("name")) q.add("name", *name);
+  if (cursor) q.add("cursor", *cursor);
+  return "/v1/snapshots" + q.str();
+}
+
+std::string usage_target(const ParsedArgs& args, std::chrono::system_clock::time_point now) {
+  Query q;
+  if (auto from = args.get("from")) q.add("from", usage_time("--from", *from, now));
+  if (auto to = args.get("to")) q.add("to", usage_time("--to", *to, now));
+  if (auto by = args.get("group-by")) {
+    if (*by != "key" && !(by->starts_with("label:") && by->size() > 6)) {
+      throw UsageError("--group-by expects key or label:NAME, got '" + *by + "'");
+    }
+    q.add("groupBy", *by);
+  }
+  return "/v1/usage" + q.str();
 }
 
 }  // namespace kiln::cli

@@ -19,7 +19,8 @@ inline constexpr std::size_t kMaxStdinBytes = 12 * 1024 * 1024 - 64 * 1024;
 inline constexpr long long kDefaultExecTimeoutMs = 60000;  // the daemon's default
 
 // POST /v1/sandboxes body from --vcpu --memory --disk --timeout --name
-// --label k=v --env K=V (only the flags given; the daemon fills defaults).
+// --label k=v --env K=V --snapshot ID (only the flags given; the daemon
+// fills defaults).
 nlohmann::json sandbox_create_body(const ParsedArgs& args);
 
 // POST …:exec body: argv (no shell), --cwd, --env K=V, --timeout-ms, stdin.
@@ -35,5 +36,29 @@ nlohmann::json key_create_body(const ParsedArgs& args);
 
 // GET /v1/sandboxes target from --all --state --label k=v (sent as k:v).
 std::string list_target(const ParsedArgs& args, const std::optional<std::string>& cursor);
+
+// How long a create or fork may wait in line for capacity: --wait S (0–120,
+// the daemon's cap; default 120), sent as `Prefer: wait=S`.
+inline constexpr int kDefaultWaitSeconds = 120;
+int wait_seconds(const ParsedArgs& args);
+
+// A random version 4 UUID, the Idempotency-Key of one create-like request.
+std::string new_idempotency_key();
+
+// POST …:snapshot body from --name, --label K=V, --retention-days N.
+nlohmann::json snapshot_body(const ParsedArgs& args);
+
+// POST …:fork body from --count N, --label K=V, --keep-snapshot.
+nlohmann::json fork_body(const ParsedArgs& args);
+
+// POST …:extend body from --seconds N.
+nlohmann::json extend_body(const ParsedArgs& args);
+
+// GET /v1/snapshots target from --sandbox ID and --name N.
+std::string snapshot_list_target(const ParsedArgs& args, const std::optional<std::string>& cursor);
+
+// GET /v1/usage target from --from/--to (RFC 3339, or "7d", "12h", "30m"
+// meaning that long before `now`) and --group-by key|label:NAME.
+std::string usage_target(const ParsedArgs& args, std::chrono::system_clock::time_point now);
 
 }  // namespace kiln::cli

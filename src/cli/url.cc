@@ -119,4 +119,8 @@ std::string key_target(std::string_view id, std::string_view suffix) {
   return "/v1/keys/" + percent_encode(id) + std::string(suffix);
 }
 
+std::string snapshot_target(std::string_view id, std::string_view suffix) {
+  return "/v1/snapshots/" + percent_encode(id) + std::string(suffix);
+}
+
 }  // namespace kiln::cli

@@ -42,5 +42,7 @@ class Query {
 std::string sandbox_target(std::string_view id, std::string_view suffix = "");
 // "/v1/keys/<id><suffix>", encoded the same way.
 std::string key_target(std::string_view id, std::string_view suffix = "");
+// "/v1/snapshots/<id><suffix>", encoded the same way.
+std::string snapshot_target(std::string_view id, std::string_view suffix = "");
 
 }  // namespace kiln::cli

@@ -2,6 +2,7 @@
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +94,134 @@ def test_errors(kiln):
     assert p.returncode != 0 and "not_found" in p.stderr, (p.returncode, p.stdout, p.stderr)
     p = kiln("sandbox", "ls", api_url="http://127.0.0.1:9", timeout=60)
     assert p.returncode != 0 and p.stderr.strip(), "no daemon must be an error on stderr"
+
+
+def _lines(p):
+    assert p.returncode == 0, f"exit {p.returncode}: {p.stderr}"
+    return p.stdout.splitlines()
+
+
+def test_snapshot_round_trip(kiln, api, sandboxes):
+    sid = sandboxes.create()["id"]
+    p = kiln("sandbox", "snapshot", sid, "--name", "cli-snap", "--retention-days", "1")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == "", "no progress line when stderr is not a terminal"
+    snap_id = p.stdout.strip()
+    assert snap_id and len(p.stdout.split()) == 1, f"snapshot should print only the id: {p.stdout!r}"
+    other = _json(kiln("sandbox", "snapshot", sid, "--json", "--label", "t=cli"))
+    try:
+        assert (other["kind"], other["sourceSandboxId"], other["labels"]) == ("snapshot", sid, {"t": "cli"})
+        assert other["id"] != snap_id
+
+        table = _lines(kiln("snapshot", "ls"))
+        assert table[0].split()[:3] == ["ID", "NAME", "SANDBOX"], table
+        assert any(line.split()[:3] == [snap_id, "cli-snap", sid] for line in table), table
+        listed = _json(kiln("snapshot", "ls", "--json", "--sandbox", sid))
+        assert {s["id"] for s in listed["data"]} == {snap_id, other["id"]}
+        assert [s["id"] for s in _json(kiln("snapshot", "ls", "--json", "--name", "cli-snap"))["data"]] == [snap_id]
+
+        got = _json(kiln("snapshot", "get", snap_id, "--json"))
+        assert (got["id"], got["name"], got["retentionDays"], got["state"]) == (snap_id, "cli-snap", 1, "ready")
+        text = kiln("snapshot", "get", snap_id).stdout
+        assert text.startswith("id:") and snap_id in text and "sourceSandboxId:" in text, text
+
+        p = kiln("snapshot", "rm", snap_id)
+        assert (p.returncode, p.stdout) == (0, snap_id + "\n"), p
+        gone = _json(kiln("snapshot", "delete", other["id"], "--json"))
+        assert (gone["id"], gone["state"]) == (other["id"], "deleted")
+        p = kiln("snapshot", "get", snap_id, "--json")
+        assert p.returncode == 1 and json.loads(p.stderr)["error"]["code"] == "snapshot_not_found", p
+        assert snap_id not in kiln("snapshot", "ls").stdout
+        assert api.sandbox(sid)["state"] == "running", "the source keeps running"
+    finally:
+        for s in (snap_id, other["id"]):
+            api.request("POST", f"/v1/snapshots/{s}:delete", json={})
+
+
+def test_fork_count_2(kiln, api, sandboxes):
+    sid = sandboxes.create()["id"]
+    copies = []
+    try:
+        p = kiln("sandbox", "fork", sid, "--count", "2", timeout=300)
+        rows = _lines(p)
+        assert p.stderr == "", "no progress line when stderr is not a terminal"
+        assert rows[0].split()[:2] == ["ID", "STATE"], rows
+        copies = [r.split()[0] for r in rows[1:]]
+        assert len(copies) == 2 and sid not in copies, rows
+        for c in copies:
+            assert api.sandbox(c)["state"] == "running"
+        # The fork's own snapshot is gone (no --keep-snapshot).
+        assert not _json(kiln("snapshot", "ls", "--json", "--sandbox", sid))["data"]
+
+        answer = _json(kiln("sandbox", "fork", sid, "--json", "--keep-snapshot", "--label", "via=cli", timeout=300))
+        copies += [s["id"] for s in answer["sandboxes"]]
+        assert len(answer["sandboxes"]) == 1 and answer["sandboxes"][0]["labels"] == {"via": "cli"}
+        kept = _json(kiln("snapshot", "ls", "--json", "--sandbox", sid))["data"]
+        assert len(kept) == 1, kept
+        api.request("POST", f"/v1/snapshots/{kept[0]['id']}:delete", json={})
+    finally:
+        for c in copies:
+            api.request("DELETE", f"/v1/sandboxes/{c}")
+
+
+def test_extend(kiln, api, sandboxes):
+    info = sandboxes.create(timeoutSeconds=120)
+    sid = info["id"]
+    lines = _lines(kiln("sandbox", "extend", sid, "--seconds", "600"))
+    assert lines[0].split() == ["id:", sid], lines
+    assert lines[1].split()[0] == "expiresAt:", lines
+    expires = lines[1].split()[1]
+    assert expires > info["expiresAt"] and expires == api.sandbox(sid)["expiresAt"]
+    again = _json(kiln("sandbox", "extend", sid, "--seconds", "60", "--json"))
+    assert again["id"] == sid and again["expiresAt"] >= expires
+    p = kiln("sandbox", "extend", sid)
+    assert p.returncode == 1 and "missing --seconds" in p.stderr, p
+    p = kiln("sandbox", "extend", sid, "--seconds", "7200", "--json")
+    assert p.returncode == 1 and json.loads(p.stderr)["error"]["code"] == "invalid_request", p
+
+
+def test_usage(kiln, sandboxes):
+    sandboxes.create(labels={"team": "cli"})
+    table = _lines(kiln("usage"))
+    assert table[0].split() == ["GROUP", "SANDBOXES", "CPU_SECONDS", "GIB_HOURS", "GB_MONTHS", "COST_MICROS"], table
+    usage = _json(kiln("usage", "--json"))
+    assert usage["unit"] == "micros" and usage["groupBy"] is None and "total" in usage
+    by_key = _json(kiln("usage", "--json", "--group-by", "key", "--from", "1d"))
+    assert by_key["groupBy"] == "key" and by_key["data"], by_key
+    by_label = _json(kiln("usage", "--json", "--group-by", "label:team"))
+    assert "cli" in [g["group"] for g in by_label["data"]], by_label
+    table = _lines(kiln("usage", "--group-by", "label:team", "--from", "2020-01-01T00:00:00Z"))
+    assert any(line.split()[0] == "cli" for line in table[1:]) and table[-1].split()[0] == "TOTAL", table
+    p = kiln("usage", "--from", "yesterday", "--json")
+    assert p.returncode == 1 and json.loads(p.stderr)["error"]["code"] == "invalid_request", p
+
+
+def test_create_waits_quietly(kiln, api):
+    p = kiln("sandbox", "create", "--wait", "5")
+    assert p.returncode == 0 and p.stderr == "", p
+    sid = p.stdout.strip()
+    try:
+        assert api.sandbox(sid)["state"] == "running"
+        p = kiln("sandbox", "create", "--wait", "500")
+        assert p.returncode == 1 and "--wait" in p.stderr, p
+    finally:
+        api.request("DELETE", f"/v1/sandboxes/{sid}")
+
+
+def test_completion_script(kiln, bin_dir, tmp_path):
+    p = kiln("completion", "bash")
+    assert p.returncode == 0, p.stderr
+    committed = Path(__file__).resolve().parents[2] / "scripts" / "kiln-completion.bash"
+    assert p.stdout == committed.read_text(), "scripts/kiln-completion.bash is stale: regenerate it"
+    assert _json(kiln("completion", "bash", "--json"))["script"] == p.stdout
+    script = tmp_path / "kiln.bash"
+    script.write_text(p.stdout)
+    probe = ('t() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _kiln; '
+             'echo "${COMPREPLY[*]}"; }\n'
+             't kiln sn\nt kiln sandbox f\nt kiln sandbox fork s --c\nt kiln usage --group-by ""\n')
+    out = subprocess.run(["bash", "--norc", "--noprofile", "-c", f"source {script}\n{probe}"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["snapshot", "fork", "--count", "key label:"], out.stdout
+    p = kiln("completion", "zsh")
+    assert p.returncode == 1 and "bash" in p.stderr, p

@@ -1,0 +1,29 @@
+// Request patterns several verbs share: creating things exactly once, and
+// reading every page of a list.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/context.h"
+
+namespace kiln::cli {
+
+// POSTs a request that creates something (a sandbox, a snapshot, copies)
+// with a fresh Idempotency-Key. A lost connection, or a 409
+// request_in_progress while the daemon still works on a first attempt
+// whose answer we lost, is retried with the same key: the daemon then
+// replays the first answer instead of creating a second thing.
+nlohmann::json post_once(Context& ctx, std::string_view target, const nlohmann::json& body,
+                         RequestOptions options);
+
+// GETs every page of a list ({"data": [...], "nextCursor"}): `target`
+// builds each request from the cursor; `noun` names the list in errors.
+using PageTarget = std::function<std::string(const std::optional<std::string>& cursor)>;
+nlohmann::json list_all(Context& ctx, const PageTarget& target, std::string_view noun);
+
+}  // namespace kiln::cli

@@ -1,0 +1,342 @@
+// The command table: every command, verb and flag kiln knows. Parsing, help
+// texts and the shell completion script are all generated from it.
+#include "cli/cli.h"
+#include "cli/commands.h"
+
+namespace kiln::cli {
+namespace {
+
+FlagSpec value(std::string name, bool repeatable = false) {
+  return {std::move(name), true, repeatable};
+}
+FlagSpec required(std::string name) { return {std::move(name), true, false, true}; }
+FlagSpec choice(std::string name, std::string choices) {
+  return {std::move(name), true, false, false, std::move(choices)};
+}
+FlagSpec toggle(std::string name) { return {std::move(name), false, false}; }
+
+}  // namespace
+
+// A macro so it can be pasted into the literals below.
+#define KILN_WAIT_DETAILS                                                         \
+  "  --wait S          wait up to S seconds for capacity when the host is full\n" \
+  "                    (0-120, default 120); then it fails with no_capacity\n"
+
+const std::vector<FlagSpec>& common_flags() {
+  static const std::vector<FlagSpec> flags = {toggle("json"), toggle("quiet"), toggle("help")};
+  return flags;
+}
+
+const std::vector<Alias>& verb_aliases() {
+  static const std::vector<Alias> aliases = {{"list", "ls"}, {"delete", "rm"}};
+  return aliases;
+}
+
+const std::vector<Verb>& sandbox_verbs() {
+  static const std::vector<Verb> verbs = {
+      {.name = "run",
+       .synopsis = "run [OPTIONS] -- CMD...",
+       .brief = "run CMD in a fresh sandbox, then stop it",
+       .summary = "Create a sandbox, run CMD in it (argv, no shell) with its output streamed,\n"
+                  "then stop the sandbox, also on failure or Ctrl-C.",
+       .details =
+           "  --vcpu N          virtual CPUs (default 2)\n"
+           "  --memory MiB      memory (default 2048)\n"
+           "  --disk MiB        size of the writable /workspace and /tmp (default 4096)\n"
+           "  --timeout-ms N    time limit for CMD (default 60000)\n"
+           "  --env K=V         environment variable for the sandbox (repeatable)\n"
+           "  --cwd DIR         working directory of CMD (default /workspace)\n" KILN_WAIT_DETAILS,
+       .flags = {value("vcpu"), value("memory"), value("disk"), value("timeout-ms"),
+                 value("env", true), value("cwd"), value("wait")},
+       .positionals = 0,
+       .takes_command = true,
+       .handler = cmd_sandbox_run},
+      {.name = "create",
+       .synopsis = "create [OPTIONS]",
+       .brief = "create a sandbox, print its id",
+       .summary = "Create a sandbox and print its id.",
+       .details =
+           "  --vcpu N          virtual CPUs (default 2)\n"
+           "  --memory MiB      memory (default 2048)\n"
+           "  --disk MiB        size of the writable /workspace and /tmp (default 4096)\n"
+           "  --timeout S       lease in seconds (default 1800); it stops after that\n"
+           "  --name NAME       a name ([A-Za-z0-9._-], up to 64)\n"
+           "  --label K=V       label (repeatable)\n"
+           "  --env K=V         environment variable for every command (repeatable)\n"
+           "  --snapshot ID     start a copy of this snapshot (its shape wins)\n" KILN_WAIT_DETAILS,
+       .flags = {value("vcpu"), value("memory"), value("disk"), value("timeout"), value("name"),
+                 value("label", true), value("env", true), value("snapshot"), value("wait")},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = cmd_sandbox_create},
+      {.name = "ls",
+       .synopsis = "ls [--all] [--state S] [--label K=V]",
+       .brief = "list sandboxes",
+       .summary = "List sandboxes, oldest first.",
+       .details = "  --all             include stopped sandboxes\n"
+                  "  --state S         only this state: starting, running, stopping, stopped\n"
+                  "  --label K=V       only sandboxes with this label (repeatable)\n",
+       .flags = {toggle("all"), choice("state", "starting running stopping stopped"),
+                 value("label", true)},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = cmd_sandbox_ls},
+      {.name = "get",
+       .synopsis = "get ID",
+       .brief = "show one sandbox",
+       .summary = "Show one sandbox.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_sandbox_get},
+      {.name = "exec",
+       .synopsis = "exec ID [OPTIONS] -- CMD...",
+       .brief = "run CMD in a running sandbox",
+       .summary = "Run CMD (argv, no shell) in a running sandbox with its output streamed.",
+       .details = "  --cwd DIR         working directory (default /workspace)\n"
+                  "  --env K=V         environment variable (repeatable)\n"
+                  "  --timeout-ms N    time limit (default 60000)\n"
+                  "  --stdin-file F    feed file F (or - for kiln's stdin, up to 12 MiB) to CMD\n",
+       .flags = {value("cwd"), value("env", true), value("timeout-ms"),
+                 choice("stdin-file", std::string(kFileValue))},
+       .positionals = 1,
+       .takes_command = true,
+       .handler = cmd_sandbox_exec},
+      {.name = "extend",
+       .synopsis = "extend ID --seconds N",
+       .brief = "lengthen a running sandbox's lease",
+       .summary = "Extend a running sandbox's lease: it now ends N seconds after the later of\n"
+                  "its old end and now, but at most one hour from now. Prints the id and the\n"
+                  "new end.",
+       .details = "  --seconds N       how much longer, 1-3600 (required)\n",
+       .flags = {required("seconds")},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_sandbox_extend},
+      {.name = "snapshot",
+       .synopsis = "snapshot ID [--name N] [--retention-days N] [--label K=V]",
+       .brief = "snapshot a running sandbox, print the snapshot id",
+       .summary = "Capture a running sandbox's files, memory and processes as a snapshot and\n"
+                  "print its id. The sandbox pauses only while it is captured, then goes on.\n"
+                  "`kiln sandbox create --snapshot ID` starts a copy of it.",
+       .details = "  --name N          a name for the snapshot (up to 128 bytes)\n"
+                  "  --label K=V       label (repeatable)\n"
+                  "  --retention-days N\n"
+                  "                    keep it N days (1-365, default 7); then the daemon deletes "
+                  "it\n",
+       .flags = {value("name"), value("label", true), value("retention-days")},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_sandbox_snapshot},
+      {.name = "fork",
+       .synopsis = "fork ID [--count N] [--keep-snapshot]",
+       .brief = "start copies of a running sandbox, print their ids",
+       .summary = "Start copies of a running sandbox (same files, processes and memory) and\n"
+                  "list them. The daemon snapshots the sandbox, starts the copies from the\n"
+                  "snapshot, then deletes the snapshot unless --keep-snapshot.",
+       .details =
+           "  --count N         how many copies, 1-10 (default 1)\n"
+           "  --label K=V       label of the copies (repeatable)\n"
+           "  --keep-snapshot   keep the snapshot (see `kiln snapshot ls`)\n" KILN_WAIT_DETAILS,
+       .flags = {value("count"), value("label", true), toggle("keep-snapshot"), value("wait")},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_sandbox_fork},
+      {.name = "stop",
+       .synopsis = "stop ID",
+       .brief = "stop a sandbox",
+       .summary = "Stop a sandbox; nothing of it remains on the host afterwards.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_sandbox_stop},
+      {.name = "rm",
+       .synopsis = "rm ID",
+       .brief = "delete a sandbox",
+       .summary = "Delete a sandbox (stopping it first); deleting twice is fine.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_sandbox_rm},
+  };
+  return verbs;
+}
+
+const std::vector<Verb>& snapshot_verbs() {
+  static const std::vector<Verb> verbs = {
+      {.name = "ls",
+       .synopsis = "ls [--sandbox ID] [--name N]",
+       .brief = "list snapshots",
+       .summary = "List snapshots.",
+       .details = "  --sandbox ID      only snapshots of this sandbox\n"
+                  "  --name N          only snapshots with this name\n",
+       .flags = {value("sandbox"), value("name")},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = cmd_snapshot_ls},
+      {.name = "get",
+       .synopsis = "get ID",
+       .brief = "show one snapshot",
+       .summary = "Show one snapshot.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_snapshot_get},
+      {.name = "rm",
+       .synopsis = "rm ID",
+       .brief = "delete a snapshot",
+       .summary = "Delete a snapshot; sandboxes started from it keep running.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_snapshot_rm},
+  };
+  return verbs;
+}
+
+const std::vector<Verb>& key_verbs() {
+  static const std::vector<Verb> verbs = {
+      {.name = "create",
+       .synopsis = "create [--name N] [--daily-limit-micros N] [--admin]",
+       .brief = "create an API key, print its secret",
+       .summary = "Create an API key and print its id and secret. The secret is shown only\n"
+                  "this once (the daemon keeps just its hash): store it now.",
+       .details = "  --name N          a name for the key (up to 128 bytes)\n"
+                  "  --daily-limit-micros N\n"
+                  "                    the key's daily spending limit in micros (default: none)\n"
+                  "  --admin           the key may manage keys too\n",
+       .flags = {value("name"), value("daily-limit-micros"), toggle("admin")},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = cmd_keys_create},
+      {.name = "ls",
+       .synopsis = "ls",
+       .brief = "list API keys, revoked ones too",
+       .summary = "List API keys, oldest first, revoked ones included. Secrets are never shown.",
+       .details = "",
+       .flags = {},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = cmd_keys_ls},
+      {.name = "revoke",
+       .synopsis = "revoke ID",
+       .brief = "revoke an API key",
+       .summary = "Revoke an API key: the daemon refuses it from its next request on.\n"
+                  "Revoking twice is fine.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_keys_revoke},
+  };
+  return verbs;
+}
+
+const Verb& usage_verb() {
+  static const Verb verb = {
+      .name = "usage",
+      .synopsis = "usage [--from T] [--to T] [--group-by key|label:NAME]",
+      .brief = "show metered usage and cost",
+      .summary =
+          "Show metered usage over a period: sandboxes, CPU seconds, memory GiB-hours,\n"
+          "disk GB-months and cost in micros (millionths of the price unit), per group\n"
+          "and in total. A non-admin key sees its own usage only.",
+      .details =
+          "  --from T          start: RFC 3339 (2026-11-29T10:00:00Z) or an age such as\n"
+          "                    7d, 12h, 30m (default 30 days ago)\n"
+          "  --to T            end, in the same forms (default now)\n"
+          "  --group-by G      key (per API key) or label:NAME (per value of label NAME)\n",
+      .flags = {value("from"), value("to"), choice("group-by", "key label:")},
+      .positionals = 0,
+      .takes_command = false,
+      .handler = cmd_usage};
+  return verb;
+}
+
+const Verb& completion_verb() {
+  static const Verb verb = {
+      .name = "completion",
+      .synopsis = "completion bash",
+      .brief = "print a bash completion script",
+      .summary =
+          "Print the bash completion script for kiln (commands, verbs, flags and\n"
+          "their values). Load it with `source <(kiln completion bash)` or install it\n"
+          "as /usr/share/bash-completion/completions/kiln.",
+      .details = "",
+      .flags = {},
+      .positionals = 1,
+      .takes_command = false,
+      .handler = cmd_completion,
+      .arg_noun = "shell (bash)",
+      .arg_choices = "bash"};
+  return verb;
+}
+
+const Group& sandbox_group() {
+  static const Group group = {
+      .name = "sandbox",
+      .id_noun = "sandbox ID",
+      .notes = "\nrun and exec exit with the command's status (see their --help).\n",
+      .verbs = sandbox_verbs};
+  return group;
+}
+
+const Group& snapshot_group() {
+  static const Group group = {
+      .name = "snapshot",
+      .id_noun = "snapshot ID",
+      .notes =
+          "\n`kiln sandbox snapshot ID` takes a snapshot; `kiln sandbox create --snapshot ID`\n"
+          "starts a copy of one.\n",
+      .verbs = snapshot_verbs};
+  return group;
+}
+
+const Group& keys_group() {
+  static const Group group = {
+      .name = "keys",
+      .id_noun = "key ID",
+      .notes = "\nOnly admin keys may manage keys; `kiln --help` shows which key kiln sends.\n",
+      .verbs = key_verbs};
+  return group;
+}
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {.name = "server",
+       .synopsis = "server [ARGS...]",
+       .brief = "run the daemon (the kilnd next to kiln) in the foreground;\n"
+                "ARGS go to kilnd (`kiln server --help` shows its own help)"},
+      {.name = "sandbox",
+       .synopsis = "sandbox VERB ...",
+       .brief = "create sandboxes, run commands in them, snapshot, fork,\n"
+                "list, stop, delete (`kiln sandbox --help`)",
+       .group = &sandbox_group()},
+      {.name = "snapshot",
+       .synopsis = "snapshot VERB ...",
+       .brief = "list, show and delete snapshots (`kiln snapshot --help`)",
+       .group = &snapshot_group()},
+      {.name = "keys",
+       .synopsis = "keys VERB ...",
+       .brief = "create, list and revoke API keys (`kiln keys --help`)",
+       .group = &keys_group()},
+      {.name = "usage",
+       .synopsis = "usage [OPTIONS]",
+       .brief = "metered usage and cost (`kiln usage --help`)",
+       .verb = &usage_verb()},
+      {.name = "completion",
+       .synopsis = "completion bash",
+       .brief = "print the bash completion script",
+       .verb = &completion_verb()},
+  };
+  return table;
+}
+
+#undef KILN_WAIT_DETAILS
+
+}  // namespace kiln::cli

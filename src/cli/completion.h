@@ -1,0 +1,12 @@
+// Shell completion generated from the command table (cli.h), so it never
+// falls behind the commands: `kiln completion bash`.
+#pragma once
+
+#include <string>
+
+namespace kiln::cli {
+
+// The bash completion script: commands, verbs, flags and flag values.
+std::string bash_completion_script();
+
+}  // namespace kiln::cli

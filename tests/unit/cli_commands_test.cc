@@ -1,0 +1,635 @@
+// kiln CLI: snapshot, fork, extend, usage and create (Prefer: wait,
+// Idempotency-Key) — their flags, request bodies and output, against a
+// canned daemon.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cli/cli.h"
+#include "cli/errors.h"
+#include "cli/requests.h"
+#include "cli/url.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Args = std::vector<std::string>;
+using namespace std::chrono_literals;
+
+std::string command_line_error(const Args& args) {
+  try {
+    parse_command_line(args);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+ParsedArgs verb_args(const Args& args) { return parse_command_line(args).args; }
+
+// --- command line ------------------------------------------------------------
+
+TEST(CliCommandsParse, NewVerbs) {
+  Invocation inv = parse_command_line(
+      {"sandbox", "snapshot", "sbx_1", "--name", "base", "--retention-days", "3", "--json"});
+  ASSERT_EQ(inv.action, Action::kVerb);
+  EXPECT_EQ(inv.group, &sandbox_group());
+  EXPECT_EQ(inv.verb->name, "snapshot");
+  EXPECT_TRUE(inv.json);
+  EXPECT_EQ(inv.args.positionals, (Args{"sbx_1"}));
+
+  inv = parse_command_line({"sandbox", "fork", "sbx_1", "--count", "2", "--keep-snapshot"});
+  EXPECT_EQ(inv.verb->name, "fork");
+  EXPECT_TRUE(inv.args.has("keep-snapshot"));
+
+  inv = parse_command_line({"sandbox", "extend", "sbx_1", "--seconds=600"});
+  EXPECT_EQ(inv.verb->name, "extend");
+  EXPECT_EQ(inv.args.get("seconds"), "600");
+
+  for (const char* verb : {"ls", "list"}) {
+    inv = parse_command_line({"snapshot", verb, "--sandbox", "sbx_1"});
+    EXPECT_EQ(inv.group, &snapshot_group());
+    EXPECT_EQ(inv.verb->name, "ls");
+  }
+  EXPECT_EQ(parse_command_line({"snapshot", "get", "snp_1"}).verb->name, "get");
+  EXPECT_EQ(parse_command_line({"snapshot", "delete", "snp_1"}).verb->name, "rm");
+
+  inv = parse_command_line({"usage", "--from", "7d", "--group-by", "label:team", "--json"});
+  ASSERT_EQ(inv.action, Action::kVerb);
+  EXPECT_EQ(inv.group, nullptr);
+  EXPECT_EQ(inv.verb, &usage_verb());
+  EXPECT_TRUE(inv.json);
+
+  inv = parse_command_line({"completion", "bash"});
+  EXPECT_EQ(inv.verb, &completion_verb());
+  EXPECT_EQ(inv.args.positionals, (Args{"bash"}));
+}
+
+TEST(CliCommandsParse, QuietAnywhereBeforeTheVerbOrAfter) {
+  EXPECT_TRUE(parse_command_line({"--quiet", "sandbox", "create"}).quiet);
+  EXPECT_TRUE(parse_command_line({"sandbox", "--quiet", "create"}).quiet);
+  EXPECT_TRUE(parse_command_line({"sandbox", "create", "--quiet"}).quiet);
+  EXPECT_TRUE(parse_command_line({"usage", "--quiet"}).quiet);
+  EXPECT_FALSE(parse_command_line({"sandbox", "create"}).quiet);
+  // After "--" it is the command's.
+  EXPECT_FALSE(parse_command_line({"sandbox", "run", "--", "x", "--quiet"}).quiet);
+}
+
+TEST(CliCommandsParse, UsageErrors) {
+  EXPECT_EQ(command_line_error({"sandbox", "extend", "sbx_1"}), "missing --seconds");
+  EXPECT_EQ(command_line_error({"sandbox", "extend", "--seconds", "5"}), "missing the sandbox ID");
+  EXPECT_EQ(command_line_error({"snapshot", "get"}), "missing the snapshot ID");
+  EXPECT_EQ(command_line_error({"snapshot", "rm", "a", "b"}), "unexpected argument 'b'");
+  EXPECT_EQ(command_line_error({"sandbox", "fork", "s", "--keep-snapshot=yes"}),
+            "--keep-snapshot takes no value");
+  EXPECT_EQ(command_line_error({"sandbox", "fork", "s", "--cout", "2"}),
+            "unknown flag --cout (did you mean --count?)");
+  EXPECT_EQ(command_line_error({"usage", "x"}), "unexpected argument 'x'");
+  EXPECT_EQ(command_line_error({"usage", "--form", "7d"}),
+            "unknown flag --form (did you mean --from?)");
+  EXPECT_EQ(command_line_error({"completion"}), "missing the shell (bash)");
+  EXPECT_EQ(command_line_error({"snapshots", "ls"}),
+            "unknown command 'snapshots' (did you mean snapshot?)");
+  EXPECT_EQ(command_line_error({"usge"}), "unknown command 'usge' (did you mean usage?)");
+  try {
+    parse_command_line({"usage", "--bogus"});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.hint, "see `kiln usage --help`");
+  }
+  // --help wins over a missing required flag.
+  EXPECT_EQ(parse_command_line({"sandbox", "extend", "--help"}).action, Action::kHelp);
+}
+
+TEST(CliCommandsParse, Help) {
+  const std::string top = parse_command_line({"--help"}).help;
+  for (const char* word : {"snapshot VERB", "usage [OPTIONS]", "completion bash", "--quiet",
+                           "keys VERB", "server [ARGS...]"}) {
+    EXPECT_NE(top.find(word), std::string::npos) << word;
+  }
+  const std::string sandbox = parse_command_line({"sandbox", "--help"}).help;
+  for (const char* word : {"snapshot ID", "fork ID", "extend ID --seconds N"}) {
+    EXPECT_NE(sandbox.find(word), std::string::npos) << word;
+  }
+  Invocation inv = parse_command_line({"snapshot", "--help"});
+  EXPECT_NE(inv.help.find("Usage: kiln snapshot VERB"), std::string::npos);
+  EXPECT_NE(inv.help.find("rm ID"), std::string::npos);
+  EXPECT_TRUE(parse_command_line({"snapshot"}).help_is_error);
+
+  inv = parse_command_line({"sandbox", "fork", "--help"});
+  EXPECT_NE(inv.help.find("Usage: kiln sandbox fork ID"), std::string::npos);
+  EXPECT_NE(inv.help.find("--keep-snapshot"), std::string::npos);
+  EXPECT_NE(inv.help.find("--wait S"), std::string::npos);
+  EXPECT_NE(parse_command_line({"sandbox", "create", "-h"}).help.find("--wait S"),
+            std::string::npos);
+  inv = parse_command_line({"usage", "--help"});
+  EXPECT_NE(inv.help.find("Usage: kiln usage [--from T]"), std::string::npos);
+  EXPECT_NE(inv.help.find("label:NAME"), std::string::npos);
+  EXPECT_NE(inv.help.find("--json"), std::string::npos);
+  inv = parse_command_line({"completion", "--help"});
+  EXPECT_NE(inv.help.find("Usage: kiln completion bash"), std::string::npos);
+}
+
+// --- flags → requests --------------------------------------------------------
+
+TEST(CliCommandsRequests, Bodies) {
+  EXPECT_EQ(snapshot_body(verb_args({"sandbox", "snapshot", "s", "--name", "base", "--label",
+                                     "team=ml", "--retention-days", "3"})),
+            json::parse(R"({"name": "base", "labels": {"team": "ml"}, "retentionDays": 3})"));
+  EXPECT_EQ(snapshot_body(verb_args({"sandbox", "snapshot", "s"})), json::object());
+  EXPECT_THROW(snapshot_body(verb_args({"sandbox", "snapshot", "s", "--retention-days", "1w"})),
+               UsageError);
+
+  EXPECT_EQ(fork_body(verb_args(
+                {"sandbox", "fork", "s", "--count", "2", "--keep-snapshot", "--label", "a=b"})),
+            json::parse(R"({"count": 2, "keepSnapshot": true, "labels": {"a": "b"}})"));
+  EXPECT_EQ(fork_body(verb_args({"sandbox", "fork", "s"})), json::object());
+  EXPECT_THROW(fork_body(verb_args({"sandbox", "fork", "s", "--count", "0"})), UsageError);
+
+  EXPECT_EQ(extend_body(verb_args({"sandbox", "extend", "s", "--seconds", "600"})),
+            json::parse(R"({"seconds": 600})"));
+  EXPECT_THROW(extend_body(verb_args({"sandbox", "extend", "s", "--seconds", "ten"})), UsageError);
+
+  EXPECT_EQ(sandbox_create_body(verb_args({"sandbox", "create", "--snapshot", "snp_1"})),
+            json::parse(R"({"snapshot": "snp_1"})"));
+}
+
+TEST(CliCommandsRequests, Wait) {
+  EXPECT_EQ(wait_seconds(verb_args({"sandbox", "create"})), 120);
+  EXPECT_EQ(wait_seconds(verb_args({"sandbox", "create", "--wait", "0"})), 0);
+  EXPECT_EQ(wait_seconds(verb_args({"sandbox", "fork", "s", "--wait", "30"})), 30);
+  EXPECT_EQ(wait_seconds(verb_args({"sandbox", "run", "--wait=5", "--", "x"})), 5);
+  EXPECT_THROW(wait_seconds(verb_args({"sandbox", "create", "--wait", "121"})), UsageError);
+  EXPECT_THROW(wait_seconds(verb_args({"sandbox", "create", "--wait", "-1"})), UsageError);
+}
+
+TEST(CliCommandsRequests, IdempotencyKeysAreFreshUuids) {
+  const std::regex uuid("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  const std::string a = new_idempotency_key(), b = new_idempotency_key();
+  EXPECT_TRUE(std::regex_match(a, uuid)) << a;
+  EXPECT_TRUE(std::regex_match(b, uuid)) << b;
+  EXPECT_NE(a, b);
+}
+
+TEST(CliCommandsRequests, Targets) {
+  EXPECT_EQ(snapshot_target("snp_1", ":delete"), "/v1/snapshots/snp_1:delete");
+  EXPECT_EQ(snapshot_target("../keys"), "/v1/snapshots/..%2Fkeys");
+  EXPECT_EQ(snapshot_list_target(verb_args({"snapshot", "ls"}), std::nullopt), "/v1/snapshots");
+  EXPECT_EQ(snapshot_list_target(
+                verb_args({"snapshot", "ls", "--sandbox", "sbx 1", "--name", "base"}), "c2"),
+            "/v1/snapshots?sandboxId=sbx%201&name=base&cursor=c2");
+}
+
+TEST(CliCommandsRequests, UsageTarget) {
+  // 2026-11-29T10:00:00Z
+  const auto now = std::chrono::system_clock::from_time_t(1795946400);
+  auto target = [&](const Args& args) { return usage_target(verb_args(args), now); };
+  EXPECT_EQ(target({"usage"}), "/v1/usage");
+  EXPECT_EQ(target({"usage", "--from", "7d", "--to", "2h"}),
+            "/v1/usage?from=2026-11-22T10%3A00%3A00Z&to=2026-11-29T08%3A00%3A00Z");
+  EXPECT_EQ(target({"usage", "--from", "30m"}), "/v1/usage?from=2026-11-29T09%3A30%3A00Z");
+  // Anything else goes to the daemon as is; it checks RFC 3339.
+  EXPECT_EQ(target({"usage", "--from", "2026-11-01T00:00:00Z"}),
+            "/v1/usage?from=2026-11-01T00%3A00%3A00Z");
+  EXPECT_EQ(target({"usage", "--group-by", "key"}), "/v1/usage?groupBy=key");
+  EXPECT_EQ(target({"usage", "--group-by", "label:team"}), "/v1/usage?groupBy=label%3Ateam");
+  for (const char* bad : {"label", "label:", "keys", ""}) {
+    EXPECT_THROW(target({"usage", "--group-by", bad}), UsageError) << bad;
+  }
+}
+
+// --- the commands against a canned daemon -------------------------------------
+
+// One canned answer; status 0 drops the connection without answering.
+struct Canned {
+  int status;
+  std::string body;
+  std::chrono::milliseconds delay{0};
+};
+
+// Answers requests, over as many connections as the client opens, with the
+// canned answers in order.
+class CannedServer {
+ public:
+  explicit CannedServer(std::vector<Canned> answers) : answers_(std::move(answers)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(listener_, 4), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~CannedServer() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<std::string> requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void serve() {
+    std::size_t next = 0;
+    while (next < answers_.size()) {
+      int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) return;
+      std::string buffered, request;
+      while (next < answers_.size() && read_request(fd, buffered, request)) {
+        {
+          std::lock_guard lock(mu_);
+          requests_.push_back(request);
+        }
+        const Canned& a = answers_[next++];
+        std::this_thread::sleep_for(a.delay);
+        if (a.status == 0) break;
+        std::string answer = "HTTP/1.1 " + std::to_string(a.status) +
+                             " X\r\nContent-Type: application/json\r\nContent-Length: " +
+                             std::to_string(a.body.size()) + "\r\n\r\n" + a.body;
+        ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
+      }
+      ::close(fd);
+    }
+  }
+
+  // Test scaffolding only: header block plus a Content-Length body.
+  static bool read_request(int fd, std::string& buffered, std::string& request) {
+    char buf[4096];
+    for (;;) {
+      auto end = buffered.find("\r\n\r\n");
+      if (end != std::string::npos) {
+        std::size_t length = 0;
+        auto cl = buffered.find("Content-Length: ");
+        if (cl != std::string::npos && cl < end) length = std::stoul(buffered.substr(cl + 16));
+        if (buffered.size() >= end + 4 + length) {
+          request = buffered.substr(0, end + 4 + length);
+          buffered.erase(0, end + 4 + length);
+          return true;
+        }
+      }
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return false;
+      buffered.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+  std::vector<Canned> answers_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+};
+
+// Points kiln at a server for one test; restores the environment afterwards.
+class DaemonEnv {
+ public:
+  explicit DaemonEnv(const std::string& url) {
+    for (const char* name : {"KILN_API_URL", "KILN_API_KEY"}) {
+      const char* old = std::getenv(name);
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    }
+    ::setenv("KILN_API_URL", url.c_str(), 1);
+    ::setenv("KILN_API_KEY", "kiln_test", 1);
+  }
+  ~DaemonEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// Runs kiln with stdout and stderr in files (so neither is a terminal).
+struct CliRun {
+  int status;
+  std::string out, err;
+};
+CliRun run_captured(const Args& args) {
+  std::string dir_template = (fs::temp_directory_path() / "kiln-cli-cmd-XXXXXX").string();
+  const std::string dir = ::mkdtemp(dir_template.data());
+  std::string out_path = dir + "/out", err_path = dir + "/err";
+  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
+  ::dup2(out_fd, STDOUT_FILENO);
+  ::dup2(err_fd, STDERR_FILENO);
+  int status = run_cli(args);
+  ::dup2(saved_out, STDOUT_FILENO);
+  ::dup2(saved_err, STDERR_FILENO);
+  for (int fd : {out_fd, err_fd, saved_out, saved_err}) ::close(fd);
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  CliRun r{status, slurp(out_path), slurp(err_path)};
+  fs::remove_all(dir);
+  return r;
+}
+
+// The value of a request header ("" when absent).
+std::string header(const std::string& request, const std::string& name) {
+  auto at = request.find("\r\n" + name + ": ");
+  if (at == std::string::npos) return "";
+  at += name.size() + 4;
+  return request.substr(at, request.find("\r\n", at) - at);
+}
+std::string body_of(const std::string& request) {
+  return request.substr(request.find("\r\n\r\n") + 4);
+}
+
+const std::string kSandbox =
+    R"({"id": "sbx_new", "kind": "sandbox", "state": "running", "vcpu": 2, "memoryMiB": 2048,
+        "createdAt": "2026-11-29T10:00:00.000Z", "expiresAt": "2026-11-29T10:30:00.000Z"})";
+const std::string kSnapshot =
+    R"({"id": "snp_1", "kind": "snapshot", "name": "base", "state": "ready",
+        "sourceSandboxId": "sbx_1", "shape": {"vcpu": 2, "memoryMiB": 2048, "diskMiB": 4096},
+        "retentionDays": 7, "sizeBytes": 1610612736, "captureMs": 812,
+        "createdAt": "2026-11-29T10:00:00.000Z", "expiresAt": "2026-12-06T10:00:00.000Z",
+        "pool": {"size": 0, "ready": 0, "memoryBytes": 0}})";
+
+TEST(CliCommands, CreateWaitsForCapacityAndIsReplayedNotRepeated) {
+  const std::string in_progress =
+      R"({"error": {"code": "request_in_progress", "status": 409, "message": "busy"}})";
+  CannedServer server({{0, ""}, {409, in_progress}, {200, kSandbox}});
+  DaemonEnv env(server.url());
+  CliRun r = run_captured({"sandbox", "create", "--wait", "30", "--vcpu", "2"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "sbx_new\n");
+  EXPECT_EQ(r.err, "");  // not a terminal: no progress line
+
+  const auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  const std::string key = header(reqs[0], "Idempotency-Key");
+  EXPECT_EQ(key.size(), 36u) << reqs[0];
+  for (const auto& req : reqs) {
+    EXPECT_TRUE(req.starts_with("POST /v1/sandboxes HTTP/1.1\r\n")) << req;
+    EXPECT_EQ(header(req, "Prefer"), "wait=30");
+    EXPECT_EQ(header(req, "Idempotency-Key"), key);  // the same key each time
+    EXPECT_EQ(body_of(req), R"({"vcpu":2})");
+  }
+
+  // A second create is a new request: a new key, and the default wait.
+  CannedServer second({{200, kSandbox}});
+  DaemonEnv env2(second.url());
+  r = run_captured({"sandbox", "create", "--json"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["id"], "sbx_new");
+  ASSERT_EQ(second.requests().size(), 1u);
+  EXPECT_EQ(header(second.requests()[0], "Prefer"), "wait=120");
+  EXPECT_NE(header(second.requests()[0], "Idempotency-Key"), key);
+}
+
+TEST(CliCommands, SnapshotLsGetRm) {
+  const std::string deleted =
+      R"({"id": "snp_1", "state": "deleted", "deletedAt": "2026-11-29T11:00:00.000Z"})";
+  CannedServer server({{200, kSnapshot},
+                       {200, R"({"data": [)" + kSnapshot + R"(], "nextCursor": null})"},
+                       {200, kSnapshot},
+                       {200, deleted},
+                       {200, kSnapshot},
+                       {404, R"({"error": {"code": "snapshot_not_found", "status": 404,
+                                           "message": "snapshot snp_x not found"}})"}});
+  DaemonEnv env(server.url());
+
+  CliRun r =
+      run_captured({"sandbox", "snapshot", "sbx_1", "--name", "base", "--retention-days", "7"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "snp_1\n");
+  EXPECT_EQ(r.err, "");
+
+  r = run_captured({"snapshot", "ls"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "ID     NAME  SANDBOX  SIZE    CREATED                   EXPIRES\n"
+            "snp_1  base  sbx_1    1.5GiB  2026-11-29T10:00:00.000Z  2026-12-06T10:00:00.000Z\n");
+
+  r = run_captured({"snapshot", "get", "snp_1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("id:              snp_1\nname:            base\n")) << r.out;
+  EXPECT_NE(r.out.find("shape:           diskMiB=4096, memoryMiB=2048, vcpu=2\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("kind"), std::string::npos);
+
+  r = run_captured({"snapshot", "rm", "snp_1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "snp_1\n");
+
+  r = run_captured({"snapshot", "get", "snp_1", "--json"});
+  EXPECT_EQ(json::parse(r.out), json::parse(kSnapshot));
+
+  r = run_captured({"snapshot", "get", "snp_x"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "kiln: snapshot_not_found: snapshot snp_x not found\n");
+
+  const auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 6u);
+  EXPECT_TRUE(reqs[0].starts_with("POST /v1/sandboxes/sbx_1:snapshot HTTP/1.1\r\n")) << reqs[0];
+  EXPECT_EQ(body_of(reqs[0]), R"({"name":"base","retentionDays":7})");
+  EXPECT_EQ(header(reqs[0], "Idempotency-Key").size(), 36u);
+  EXPECT_TRUE(reqs[1].starts_with("GET /v1/snapshots HTTP/1.1\r\n")) << reqs[1];
+  EXPECT_TRUE(reqs[2].starts_with("GET /v1/snapshots/snp_1 HTTP/1.1\r\n")) << reqs[2];
+  EXPECT_TRUE(reqs[3].starts_with("POST /v1/snapshots/snp_1:delete HTTP/1.1\r\n")) << reqs[3];
+  EXPECT_EQ(body_of(reqs[3]), "{}");
+}
+
+TEST(CliCommands, Fork) {
+  std::string copy2 = kSandbox;
+  copy2.replace(copy2.find("sbx_new"), 7, "sbx_two");
+  const std::string answer = R"({"sandboxes": [)" + kSandbox + "," + copy2 + "]}";
+  CannedServer server({{200, answer}, {200, answer}});
+  DaemonEnv env(server.url());
+
+  CliRun r = run_captured({"sandbox", "fork", "sbx_1", "--count", "2", "--keep-snapshot"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "ID       STATE    VCPU  MEMORY   CREATED\n"
+            "sbx_new  running  2     2048MiB  2026-11-29T10:00:00.000Z\n"
+            "sbx_two  running  2     2048MiB  2026-11-29T10:00:00.000Z\n");
+  EXPECT_EQ(r.err, "");
+
+  r = run_captured({"sandbox", "fork", "sbx_1", "--count", "2", "--json", "--wait", "10"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json::parse(answer));
+
+  const auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_TRUE(reqs[0].starts_with("POST /v1/sandboxes/sbx_1:fork HTTP/1.1\r\n")) << reqs[0];
+  EXPECT_EQ(body_of(reqs[0]), R"({"count":2,"keepSnapshot":true})");
+  EXPECT_EQ(header(reqs[0], "Prefer"), "wait=120");
+  EXPECT_EQ(header(reqs[1], "Prefer"), "wait=10");
+  EXPECT_EQ(header(reqs[0], "Idempotency-Key").size(), 36u);
+  EXPECT_NE(header(reqs[0], "Idempotency-Key"), header(reqs[1], "Idempotency-Key"));
+}
+
+TEST(CliCommands, ForkThatPartlyFailedNamesTheCopiesThatStarted) {
+  // The message holds ")", hence the raw string's delimiter.
+  const std::string error = R"j({"error": {"code": "no_capacity", "status": 409,
+      "message": "host full (1 of 2 copies started)",
+      "details": {"started": [)j" +
+                            kSandbox + R"j(], "requested": 2}}})j";
+  CannedServer server({{409, error}, {409, error}});
+  DaemonEnv env(server.url());
+  CliRun r = run_captured({"sandbox", "fork", "sbx_1", "--count", "2"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("kiln: warning: these copies did start and keep running: sbx_new\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("kiln: no_capacity: host full"), std::string::npos) << r.err;
+
+  r = run_captured({"sandbox", "fork", "sbx_1", "--count", "2", "--json"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(json::parse(r.err)["error"]["details"]["started"][0]["id"], "sbx_new");
+}
+
+TEST(CliCommands, Extend) {
+  CannedServer server({{200, kSandbox}, {200, kSandbox}});
+  DaemonEnv env(server.url());
+  CliRun r = run_captured({"sandbox", "extend", "sbx_new", "--seconds", "600"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "id:        sbx_new\nexpiresAt: 2026-11-29T10:30:00.000Z\n");
+  r = run_captured({"sandbox", "extend", "sbx_new", "--seconds", "600", "--json"});
+  EXPECT_EQ(json::parse(r.out)["expiresAt"], "2026-11-29T10:30:00.000Z");
+
+  const auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_TRUE(reqs[0].starts_with("POST /v1/sandboxes/sbx_new:extend HTTP/1.1\r\n")) << reqs[0];
+  EXPECT_EQ(body_of(reqs[0]), R"({"seconds":600})");
+}
+
+TEST(CliCommands, Usage) {
+  const std::string grouped = R"({
+      "from": "2026-11-22T10:00:00.000Z", "to": "2026-11-29T10:00:00.000Z",
+      "groupBy": "label:team", "unit": "micros", "prices": {},
+      "data": [
+        {"group": "", "cpuSeconds": 12.26, "gibHours": 0.5, "gbMonths": 0.000123,
+         "costMicros": 40, "sandboxes": 1},
+        {"group": "ml", "cpuSeconds": 100, "gibHours": 2.0, "gbMonths": 0.001,
+         "costMicros": 900, "sandboxes": 3}],
+      "total": {"cpuSeconds": 112.26, "gibHours": 2.5, "gbMonths": 0.001123,
+                "costMicros": 940}})";
+  const std::string ungrouped = R"({"groupBy": null, "unit": "micros",
+      "data": [{"group": "total", "cpuSeconds": 1, "gibHours": 0, "gbMonths": 0,
+                "costMicros": 7, "sandboxes": 2}],
+      "total": {"cpuSeconds": 1, "gibHours": 0, "gbMonths": 0, "costMicros": 7}})";
+  CannedServer server({{200, grouped}, {200, ungrouped}, {200, ungrouped}});
+  DaemonEnv env(server.url());
+
+  CliRun r = run_captured({"usage", "--group-by", "label:team"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "GROUP  SANDBOXES  CPU_SECONDS  GIB_HOURS  GB_MONTHS  COST_MICROS\n"
+            "-      1          12.3         0.500      0.000123   40\n"
+            "ml     3          100.0        2.000      0.001000   900\n"
+            "TOTAL  4          112.3        2.500      0.001123   940\n");
+
+  r = run_captured({"usage"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "GROUP  SANDBOXES  CPU_SECONDS  GIB_HOURS  GB_MONTHS  COST_MICROS\n"
+            "total  2          1.0          0.000      0.000000   7\n");
+
+  r = run_captured({"usage", "--json", "--from", "2026-11-01T00:00:00Z"});
+  EXPECT_EQ(json::parse(r.out), json::parse(ungrouped));
+
+  const auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_TRUE(reqs[0].starts_with("GET /v1/usage?groupBy=label%3Ateam HTTP/1.1\r\n")) << reqs[0];
+  EXPECT_TRUE(reqs[1].starts_with("GET /v1/usage HTTP/1.1\r\n")) << reqs[1];
+  EXPECT_TRUE(reqs[2].starts_with("GET /v1/usage?from=2026-11-01T00%3A00%3A00Z HTTP/1.1\r\n"))
+      << reqs[2];
+}
+
+// Runs kiln with stderr on a pseudo-terminal; returns what the terminal
+// got, or nullopt when the host has no pseudo-terminals.
+std::optional<std::string> run_on_terminal(const Args& args, int* status) {
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0) return std::nullopt;
+  int slave = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
+  if (slave < 0) return std::nullopt;
+  ::fcntl(master, F_SETFL, O_NONBLOCK);
+  int null_fd = ::open("/dev/null", O_WRONLY);
+  int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
+  ::dup2(null_fd, STDOUT_FILENO);
+  ::dup2(slave, STDERR_FILENO);
+  *status = run_cli(args);
+  ::dup2(saved_out, STDOUT_FILENO);
+  ::dup2(saved_err, STDERR_FILENO);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) {
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  for (int fd : {null_fd, saved_out, saved_err, slave, master}) ::close(fd);
+  return out;
+}
+
+TEST(CliCommands, ProgressLineOnATerminalOnly) {
+  // Slow answers, so the progress line has time to show.
+  CannedServer server({{200, kSandbox, 500ms},
+                       {200, kSnapshot, 500ms},
+                       {200, kSandbox, 500ms},
+                       {200, kSandbox, 500ms}});
+  DaemonEnv env(server.url());
+  int status = -1;
+  auto shown = run_on_terminal({"sandbox", "create"}, &status);
+  if (!shown) GTEST_SKIP() << "no pseudo-terminals here";
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(shown->find("creating sandbox\xe2\x80\xa6 "), std::string::npos) << *shown;
+  EXPECT_TRUE(shown->ends_with("\r\x1b[K")) << *shown;  // erased when done
+
+  shown = run_on_terminal({"sandbox", "snapshot", "sbx_1"}, &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(shown->find("snapshotting sandbox sbx_1\xe2\x80\xa6"), std::string::npos) << *shown;
+  EXPECT_TRUE(shown->ends_with("\r\x1b[K")) << *shown;
+
+  // --json and --quiet keep the terminal clean.
+  EXPECT_EQ(run_on_terminal({"sandbox", "create", "--json"}, &status), "");
+  EXPECT_EQ(run_on_terminal({"--quiet", "sandbox", "create"}, &status), "");
+  EXPECT_EQ(server.requests().size(), 4u);
+}
+
+TEST(CliCommands, BadFlagValuesFailBeforeAnyRequest) {
+  CannedServer server({});
+  DaemonEnv env(server.url());
+  for (const Args& args :
+       {Args{"usage", "--group-by", "team"}, Args{"sandbox", "create", "--wait", "500"},
+        Args{"sandbox", "fork", "s", "--count", "x"}, Args{"completion", "zsh"}}) {
+    CliRun r = run_captured(args);
+    EXPECT_EQ(r.status, 1) << args[0];
+    EXPECT_EQ(r.out, "");
+    EXPECT_TRUE(r.err.starts_with("kiln: ")) << r.err;
+  }
+  EXPECT_TRUE(server.requests().empty());
+}
+
+}  // namespace
+}  // namespace kiln::cli

@@ -1,0 +1,141 @@
+// kiln CLI: `kiln completion bash` — the script covers the whole command
+// table, the committed copy is current, and bash completes with it.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "cli/cli.h"
+#include "cli/completion.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// The repository root, from this file's path (CMake compiles absolute paths).
+fs::path repo_root() { return fs::path(__FILE__).parent_path().parent_path().parent_path(); }
+
+TEST(CliCompletion, CoversTheCommandTable) {
+  const std::string script = bash_completion_script();
+  EXPECT_TRUE(script.starts_with("# bash completion for kiln."));
+  EXPECT_TRUE(script.ends_with("complete -F _kiln kiln\n"));
+  auto has = [&](const std::string& text) { return script.find(text) != std::string::npos; };
+  for (const auto& c : commands()) {
+    EXPECT_TRUE(has(" " + std::string(c.name) + " ") || has(" " + std::string(c.name) + "\""))
+        << c.name;
+    const std::vector<Verb>* verbs = c.group ? &c.group->verbs() : nullptr;
+    std::vector<Verb> single;
+    if (c.verb) single.push_back(*c.verb);
+    for (const auto& v : verbs ? *verbs : single) {
+      const std::string path =
+          c.group ? std::string(c.name) + " " + std::string(v.name) : std::string(v.name);
+      EXPECT_TRUE(has("\"" + path + "\"")) << path;
+      for (const auto& f : v.flags) EXPECT_TRUE(has("--" + f.name)) << path << " --" << f.name;
+    }
+  }
+  EXPECT_TRUE(has("\"sandbox ls\"|\"sandbox list\""));  // aliases complete flags too
+  EXPECT_TRUE(has("starting running stopping stopped"));
+  EXPECT_TRUE(has("key label:"));
+}
+
+TEST(CliCompletion, CommittedScriptIsCurrent) {
+  const fs::path committed = repo_root() / "scripts" / "kiln-completion.bash";
+  ASSERT_TRUE(fs::exists(committed)) << committed;
+  EXPECT_EQ(slurp(committed), bash_completion_script())
+      << "regenerate it: kiln completion bash > scripts/kiln-completion.bash";
+}
+
+struct Captured {
+  int status;
+  std::string out;
+};
+Captured run_stdout(const std::vector<std::string>& args) {
+  const fs::path path =
+      fs::temp_directory_path() / ("kiln-cli-completion-" + std::to_string(::getpid()));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int saved = ::dup(STDOUT_FILENO);
+  ::dup2(fd, STDOUT_FILENO);
+  int status = run_cli(args);
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(fd);
+  ::close(saved);
+  Captured c{status, slurp(path)};
+  fs::remove(path);
+  return c;
+}
+
+TEST(CliCompletion, Command) {
+  Captured c = run_stdout({"completion", "bash"});
+  EXPECT_EQ(c.status, 0);
+  EXPECT_EQ(c.out, bash_completion_script());
+  c = run_stdout({"completion", "bash", "--json"});
+  EXPECT_EQ(c.status, 0);
+  EXPECT_EQ(json::parse(c.out), (json{{"shell", "bash"}, {"script", bash_completion_script()}}));
+}
+
+// What bash offers for a command line ("" = the word being completed is empty).
+TEST(CliCompletion, BashCompletes) {
+  if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no bash";
+  const fs::path dir = fs::temp_directory_path() / ("kiln-cli-bash-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "kiln.bash") << bash_completion_script();
+  std::ofstream(dir / "stdin.txt") << "";
+  std::ofstream(dir / "test.sh") << "source " << (dir / "kiln.bash") << R"(
+t() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _kiln; echo "${COMPREPLY[*]}"; }
+t kiln ""
+t kiln sn
+t kiln --json sandbox ex
+t kiln sandbox fork sbx_1 --k
+t kiln sandbox ls --state r
+t kiln sandbox list --state =
+t kiln sandbox ls --state = st
+t kiln usage --group-by ""
+t kiln completion ""
+t kiln completion bash ""
+t kiln sandbox run -- ""
+t kiln snapshot delete snp_1 --j
+t kiln server --
+t kiln sandbox get ""
+t kiln keys ""
+cd )" << dir << R"( && t kiln sandbox exec s --stdin-file std
+)";
+  const std::string command = "/bin/bash --norc --noprofile " + (dir / "test.sh").string();
+  FILE* p = ::popen(command.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  EXPECT_EQ(::pclose(p), 0);
+  fs::remove_all(dir);
+  EXPECT_EQ(out,
+            "server sandbox snapshot keys usage completion\n"
+            "snapshot\n"
+            "exec extend\n"
+            "--keep-snapshot\n"
+            "running\n"
+            "starting running stopping stopped\n"
+            "starting stopping stopped\n"
+            "key label:\n"
+            "bash\n"
+            "\n"
+            "\n"
+            "--json\n"
+            "\n"
+            "\n"
+            "create ls revoke\n"
+            "stdin.txt\n");
+}
+
+}  // namespace
+}  // namespace kiln::cli
