@@ -7,6 +7,7 @@
 #include "cli/errors.h"
 #include "cli/requests.h"
 #include "cli/url.h"
+#include "cli_test_util.h"
 
 namespace kiln::cli {
 namespace {
@@ -28,14 +29,7 @@ std::string usage_message(const Args& args, const std::vector<FlagSpec>& specs =
   return "(no error)";
 }
 
-std::string command_line_error(const Args& args) {
-  try {
-    parse_command_line(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testutil::command_line_error;
 
 // --- parse_args -------------------------------------------------------------
 

@@ -1,19 +1,14 @@
 // kiln CLI: snapshot, fork, extend, usage and create (Prefer: wait,
 // Idempotency-Key) — their flags, request bodies and output, against a
 // canned daemon.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <regex>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -21,25 +16,20 @@
 #include "cli/errors.h"
 #include "cli/requests.h"
 #include "cli/url.h"
+#include "cli_test_util.h"
+#include "fake_daemon.h"
 
 namespace kiln::cli {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Args = std::vector<std::string>;
 using namespace std::chrono_literals;
 
-std::string command_line_error(const Args& args) {
-  try {
-    parse_command_line(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-ParsedArgs verb_args(const Args& args) { return parse_command_line(args).args; }
+using testutil::CliRun;
+using testutil::command_line_error;
+using testutil::run_captured;
+using testutil::verb_args;
 
 // --- command line ------------------------------------------------------------
 
@@ -214,92 +204,7 @@ TEST(CliCommandsRequests, UsageTarget) {
 
 // --- the commands against a canned daemon -------------------------------------
 
-// One canned answer; status 0 drops the connection without answering.
-struct Canned {
-  int status;
-  std::string body;
-  std::chrono::milliseconds delay{0};
-};
-
-// Answers requests, over as many connections as the client opens, with the
-// canned answers in order.
-class CannedServer {
- public:
-  explicit CannedServer(std::vector<Canned> answers) : answers_(std::move(answers)) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::listen(listener_, 4), 0);
-    socklen_t len = sizeof addr;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~CannedServer() {
-    ::shutdown(listener_, SHUT_RDWR);
-    ::close(listener_);
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  std::vector<std::string> requests() {
-    std::lock_guard lock(mu_);
-    return requests_;
-  }
-
- private:
-  void serve() {
-    std::size_t next = 0;
-    while (next < answers_.size()) {
-      int fd = ::accept(listener_, nullptr, nullptr);
-      if (fd < 0) return;
-      std::string buffered, request;
-      while (next < answers_.size() && read_request(fd, buffered, request)) {
-        {
-          std::lock_guard lock(mu_);
-          requests_.push_back(request);
-        }
-        const Canned& a = answers_[next++];
-        std::this_thread::sleep_for(a.delay);
-        if (a.status == 0) break;
-        std::string answer = "HTTP/1.1 " + std::to_string(a.status) +
-                             " X\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(a.body.size()) + "\r\n\r\n" + a.body;
-        ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
-      }
-      ::close(fd);
-    }
-  }
-
-  // Test scaffolding only: header block plus a Content-Length body.
-  static bool read_request(int fd, std::string& buffered, std::string& request) {
-    char buf[4096];
-    for (;;) {
-      auto end = buffered.find("\r\n\r\n");
-      if (end != std::string::npos) {
-        std::size_t length = 0;
-        auto cl = buffered.find("Content-Length: ");
-        if (cl != std::string::npos && cl < end) length = std::stoul(buffered.substr(cl + 16));
-        if (buffered.size() >= end + 4 + length) {
-          request = buffered.substr(0, end + 4 + length);
-          buffered.erase(0, end + 4 + length);
-          return true;
-        }
-      }
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) return false;
-      buffered.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-
-  std::vector<Canned> answers_;
-  int listener_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::string> requests_;
-};
+using testutil::CannedServer;
 
 // Points kiln at a server for one test; restores the environment afterwards.
 class DaemonEnv {
@@ -325,33 +230,6 @@ class DaemonEnv {
  private:
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
-
-// Runs kiln with stdout and stderr in files (so neither is a terminal).
-struct CliRun {
-  int status;
-  std::string out, err;
-};
-CliRun run_captured(const Args& args) {
-  std::string dir_template = (fs::temp_directory_path() / "kiln-cli-cmd-XXXXXX").string();
-  const std::string dir = ::mkdtemp(dir_template.data());
-  std::string out_path = dir + "/out", err_path = dir + "/err";
-  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
-  ::dup2(out_fd, STDOUT_FILENO);
-  ::dup2(err_fd, STDERR_FILENO);
-  int status = run_cli(args);
-  ::dup2(saved_out, STDOUT_FILENO);
-  ::dup2(saved_err, STDERR_FILENO);
-  for (int fd : {out_fd, err_fd, saved_out, saved_err}) ::close(fd);
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  };
-  CliRun r{status, slurp(out_path), slurp(err_path)};
-  fs::remove_all(dir);
-  return r;
-}
 
 // The value of a request header ("" when absent).
 std::string header(const std::string& request, const std::string& name) {

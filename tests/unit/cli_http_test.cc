@@ -15,6 +15,7 @@
 #include "cli/errors.h"
 #include "cli/http_client.h"
 #include "cli/interrupt.h"
+#include "fake_daemon.h"
 
 namespace kiln::cli {
 namespace {
@@ -34,15 +35,7 @@ class FakeServer {
   using Responder = std::function<Answer(const std::string& request)>;
 
   explicit FakeServer(Responder respond) : respond_(std::move(respond)) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::listen(listener_, 8), 0);
-    socklen_t len = sizeof addr;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    listener_ = testutil::listen_on_loopback(8, &port_);
     thread_ = std::thread([this] { serve(); });
   }
 
@@ -82,7 +75,7 @@ class FakeServer {
     std::string buffered;
     for (;;) {
       std::string request;
-      if (!read_request(fd, buffered, request)) return;
+      if (!testutil::read_request(fd, buffered, request)) return;
       {
         std::lock_guard lock(mu_);
         requests_.push_back(request);
@@ -99,27 +92,6 @@ class FakeServer {
         std::this_thread::sleep_for(5ms);
       }
       if (a.close_after) return;
-    }
-  }
-
-  // Test scaffolding only: header block plus a Content-Length body.
-  static bool read_request(int fd, std::string& buffered, std::string& request) {
-    char buf[4096];
-    for (;;) {
-      auto end = buffered.find("\r\n\r\n");
-      if (end != std::string::npos) {
-        std::size_t length = 0;
-        auto cl = buffered.find("Content-Length: ");
-        if (cl != std::string::npos && cl < end) length = std::stoul(buffered.substr(cl + 16));
-        if (buffered.size() >= end + 4 + length) {
-          request = buffered.substr(0, end + 4 + length);
-          buffered.erase(0, end + 4 + length);
-          return true;
-        }
-      }
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) return false;
-      buffered.append(buf, static_cast<std::size_t>(n));
     }
   }
 

@@ -1,16 +1,11 @@
 // kiln CLI: `kiln keys …` parsing and requests, and which API key kiln sends.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -19,6 +14,8 @@
 #include "cli/errors.h"
 #include "cli/requests.h"
 #include "cli/url.h"
+#include "cli_test_util.h"
+#include "fake_daemon.h"
 
 namespace kiln::cli {
 namespace {
@@ -27,16 +24,10 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Args = std::vector<std::string>;
 
-std::string command_line_error(const Args& args) {
-  try {
-    parse_command_line(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-ParsedArgs verb_args(const Args& args) { return parse_command_line(args).args; }
+using testutil::CliRun;
+using testutil::command_line_error;
+using testutil::run_captured;
+using testutil::verb_args;
 
 // A fresh directory per test, removed afterwards.
 class TempDir {
@@ -198,84 +189,7 @@ TEST(CliKeySelection, KeyFileContent) {
 
 // --- the commands against a canned daemon -------------------------------------
 
-// Answers requests, over as many connections as the client opens (each
-// kiln run has its own), with the canned answers in order.
-class CannedServer {
- public:
-  explicit CannedServer(std::vector<std::pair<int, std::string>> answers)
-      : answers_(std::move(answers)) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::listen(listener_, 4), 0);
-    socklen_t len = sizeof addr;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~CannedServer() {
-    ::shutdown(listener_, SHUT_RDWR);
-    ::close(listener_);
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  std::vector<std::string> requests() {
-    std::lock_guard lock(mu_);
-    return requests_;
-  }
-
- private:
-  void serve() {
-    std::size_t next = 0;
-    while (next < answers_.size()) {
-      int fd = ::accept(listener_, nullptr, nullptr);
-      if (fd < 0) return;
-      std::string buffered, request;
-      while (next < answers_.size() && read_request(fd, buffered, request)) {
-        {
-          std::lock_guard lock(mu_);
-          requests_.push_back(request);
-        }
-        const auto& [status, body] = answers_[next++];
-        std::string answer = "HTTP/1.1 " + std::to_string(status) +
-                             " X\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\n\r\n" + body;
-        ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
-      }
-      ::close(fd);
-    }
-  }
-
-  // Test scaffolding only: header block plus a Content-Length body.
-  static bool read_request(int fd, std::string& buffered, std::string& request) {
-    char buf[4096];
-    for (;;) {
-      auto end = buffered.find("\r\n\r\n");
-      if (end != std::string::npos) {
-        std::size_t length = 0;
-        auto cl = buffered.find("Content-Length: ");
-        if (cl != std::string::npos && cl < end) length = std::stoul(buffered.substr(cl + 16));
-        if (buffered.size() >= end + 4 + length) {
-          request = buffered.substr(0, end + 4 + length);
-          buffered.erase(0, end + 4 + length);
-          return true;
-        }
-      }
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) return false;
-      buffered.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-
-  std::vector<std::pair<int, std::string>> answers_;
-  int listener_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::string> requests_;
-};
+using testutil::CannedServer;
 
 // Sets environment variables for one test and restores them afterwards.
 class ScopedEnv {
@@ -302,30 +216,6 @@ class ScopedEnv {
  private:
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
-
-// Runs kiln with stdout and stderr captured; returns {status, stdout, stderr}.
-struct CliRun {
-  int status;
-  std::string out, err;
-};
-CliRun run_captured(const Args& args) {
-  TempDir dir;
-  std::string out_path = dir.path() + "/out", err_path = dir.path() + "/err";
-  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
-  ::dup2(out_fd, STDOUT_FILENO);
-  ::dup2(err_fd, STDERR_FILENO);
-  int status = run_cli(args);
-  ::dup2(saved_out, STDOUT_FILENO);
-  ::dup2(saved_err, STDERR_FILENO);
-  for (int fd : {out_fd, err_fd, saved_out, saved_err}) ::close(fd);
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  };
-  return {status, slurp(out_path), slurp(err_path)};
-}
 
 const std::string kKeyJson =
     R"({"id": "key_00ff", "name": "ci", "admin": false, "dailyLimitMicros": 5000,

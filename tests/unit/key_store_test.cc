@@ -11,6 +11,7 @@
 
 #include "api/auth.h"
 #include "common/sha256.h"
+#include "fake_exchange.h"
 
 namespace kiln::store {
 namespace {
@@ -243,36 +244,6 @@ namespace {
 
 using nlohmann::json;
 
-// An Exchange that is never used as one: only its address matters here.
-class NullExchange : public Exchange {
- public:
-  const std::string& method() const override { return empty_; }
-  const std::string& path() const override { return empty_; }
-  std::optional<std::string> Query(const std::string&) const override { return std::nullopt; }
-  std::vector<std::string> QueryAll(const std::string&) const override { return {}; }
-  std::string Header(const std::string&) const override { return ""; }
-  const std::string& request_id() const override { return empty_; }
-  std::optional<uint64_t> content_length() const override { return std::nullopt; }
-  json JsonBody(size_t) override { return json::object(); }
-  bool ReadBodyChunk(std::string*) override { return false; }
-  bool body_error() const override { return false; }
-  void SendJson(int, const json&) override {}
-  void SendBytes(int, std::string_view, const std::string&,
-                 const std::vector<std::pair<std::string, std::string>>&) override {}
-  bool BeginStream(int, const std::string&,
-                   const std::vector<std::pair<std::string, std::string>>&) override {
-    return false;
-  }
-  bool WriteChunk(std::string_view) override { return false; }
-  void EndStream() override {}
-  void AbortStream() override {}
-  bool responded() const override { return false; }
-  bool ClientGone() override { return false; }
-
- private:
-  std::string empty_;
-};
-
 TEST(AuthTest, BearerToken) {
   EXPECT_EQ(BearerToken("Bearer kiln_abc"), "kiln_abc");
   EXPECT_EQ(BearerToken("bearer kiln_abc"), "kiln_abc");
@@ -288,7 +259,8 @@ TEST(AuthTest, BearerToken) {
 }
 
 TEST(AuthTest, CallerIsPerRequestAndFailsClosed) {
-  NullExchange a, b;
+  // Only the exchanges' addresses matter here.
+  testutil::FakeExchange a, b;
   EXPECT_EQ(CallerOf(a).key_id, "");  // never set: anonymous
   EXPECT_FALSE(CallerOf(a).admin);
 

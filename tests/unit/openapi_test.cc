@@ -13,56 +13,16 @@
 
 #include "api/openapi.h"
 #include "api/router.h"
+#include "fake_exchange.h"
 
 namespace kiln::api {
 namespace {
 
 using nlohmann::json;
+using testutil::FakeExchange;
 
 constexpr const char* kMethods[] = {"get",     "put",  "post",  "delete",
                                     "options", "head", "patch", "trace"};
-
-// Just enough of an Exchange to dispatch a GET and keep its JSON answer.
-class FakeExchange : public Exchange {
- public:
-  FakeExchange(std::string method, std::string path)
-      : method_(std::move(method)), path_(std::move(path)) {}
-
-  const std::string& method() const override { return method_; }
-  const std::string& path() const override { return path_; }
-  std::optional<std::string> Query(const std::string&) const override { return std::nullopt; }
-  std::vector<std::string> QueryAll(const std::string&) const override { return {}; }
-  std::string Header(const std::string&) const override { return ""; }
-  const std::string& request_id() const override { return request_id_; }
-  std::optional<uint64_t> content_length() const override { return std::nullopt; }
-  json JsonBody(size_t) override { return json::object(); }
-  bool ReadBodyChunk(std::string*) override { return false; }
-  bool body_error() const override { return false; }
-  void SendJson(int status, const json& body) override {
-    status_ = status;
-    body_ = body;
-  }
-  void SendBytes(int status, std::string_view, const std::string&,
-                 const std::vector<std::pair<std::string, std::string>>&) override {
-    status_ = status;
-  }
-  bool BeginStream(int status, const std::string&,
-                   const std::vector<std::pair<std::string, std::string>>&) override {
-    status_ = status;
-    return true;
-  }
-  bool WriteChunk(std::string_view) override { return true; }
-  void EndStream() override {}
-  void AbortStream() override {}
-  bool responded() const override { return status_ != 0; }
-  bool ClientGone() override { return false; }
-
-  int status_ = 0;
-  json body_;
-
- private:
-  std::string method_, path_, request_id_ = "req-test";
-};
 
 void Noop(Exchange& ex) { ex.SendJson(200, json::object()); }
 

@@ -1,0 +1,62 @@
+// Test-only helpers shared by the kiln CLI unit tests.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "cli/errors.h"
+
+namespace kiln::testutil {
+
+// The usage error parse_command_line gives for args, or "(no error)".
+inline std::string command_line_error(const std::vector<std::string>& args) {
+  try {
+    cli::parse_command_line(args);
+  } catch (const cli::UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The verb's parsed flags and positionals.
+inline cli::ParsedArgs verb_args(const std::vector<std::string>& args) {
+  return cli::parse_command_line(args).args;
+}
+
+// Runs kiln with stdout and stderr in files (so neither is a terminal).
+struct CliRun {
+  int status;
+  std::string out, err;
+};
+inline CliRun run_captured(const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  std::string dir_template = (fs::temp_directory_path() / "kiln-cli-cmd-XXXXXX").string();
+  const std::string dir = ::mkdtemp(dir_template.data());
+  std::string out_path = dir + "/out", err_path = dir + "/err";
+  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
+  ::dup2(out_fd, STDOUT_FILENO);
+  ::dup2(err_fd, STDERR_FILENO);
+  int status = cli::run_cli(args);
+  ::dup2(saved_out, STDOUT_FILENO);
+  ::dup2(saved_err, STDERR_FILENO);
+  for (int fd : {out_fd, err_fd, saved_out, saved_err}) ::close(fd);
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  CliRun r{status, slurp(out_path), slurp(err_path)};
+  fs::remove_all(dir);
+  return r;
+}
+
+}  // namespace kiln::testutil
