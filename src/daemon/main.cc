@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
   // connections drain before anything they use is destroyed.
   sandboxes.StopAll("host_stopped");
   if (!server->Drain(10000)) {
-    kiln::LogWarn("requests still running at exit", {});
+    kiln::LogWarn("requests still running at exit", nlohmann::json::object());
     std::_Exit(0);
   }
   return 0;
