@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "agent/egress.h"
 #include "agent/exec_stream.h"
 #include "agent/files.h"
 #include "agent/proc_scan.h"
@@ -25,6 +26,8 @@ int64_t WallClockMs() {
 Agent::Agent(EventLoop& loop) : loop_(loop), registry_(loop) {
   channel_ = std::make_unique<Channel>(loop, 0, 1, *this);
   processes_ = std::make_unique<ProcessTable>(*this);
+  egress_ = std::make_unique<Egress>(*this);
+  egress_->Listen();
 }
 
 Agent::~Agent() = default;
@@ -65,6 +68,7 @@ void Agent::OnNewSession() {
   for (auto& [id, s] : streams_) finished_.push_back(std::move(s));
   streams_.clear();
   processes_->CancelAllWaiters();
+  egress_->OnNewSession();
   loop_.AddTimer(0, [this] { finished_.clear(); });
 }
 
@@ -80,6 +84,8 @@ void Agent::OnRequest(uint32_t stream, json req) {
       if (victim > 1) ::kill(victim, SIGKILL);
       return channel_->SendResponse(stream, {{"killed", victim}});
     }
+    if (op == "egress.listen") return egress_->HandleListen(stream);
+    if (op == "egress.attach") return egress_->HandleAttach(stream, req.at("conn").get<uint64_t>());
     if (op == "archive.get") return HandleArchive(stream, req, false);
     if (op == "archive.put") return HandleArchive(stream, req, true);
     if (op.rfind("proc.", 0) == 0) return processes_->Handle(stream, op, req);
@@ -143,6 +149,7 @@ std::string UserSpawnSpec(const json& req, SpawnSpec* spec) {
                "SHELL=/bin/bash",
                "LANG=C.UTF-8",
                "PWD=" + spec->cwd};
+  spec->env.insert(spec->env.end(), std::begin(kEgressEnv), std::end(kEgressEnv));
   if (req.contains("env")) {
     for (const auto& [k, v] : req["env"].items()) {
       std::string kv = k + "=" + v.get<std::string>();

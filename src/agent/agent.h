@@ -21,6 +21,7 @@ constexpr uid_t kUserUid = 1000;
 constexpr gid_t kUserGid = 1000;
 
 class ProcessTable;
+class Egress;
 
 // An operation that lives across several frames (an exec, a file transfer).
 class Stream {
@@ -62,6 +63,7 @@ class Agent : public Channel::Handler {
   CommandRegistry registry_;
   std::unique_ptr<Channel> channel_;
   std::unique_ptr<ProcessTable> processes_;
+  std::unique_ptr<Egress> egress_;
   std::unordered_map<uint32_t, std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Stream>> finished_;
   uint64_t next_token_ = 1;

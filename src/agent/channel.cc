@@ -102,6 +102,10 @@ void Channel::SendError(uint32_t stream, std::string_view code, std::string_view
   SendResponse(stream, json{{"error", {{"code", code}, {"message", message}}}});
 }
 
+void Channel::SendWindow(uint32_t stream, uint32_t bytes) {
+  Queue(proto::EncodeWindow(stream, bytes));
+}
+
 void Channel::SendData(uint32_t stream, uint8_t channel, std::string_view data, bool end) {
   do {
     size_t n = std::min(data.size(), proto::kMaxAgentPayload);

@@ -32,6 +32,9 @@ class Channel {
   void SendResponse(uint32_t stream, const nlohmann::json& response);
   void SendData(uint32_t stream, uint8_t channel, std::string_view data, bool end = false);
   void SendError(uint32_t stream, std::string_view code, std::string_view message);
+  // Grants the daemon room for `bytes` more data on `stream` (flow control of
+  // daemon -> agent data, used by egress connections).
+  void SendWindow(uint32_t stream, uint32_t bytes);
 
   size_t queued_bytes() const { return out_.size() - out_offset_; }
 

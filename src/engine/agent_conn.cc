@@ -54,6 +54,28 @@ bool AgentOp::SendData(uint8_t channel, std::string_view data, bool end) {
   return true;
 }
 
+bool AgentOp::SendDataWindowed(uint8_t channel, std::string_view data, bool end) {
+  do {
+    size_t n;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return answered_ || credit_ > 0 || data.empty(); });
+      if (answered_) return false;
+      n = std::min<uint64_t>(data.size(), credit_);
+      credit_ -= n;
+    }
+    if (!SendData(channel, data.substr(0, n), end && n == data.size())) return false;
+    data.remove_prefix(n);
+  } while (!data.empty());
+  return true;
+}
+
+void AgentOp::AddCredit(uint32_t bytes) {
+  std::lock_guard lock(mu_);
+  credit_ += bytes;
+  cv_.notify_all();
+}
+
 void AgentOp::Ack(uint32_t bytes) {
   if (bytes > 0) conn_->WriteFrame(proto::EncodeWindow(stream_, bytes));
 }
@@ -63,6 +85,9 @@ void AgentOp::Cancel() {
     std::lock_guard lock(mu_);
     if (answered_) return;
     answered_ = true;
+    // Whoever waits in Next() or SendDataWindowed() learns the op is over.
+    queue_.push_back(Message{Message::kClosed});
+    cv_.notify_all();
   }
   conn_->WriteFrame(proto::EncodeFrame(FrameType::kCancel, stream_, ""));
 }
@@ -167,6 +192,7 @@ std::unique_ptr<AgentOp> AgentConnection::Start(const json& request) {
     stream = next_stream_++;
     if (next_stream_ == 0) next_stream_ = 1;
     op.reset(new AgentOp(shared_from_this(), stream));
+    op->credit_ = proto::kStreamWindow;
     ops_[stream] = op.get();
   }
   bool ok = alive_;
@@ -217,6 +243,11 @@ void AgentConnection::ReadLoop() {
       if (!whole) return;
       m.kind = f.type == FrameType::kEvent ? AgentOp::Message::kEvent : AgentOp::Message::kResponse;
       m.body = json::parse(*whole, nullptr, false);
+    } else if (f.type == FrameType::kWindow) {
+      std::lock_guard lock(mu_);
+      auto it = ops_.find(f.stream);
+      if (it != ops_.end()) it->second->AddCredit(proto::DecodeWindow(f.payload));
+      return;
     } else {
       return;
     }

@@ -45,8 +45,14 @@ class AgentOp {
   bool Next(Message* m, int timeout_ms = -1);
   // Sends input (stdin, file content). Returns false if the channel is gone.
   bool SendData(uint8_t channel, std::string_view data, bool end);
+  // Like SendData, but never more than the agent's window ahead of what it
+  // has consumed (it grants room with window frames): blocks while the window
+  // is full. For ops whose agent side announces its window (egress). Returns
+  // false once the op answered, was cancelled or the channel is gone.
+  bool SendDataWindowed(uint8_t channel, std::string_view data, bool end);
   // Grants the agent room for `bytes` more of output (flow control).
   void Ack(uint32_t bytes);
+  // Tells the agent to stop the operation; a waiting Next() then yields kClosed.
   void Cancel();
 
  private:
@@ -54,6 +60,7 @@ class AgentOp {
   AgentOp(std::shared_ptr<AgentConnection> conn, uint32_t stream)
       : conn_(std::move(conn)), stream_(stream) {}
   void Push(Message m);
+  void AddCredit(uint32_t bytes);
 
   std::shared_ptr<AgentConnection> conn_;
   uint32_t stream_;
@@ -61,6 +68,7 @@ class AgentOp {
   std::condition_variable cv_;
   std::deque<Message> queue_;
   bool answered_ = false;
+  uint64_t credit_ = 0;  // bytes SendDataWindowed may still send
 };
 
 class AgentConnection : public std::enable_shared_from_this<AgentConnection> {

@@ -26,7 +26,7 @@ enum class FrameType : uint8_t {
   kEvent = 3,     // agent -> daemon: JSON progress event of a stream
   kResponse = 4,  // agent -> daemon: JSON final answer; the stream is over
   kCancel = 5,    // daemon -> agent: the requester is gone; stop the stream
-  kWindow = 6,    // daemon -> agent: payload is a u32 count of bytes consumed
+  kWindow = 6,    // both: payload is a u32 count of bytes the sender consumed
   kHello = 7,     // daemon -> agent: JSON {nonce}; starts a session
 };
 
