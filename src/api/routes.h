@@ -9,6 +9,7 @@
 #include "api/router.h"
 #include "api/validate.h"
 #include "control/sandbox_manager.h"
+#include "store/egress_log_store.h"
 #include "store/key_store.h"
 
 namespace kiln::api {
@@ -16,6 +17,7 @@ namespace kiln::api {
 struct ApiContext {
   control::SandboxManager& sandboxes;
   store::KeyStore& keys;
+  store::EgressLogStore& egress_log;
 };
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx);
@@ -23,6 +25,9 @@ void AddExecRoutes(Router& r, ApiContext& ctx);
 void AddProcessRoutes(Router& r, ApiContext& ctx);
 void AddFileRoutes(Router& r, ApiContext& ctx);
 void AddSnapshotRoutes(Router& r, ApiContext& ctx);
+void AddNetworkRoutes(Router& r, ApiContext& ctx);
+// A `network` body member (create, fork) as egress rules; issues go to `f`.
+std::optional<network::Policy> ReadNetworkField(FieldReader& f);
 
 void AddUsageRoutes(Router& r, ApiContext& ctx);
 void AddMetricsRoutes(Router& r, ApiContext& ctx);

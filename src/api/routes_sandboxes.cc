@@ -45,6 +45,7 @@ control::SandboxSpec ReadCreate(const json& body) {
     if (total > 32 * 1024) f.Issue("env", "must total at most 32 KiB");
     spec.env = *v;
   }
+  spec.network = ReadNetworkField(f);
   f.Finish();
   return spec;
 }

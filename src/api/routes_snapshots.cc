@@ -86,9 +86,11 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     int count = static_cast<int>(f.Int("count", 1, 10).value_or(1));
     auto labels = f.StringMap("labels", 32, 63, 256).value_or(std::map<std::string, std::string>{});
     bool keep = f.Bool("keepSnapshot").value_or(false);
+    auto network = ReadNetworkField(f);
     f.Finish();
     control::Failure failure;
-    auto copies = ctx.sandboxes.Fork(s, count, labels, keep, PreferWaitDeadline(ex), &failure);
+    auto copies =
+        ctx.sandboxes.Fork(s, count, labels, keep, PreferWaitDeadline(ex), &failure, network);
     json list = json::array();
     for (const auto& c : copies) list.push_back(c->Info());
     if (static_cast<int>(copies.size()) < count) {

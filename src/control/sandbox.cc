@@ -12,7 +12,51 @@ Sandbox::Sandbox(std::string id, SandboxSpec spec, int64_t created_ms)
     : id_(std::move(id)),
       spec_(std::move(spec)),
       created_ms_(created_ms),
-      expires_ms_(created_ms + static_cast<int64_t>(spec_.timeout_seconds) * 1000) {}
+      expires_ms_(created_ms + static_cast<int64_t>(spec_.timeout_seconds) * 1000),
+      network_(spec_.network.value_or(network::Policy{})),
+      network_updated_ms_(created_ms) {}
+
+network::Policy Sandbox::network() const {
+  std::lock_guard lock(mu_);
+  return network_;
+}
+
+int64_t Sandbox::SetNetwork(const network::Policy& policy, int64_t now_ms) {
+  std::shared_ptr<egress::Gate> gate;
+  int64_t version;
+  {
+    std::lock_guard lock(mu_);
+    network_ = policy;
+    version = ++network_version_;
+    network_updated_ms_ = now_ms;
+    gate = gate_;
+  }
+  if (gate) gate->SetPolicy(policy);
+  return version;
+}
+
+json Sandbox::NetworkInfo() const {
+  std::lock_guard lock(mu_);
+  json j = network_.ToJson();
+  j["sandboxId"] = id_;
+  j["version"] = network_version_;
+  // Rules are applied before PUT answers, so what is enforced is what is set.
+  j["enforced"] = true;
+  j["enforcedVersion"] = network_version_;
+  j["updatedAt"] = FormatTime(network_updated_ms_);
+  return j;
+}
+
+void Sandbox::SetGate(std::shared_ptr<egress::Gate> gate) {
+  std::lock_guard lock(mu_);
+  gate_ = std::move(gate);
+  if (gate_) gate_->SetPolicy(network_);
+}
+
+std::shared_ptr<egress::Gate> Sandbox::TakeGate() {
+  std::lock_guard lock(mu_);
+  return std::move(gate_);
+}
 
 std::string Sandbox::state() const {
   std::lock_guard lock(mu_);
@@ -101,7 +145,8 @@ json Sandbox::Info() const {
       {"expiresAt", FormatTime(expires_ms_)},
       {"endedAt", time_or_null(ended_ms_)},
       {"stopReason", stop_reason_.empty() ? json(nullptr) : json(stop_reason_)},
-      {"envNames", env_names}};
+      {"envNames", env_names},
+      {"network", network_.ToJson()}};
 }
 
 json Sandbox::Record() const {
@@ -120,6 +165,9 @@ json Sandbox::Record() const {
          {"expiresMs", expires_ms_},
          {"endedMs", ended_ms_},
          {"stopReason", stop_reason_},
+         {"network", network_.ToJson()},
+         {"networkVersion", network_version_},
+         {"networkUpdatedMs", network_updated_ms_},
          {"meter",
           {{"cpuNs", meter_.cpu_ns},
            {"atMs", meter_.at_ms},
@@ -144,6 +192,11 @@ std::shared_ptr<Sandbox> Sandbox::FromRecord(const json& r) {
   if (r.contains("name")) spec.name = r["name"].get<std::string>();
   if (r.contains("snapshot")) spec.snapshot = r["snapshot"].get<std::string>();
   if (r.contains("maxCostMicros")) spec.max_cost_micros = r["maxCostMicros"].get<int64_t>();
+  if (r.contains("network")) {
+    // Written by us, so valid; a record from before egress rules is "off".
+    network::PolicyError error;
+    spec.network = network::ParsePolicy(r["network"], "network", &error);
+  }
   auto s = std::make_shared<Sandbox>(r.at("id").get<std::string>(), std::move(spec),
                                      r.value("createdMs", int64_t{0}));
   s->state_ = r.value("state", "stopped");
@@ -151,6 +204,8 @@ std::shared_ptr<Sandbox> Sandbox::FromRecord(const json& r) {
   s->expires_ms_ = r.value("expiresMs", s->expires_ms_);
   s->ended_ms_ = r.value("endedMs", int64_t{0});
   s->stop_reason_ = r.value("stopReason", "");
+  s->network_version_ = r.value("networkVersion", int64_t{1});
+  s->network_updated_ms_ = r.value("networkUpdatedMs", s->created_ms_);
   const json& m = r.value("meter", json::object());
   s->meter_.cpu_ns = m.value("cpuNs", uint64_t{0});
   s->meter_.at_ms = m.value("atMs", int64_t{0});

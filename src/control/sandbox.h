@@ -10,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "egress/egress.h"
 #include "engine/agent_conn.h"
 #include "engine/engine.h"
+#include "network/policy.h"
 
 namespace kiln::control {
 
@@ -26,6 +28,8 @@ struct SandboxSpec {
   std::optional<std::string> snapshot;  // start from this snapshot (its shape wins)
   // Skip the checksum pass: a fork's snapshot was sealed (hashed) moments ago.
   bool snapshot_just_sealed = false;
+  // Egress rules; unset = the snapshot's (for a copy) or internet off.
+  std::optional<network::Policy> network;
 };
 
 // Why an operation failed, in the API's terms.
@@ -66,6 +70,18 @@ class Sandbox {
   Meter meter() const;
   void SetMeter(const Meter& m);
 
+  // Egress rules in force and their version (1 at start, +1 per change).
+  network::Policy network() const;
+  // Replaces the rules and applies them to the gate (if running) at once:
+  // open connections the new rules refuse are cut. Returns the new version.
+  int64_t SetNetwork(const network::Policy& policy, int64_t now_ms);
+  // The API's NetworkPolicy.
+  nlohmann::json NetworkInfo() const;
+  // The egress gate of a running sandbox; Close() of the old one is the
+  // caller's business.
+  void SetGate(std::shared_ptr<egress::Gate> gate);
+  std::shared_ptr<egress::Gate> TakeGate();
+
   // SandboxInfo, as the API answers it.
   nlohmann::json Info() const;
 
@@ -86,6 +102,10 @@ class Sandbox {
   std::string stop_reason_;
   Meter meter_;
   std::shared_ptr<engine::AgentConnection> conn_;
+  network::Policy network_;
+  int64_t network_version_ = 1;
+  int64_t network_updated_ms_;
+  std::shared_ptr<egress::Gate> gate_;
 };
 
 }  // namespace kiln::control

@@ -29,6 +29,7 @@ SandboxManager::SandboxManager(ManagerDeps deps, ManagerOptions options)
       records_(deps.records),
       usage_(deps.usage),
       capacity_(deps.capacity),
+      egress_(deps.egress),
       options_(std::move(options)),
       pool_(engine_, rootfs_, snapshots_) {
   Recover();
@@ -126,7 +127,20 @@ void SandboxManager::Track(const std::shared_ptr<Sandbox>& sandbox,
       if (auto s = weak.lock(); s && s->running()) Stop(s, "sandbox_died");
     }).detach();
   });
+  if (egress_)
+    sandbox->SetGate(egress::Gate::Open(*egress_, sandbox->id(), conn, sandbox->network()));
   sandbox->MarkRunning(std::move(conn), StableNowMs());
+}
+
+json SandboxManager::SetNetwork(const std::shared_ptr<Sandbox>& sandbox,
+                                const network::Policy& policy) {
+  int64_t version = sandbox->SetNetwork(policy, NowMs());
+  Save(*sandbox);
+  LogInfo("network policy set", {{"event", "sandbox.network"},
+                                 {"sandboxId", sandbox->id()},
+                                 {"version", version},
+                                 {"policy", policy.ToJson()}});
+  return sandbox->NetworkInfo();
 }
 
 std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadline,
@@ -141,6 +155,10 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
     }
     spec.shape = from->shape;  // a copy has the shape of what it copies
     if (spec.labels.empty()) spec.labels = from->labels;
+    if (!spec.network && !from->network.is_null()) {
+      network::PolicyError error;
+      spec.network = network::ParsePolicy(from->network, "network", &error);
+    }
   }
   if (spec.max_cost_micros) {
     int64_t worst = MaxLeaseCostMicros(options_.prices, spec.shape, spec.timeout_seconds);
@@ -243,6 +261,7 @@ std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
   rec.source_sandbox_id = sandbox->id();
   rec.shape = sandbox->spec().shape;
   rec.retention_days = options.retention_days;
+  rec.network = sandbox->network().ToJson();
   engine::CheckpointStats stats;
   std::string error;
   if (!engine_.Checkpoint(sandbox->id(), snapshots_.CheckpointDir(rec.id), &stats, &error)) {
@@ -276,7 +295,7 @@ std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
 std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
     const std::shared_ptr<Sandbox>& source, int count,
     const std::map<std::string, std::string>& labels, bool keep_snapshot, Deadline deadline,
-    Failure* failure) {
+    Failure* failure, std::optional<network::Policy> network) {
   SnapshotOptions opts;
   opts.labels = labels;
   opts.retention_days = 1;
@@ -295,6 +314,7 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
       spec.labels = labels.empty() ? source->spec().labels : labels;
       spec.env = source->spec().env;
       spec.timeout_seconds = source->spec().timeout_seconds;
+      spec.network = network ? network : source->network();
       copies[static_cast<size_t>(i)] =
           Create(std::move(spec), deadline, &failures[static_cast<size_t>(i)]);
     });
@@ -477,6 +497,8 @@ void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::st
     return;
   }
   Save(*sandbox);
+  // No more egress: cut its connections before the sandbox goes away.
+  if (auto gate = sandbox->TakeGate()) gate->Close();
   // The last reading, while its cgroup still exists.
   Accumulate(MeterOne(*sandbox, StableNowMs()));
   engine_.Destroy(sandbox->id());

@@ -58,6 +58,8 @@ struct ManagerDeps {
   store::SandboxStore& records;
   store::UsageStore& usage;
   Capacity& capacity;
+  // Carries the sandboxes' egress; null = no egress (unit tests).
+  egress::EgressService* egress = nullptr;
 };
 
 using Deadline = std::chrono::steady_clock::time_point;
@@ -87,7 +89,8 @@ class SandboxManager {
   std::vector<std::shared_ptr<Sandbox>> Fork(const std::shared_ptr<Sandbox>& source, int count,
                                              const std::map<std::string, std::string>& labels,
                                              bool keep_snapshot, Deadline deadline,
-                                             Failure* failure);
+                                             Failure* failure,
+                                             std::optional<network::Policy> network = std::nullopt);
 
   store::SnapshotStore& snapshots() { return snapshots_; }
   store::UsageStore& usage() { return usage_; }
@@ -98,6 +101,9 @@ class SandboxManager {
   bool DeleteSnapshot(const std::string& id);
   std::shared_ptr<Sandbox> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Sandbox>> List(const ListFilter& filter) const;
+  // Replaces its egress rules, applies them at once and records them.
+  // Returns the new NetworkPolicy.
+  nlohmann::json SetNetwork(const std::shared_ptr<Sandbox>& sandbox, const network::Policy& policy);
   // Moves its lease end (see Sandbox::Extend) and records it.
   int64_t Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t seconds);
   // Stops it synchronously: when this returns nothing of it is on the host.
@@ -140,6 +146,7 @@ class SandboxManager {
   store::SandboxStore& records_;
   store::UsageStore& usage_;
   Capacity& capacity_;
+  egress::EgressService* egress_;
   const ManagerOptions options_;
   WarmPool pool_;
   mutable std::mutex mu_;

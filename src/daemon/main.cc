@@ -25,8 +25,10 @@
 #include "common/time.h"
 #include "common/unique_fd.h"
 #include "control/sandbox_manager.h"
+#include "egress/egress.h"
 #include "engine/runsc_engine.h"
 #include "store/db.h"
+#include "store/egress_log_store.h"
 #include "store/idempotency_store.h"
 #include "store/image_store.h"
 #include "store/key_store.h"
@@ -53,6 +55,8 @@ struct Flags {
   std::string prices;  // JSON price table file
   int meter_interval_ms = 5000;
   std::string admin_key_file;  // default <state_dir>/admin.key
+  // Tests only: resolve egress names from this file instead of DNS.
+  std::string test_resolver_file;
 };
 
 int64_t HostMemoryMib() {
@@ -69,13 +73,15 @@ int64_t HostMemoryMib() {
 std::string ExeDir() { return std::filesystem::canonical("/proc/self/exe").parent_path(); }
 
 void Usage() {
-  std::fprintf(stderr,
-               "usage: kilnd [--listen HOST:PORT] [--state-dir DIR] [--image-dir DIR]\n"
-               "             [--runsc PATH] [--platform systrap|ptrace] [--agent PATH] "
-               "[--image-recipe PATH] [--pool-size N]\n"
-               "             [--host-memory-mib N] [--host-vcpus N] [--memory-overcommit X]\n"
-               "             [--cpu-overcommit X] [--key-sandbox-limit N] [--prices FILE]\n"
-               "             [--meter-interval-ms N] [--admin-key-file PATH]\n");
+  std::fprintf(
+      stderr,
+      "usage: kilnd [--listen HOST:PORT] [--state-dir DIR] [--image-dir DIR]\n"
+      "             [--runsc PATH] [--platform systrap|ptrace] [--agent PATH] "
+      "[--image-recipe PATH] [--pool-size N]\n"
+      "             [--host-memory-mib N] [--host-vcpus N] [--memory-overcommit X]\n"
+      "             [--cpu-overcommit X] [--key-sandbox-limit N] [--prices FILE]\n"
+      "             [--meter-interval-ms N] [--admin-key-file PATH]\n"
+      "             [--test-resolver-file PATH]  (tests only: egress names from a file)\n");
 }
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -121,6 +127,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->meter_interval_ms = std::atoi(value.c_str());
     else if (a == "--admin-key-file")
       f->admin_key_file = value;
+    else if (a == "--test-resolver-file")
+      f->test_resolver_file = value;
     else {
       std::fprintf(stderr, "kilnd: unknown flag %s\n", a.c_str());
       return false;
@@ -212,6 +220,17 @@ int main(int argc, char** argv) {
   kiln::store::IdempotencyStore idempotency(*db);
   kiln::store::UsageStore usage(*db);
   kiln::store::SandboxStore records(*db);
+  kiln::store::EgressLogStore egress_log(*db);
+  egress_log.CloseAllOpen();  // connections of a daemon that died ended with it
+  std::unique_ptr<kiln::egress::Resolver> resolver;
+  if (flags.test_resolver_file.empty()) {
+    resolver = kiln::egress::SystemResolver();
+  } else {
+    kiln::LogWarn("egress names come from a test resolver file",
+                  {{"file", flags.test_resolver_file}});
+    resolver = kiln::egress::FileResolver(flags.test_resolver_file);
+  }
+  kiln::egress::EgressService egress(std::move(resolver), egress_log);
   std::string admin_key_file =
       flags.admin_key_file.empty() ? flags.state_dir + "/admin.key" : flags.admin_key_file;
   std::string admin_id = keys.EnsureLocalAdminKey(admin_key_file);
@@ -230,15 +249,16 @@ int main(int argc, char** argv) {
   kiln::store::SnapshotStore snapshots(flags.state_dir + "/snapshots");
   kiln::control::Capacity capacity(limits);
   // Re-adopts what an earlier kilnd left running (see SandboxManager).
-  kiln::control::SandboxManager sandboxes({engine, rootfs, snapshots, records, usage, capacity},
-                                          options);
-  kiln::api::ApiContext ctx{sandboxes, keys};
+  kiln::control::SandboxManager sandboxes(
+      {engine, rootfs, snapshots, records, usage, capacity, &egress}, options);
+  kiln::api::ApiContext ctx{sandboxes, keys, egress_log};
   kiln::api::Router router;
   kiln::api::AddSandboxRoutes(router, ctx);
   kiln::api::AddExecRoutes(router, ctx);
   kiln::api::AddProcessRoutes(router, ctx);
   kiln::api::AddFileRoutes(router, ctx);
   kiln::api::AddSnapshotRoutes(router, ctx);
+  kiln::api::AddNetworkRoutes(router, ctx);
   kiln::api::AddKeyRoutes(router, ctx);
   kiln::api::AddUsageRoutes(router, ctx);
   kiln::api::AddMetricsRoutes(router, ctx);

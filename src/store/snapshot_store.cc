@@ -26,7 +26,8 @@ json RecordJson(const SnapshotRecord& r) {
               {"createdMs", r.created_ms},
               {"expiresMs", r.expires_ms},
               {"sizeBytes", r.size_bytes},
-              {"captureMs", r.capture_ms}};
+              {"captureMs", r.capture_ms},
+              {"network", r.network}};
 }
 
 SnapshotRecord RecordFrom(const json& j) {
@@ -44,6 +45,7 @@ SnapshotRecord RecordFrom(const json& j) {
   r.expires_ms = j.at("expiresMs");
   r.size_bytes = j.at("sizeBytes");
   r.capture_ms = j.at("captureMs");
+  r.network = j.value("network", json());
   return r;
 }
 
@@ -63,6 +65,7 @@ json SnapshotRecord::ToJson() const {
        {{"vcpu", shape.vcpu}, {"memoryMiB", shape.memory_mib}, {"diskMiB", shape.disk_mib}}},
       {"retentionDays", retention_days},
       {"sizeBytes", size_bytes},
+      {"network", network.is_null() ? json(nullptr) : network},
       {"storedBytes", size_bytes},
       {"captureMs", capture_ms},
       {"createdAt", FormatTime(created_ms)},

@@ -29,6 +29,9 @@ struct SnapshotRecord {
   int64_t expires_ms = 0;
   uint64_t size_bytes = 0;
   int64_t capture_ms = 0;  // how long the source was paused
+  // The source's egress rules ({internet, allow, deny}), which copies keep
+  // unless their create or fork names others; null = internet off.
+  nlohmann::json network;
 
   // The API's Snapshot object.
   nlohmann::json ToJson() const;
