@@ -44,7 +44,8 @@ fi
 PKGS=(build-essential cmake ninja-build pkg-config clang-format
       libboost-dev nlohmann-json3-dev libsqlite3-dev libssl-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      debootstrap iproute2 procps psmisc python3 python3-pytest python3-pip curl ca-certificates)
+      debootstrap iproute2 procps psmisc python3 python3-pytest python3-pip curl ca-certificates
+      openssl git)  # openssl, git: the network tests' own test hosts (CA, git repository)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

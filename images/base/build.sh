@@ -22,8 +22,15 @@ mirror=$(mirror_of)
 tmp="$out.tmp.$$"
 trap 'rm -rf "$tmp"' EXIT
 debootstrap --variant=minbase \
-  --include=bash,coreutils,python3,tar,gzip,ca-certificates,procps,sudo \
+  --include=bash,coreutils,python3,tar,gzip,ca-certificates,procps,sudo,curl,git,python3-pip,python3-venv \
   bookworm "$tmp" "$mirror"
+# Node and npm in a second step: debootstrap cannot configure npm's hundreds
+# of node-* packages in its own dependency order.
+mount -t proc proc "$tmp/proc"
+trap 'umount "$tmp/proc" 2>/dev/null; rm -rf "$tmp"' EXIT
+chroot "$tmp" apt-get update -q
+DEBIAN_FRONTEND=noninteractive chroot "$tmp" apt-get install -y -q --no-install-recommends nodejs npm
+umount "$tmp/proc"
 
 chroot "$tmp" /usr/sbin/groupadd -g 1000 user
 chroot "$tmp" /usr/sbin/useradd -u 1000 -g 1000 -d /workspace -M -s /bin/bash user
