@@ -12,7 +12,7 @@ _kiln_spec() {
       flags="--json --quiet --help --version"
       ;;
     "sandbox")
-      verbs="run create ls get exec extend snapshot fork stop rm"
+      verbs="run create ls get exec extend snapshot fork network stop rm"
       flags="--json --quiet --help"
       ;;
     "sandbox run")
@@ -20,8 +20,8 @@ _kiln_spec() {
       valued="--vcpu --memory --disk --timeout-ms --env --cwd --wait"
       ;;
     "sandbox create")
-      flags="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --json --quiet --help"
-      valued="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait"
+      flags="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --internet --allow --deny --json --quiet --help"
+      valued="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --internet --allow --deny"
       ;;
     "sandbox ls"|"sandbox list")
       flags="--all --state --label --json --quiet --help"
@@ -44,8 +44,12 @@ _kiln_spec() {
       valued="--name --label --retention-days"
       ;;
     "sandbox fork")
-      flags="--count --label --keep-snapshot --wait --json --quiet --help"
-      valued="--count --label --wait"
+      flags="--count --label --keep-snapshot --wait --internet --allow --deny --json --quiet --help"
+      valued="--count --label --wait --internet --allow --deny"
+      ;;
+    "sandbox network")
+      flags="--internet --allow --deny --log --limit --json --quiet --help"
+      valued="--internet --allow --deny --limit"
       ;;
     "sandbox stop")
       flags="--json --quiet --help"
@@ -102,6 +106,9 @@ _kiln_spec() {
 # Completes the value of flag $1 ("PATH --flag"), typed so far as $2.
 _kiln_value() {
   case "$1" in
+    "sandbox create --internet")
+      COMPREPLY=($(compgen -W "on off" -- "$2"))
+      ;;
     "sandbox ls --state"|"sandbox list --state")
       COMPREPLY=($(compgen -W "starting running stopping stopped" -- "$2"))
       ;;
@@ -109,6 +116,12 @@ _kiln_value() {
       local IFS=$'\n'
       COMPREPLY=($(compgen -f -- "$2"))
       compopt -o filenames 2>/dev/null
+      ;;
+    "sandbox fork --internet")
+      COMPREPLY=($(compgen -W "on off" -- "$2"))
+      ;;
+    "sandbox network --internet")
+      COMPREPLY=($(compgen -W "on off" -- "$2"))
       ;;
     "usage --group-by")
       COMPREPLY=($(compgen -W "key label:" -- "$2"))

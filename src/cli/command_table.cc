@@ -15,12 +15,27 @@ FlagSpec choice(std::string name, std::string choices) {
 }
 FlagSpec toggle(std::string name) { return {std::move(name), false, false}; }
 
+// The egress flags a new sandbox takes (create, fork) after `flags`.
+std::vector<FlagSpec> with_network(std::vector<FlagSpec> flags) {
+  flags.push_back(choice("internet", "on off"));
+  flags.push_back(value("allow", true));
+  flags.push_back(value("deny", true));
+  return flags;
+}
+
 }  // namespace
 
 // A macro so it can be pasted into the literals below.
 #define KILN_WAIT_DETAILS                                                         \
   "  --wait S          wait up to S seconds for capacity when the host is full\n" \
   "                    (0-120, default 120); then it fails with no_capacity\n"
+
+// --allow and --deny of create and fork (`sandbox network` takes them too).
+#define KILN_RULE_DETAILS                                                          \
+  "  --allow H         reach only these hosts (repeatable, or comma-separated):\n" \
+  "                    example.com, *.example.com, an IP or a CIDR;\n"             \
+  "                    --allow implies --internet on\n"                            \
+  "  --deny H          never reach these hosts (repeatable, or comma-separated)\n"
 
 const std::vector<FlagSpec>& common_flags() {
   static const std::vector<FlagSpec> flags = {toggle("json"), toggle("quiet"), toggle("help")};
@@ -63,9 +78,11 @@ const std::vector<Verb>& sandbox_verbs() {
            "  --name NAME       a name ([A-Za-z0-9._-], up to 64)\n"
            "  --label K=V       label (repeatable)\n"
            "  --env K=V         environment variable for every command (repeatable)\n"
-           "  --snapshot ID     start a copy of this snapshot (its shape wins)\n" KILN_WAIT_DETAILS,
-       .flags = {value("vcpu"), value("memory"), value("disk"), value("timeout"), value("name"),
-                 value("label", true), value("env", true), value("snapshot"), value("wait")},
+           "  --snapshot ID     start a copy of this snapshot (its shape wins)\n" KILN_WAIT_DETAILS
+           "  --internet on|off reach the internet (default off)\n" KILN_RULE_DETAILS,
+       .flags = with_network({value("vcpu"), value("memory"), value("disk"), value("timeout"),
+                              value("name"), value("label", true), value("env", true),
+                              value("snapshot"), value("wait")}),
        .positionals = 0,
        .takes_command = false,
        .handler = cmd_sandbox_create},
@@ -130,7 +147,7 @@ const std::vector<Verb>& sandbox_verbs() {
        .takes_command = false,
        .handler = cmd_sandbox_snapshot},
       {.name = "fork",
-       .synopsis = "fork ID [--count N] [--keep-snapshot]",
+       .synopsis = "fork ID [OPTIONS]",
        .brief = "start copies of a running sandbox, print their ids",
        .summary = "Start copies of a running sandbox (same files, processes and memory) and\n"
                   "list them. The daemon snapshots the sandbox, starts the copies from the\n"
@@ -138,11 +155,32 @@ const std::vector<Verb>& sandbox_verbs() {
        .details =
            "  --count N         how many copies, 1-10 (default 1)\n"
            "  --label K=V       label of the copies (repeatable)\n"
-           "  --keep-snapshot   keep the snapshot (see `kiln snapshot ls`)\n" KILN_WAIT_DETAILS,
-       .flags = {value("count"), value("label", true), toggle("keep-snapshot"), value("wait")},
+           "  --keep-snapshot   keep the snapshot (see `kiln snapshot ls`)\n" KILN_WAIT_DETAILS
+           "  --internet on|off the copies' internet access (needed unless --allow is\n"
+           "                    given). With any of --internet, --allow and --deny, the\n"
+           "                    copies get that policy instead of the source's\n" KILN_RULE_DETAILS,
+       .flags = with_network(
+           {value("count"), value("label", true), toggle("keep-snapshot"), value("wait")}),
        .positionals = 1,
        .takes_command = false,
        .handler = cmd_sandbox_fork},
+      {.name = "network",
+       .synopsis = "network ID [--internet on|off] [--allow H]... [--deny H]... | --log",
+       .brief = "show or set a sandbox's egress rules, or show its egress log",
+       .summary = "Show a sandbox's network policy: whether it may reach the internet (through\n"
+                  "kiln's egress proxy) and which hosts it may (allow) or may not (deny) reach.\n"
+                  "With --internet, --allow or --deny, set a new policy and show it; it replaces\n"
+                  "every rule, so give the whole set. With --log, list the connections the\n"
+                  "sandbox made or was refused, oldest first.",
+       .details = "  --internet on|off reach the internet at all; needed to set rules unless\n"
+                  "                    --allow is given\n" KILN_RULE_DETAILS
+                  "  --log             print the egress log instead (every page of it)\n"
+                  "  --limit N         with --log: entries per request, 1-500 (default 100)\n",
+       .flags = {choice("internet", "on off"), value("allow", true), value("deny", true),
+                 toggle("log"), value("limit")},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = cmd_sandbox_network},
       {.name = "stop",
        .synopsis = "stop ID",
        .brief = "stop a sandbox",
@@ -315,7 +353,7 @@ const std::vector<Command>& commands() {
       {.name = "sandbox",
        .synopsis = "sandbox VERB ...",
        .brief = "create sandboxes, run commands in them, snapshot, fork,\n"
-                "list, stop, delete (`kiln sandbox --help`)",
+                "set egress rules, list, stop, delete (`kiln sandbox --help`)",
        .group = &sandbox_group()},
       {.name = "snapshot",
        .synopsis = "snapshot VERB ...",
@@ -337,6 +375,7 @@ const std::vector<Command>& commands() {
   return table;
 }
 
+#undef KILN_RULE_DETAILS
 #undef KILN_WAIT_DETAILS
 
 }  // namespace kiln::cli

@@ -23,6 +23,7 @@ int cmd_sandbox_rm(Context& ctx, const ParsedArgs& args);
 int cmd_sandbox_extend(Context& ctx, const ParsedArgs& args);
 int cmd_sandbox_snapshot(Context& ctx, const ParsedArgs& args);
 int cmd_sandbox_fork(Context& ctx, const ParsedArgs& args);
+int cmd_sandbox_network(Context& ctx, const ParsedArgs& args);
 
 // kiln snapshot …
 int cmd_snapshot_ls(Context& ctx, const ParsedArgs& args);

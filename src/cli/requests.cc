@@ -50,6 +50,29 @@ std::string usage_time(std::string_view flag, const std::string& text,
   return out;
 }
 
+// Every host of a repeatable --allow/--deny, each value split at commas.
+json host_list(const ParsedArgs& args, const char* flag) {
+  json hosts = json::array();
+  for (const auto& text : args.all(flag)) {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = text.find(',', start);
+      std::string host = text.substr(start, comma == std::string::npos ? comma : comma - start);
+      host.erase(0, host.find_first_not_of(" \t"));
+      host.erase(host.find_last_not_of(" \t") + 1);
+      if (host.empty()) {
+        throw UsageError(std::string("--") + flag + " expects a host, got '" + text + "'");
+      }
+      hosts.push_back(std::move(host));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return hosts;
+}
+
+constexpr int kMaxLogPage = 500;  // the daemon's cap
+
 }  // namespace
 
 json sandbox_create_body(const ParsedArgs& args) {
@@ -62,6 +85,7 @@ json sandbox_create_body(const ParsedArgs& args) {
   if (args.has("label")) body["labels"] = key_values(args, "label");
   if (args.has("env")) body["env"] = key_values(args, "env");
   if (auto snapshot = args.get("snapshot")) body["snapshot"] = *snapshot;
+  if (auto network = network_policy(args, /*replaces=*/false)) body["network"] = *network;
   return body;
 }
 
@@ -146,7 +170,54 @@ json fork_body(const ParsedArgs& args) {
   put_int(body, args, "count", "count");
   if (args.has("label")) body["labels"] = key_values(args, "label");
   if (args.has("keep-snapshot")) body["keepSnapshot"] = true;
+  if (auto network = network_policy(args, /*replaces=*/true)) body["network"] = *network;
   return body;
+}
+
+std::optional<json> network_policy(const ParsedArgs& args, bool replaces) {
+  const auto internet = args.get("internet");
+  const json allow = host_list(args, "allow");
+  const json deny = host_list(args, "deny");
+  if (!internet && !args.has("allow") && !args.has("deny")) return std::nullopt;
+  if (internet && *internet != "on" && *internet != "off") {
+    throw UsageError("--internet expects on or off, got '" + *internet + "'");
+  }
+  if (internet == "off" && !allow.empty()) {
+    throw UsageError(
+        "--internet off contradicts --allow: allowed hosts are reached over the internet "
+        "(--allow implies --internet on)");
+  }
+  if (replaces && !internet && allow.empty()) {
+    throw UsageError(
+        "say --internet on or off: the new policy replaces every rule (--allow implies "
+        "--internet on)");
+  }
+  return json{{"internet", internet ? *internet == "on" : !allow.empty()},
+              {"allow", allow},
+              {"deny", deny}};
+}
+
+std::optional<json> network_put_body(const ParsedArgs& args) {
+  const bool sets = args.has("internet") || args.has("allow") || args.has("deny");
+  if (args.has("log") && sets) {
+    throw UsageError(
+        "--log shows the log; it cannot be combined with --internet, --allow or --deny");
+  }
+  if (auto limit = args.get("limit")) {
+    if (!args.has("log")) throw UsageError("--limit goes with --log");
+    parse_int("--limit", *limit, 1, kMaxLogPage);
+  }
+  return network_policy(args, /*replaces=*/true);
+}
+
+std::string network_log_target(const std::string& id, const ParsedArgs& args,
+                               const std::optional<std::string>& cursor) {
+  Query q;
+  if (auto limit = args.get("limit")) {
+    q.add("limit", std::to_string(parse_int("--limit", *limit, 1, kMaxLogPage)));
+  }
+  if (cursor) q.add("cursor", *cursor);
+  return sandbox_target(id, "/network/log") + q.str();
 }
 
 json extend_body(const ParsedArgs& args) {

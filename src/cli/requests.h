@@ -19,8 +19,8 @@ inline constexpr std::size_t kMaxStdinBytes = 12 * 1024 * 1024 - 64 * 1024;
 inline constexpr long long kDefaultExecTimeoutMs = 60000;  // the daemon's default
 
 // POST /v1/sandboxes body from --vcpu --memory --disk --timeout --name
-// --label k=v --env K=V --snapshot ID (only the flags given; the daemon
-// fills defaults).
+// --label k=v --env K=V --snapshot ID --internet --allow --deny (only the
+// flags given; the daemon fills defaults).
 nlohmann::json sandbox_create_body(const ParsedArgs& args);
 
 // POST …:exec body: argv (no shell), --cwd, --env K=V, --timeout-ms, stdin.
@@ -48,8 +48,27 @@ std::string new_idempotency_key();
 // POST …:snapshot body from --name, --label K=V, --retention-days N.
 nlohmann::json snapshot_body(const ParsedArgs& args);
 
-// POST …:fork body from --count N, --label K=V, --keep-snapshot.
+// POST …:fork body from --count N, --label K=V, --keep-snapshot, and
+// --internet/--allow/--deny (the copies' policy instead of the source's).
 nlohmann::json fork_body(const ParsedArgs& args);
+
+// A sandbox's network policy ({"internet", "allow", "deny"}) from
+// --internet on|off, --allow H and --deny H (both repeatable, and a value
+// may list several hosts comma-separated); nullopt when none is given.
+// --allow implies --internet on, so --internet off with --allow is
+// refused. `replaces` says the policy replaces rules already in force
+// (fork, PUT): then --internet must be given unless --allow is, as a lone
+// --deny would otherwise turn the internet off; else it defaults to off.
+std::optional<nlohmann::json> network_policy(const ParsedArgs& args, bool replaces);
+
+// `sandbox network`: the PUT …/network body, or nullopt to show the policy
+// (no --internet/--allow/--deny). Also refuses --log next to those flags,
+// and --limit without --log or out of 1-500.
+std::optional<nlohmann::json> network_put_body(const ParsedArgs& args);
+
+// GET /v1/sandboxes/{id}/network/log target, with --limit N as the page size.
+std::string network_log_target(const std::string& id, const ParsedArgs& args,
+                               const std::optional<std::string>& cursor);
 
 // POST …:extend body from --seconds N.
 nlohmann::json extend_body(const ParsedArgs& args);

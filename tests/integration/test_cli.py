@@ -225,3 +225,59 @@ def test_completion_script(kiln, bin_dir, tmp_path):
     assert out.stdout.splitlines() == ["snapshot", "fork", "--count", "key label:"], out.stdout
     p = kiln("completion", "zsh")
     assert p.returncode == 1 and "bash" in p.stderr, p
+
+
+def test_network_policy_and_log(kiln, api):
+    p = kiln("sandbox", "create", "--allow", "pkgs.test")
+    assert p.returncode == 0, p.stderr
+    sid = p.stdout.strip()
+    try:
+        assert api.sandbox(sid)["network"] == {"internet": True, "allow": ["pkgs.test"], "deny": []}
+        shown = dict(line.split(":", 1) for line in _lines(kiln("sandbox", "network", sid)))
+        assert {k: v.strip() for k, v in shown.items() if k in ("internet", "allow", "deny", "version")} == \
+            {"internet": "on", "allow": "pkgs.test", "deny": "-", "version": "1"}, shown
+        policy = _json(kiln("sandbox", "network", sid, "--json"))
+        assert (policy["sandboxId"], policy["internet"], policy["allow"], policy["version"]) == \
+            (sid, True, ["pkgs.test"], 1), policy
+
+        # A usage error sends nothing: the policy is unchanged.
+        p = kiln("sandbox", "network", sid, "--internet", "off", "--allow", "pkgs.test")
+        assert p.returncode == 1 and "--allow implies --internet on" in p.stderr, p
+        p = kiln("sandbox", "network", sid, "--deny", "x.test")
+        assert p.returncode == 1 and "--internet on or off" in p.stderr, p
+        assert api.ok("GET", f"/v1/sandboxes/{sid}/network")["version"] == 1
+
+        lines = _lines(kiln("sandbox", "network", sid, "--internet", "off"))
+        assert lines[0].split() == ["internet:", "off"] and lines[1].split() == ["allow:", "-"], lines
+        off = _json(kiln("sandbox", "network", sid, "--json"))
+        assert (off["internet"], off["allow"], off["deny"], off["version"]) == (False, [], [], 2), off
+
+        p = kiln("sandbox", "exec", sid, "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                 "http://example.test/")
+        assert (p.returncode, p.stdout) == (0, "403"), p
+        log = _json(kiln("sandbox", "network", sid, "--log", "--json"))
+        assert log["nextCursor"] is None, log
+        assert [(e["host"], e["verdict"]) for e in log["data"]] == [("example.test", "internet-off")], log
+        table = _lines(kiln("sandbox", "network", sid, "--log", "--limit", "1"))
+        assert table[0].split() == ["TIME", "METHOD", "HOST", "ADDRESS", "PORT", "VERDICT", "OUT", "IN", "MS"]
+        assert len(table) == 2 and table[1].split()[2:6] == ["example.test", "-", "80", "internet-off"], table
+        p = kiln("sandbox", "network", sid, "--log", "--allow", "pkgs.test")
+        assert p.returncode == 1 and "--log" in p.stderr, p
+    finally:
+        api.request("DELETE", f"/v1/sandboxes/{sid}")
+
+
+def test_fork_with_a_network_policy(kiln, api, sandboxes):
+    sid = sandboxes.create(network={"internet": True})["id"]
+    copies = []
+    try:
+        answer = _json(kiln("sandbox", "fork", sid, "--json", "--allow", "pkgs.test,*.pkgs.test",
+                            "--deny", "bad.pkgs.test", timeout=300))
+        copies = [s["id"] for s in answer["sandboxes"]]
+        assert len(copies) == 1, answer
+        assert api.sandbox(copies[0])["network"] == \
+            {"internet": True, "allow": ["pkgs.test", "*.pkgs.test"], "deny": ["bad.pkgs.test"]}
+        assert api.sandbox(sid)["network"] == {"internet": True, "allow": [], "deny": []}
+    finally:
+        for c in copies:
+            api.request("DELETE", f"/v1/sandboxes/{c}")

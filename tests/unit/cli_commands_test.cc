@@ -1,6 +1,6 @@
-// kiln CLI: snapshot, fork, extend, usage and create (Prefer: wait,
-// Idempotency-Key) — their flags, request bodies and output, against a
-// canned daemon.
+// kiln CLI: snapshot, fork, extend, usage, network and create (Prefer:
+// wait, Idempotency-Key) — their flags, request bodies and output, against
+// a canned daemon.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -134,6 +135,48 @@ TEST(CliCommandsParse, Help) {
   EXPECT_NE(inv.help.find("Usage: kiln completion bash"), std::string::npos);
 }
 
+TEST(CliCommandsParse, Network) {
+  Invocation inv = parse_command_line(
+      {"sandbox", "network", "sbx_1", "--allow", "a.test", "--allow=b.test", "--deny", "c.test"});
+  ASSERT_EQ(inv.action, Action::kVerb);
+  EXPECT_EQ(inv.verb->name, "network");
+  EXPECT_EQ(inv.args.positionals, (Args{"sbx_1"}));
+  EXPECT_EQ(inv.args.all("allow"), (Args{"a.test", "b.test"}));
+  inv = parse_command_line({"sandbox", "network", "sbx_1", "--log", "--limit", "2", "--json"});
+  EXPECT_TRUE(inv.args.has("log"));
+  EXPECT_TRUE(inv.json);
+  EXPECT_EQ(parse_command_line({"sandbox", "create", "--internet", "on", "--deny", "x"}).verb->name,
+            "create");
+  EXPECT_EQ(parse_command_line({"sandbox", "fork", "s", "--allow", "x"}).verb->name, "fork");
+
+  EXPECT_EQ(command_line_error({"sandbox", "network"}), "missing the sandbox ID");
+  EXPECT_EQ(command_line_error({"sandbox", "network", "s", "--internet"}),
+            "--internet needs a value");
+  EXPECT_EQ(
+      command_line_error({"sandbox", "network", "s", "--internet", "on", "--internet", "off"}),
+      "--internet given more than once");
+  EXPECT_EQ(command_line_error({"sandbox", "network", "s", "--alow", "x"}),
+            "unknown flag --alow (did you mean --allow?)");
+  EXPECT_EQ(command_line_error({"sandbox", "network", "s", "--log=yes"}), "--log takes no value");
+
+  inv = parse_command_line({"sandbox", "network", "--help"});
+  EXPECT_EQ(inv.action, Action::kHelp);
+  for (const char* word : {"Usage: kiln sandbox network ID [--internet on|off]", "--allow H",
+                           "--allow implies --internet on", "comma-separated", "--deny H", "--log",
+                           "--limit N", "replaces\nevery rule"}) {
+    EXPECT_NE(inv.help.find(word), std::string::npos) << word;
+  }
+  for (const char* verb : {"create", "fork"}) {
+    inv = parse_command_line({"sandbox", verb, "--help"});
+    for (const char* word :
+         {"--internet on|off", "--allow H", "--allow implies --internet on", "--deny H"}) {
+      EXPECT_NE(inv.help.find(word), std::string::npos) << verb << " " << word;
+    }
+  }
+  EXPECT_NE(parse_command_line({"sandbox", "--help"}).help.find("network ID"), std::string::npos);
+  EXPECT_NE(parse_command_line({"--help"}).help.find("egress rules"), std::string::npos);
+}
+
 // --- flags → requests --------------------------------------------------------
 
 TEST(CliCommandsRequests, Bodies) {
@@ -199,6 +242,114 @@ TEST(CliCommandsRequests, UsageTarget) {
   EXPECT_EQ(target({"usage", "--group-by", "label:team"}), "/v1/usage?groupBy=label%3Ateam");
   for (const char* bad : {"label", "label:", "keys", ""}) {
     EXPECT_THROW(target({"usage", "--group-by", bad}), UsageError) << bad;
+  }
+}
+
+TEST(CliCommandsRequests, NetworkPolicy) {
+  auto create = [](const Args& flags) {
+    Args args = {"sandbox", "create"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return sandbox_create_body(verb_args(args));
+  };
+  EXPECT_FALSE(create({}).contains("network"));
+  // --allow implies the internet; values may list several hosts.
+  EXPECT_EQ(create({"--allow", "a.test", "--allow", "b.test, *.c.test", "--deny", "10.1.0.0/16"}),
+            json::parse(R"({"network": {"internet": true,
+                                        "allow": ["a.test", "b.test", "*.c.test"],
+                                        "deny": ["10.1.0.0/16"]}})"));
+  EXPECT_EQ(create({"--internet", "off"}),
+            json::parse(R"({"network": {"internet": false, "allow": [], "deny": []}})"));
+  EXPECT_EQ(create({"--internet", "on", "--vcpu", "1"}),
+            json::parse(R"({"vcpu": 1, "network": {"internet": true, "allow": [], "deny": []}})"));
+  // A new sandbox has nothing to replace: the internet stays off, as by default.
+  EXPECT_EQ(create({"--deny", "x.test"})["network"],
+            json::parse(R"({"internet": false, "allow": [], "deny": ["x.test"]})"));
+
+  EXPECT_EQ(fork_body(verb_args({"sandbox", "fork", "s", "--allow", "pkgs.test", "--count", "2"})),
+            json::parse(R"({"count": 2,
+                            "network": {"internet": true, "allow": ["pkgs.test"], "deny": []}})"));
+  EXPECT_EQ(fork_body(verb_args({"sandbox", "fork", "s", "--internet", "on", "--deny", "x"})),
+            json::parse(R"({"network": {"internet": true, "allow": [], "deny": ["x"]}})"));
+  EXPECT_FALSE(fork_body(verb_args({"sandbox", "fork", "s"})).contains("network"));
+
+  auto put = [](const Args& flags) {
+    Args args = {"sandbox", "network", "s"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return network_put_body(verb_args(args));
+  };
+  EXPECT_EQ(put({}), std::nullopt);  // show
+  EXPECT_EQ(put({"--log", "--limit", "5"}), std::nullopt);
+  EXPECT_EQ(put({"--internet", "off"}),
+            json::parse(R"({"internet": false, "allow": [], "deny": []})"));
+  EXPECT_EQ(
+      put({"--allow", "pkgs.test,*.pkgs.test"}),
+      json::parse(R"({"internet": true, "allow": ["pkgs.test", "*.pkgs.test"], "deny": []})"));
+  EXPECT_EQ(put({"--internet", "on", "--deny", "a.test", "--deny", "b.test"}),
+            json::parse(R"({"internet": true, "allow": [], "deny": ["a.test", "b.test"]})"));
+
+  auto error = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string contradiction =
+      "--internet off contradicts --allow: allowed hosts are reached over the internet "
+      "(--allow implies --internet on)";
+  const std::string needs_internet =
+      "say --internet on or off: the new policy replaces every rule (--allow implies "
+      "--internet on)";
+  EXPECT_EQ(error([&] { put({"--internet", "off", "--allow", "a.test"}); }), contradiction);
+  EXPECT_EQ(error([&] { create({"--allow", "a.test", "--internet", "off"}); }), contradiction);
+  EXPECT_EQ(error([&] {
+              fork_body(verb_args({"sandbox", "fork", "s", "--internet", "off", "--allow", "a"}));
+            }),
+            contradiction);
+  EXPECT_EQ(error([&] { put({"--deny", "a.test"}); }), needs_internet);
+  EXPECT_EQ(error([&] {
+              fork_body(verb_args({"sandbox", "fork", "s", "--deny", "a"}));
+            }),
+            needs_internet);
+  EXPECT_EQ(error([&] { put({"--internet", "yes"}); }), "--internet expects on or off, got 'yes'");
+  EXPECT_EQ(error([&] {
+              create({"--internet", "true"});
+            }),
+            "--internet expects on or off, got 'true'");
+  EXPECT_EQ(error([&] {
+              put({"--allow", "a.test,,b.test"});
+            }),
+            "--allow expects a host, got 'a.test,,b.test'");
+  EXPECT_EQ(error([&] {
+              put({"--internet", "on", "--deny", ""});
+            }),
+            "--deny expects a host, got ''");
+  EXPECT_EQ(error([&] {
+              put({"--log", "--allow", "a.test"});
+            }),
+            "--log shows the log; it cannot be combined with --internet, --allow or --deny");
+  EXPECT_EQ(error([&] {
+              put({"--log", "--internet", "off"});
+            }),
+            "--log shows the log; it cannot be combined with --internet, --allow or --deny");
+  EXPECT_EQ(error([&] { put({"--limit", "5"}); }), "--limit goes with --log");
+  EXPECT_EQ(error([&] {
+              put({"--log", "--limit", "501"});
+            }),
+            "--limit must be between 1 and 500, got 501");
+
+  const ParsedArgs plain = verb_args({"sandbox", "network", "s", "--log"});
+  EXPECT_EQ(network_log_target("sbx 1", plain, std::nullopt), "/v1/sandboxes/sbx%201/network/log");
+  const ParsedArgs limited = verb_args({"sandbox", "network", "s", "--log", "--limit", "500"});
+  EXPECT_EQ(network_log_target("s", limited, "17"),
+            "/v1/sandboxes/s/network/log?limit=500&cursor=17");
+  for (const char* bad : {"0", "501", "ten"}) {
+    EXPECT_THROW(
+        network_log_target("s", verb_args({"sandbox", "network", "s", "--log", "--limit", bad}),
+                           std::nullopt),
+        UsageError)
+        << bad;
   }
 }
 
@@ -446,6 +597,148 @@ TEST(CliCommands, Usage) {
       << reqs[2];
 }
 
+const std::string kPolicy =
+    R"({"sandboxId": "sbx_1", "internet": true, "allow": ["pkgs.test", "*.pkgs.test"],
+        "deny": [], "version": 2, "enforced": true, "enforcedVersion": 2,
+        "updatedAt": "2026-11-29T10:00:00.000Z"})";
+
+TEST(CliCommands, NetworkShowAndSet) {
+  const std::string off =
+      R"({"sandboxId": "sbx_1", "internet": false, "allow": [], "deny": ["x.test"],
+          "version": 3, "enforced": true, "enforcedVersion": 3,
+          "updatedAt": "2026-11-29T10:05:00.000Z"})";
+  const std::string not_running =
+      R"({"error": {"code": "not_running", "status": 409, "message": "sandbox sbx_1 is stopped"}})";
+  CannedServer server(
+      {{200, kPolicy}, {200, kPolicy}, {200, off}, {200, kPolicy}, {409, not_running}});
+  DaemonEnv env(server.url());
+
+  CliRun r = run_captured({"sandbox", "network", "sbx_1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "internet:  on\n"
+            "allow:     pkgs.test, *.pkgs.test\n"
+            "deny:      -\n"
+            "version:   2\n"
+            "updatedAt: 2026-11-29T10:00:00.000Z\n");
+  EXPECT_EQ(r.err, "");
+
+  r = run_captured({"sandbox", "network", "sbx_1", "--json"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json::parse(kPolicy));
+
+  r = run_captured({"sandbox", "network", "sbx_1", "--internet", "off", "--deny", "x.test"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "internet:  off\n"
+            "allow:     -\n"
+            "deny:      x.test\n"
+            "version:   3\n"
+            "updatedAt: 2026-11-29T10:05:00.000Z\n");
+
+  r = run_captured({"sandbox", "network", "sbx_1", "--json", "--allow", "pkgs.test,*.pkgs.test"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json::parse(kPolicy));
+
+  r = run_captured({"sandbox", "network", "sbx_1", "--internet", "on"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "kiln: not_running: sandbox sbx_1 is stopped\n");
+
+  const auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 5u);
+  EXPECT_TRUE(reqs[0].starts_with("GET /v1/sandboxes/sbx_1/network HTTP/1.1\r\n")) << reqs[0];
+  EXPECT_TRUE(reqs[1].starts_with("GET /v1/sandboxes/sbx_1/network HTTP/1.1\r\n")) << reqs[1];
+  EXPECT_TRUE(reqs[2].starts_with("PUT /v1/sandboxes/sbx_1/network HTTP/1.1\r\n")) << reqs[2];
+  EXPECT_EQ(json::parse(body_of(reqs[2])),
+            json::parse(R"({"internet": false, "allow": [], "deny": ["x.test"]})"));
+  EXPECT_TRUE(reqs[3].starts_with("PUT /v1/sandboxes/sbx_1/network HTTP/1.1\r\n")) << reqs[3];
+  EXPECT_EQ(
+      json::parse(body_of(reqs[3])),
+      json::parse(R"({"internet": true, "allow": ["pkgs.test", "*.pkgs.test"], "deny": []})"));
+  EXPECT_EQ(json::parse(body_of(reqs[4])),
+            json::parse(R"({"internet": true, "allow": [], "deny": []})"));
+}
+
+TEST(CliCommands, NetworkShowsAPolicyNotYetInForce) {
+  json pending = json::parse(kPolicy);
+  pending["enforcedVersion"] = 1;
+  CannedServer server({{200, pending.dump()}});
+  DaemonEnv env(server.url());
+  CliRun r = run_captured({"sandbox", "network", "sbx_1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(
+      r.out.ends_with("version:         2\n"
+                      "updatedAt:       2026-11-29T10:00:00.000Z\n"
+                      "enforcedVersion: 1\n"))
+      << r.out;
+}
+
+TEST(CliCommands, NetworkLogReadsEveryPage) {
+  const std::string first = R"({"data": [
+      {"id": "1", "time": "2026-11-29T10:00:00.000Z", "method": "CONNECT", "host": "pkgs.test",
+       "address": "203.0.113.10", "port": 443, "verdict": "allowed", "bytesOut": 517,
+       "bytesIn": 3072, "durationMs": 41, "open": false, "closedBy": "client"}],
+      "nextCursor": "1"})";
+  const std::string second = R"({"data": [
+      {"id": "2", "time": "2026-11-29T10:00:01.000Z", "method": "GET", "host": "example.test",
+       "address": null, "port": 80, "verdict": "internet-off", "bytesOut": 0, "bytesIn": 0,
+       "durationMs": 0, "open": false, "closedBy": null}],
+      "nextCursor": null})";
+  CannedServer server({{200, first}, {200, second}, {200, first}, {200, second}});
+  DaemonEnv env(server.url());
+
+  CliRun r = run_captured({"sandbox", "network", "sbx_1", "--log", "--limit", "1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "TIME                      METHOD   HOST          ADDRESS       PORT  VERDICT       "
+            "OUT   IN      MS\n"
+            "2026-11-29T10:00:00.000Z  CONNECT  pkgs.test     203.0.113.10  443   allowed       "
+            "517B  3.0KiB  41\n"
+            "2026-11-29T10:00:01.000Z  GET      example.test  -             80    internet-off  "
+            "0B    0B      0\n");
+  EXPECT_EQ(r.err, "");
+
+  r = run_captured({"sandbox", "network", "sbx_1", "--log", "--json"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const json all = json::parse(r.out);
+  EXPECT_EQ(all["nextCursor"], nullptr);
+  ASSERT_EQ(all["data"].size(), 2u);
+  EXPECT_EQ(all["data"][0], json::parse(first)["data"][0]);
+  EXPECT_EQ(all["data"][1], json::parse(second)["data"][0]);
+
+  const auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_TRUE(reqs[0].starts_with("GET /v1/sandboxes/sbx_1/network/log?limit=1 HTTP/1.1\r\n"))
+      << reqs[0];
+  EXPECT_TRUE(
+      reqs[1].starts_with("GET /v1/sandboxes/sbx_1/network/log?limit=1&cursor=1 HTTP/1.1\r\n"))
+      << reqs[1];
+  EXPECT_TRUE(reqs[2].starts_with("GET /v1/sandboxes/sbx_1/network/log HTTP/1.1\r\n")) << reqs[2];
+  EXPECT_TRUE(reqs[3].starts_with("GET /v1/sandboxes/sbx_1/network/log?cursor=1 HTTP/1.1\r\n"))
+      << reqs[3];
+}
+
+TEST(CliCommands, CreateAndForkSendTheNetworkPolicy) {
+  const std::string answer = R"({"sandboxes": [)" + kSandbox + "]}";
+  CannedServer server({{200, kSandbox}, {200, answer}});
+  DaemonEnv env(server.url());
+  CliRun r = run_captured({"sandbox", "create", "--allow", "pkgs.test", "--deny", "bad.test"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "sbx_new\n");
+  r = run_captured({"sandbox", "fork", "sbx_new", "--internet", "off"});
+  EXPECT_EQ(r.status, 0) << r.err;
+
+  const auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_TRUE(reqs[0].starts_with("POST /v1/sandboxes HTTP/1.1\r\n")) << reqs[0];
+  EXPECT_EQ(json::parse(body_of(reqs[0])),
+            json::parse(R"({"network": {"internet": true, "allow": ["pkgs.test"],
+                                        "deny": ["bad.test"]}})"));
+  EXPECT_TRUE(reqs[1].starts_with("POST /v1/sandboxes/sbx_new:fork HTTP/1.1\r\n")) << reqs[1];
+  EXPECT_EQ(json::parse(body_of(reqs[1])),
+            json::parse(R"({"network": {"internet": false, "allow": [], "deny": []}})"));
+}
+
 // Runs kiln with stderr on a pseudo-terminal; returns what the terminal
 // got, or nullopt when the host has no pseudo-terminals.
 std::optional<std::string> run_on_terminal(const Args& args, int* status) {
@@ -500,9 +793,15 @@ TEST(CliCommands, BadFlagValuesFailBeforeAnyRequest) {
   DaemonEnv env(server.url());
   for (const Args& args :
        {Args{"usage", "--group-by", "team"}, Args{"sandbox", "create", "--wait", "500"},
-        Args{"sandbox", "fork", "s", "--count", "x"}, Args{"completion", "zsh"}}) {
+        Args{"sandbox", "fork", "s", "--count", "x"}, Args{"completion", "zsh"},
+        Args{"sandbox", "network", "s", "--internet", "off", "--allow", "a.test"},
+        Args{"sandbox", "network", "s", "--deny", "a.test"},
+        Args{"sandbox", "network", "s", "--log", "--internet", "on"},
+        Args{"sandbox", "network", "s", "--log", "--limit", "0"},
+        Args{"sandbox", "create", "--internet", "off", "--allow", "a.test"},
+        Args{"sandbox", "fork", "s", "--deny", "a.test"}}) {
     CliRun r = run_captured(args);
-    EXPECT_EQ(r.status, 1) << args[0];
+    EXPECT_EQ(r.status, 1) << args[0] << " " << args[1];
     EXPECT_EQ(r.out, "");
     EXPECT_TRUE(r.err.starts_with("kiln: ")) << r.err;
   }

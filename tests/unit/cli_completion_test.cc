@@ -108,6 +108,9 @@ t kiln snapshot delete snp_1 --j
 t kiln server --
 t kiln sandbox get ""
 t kiln keys ""
+t kiln sandbox ne
+t kiln sandbox network s --internet ""
+t kiln sandbox create --allow x --i
 cd )" << dir << R"( && t kiln sandbox exec s --stdin-file std
 )";
   const std::string command = "/bin/bash --norc --noprofile " + (dir / "test.sh").string();
@@ -134,6 +137,9 @@ cd )" << dir << R"( && t kiln sandbox exec s --stdin-file std
             "\n"
             "\n"
             "create ls revoke\n"
+            "network\n"
+            "on off\n"
+            "--internet\n"
             "stdin.txt\n");
 }
 
