@@ -325,21 +325,31 @@ def test_errors_map_from_codes(rt, shared):
         rt.sandboxes.create(**SMALL, idempotency_key="-bad key-")
 
 
-def test_network_calls_reach_the_daemon(shared):
-    """The network routes come with a later issue: until then each call is the daemon's 404."""
-    try:
-        policy = shared.network.set(internet=False)
-    except kiln.NotFoundError as e:
-        assert e.code == "route_not_found" and e.status == 404
-        for call in (shared.network.get, shared.network.log):
-            with pytest.raises(kiln.NotFoundError) as err:
-                call()
-            assert err.value.code == "route_not_found"
-    else:
-        assert policy["internet"] is False and shared.network.get()["internet"] is False
-        assert isinstance(shared.network.log(), (list, dict))
-    with pytest.raises(TypeError):
-        shared.network.set(allow=["example.com"])  # `internet` is required
+def test_network_rules_and_log(rt):
+    """sbx.network: get / set / off / on / log against the daemon's egress proxy."""
+    with rt.sandboxes.create(**SMALL, network={"internet": True, "allow": ["pkgs.test"]}) as sbx:
+        p = sbx.network.get()
+        assert (p["internet"], p["allow"], p["deny"], p["version"]) == (True, ["pkgs.test"], [], 1)
+        p = sbx.network.set(internet=True, allow=["*.example.test"], deny=["bad.example.test"])
+        assert (p["allow"], p["deny"], p["version"]) == (["*.example.test"], ["bad.example.test"], 2)
+        assert sbx.network.off()["internet"] is False
+        # Internet off: curl gets the proxy's 403 at once, and the log says why.
+        code = sbx.exec("curl -s -o /dev/null -w '%{http_code}' http://example.test/").stdout
+        assert code == "403"
+        [entry] = sbx.network.log()
+        assert (entry["host"], entry["port"], entry["verdict"], entry["method"]) == \
+            ("example.test", 80, "internet-off", "GET")
+        assert sbx.network.on()["version"] == 4
+        with pytest.raises(kiln.InvalidRequestError) as err:
+            sbx.network.set(internet=True, allow=["10.0.0.0/8"])
+        assert err.value.details["issues"][0]["path"] == "body.allow[0]"
+        with pytest.raises(TypeError):
+            sbx.network.set(allow=["example.com"])  # `internet` is required
+        copy = sbx.fork(network={"internet": False})
+        try:
+            assert copy.network.get()["internet"] is False and sbx.network.get()["internet"] is True
+        finally:
+            copy.stop()
 
 
 # --- capacity ------------------------------------------------------------------------

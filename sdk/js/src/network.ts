@@ -1,11 +1,11 @@
 // Egress rules of a sandbox: `sbx.network.get/set/on/off/log`.
 import type { Sandbox } from "./sandbox.js";
-import type { NetworkPolicy, NetworkRules, RequestOptions } from "./types.js";
+import type { EgressEntry, NetworkPolicy, NetworkRules, RequestOptions } from "./types.js";
 
 /**
  * Egress rules of a sandbox (`GET/PUT /v1/sandboxes/{id}/network`,
- * `GET …/network/log`). A daemon without these routes answers 404
- * `route_not_found`, thrown as a NotFoundError: nothing is pretended.
+ * `GET …/network/log`). A PUT replaces every rule and applies at once, also
+ * to open connections.
  */
 export class Network {
   constructor(private readonly sandbox: Sandbox) {}
@@ -33,11 +33,11 @@ export class Network {
     return this.set({ internet: true }, options);
   }
 
-  /** Recent egress decisions (connections allowed and refused). */
+  /** One page of the egress log (connections allowed and refused), oldest first. */
   async log(
     query: { limit?: number; cursor?: string } = {},
     options: RequestOptions = {},
-  ): Promise<{ data: Record<string, unknown>[]; nextCursor?: string | null }> {
+  ): Promise<{ data: EgressEntry[]; nextCursor: string | null }> {
     return this.sandbox.call({ method: "GET", path: "/network/log", query, signal: options.signal, timeoutMs: options.timeoutMs });
   }
 }

@@ -12,6 +12,7 @@ import type {
   CommandResult,
   CreateSandbox,
   DeletedSandbox,
+  NetworkRules,
   OutputEvent,
   ProcessInfo,
   RequestOptions,
@@ -59,6 +60,8 @@ export interface ForkOptions extends RequestOptions {
   count?: number;
   labels?: Record<string, string>;
   keepSnapshot?: boolean;
+  /** Egress rules of the copies; default: this sandbox's. */
+  network?: NetworkRules;
 }
 
 const STREAMED_EXEC_TIMEOUT_MS = 86_400_000;
@@ -329,6 +332,7 @@ export class Sandbox implements AsyncDisposable {
     if (options.count !== undefined) body["count"] = options.count;
     if (options.labels !== undefined) body["labels"] = options.labels;
     if (options.keepSnapshot !== undefined) body["keepSnapshot"] = options.keepSnapshot;
+    if (options.network !== undefined) body["network"] = options.network;
     const answer = await this.call<{ sandboxes: SandboxInfo[] }>({
       method: "POST",
       path: ":fork",

@@ -22,8 +22,26 @@ export interface NetworkPolicy extends NetworkRules {
   sandboxId?: string;
   version?: number;
   enforced?: boolean;
+  enforcedVersion?: number;
   updatedAt?: string;
   [field: string]: unknown;
+}
+
+/** One connection attempt in `GET /v1/sandboxes/{id}/network/log`. */
+export interface EgressEntry {
+  id: string;
+  time: string;
+  method: string;
+  host: string;
+  address: string | null;
+  port: number;
+  /** allowed | internet-off | not-allowed | denied | private-address | resolve-failed | connect-failed | bad-request */
+  verdict: string;
+  bytesOut: number;
+  bytesIn: number;
+  durationMs: number;
+  open: boolean;
+  closedBy: string | null;
 }
 
 /** The body of `POST /v1/sandboxes` (every field optional). */

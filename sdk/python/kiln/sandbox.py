@@ -220,11 +220,14 @@ class Sandbox:
 
     def fork(self, count: Optional[int] = None, *, labels: Optional[Mapping[str, str]] = None,
              keep_snapshot: Optional[bool] = None, idempotency_key: Optional[str] = None,
-             ) -> Union["Sandbox", List["Sandbox"]]:
-        """Copies of this running sandbox: a list with `count`, one Sandbox without it."""
+             network: Optional[Mapping[str, Any]] = None) -> Union["Sandbox", List["Sandbox"]]:
+        """Copies of this running sandbox: a list with `count`, one Sandbox without it.
+        They keep this sandbox's egress rules unless `network` names others."""
         body: Dict[str, Any] = {"count": 1 if count is None else int(count)}
         if labels is not None:
             body["labels"] = dict(labels)
+        if network is not None:
+            body["network"] = dict(network)
         if keep_snapshot is not None:
             body["keepSnapshot"] = bool(keep_snapshot)
         answer = self._post(":fork", body, headers={"Prefer": "wait=60"}, timeout=self._t.timeout + 60,
