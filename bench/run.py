@@ -16,6 +16,7 @@ import base64
 import ctypes
 import datetime
 import glob
+import hashlib
 import http.client
 import json
 import os
@@ -1294,10 +1295,11 @@ def main():
     if only - set(groups):
         ap.error(f"--only: unknown {sorted(only - set(groups))}; choose from {','.join(groups)}")
 
-    bases = sorted(glob.glob(os.path.join(args.image_dir, "base-*")))
-    if not bases:
-        sys.exit(f"no base image under {args.image_dir}")
-    rootfs = bases[-1]
+    # The image kilnd uses: keyed by the recipe's hash (images/base/build.sh).
+    with open(os.path.join(REPO, "images", "base", "build.sh"), "rb") as f:
+        rootfs = os.path.join(args.image_dir, "base-" + hashlib.sha256(f.read()).hexdigest()[:16])
+    if not os.path.isdir(rootfs):
+        sys.exit(f"no base image {rootfs}: run `make image`")
 
     workdir = tempfile.mkdtemp(prefix="kiln-bench-")
     kilnd = Kilnd(args.kilnd, args.image_dir, workdir)
