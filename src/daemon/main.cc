@@ -265,13 +265,15 @@ int main(int argc, char** argv) {
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency);
   front_ptr = &front;
-  // Expired idempotency answers and old usage rows go once an hour.
-  std::thread([&idempotency, &usage] {
+  // Expired idempotency answers, old usage rows and egress log entries older
+  // than 30 days go once an hour.
+  std::thread([&idempotency, &usage, &egress_log] {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::hours(1));
       try {
         idempotency.DeleteExpired(kiln::NowMs());
         usage.DeleteBefore(kiln::NowMs() - 400LL * 86400000);
+        egress_log.DeleteBefore(kiln::NowMs() - 30LL * 86400000);
       } catch (const std::exception& e) {
         kiln::LogError("cannot prune the database", {{"error", e.what()}});
       }

@@ -86,4 +86,8 @@ void EgressLogStore::DeleteSandbox(const std::string& sandbox_id) {
   db_.Exec("DELETE FROM egress_log WHERE sandbox_id = ?", {sandbox_id});
 }
 
+void EgressLogStore::DeleteBefore(int64_t ms) {
+  db_.Exec("DELETE FROM egress_log WHERE start_ms < ? AND open = 0", {ms});
+}
+
 }  // namespace kiln::store

@@ -42,6 +42,8 @@ class EgressLogStore {
   void CloseAllOpen();
   // Drops one sandbox's log (when its record is purged).
   void DeleteSandbox(const std::string& sandbox_id);
+  // Retention: drops closed entries that started before `ms`.
+  void DeleteBefore(int64_t ms);
 
  private:
   Db& db_;

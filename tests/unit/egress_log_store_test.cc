@@ -47,6 +47,24 @@ TEST(EgressLogStoreTest, AddsClosesAndPagesPerSandbox) {
   EXPECT_EQ(log.List("sb2", 0, 10).size(), 1u);
 }
 
+TEST(EgressLogStoreTest, RetentionDropsOldClosedEntries) {
+  Db db(":memory:");
+  EgressLogStore log(db);
+  EgressEntry old = Entry("sb1", "old.test", "allowed");
+  old.start_ms = 100;
+  EgressEntry still_open = old;
+  still_open.host = "open.test";
+  still_open.open = true;
+  log.Add(old);
+  log.Add(still_open);
+  log.Add(Entry("sb1", "new.test", "allowed"));  // start_ms 1000
+  log.DeleteBefore(500);
+  auto left = log.List("sb1", 0, 10);
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].host, "open.test");  // an open connection is never dropped
+  EXPECT_EQ(left[1].host, "new.test");
+}
+
 TEST(EgressLogStoreTest, OpenEntriesOfADeadDaemonAreClosed) {
   Db db(":memory:");
   EgressLogStore log(db);
