@@ -56,6 +56,7 @@ hostile: build
 bench: setup build
 	$(PY) bench/run.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/network.py --kilnd $(BUILD)/bin/kilnd
+	$(PY) bench/rewards.py --kilnd $(BUILD)/bin/kilnd
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+"""Code-reward throughput: one JSON line per figure on stdout (progress on stderr).
+
+kiln: the programs of examples/code_rewards.py (correct, wrong, hanging, output
+flood, crashing, one cheater) scored with kiln.rewards.score_many: one sandbox
+per program, one exec per case, `concurrency` programs at a time.
+peer (same run, same programs, same cases, same concurrency): per program a
+fresh container from `runsc run --detach` on an OCI bundle made by `runsc spec`
+with the same rootfs (read-only) and kilnd's runsc flags, then one
+`runsc exec python3 -c PROGRAM` per case with the case on stdin (same per-case
+timeout, output capped at 64 KiB like kilnd), then `runsc delete --force`.
+
+Starts its own kilnd (free port, temporary state dir) and removes everything it
+made: kilnd, its sandboxes, the peer's containers and the temporary directory.
+
+Usage: /usr/bin/python3 bench/rewards.py [--kilnd PATH] [--programs 100] [--quick]
+"""
+import argparse
+import hashlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "examples"))
+sys.path.insert(0, os.path.join(REPO, "sdk", "python"))
+
+import run as benchrun  # noqa: E402  bench/run.py: kilnd, peer bundle, subreaper, cleanup
+import code_rewards as ex  # noqa: E402  examples/code_rewards.py: programs, cases, checks
+from kiln import Runtime  # noqa: E402
+from kiln.rewards import score_many  # noqa: E402
+
+log, emit, spawn, forget = benchrun.log, benchrun.emit, benchrun.spawn, benchrun.forget
+OUTPUT_CAP = 64 * 1024  # kilnd's captured output per stream (src/api/routes_exec.cc)
+
+
+class PeerResult:
+    def __init__(self, passed, total, reasons):
+        self.passed, self.total, self.reasons = passed, total, reasons
+        self.score = passed / total if total else 0.0
+
+
+def _drain(stream, out, cap):
+    """Reads up to cap+1 bytes, then closes the pipe (the writer gets EPIPE)."""
+    buf = bytearray()
+    try:
+        while len(buf) <= cap:
+            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            if not chunk:
+                break
+            buf += chunk
+    except (OSError, ValueError):
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+    out.append(bytes(buf))
+
+
+def peer_exec(peer, cid, program, stdin, timeout_s):
+    """`runsc exec CID python3 -c PROGRAM` with stdin; returns (reason, stdout)."""
+    p = spawn(benchrun.runsc_cmd(peer.root, "exec", cid, "python3", "-c", program),
+              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    outs, errs = [], []
+    readers = [threading.Thread(target=_drain, args=(p.stdout, outs, OUTPUT_CAP), daemon=True),
+               threading.Thread(target=_drain, args=(p.stderr, errs, OUTPUT_CAP), daemon=True)]
+    for t in readers:
+        t.start()
+    try:
+        p.stdin.write(stdin.encode())
+        p.stdin.close()
+    except OSError:
+        pass
+    timed_out = False
+    try:
+        p.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        p.kill()
+        p.wait()
+    finally:
+        forget(p)
+    for t in readers:
+        t.join(timeout=10)
+    out = outs[0] if outs else b""
+    if timed_out:
+        return "timeout", out
+    if len(out) > OUTPUT_CAP:
+        return "output_truncated", out
+    if p.returncode != 0:
+        return "runtime_error", out
+    return "ok", out
+
+
+def peer_score(peer, bundle, program, cases, timeout_s):
+    """One fresh container per program; one exec per case; stop on the first failure (as the
+    example's score_many call does); the container is deleted afterwards."""
+    cid = peer.next_id("rw")
+    reasons = []
+    try:
+        peer.run(bundle, cid, detach=True)
+        for stdin, expected in cases:
+            if reasons and reasons[-1] != "ok":
+                reasons.append("skipped")
+                continue
+            reason, out = peer_exec(peer, cid, program, stdin, timeout_s)
+            if reason == "ok" and out.decode("utf-8", "replace").split() != expected.split():
+                reason = "wrong_answer"
+            reasons.append(reason)
+    finally:
+        peer.delete(cid)
+    return PeerResult(reasons.count("ok"), len(cases), reasons)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kilnd", default=os.path.join(REPO, "build", "bin", "kilnd"))
+    ap.add_argument("--image-dir", default="/var/lib/kiln/images")
+    ap.add_argument("--programs", type=int, default=100)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--timeout-ms", type=int, default=3000)
+    ap.add_argument("--memory-mib", type=int, default=256)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="24 programs (smoke test)")
+    args = ap.parse_args()
+    if args.quick:
+        args.programs = 24
+
+    with open(os.path.join(REPO, "images", "base", "build.sh"), "rb") as f:
+        rootfs = os.path.join(args.image_dir, "base-" + hashlib.sha256(f.read()).hexdigest()[:16])
+    if not os.path.isdir(rootfs):
+        sys.exit(f"no base image {rootfs}: run `make image`")
+
+    rng = random.Random(args.seed)
+    cases = ex.make_cases(rng)
+    programs = ex.make_programs(args.programs, rng)
+    cats = [c for c, _ in programs]
+    mix = {c: cats.count(c) for c in ex.CATEGORIES}
+
+    workdir = tempfile.mkdtemp(prefix="kiln-bench-rewards-")
+    kilnd = benchrun.Kilnd(os.path.abspath(args.kilnd), args.image_dir, workdir)
+    peer = None
+    stopping = []
+
+    def on_signal(signum, frame):
+        if not stopping:
+            stopping.append(signum)
+            raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    rc = 0
+    started = time.monotonic()
+    benchrun.start_subreaper()
+    try:
+        log(f"starting kilnd on port {kilnd.port}, state {kilnd.state_dir}")
+        kilnd.start()
+        with open(os.path.join(kilnd.state_dir, "admin.key")) as f:
+            key = f.read().strip()
+        benchrun.API_KEY = key
+        emit(benchrun.machine_line(kilnd.version))
+        rt = Runtime(api_url=f"http://127.0.0.1:{kilnd.port}", api_key=key)
+        common = {"programs": len(programs), "cases": len(cases), "concurrency": args.concurrency,
+                  "timeoutMs": args.timeout_ms, "mix": mix, "unit": "programs/s"}
+
+        # kiln
+        log(f"kiln: scoring {len(programs)} programs, concurrency {args.concurrency}")
+        opts = dict(mode="whitespace", timeout_ms=args.timeout_ms, memory_mib=args.memory_mib, vcpu=1,
+                    stop_on_failure=True, labels={"bench": "rewards"}, runtime=rt)
+        t0 = time.monotonic()
+        results = score_many([src for _, src in programs], cases, concurrency=args.concurrency, **opts)
+        wall = time.monotonic() - t0
+        problems = [f"{i} {c}: {p}" for i, ((c, _), r) in enumerate(zip(programs, results))
+                    for p in ex.check(c, r, cases)]
+        kiln_scores = [r.score for r in results]
+        emit({"bench": "code_rewards_throughput", "kiln": True, **common,
+              "value": round(len(programs) / wall, 3), "wallS": round(wall, 2),
+              "unexpected": len(problems), "unexpectedSamples": problems[:5],
+              "what": "kiln.rewards.score_many: sandbox per program, exec per case"})
+        # Every sandbox score_many made must be stopped.
+        api = benchrun.Api(kilnd.port)
+        listed = api.call("GET", "/v1/sandboxes?includeStopped=true&limit=500")["data"]
+        running = [s["id"] for s in listed if s.get("state") != "stopped"]
+        api.close()
+        if running:
+            log(f"sandboxes still running after score_many: {running}")
+            kilnd.sandboxes.update(running)
+            rc = 1
+
+        # peer
+        peer = benchrun.Peer(rootfs, workdir)
+        bundle = peer.bundle("rewards", ["/bin/sleep", "infinity"])
+        log(f"peer: runsc run + exec per case, {len(programs)} programs")
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+            futs = [pool.submit(peer_score, peer, bundle, src, cases, args.timeout_ms / 1000)
+                    for _, src in programs]
+            peer_results = [f.result() for f in futs]
+        pwall = time.monotonic() - t0
+        peer_scores = [r.score for r in peer_results]
+        differ = sum(1 for a, b in zip(kiln_scores, peer_scores) if a != b)
+        emit({"bench": "code_rewards_throughput", "peer": "runsc run + runsc exec per case", **common,
+              "value": round(len(programs) / pwall, 3), "wallS": round(pwall, 2),
+              "scoresDifferFromKiln": differ,
+              "what": "fresh runsc container per program (same rootfs and flags), exec per case"})
+        if problems or differ:
+            rc = 1
+    except BaseException as e:
+        rc = 1
+        log(f"FAILED: {type(e).__name__}: {e}")
+        tail = kilnd.log_tail()
+        if tail:
+            log("kilnd log tail:\n" + tail)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        log("cleaning up")
+        try:
+            kilnd.shutdown()
+        except Exception as e:
+            log(f"kilnd shutdown: {e}")
+            rc = 1
+        if peer is not None:
+            try:
+                peer.cleanup()
+            except Exception as e:
+                log(f"peer cleanup: {e}")
+                rc = 1
+        if benchrun.kill_leftovers(workdir):
+            rc = rc or 1
+        shutil.rmtree(workdir, ignore_errors=True)
+        log(f"total {time.monotonic() - started:.1f} s")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
