@@ -57,6 +57,7 @@ bench: setup build
 	$(PY) bench/run.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/network.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/rewards.py --kilnd $(BUILD)/bin/kilnd
+	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
