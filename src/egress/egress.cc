@@ -70,11 +70,6 @@ void Gate::Unregister(const Tunnel* t) {
   if (open_.erase(t)) metrics::Inc("kiln_egress_open_connections", {}, -1);
 }
 
-size_t Gate::open_count() const {
-  std::lock_guard lock(mu_);
-  return open_.size();
-}
-
 void Gate::ListenLoop() {
   for (;;) {
     AgentOp::Message m;

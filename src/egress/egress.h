@@ -72,7 +72,6 @@ class Gate : public std::enable_shared_from_this<Gate> {
   // Registers a connection that is carrying bytes; false if the gate closed.
   bool Register(const std::shared_ptr<Tunnel>& t);
   void Unregister(const Tunnel* t);
-  size_t open_count() const;
 
  private:
   Gate(EgressService& service, std::string sandbox_id,

@@ -1,5 +1,6 @@
 #include "egress/proxy_request.h"
 
+#include <boost/algorithm/string/predicate.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
 
@@ -13,16 +14,6 @@ namespace http = boost::beast::http;
 namespace {
 
 constexpr size_t kMaxHead = 64 * 1024;
-
-bool IEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
 
 // Splits "host:port", "[v6]:port" or (with a default port) "host".
 bool SplitAuthority(std::string_view auth, uint16_t default_port, std::string* host,
@@ -105,7 +96,8 @@ ProxyRequestParser::Result ProxyRequestParser::Finish() {
     return Result::kComplete;
   }
   constexpr std::string_view kScheme = "http://";
-  if (target.size() < kScheme.size() || !IEquals(target.substr(0, kScheme.size()), kScheme)) {
+  if (target.size() < kScheme.size() ||
+      !boost::algorithm::iequals(target.substr(0, kScheme.size()), kScheme)) {
     return Bad("a proxy request needs an absolute http:// URI or CONNECT, got '" +
                std::string(target.substr(0, 200)) + "'");
   }
