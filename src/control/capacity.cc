@@ -4,6 +4,19 @@
 
 namespace kiln::control {
 
+Capacity::Capacity(CapacityLimits limits) : limits_(limits) {
+  watcher_ = std::thread([this] { WatchHangUps(); });
+}
+
+Capacity::~Capacity() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  watcher_cv_.notify_all();
+  watcher_.join();
+}
+
 bool Capacity::FitsHost(const engine::Shape& s) const {
   return memory_mib_ + s.memory_mib <= limits_.memory_budget_mib() &&
          vcpus_ + s.vcpu <= limits_.vcpu_budget() + 1e-9;
@@ -22,15 +35,32 @@ void Capacity::Take(const std::string& key, const engine::Shape& s) {
 }
 
 void Capacity::Grant() {
-  bool any = false;
   for (auto& w : line_) {
-    if (w.granted || KeyFull(w.key)) continue;
+    if (w.granted || w.gone || KeyFull(w.key)) continue;
     if (!FitsHost(w.shape)) break;  // strict order: nobody overtakes the head
     Take(w.key, w.shape);
     w.granted = true;
-    any = true;
+    w.cv.notify_one();
   }
-  if (any) cv_.notify_all();
+}
+
+void Capacity::WatchHangUps() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    bool watching = false;
+    for (auto& w : line_) {
+      if (w.granted || w.gone || !w.cancelled) continue;
+      watching = true;
+      if ((*w.cancelled)()) {
+        w.gone = true;
+        w.cv.notify_one();
+      }
+    }
+    if (watching)
+      watcher_cv_.wait_for(lock, std::chrono::milliseconds(500));
+    else
+      watcher_cv_.wait(lock);  // until a waiter with a cancelled() or stop
+  }
 }
 
 Capacity::Result Capacity::Acquire(const std::string& key, const engine::Shape& shape,
@@ -39,17 +69,16 @@ Capacity::Result Capacity::Acquire(const std::string& key, const engine::Shape& 
   if (shape.memory_mib > limits_.memory_budget_mib() || shape.vcpu > limits_.vcpu_budget() + 1e-9)
     return Result::kNeverFits;
   std::unique_lock lock(mu_);
-  auto me = line_.insert(line_.end(), Waiter{key, shape});
+  auto me = line_.emplace(line_.end());
+  me->key = key;
+  me->shape = shape;
   Grant();
-  while (!me->granted && std::chrono::steady_clock::now() < deadline) {
-    // A one-second slice: even 10,000 waiters cost only 10,000 polls a second.
-    auto slice = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
-    cv_.wait_until(lock, slice);
-    if (me->granted || !cancelled) continue;
-    lock.unlock();
-    bool gone = cancelled();
-    lock.lock();
-    if (gone) break;
+  if (!me->granted) {
+    if (cancelled) {
+      me->cancelled = &cancelled;
+      watcher_cv_.notify_one();
+    }
+    me->cv.wait_until(lock, deadline, [&] { return me->granted || me->gone; });
   }
   bool granted = me->granted;
   bool key_full = !granted && KeyFull(key);

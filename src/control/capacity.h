@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "engine/engine.h"
 
@@ -40,14 +41,18 @@ struct CapacityLimits {
 
 class Capacity {
  public:
-  explicit Capacity(CapacityLimits limits) : limits_(limits) {}
+  explicit Capacity(CapacityLimits limits);
+  ~Capacity();
+  Capacity(const Capacity&) = delete;
+  Capacity& operator=(const Capacity&) = delete;
 
   enum class Result { kGranted, kNoCapacity, kQuotaExceeded, kNeverFits };
   // Reserves room for one sandbox of `shape` for `key`, waiting until
   // `deadline` in line. kNeverFits: the shape exceeds the whole host budget.
   // On a timeout, kQuotaExceeded if the key's own limit was what held it.
-  // `cancelled` (polled a few times a second) gives up the place in line,
-  // e.g. when the client hung up: room is never granted to nobody.
+  // `cancelled` gives up the place in line, e.g. when the client hung up:
+  // room is never granted to nobody. It must be cheap and must not block:
+  // one watcher thread polls every waiter's, twice a second, under the lock.
   Result Acquire(const std::string& key, const engine::Shape& shape,
                  std::chrono::steady_clock::time_point deadline,
                  const std::function<bool()>& cancelled = nullptr);
@@ -69,21 +74,31 @@ class Capacity {
   int RetryAfterSeconds() const;
 
  private:
+  // A waiter sleeps on its own condition variable until granted, given up
+  // or out of time. With one shared variable, 10,000 waiters polling for
+  // hang-ups turned every unlock into a scan of a 10,000-long futex queue.
   struct Waiter {
     std::string key;
     engine::Shape shape;
+    const std::function<bool()>* cancelled = nullptr;
     bool granted = false;
+    bool gone = false;  // its cancelled() said so
+    std::condition_variable cv;
   };
   bool FitsHost(const engine::Shape& s) const;
   bool KeyFull(const std::string& key) const;
   void Take(const std::string& key, const engine::Shape& s);
   // Grants waiters in line order; called with mu_ held after any change.
   void Grant();
+  // Polls the waiters' cancelled() while anyone waits, until destruction.
+  void WatchHangUps();
 
   const CapacityLimits limits_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::list<Waiter> line_;
+  bool stopping_ = false;
+  std::condition_variable watcher_cv_;  // wakes the watcher: a waiter, or stop
+  std::thread watcher_;
   int64_t memory_mib_ = 0;
   double vcpus_ = 0;
   int running_ = 0;

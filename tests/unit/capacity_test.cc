@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -113,6 +114,51 @@ TEST(CapacityTest, AdoptCountsWithoutWaiting) {
   c.Adopt("k", Mib(512));  // may exceed: it already runs
   EXPECT_EQ(c.stats().reserved_memory_mib, 1024);
   EXPECT_EQ(c.Acquire("k", Mib(128), Clock::now()), Capacity::Result::kNoCapacity);
+}
+
+TEST(CapacityTest, AWaiterThatHungUpLeavesTheLineAndIsNeverGranted) {
+  Capacity c(Host(512));
+  ASSERT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  std::atomic<bool> hung_up{false};
+  std::function<bool()> cancelled = [&] { return hung_up.load(); };
+  auto start = Clock::now();
+  std::thread head([&] {
+    EXPECT_EQ(c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(30), cancelled),
+              Capacity::Result::kNoCapacity);
+  });
+  std::atomic<bool> second_granted{false};
+  std::thread second([&] {
+    while (c.stats().waiting != 1) std::this_thread::yield();
+    EXPECT_EQ(c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(30)),
+              Capacity::Result::kGranted);
+    second_granted = true;
+  });
+  while (c.stats().waiting != 2) std::this_thread::yield();
+  hung_up = true;
+  head.join();  // noticed by the watcher within about half a second
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(c.stats().waiting, 1);
+  c.Release("k", Mib(512));
+  second.join();
+  EXPECT_TRUE(second_granted);
+  EXPECT_EQ(c.stats().running, 1);
+}
+
+TEST(CapacityTest, ManyWaitersTimeOutWithoutAnyGrant) {
+  Capacity c(Host(512));
+  ASSERT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  std::function<bool()> never = [] { return false; };
+  std::vector<std::thread> threads;
+  std::atomic<int> refused{0};
+  auto deadline = Clock::now() + milliseconds(300);
+  for (int i = 0; i < 200; ++i)
+    threads.emplace_back([&] {
+      if (c.Acquire("k", Mib(256), deadline, never) == Capacity::Result::kNoCapacity) ++refused;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(refused, 200);
+  EXPECT_EQ(c.stats().waiting, 0);
+  EXPECT_EQ(c.stats().running, 1);
 }
 
 }  // namespace
