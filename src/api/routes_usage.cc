@@ -22,10 +22,6 @@ int64_t QueryTime(Exchange& ex, const std::string& name, int64_t def) {
 
 void AddUsageRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/usage", [&ctx](Exchange& ex) {
-    int64_t now = NowMs();
-    int64_t to = QueryTime(ex, "to", now + 1);
-    int64_t from = QueryTime(ex, "from", now - 30 * 86400000LL);
-    if (from >= to) throw InvalidField("query.from", "must be before query.to");
     std::string group_by = ex.Query("groupBy").value_or("");
     if (group_by == "label") {
       auto name = ex.Query("label");
@@ -35,7 +31,13 @@ void AddUsageRoutes(Router& r, ApiContext& ctx) {
     }
     if (!group_by.empty() && group_by != "key" && group_by.rfind("label:", 0) != 0)
       throw InvalidField("query.groupBy", "must be key, label (with label=NAME) or label:NAME");
-    ctx.sandboxes.MeterAll(/*flush_all=*/true);  // include what running sandboxes used until now
+    // Include what running sandboxes used until now: read them first, so
+    // that `now` (on the ledger's clock) is not older than those rows.
+    ctx.sandboxes.MeterAll(/*flush_all=*/true);
+    int64_t now = StableNowMs();
+    int64_t to = QueryTime(ex, "to", now + 1);
+    int64_t from = QueryTime(ex, "from", now - 30 * 86400000LL);
+    if (from >= to) throw InvalidField("query.from", "must be before query.to");
     json data = json::array();
     json total = {{"cpuSeconds", 0.0}, {"gibHours", 0.0}, {"gbMonths", 0.0}, {"costMicros", 0}};
     double micros = 0;
