@@ -393,12 +393,19 @@ void HttpServer::Listen() {
 
 void HttpServer::Run() {
   if (!impl_->acceptor) Listen();
+  std::chrono::steady_clock::time_point last_accept_error{};
   while (!impl_->stopped) {
     boost::system::error_code ec;
     tcp::socket sock(impl_->ioc);
     impl_->acceptor->accept(sock, ec);
     if (ec) {
       if (impl_->stopped) break;
+      // Out of file descriptors or memory: the client waits in the backlog.
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_accept_error > std::chrono::seconds(10)) {
+        LogError("cannot accept a connection", {{"error", ec.message()}});
+        last_accept_error = now;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }

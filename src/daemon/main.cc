@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,6 +144,20 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
 
 kiln::api::HttpServer* g_server = nullptr;
 
+// Every queued or streaming request holds a socket, and each sandbox a few
+// pipes: the usual soft limit of 1024 open files would cap the queue long
+// before memory does. Raise it to the hard limit, as servers do.
+void RaiseOpenFileLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < 16384)
+    kiln::LogInfo("open-file limit is low: queued creates past it wait in the listen backlog",
+                  {{"limit", static_cast<uint64_t>(lim.rlim_cur)}});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,6 +170,7 @@ int main(int argc, char** argv) {
   if (flags.agent.empty()) flags.agent = ExeDir() + "/kiln-agent";
   if (flags.image_recipe.empty()) flags.image_recipe = ExeDir() + "/../../images/base/build.sh";
   signal(SIGPIPE, SIG_IGN);
+  RaiseOpenFileLimit();
   // Block SIGTERM/SIGINT before any thread starts, so that only the
   // shutdown thread below ever receives them.
   sigset_t set;
