@@ -26,10 +26,33 @@ STARTUP_TIMEOUT = 120  # seconds; kilnd may build the base image first
 
 _log_path = None  # kilnd's log, printed at the end of a failed run
 _notes = []  # shutdown problems, printed in the summary
+_started = []  # every Daemon start_kilnd made, so a failed test can show its own logs
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "hostile: slow hostile-workload tests (deselect with -m 'not hostile')")
+
+
+_started_mark = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_started_mark] = len(_started)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries the log of each kilnd started for it
+    (the fixtures delete those logs at teardown, after this runs)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for d in _started[item.stash.get(_started_mark, len(_started)):]:
+        if d.log_path.exists():
+            report.sections.append((f"kilnd log {d.log_path} (last 80 lines, requests left out)",
+                                    d.log_tail(80, skip_requests=True)))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus):
@@ -55,8 +78,11 @@ class Daemon:
     def alive(self):
         return self.proc.poll() is None
 
-    def log_tail(self, n=60):
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+    def log_tail(self, n=60, skip_requests=False):
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        if skip_requests:
+            lines = [x for x in lines if '"event":"http.request"' not in x]
+        return "\n".join(lines[-n:])
 
 
 def start_kilnd(state_dir, *extra_args, port=None, log_path=None):
@@ -71,6 +97,7 @@ def start_kilnd(state_dir, *extra_args, port=None, log_path=None):
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()
     d = Daemon(f"http://127.0.0.1:{port}", state_dir, proc, log_path)
+    _started.append(d)
     probe = Client(d.url)
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while True:
