@@ -66,12 +66,7 @@ int cmd_keys_revoke(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
   const json empty = json::object();
   json key = ctx.http().call(Method::kPost, key_target(id, ":revoke"), &empty, kQueryOptions);
-  if (ctx.json()) {
-    print_json(key);
-  } else {
-    print_out(id + "\n");
-  }
-  return 0;
+  return print_answer(ctx, key, id + "\n");
 }
 
 }  // namespace kiln::cli

@@ -75,22 +75,12 @@ int cmd_sandbox_network(Context& ctx, const ParsedArgs& args) {
           return network_log_target(id, args, cursor);
         },
         "network log");
-    if (ctx.json()) {
-      print_json({{"data", std::move(entries)}, {"nextCursor", nullptr}});
-    } else {
-      print_out(log_table(entries));
-    }
-    return 0;
+    return print_answer(ctx, {{"data", entries}, {"nextCursor", nullptr}}, log_table(entries));
   }
   const std::string target = sandbox_target(id, "/network");
   json policy = body ? ctx.http().call(Method::kPut, target, &*body, kPolicyOptions)
                      : ctx.http().call(Method::kGet, target, nullptr, kPolicyOptions);
-  if (ctx.json()) {
-    print_json(policy);
-  } else {
-    print_out(policy_text(policy));
-  }
-  return 0;
+  return print_answer(ctx, policy, policy_text(policy));
 }
 
 }  // namespace kiln::cli

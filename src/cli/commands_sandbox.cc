@@ -97,9 +97,9 @@ int cmd_sandbox_create(Context& ctx, const ParsedArgs& args) {
   progress.done();
   if (ctx.json()) {
     print_json(info);
-  } else {
-    print_out(required_id(info) + "\n");
+    return 0;
   }
+  print_out(required_id(info) + "\n");
   return 0;
 }
 
@@ -107,12 +107,8 @@ int cmd_sandbox_ls(Context& ctx, const ParsedArgs& args) {
   json sandboxes = list_all(
       ctx, [&args](const std::optional<std::string>& cursor) { return list_target(args, cursor); },
       "sandbox");
-  if (ctx.json()) {
-    print_json({{"data", std::move(sandboxes)}, {"nextCursor", nullptr}});
-  } else {
-    print_out(sandbox_table(sandboxes));
-  }
-  return 0;
+  return print_answer(ctx, {{"data", sandboxes}, {"nextCursor", nullptr}},
+                      sandbox_table(sandboxes));
 }
 
 int cmd_sandbox_get(Context& ctx, const ParsedArgs& args) {
@@ -134,13 +130,9 @@ int cmd_sandbox_extend(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
   const json body = extend_body(args);
   json info = ctx.http().call(Method::kPost, sandbox_target(id, ":extend"), &body, kQueryOptions);
-  if (ctx.json()) {
-    print_json(info);
-  } else {
-    print_out(format_key_values({{"id", string_field(info, "id", id)},
-                                 {"expiresAt", string_field(info, "expiresAt", "-")}}));
-  }
-  return 0;
+  return print_answer(ctx, info,
+                      format_key_values({{"id", string_field(info, "id", id)},
+                                         {"expiresAt", string_field(info, "expiresAt", "-")}}));
 }
 
 int cmd_sandbox_stop(Context& ctx, const ParsedArgs& args) {
@@ -148,23 +140,13 @@ int cmd_sandbox_stop(Context& ctx, const ParsedArgs& args) {
   const json empty = json::object();
   json info =
       ctx.http().call(Method::kPost, sandbox_target(id, ":stop"), &empty, kLifecycleOptions);
-  if (ctx.json()) {
-    print_json(info);
-  } else {
-    print_out(id + "\n");
-  }
-  return 0;
+  return print_answer(ctx, info, id + "\n");
 }
 
 int cmd_sandbox_rm(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
   json answer = ctx.http().call(Method::kDelete, sandbox_target(id), nullptr, kLifecycleOptions);
-  if (ctx.json()) {
-    print_json(answer);
-  } else {
-    print_out(id + "\n");
-  }
-  return 0;
+  return print_answer(ctx, answer, id + "\n");
 }
 
 }  // namespace kiln::cli

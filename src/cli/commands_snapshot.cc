@@ -45,12 +45,7 @@ int cmd_sandbox_snapshot(Context& ctx, const ParsedArgs& args) {
   const std::string snapshot_id = string_field(snapshot, "id");
   if (snapshot_id.empty())
     throw ClientError("bad_response", "the daemon's answer has no snapshot id");
-  if (ctx.json()) {
-    print_json(snapshot);
-  } else {
-    print_out(snapshot_id + "\n");
-  }
-  return 0;
+  return print_answer(ctx, snapshot, snapshot_id + "\n");
 }
 
 int cmd_sandbox_fork(Context& ctx, const ParsedArgs& args) {
@@ -78,12 +73,7 @@ int cmd_sandbox_fork(Context& ctx, const ParsedArgs& args) {
   if (!answer.is_object() || !answer.contains("sandboxes") || !answer["sandboxes"].is_array()) {
     throw ClientError("bad_response", "the daemon's fork answer has no \"sandboxes\" list");
   }
-  if (ctx.json()) {
-    print_json(answer);
-  } else {
-    print_out(sandbox_table(answer["sandboxes"]));
-  }
-  return 0;
+  return print_answer(ctx, answer, sandbox_table(answer["sandboxes"]));
 }
 
 int cmd_snapshot_ls(Context& ctx, const ParsedArgs& args) {
@@ -129,12 +119,7 @@ int cmd_snapshot_rm(Context& ctx, const ParsedArgs& args) {
   const json empty = json::object();
   json answer = ctx.http().call(Method::kPost, snapshot_target(id, ":delete"), &empty,
                                 RequestOptions{.timeout = 120s});
-  if (ctx.json()) {
-    print_json(answer);
-  } else {
-    print_out(id + "\n");
-  }
-  return 0;
+  return print_answer(ctx, answer, id + "\n");
 }
 
 }  // namespace kiln::cli

@@ -180,12 +180,7 @@ int cmd_completion(Context& ctx, const ParsedArgs& args) {
                      "see `kiln completion --help`");
   }
   const std::string script = bash_completion_script();
-  if (ctx.json()) {
-    print_json({{"shell", shell}, {"script", script}});
-  } else {
-    print_out(script);
-  }
-  return 0;
+  return print_answer(ctx, {{"shell", shell}, {"script", script}}, script);
 }
 
 }  // namespace kiln::cli

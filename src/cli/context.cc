@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "cli/output.h"
 #include "cli/progress.h"
 
 namespace kiln::cli {
@@ -67,6 +68,14 @@ HttpClient& Context::http() {
     http_ = std::make_unique<HttpClient>(std::move(config.url), key);
   }
   return *http_;
+}
+
+int print_answer(const Context& ctx, const nlohmann::json& answer, std::string_view text) {
+  if (ctx.json())
+    print_json(answer);
+  else
+    print_out(text);
+  return 0;
 }
 
 }  // namespace kiln::cli

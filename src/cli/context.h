@@ -51,4 +51,8 @@ class Context {
   std::unique_ptr<HttpClient> http_;
 };
 
+// The answer as one JSON line under --json, else `text` as is; returns 0,
+// the command's exit status.
+int print_answer(const Context& ctx, const nlohmann::json& answer, std::string_view text);
+
 }  // namespace kiln::cli
