@@ -15,23 +15,16 @@ resolves their names from a test resolver file. Needs root.
 Usage: /usr/bin/python3 bench/network.py [--kilnd PATH] [--quick]
 """
 import argparse
-import datetime
 import http.client
 import json
 import os
-import platform
-import shutil
-import signal
-import socket
-import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from common import REPO, KilndSession, emit, log
+
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 from nethosts import TestHosts  # noqa: E402
 
@@ -52,14 +45,6 @@ for _ in range(n):
     out.append((time.perf_counter() - t) * 1000)
 print(json.dumps(out))
 '''
-
-
-def log(msg):
-    print(f"[network-bench] {msg}", file=sys.stderr, flush=True)
-
-
-def emit(obj):
-    print(json.dumps(obj), flush=True)
 
 
 class Api:
@@ -100,34 +85,6 @@ class Api:
         return r["stdout"]
 
 
-def start_kilnd(binary, image_dir, resolver_file):
-    state = tempfile.mkdtemp(prefix="kiln-netbench-")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log_file = open(state + ".log", "wb")
-    proc = subprocess.Popen([binary, "--listen", f"127.0.0.1:{port}", "--state-dir", state,
-                             "--image-dir", image_dir, "--test-resolver-file", resolver_file],
-                            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"kilnd exited: see {state}.log")
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/v1/health")
-            if c.getresponse().status == 200:
-                break
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError("kilnd did not come up")
-        time.sleep(0.2)
-    with open(os.path.join(state, "admin.key")) as f:
-        key = f.read().strip()
-    return proc, state, Api(port, key)
-
-
 def summary(values):
     v = sorted(values)
     return {"median": round(statistics.median(v), 2), "p10": round(v[len(v) // 10], 2),
@@ -149,6 +106,43 @@ def curl_seconds(run, url, ca, runs):
     return statistics.median(times)
 
 
+def measure(api, hosts, n, runs):
+    sid = api.call("POST", "/v1/sandboxes", {"vcpu": 2, "memoryMiB": 1024,
+                                             "network": {"internet": True, "allow": ["pkgs.test"]}})["id"]
+    api.put_file(sid, "/tmp/ca.pem", hosts.ca_pem)
+    api.put_file(sid, "/tmp/latency.py", LATENCY.encode())
+
+    log(f"latency: {n} HTTPS requests, each on a new connection")
+    inside = json.loads(api.sh(sid, f"python3 /tmp/latency.py https://pkgs.test/whoami /tmp/ca.pem {n + 3}"))[3:]
+    with tempfile.TemporaryDirectory() as tmp:
+        script, ca = os.path.join(tmp, "latency.py"), os.path.join(tmp, "ca.pem")
+        open(script, "w").write(LATENCY)
+        open(ca, "wb").write(hosts.ca_pem)
+        out = subprocess.run(["/usr/bin/python3", script, f"https://{hosts.addr('pkgs.test')}/whoami", ca,
+                              str(n + 3)], capture_output=True, text=True, env=host_env(), check=True)
+        host = json.loads(out.stdout)[3:]
+        k, h = summary(inside), summary(host)
+        emit({"figure": "egress_https_request_ms", "what": "one HTTPS request on a new connection "
+              "(connect, TLS, GET): sandbox through its proxy vs the host directly",
+              "kiln": k, "peer": h, "addedMs": round(k["median"] - h["median"], 2),
+              "ratio": round(k["median"] / h["median"], 2)})
+
+        log(f"throughput: {DOWNLOAD_BYTES} bytes x {runs}")
+        for scheme in ("https", "http"):
+            path = f"/bytes/{DOWNLOAD_BYTES}"
+            t_in = curl_seconds(lambda c: api.sh(sid, c), f"{scheme}://pkgs.test{path}", "/tmp/ca.pem", runs)
+            t_host = curl_seconds(
+                lambda c: subprocess.run(c, shell=True, capture_output=True, text=True, env=host_env(),
+                                         check=True).stdout,
+                f"{scheme}://{hosts.addr('pkgs.test')}{path}", ca, runs)
+            mbs = lambda t: round(DOWNLOAD_BYTES / t / 1e6, 1)  # noqa: E731
+            emit({"figure": f"egress_download_{scheme}_MBps", "what": f"100 MB over {scheme} with curl: "
+                  "sandbox through its proxy vs the host directly",
+                  "kiln": mbs(t_in), "peer": mbs(t_host), "ratio": round(t_host / t_in, 2),
+                  "seconds": {"kiln": round(t_in, 2), "peer": round(t_host, 2)}})
+    api.call("DELETE", f"/v1/sandboxes/{sid}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kilnd", default=os.path.join(REPO, "build", "bin", "kilnd"))
@@ -158,61 +152,14 @@ def main():
     n = 10 if args.quick else 50
     runs = 1 if args.quick else 3
     hosts = TestHosts().start()
-    proc = state = None
     try:
-        proc, state, api = start_kilnd(args.kilnd, args.image_dir, str(hosts.resolver_file))
-        sid = api.call("POST", "/v1/sandboxes", {"vcpu": 2, "memoryMiB": 1024,
-                                                 "network": {"internet": True, "allow": ["pkgs.test"]}})["id"]
-        api.put_file(sid, "/tmp/ca.pem", hosts.ca_pem)
-        api.put_file(sid, "/tmp/latency.py", LATENCY.encode())
-        emit({"machine": platform.node(), "cpus": os.cpu_count(), "kernel": platform.release(),
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
-
-        log(f"latency: {n} HTTPS requests, each on a new connection")
-        inside = json.loads(api.sh(sid, f"python3 /tmp/latency.py https://pkgs.test/whoami /tmp/ca.pem {n + 3}"))[3:]
-        with tempfile.TemporaryDirectory() as tmp:
-            script, ca = os.path.join(tmp, "latency.py"), os.path.join(tmp, "ca.pem")
-            open(script, "w").write(LATENCY)
-            open(ca, "wb").write(hosts.ca_pem)
-            out = subprocess.run(["/usr/bin/python3", script, f"https://{hosts.addr('pkgs.test')}/whoami", ca,
-                                  str(n + 3)], capture_output=True, text=True, env=host_env(), check=True)
-            host = json.loads(out.stdout)[3:]
-            k, h = summary(inside), summary(host)
-            emit({"figure": "egress_https_request_ms", "what": "one HTTPS request on a new connection "
-                  "(connect, TLS, GET): sandbox through its proxy vs the host directly",
-                  "kiln": k, "peer": h, "addedMs": round(k["median"] - h["median"], 2),
-                  "ratio": round(k["median"] / h["median"], 2)})
-
-            log(f"throughput: {DOWNLOAD_BYTES} bytes x {runs}")
-            for scheme in ("https", "http"):
-                path = f"/bytes/{DOWNLOAD_BYTES}"
-                t_in = curl_seconds(lambda c: api.sh(sid, c), f"{scheme}://pkgs.test{path}", "/tmp/ca.pem", runs)
-                t_host = curl_seconds(
-                    lambda c: subprocess.run(c, shell=True, capture_output=True, text=True, env=host_env(),
-                                             check=True).stdout,
-                    f"{scheme}://{hosts.addr('pkgs.test')}{path}", ca, runs)
-                mbs = lambda t: round(DOWNLOAD_BYTES / t / 1e6, 1)  # noqa: E731
-                emit({"figure": f"egress_download_{scheme}_MBps", "what": f"100 MB over {scheme} with curl: "
-                      "sandbox through its proxy vs the host directly",
-                      "kiln": mbs(t_in), "peer": mbs(t_host), "ratio": round(t_host / t_in, 2),
-                      "seconds": {"kiln": round(t_in, 2), "peer": round(t_host, 2)}})
-        api.call("DELETE", f"/v1/sandboxes/{sid}")
+        with KilndSession(args.kilnd, args.image_dir, "kiln-bench-net-",
+                          kilnd_args=["--test-resolver-file", str(hosts.resolver_file)]) as session:
+            measure(Api(session.kilnd.port, session.kilnd.key), hosts, n, runs)
     finally:
-        if proc is not None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
         hosts.close()
-        if state:
-            shutil.rmtree(state, ignore_errors=True)
-            try:
-                os.unlink(state + ".log")
-            except OSError:
-                pass
+    return session.rc
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -16,14 +16,10 @@ made: kilnd, its sandboxes, the peer's containers and the temporary directory.
 Usage: /usr/bin/python3 bench/rewards.py [--kilnd PATH] [--programs 100] [--quick]
 """
 import argparse
-import hashlib
 import os
 import random
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,12 +30,11 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "examples"))
 sys.path.insert(0, os.path.join(REPO, "sdk", "python"))
 
-import run as benchrun  # noqa: E402  bench/run.py: kilnd, peer bundle, subreaper, cleanup
+from common import (KilndSession, Peer, base_rootfs, emit, forget, log,  # noqa: E402
+                    runsc_cmd, spawn, start_subreaper)
 import code_rewards as ex  # noqa: E402  examples/code_rewards.py: programs, cases, checks
 from kiln import Runtime  # noqa: E402
 from kiln.rewards import score_many  # noqa: E402
-
-log, emit, spawn, forget = benchrun.log, benchrun.emit, benchrun.spawn, benchrun.forget
 OUTPUT_CAP = 64 * 1024  # kilnd's captured output per stream (src/api/routes_exec.cc)
 
 
@@ -70,7 +65,7 @@ def _drain(stream, out, cap):
 
 def peer_exec(peer, cid, program, stdin, timeout_s):
     """`runsc exec CID python3 -c PROGRAM` with stdin; returns (reason, stdout)."""
-    p = spawn(benchrun.runsc_cmd(peer.root, "exec", cid, "python3", "-c", program),
+    p = spawn(runsc_cmd(peer.root, "exec", cid, "python3", "-c", program),
               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     outs, errs = [], []
     readers = [threading.Thread(target=_drain, args=(p.stdout, outs, OUTPUT_CAP), daemon=True),
@@ -137,10 +132,7 @@ def main():
     if args.quick:
         args.programs = 24
 
-    with open(os.path.join(REPO, "images", "base", "build.sh"), "rb") as f:
-        rootfs = os.path.join(args.image_dir, "base-" + hashlib.sha256(f.read()).hexdigest()[:16])
-    if not os.path.isdir(rootfs):
-        sys.exit(f"no base image {rootfs}: run `make image`")
+    rootfs = base_rootfs(args.image_dir)
 
     rng = random.Random(args.seed)
     cases = ex.make_cases(rng)
@@ -148,29 +140,10 @@ def main():
     cats = [c for c, _ in programs]
     mix = {c: cats.count(c) for c in ex.CATEGORIES}
 
-    workdir = tempfile.mkdtemp(prefix="kiln-bench-rewards-")
-    kilnd = benchrun.Kilnd(os.path.abspath(args.kilnd), args.image_dir, workdir)
-    peer = None
-    stopping = []
-
-    def on_signal(signum, frame):
-        if not stopping:
-            stopping.append(signum)
-            raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    rc = 0
-    started = time.monotonic()
-    benchrun.start_subreaper()
-    try:
-        log(f"starting kilnd on port {kilnd.port}, state {kilnd.state_dir}")
-        kilnd.start()
-        with open(os.path.join(kilnd.state_dir, "admin.key")) as f:
-            key = f.read().strip()
-        benchrun.API_KEY = key
-        emit(benchrun.machine_line(kilnd.version))
-        rt = Runtime(api_url=f"http://127.0.0.1:{kilnd.port}", api_key=key)
+    start_subreaper()
+    with KilndSession(args.kilnd, args.image_dir, "kiln-bench-rewards-") as session:
+        kilnd = session.kilnd
+        rt = Runtime(api_url=kilnd.url, api_key=kilnd.key)
         common = {"programs": len(programs), "cases": len(cases), "concurrency": args.concurrency,
                   "timeoutMs": args.timeout_ms, "mix": mix, "unit": "programs/s"}
 
@@ -189,17 +162,18 @@ def main():
               "unexpected": len(problems), "unexpectedSamples": problems[:5],
               "what": "kiln.rewards.score_many: sandbox per program, exec per case"})
         # Every sandbox score_many made must be stopped.
-        api = benchrun.Api(kilnd.port)
+        api = kilnd.api()
         listed = api.call("GET", "/v1/sandboxes?includeStopped=true&limit=500")["data"]
         running = [s["id"] for s in listed if s.get("state") != "stopped"]
         api.close()
         if running:
             log(f"sandboxes still running after score_many: {running}")
             kilnd.sandboxes.update(running)
-            rc = 1
+            session.rc = 1
 
         # peer
-        peer = benchrun.Peer(rootfs, workdir)
+        peer = Peer(rootfs, session.workdir)
+        session.on_exit("peer cleanup", peer.cleanup)
         bundle = peer.bundle("rewards", ["/bin/sleep", "infinity"])
         log(f"peer: runsc run + exec per case, {len(programs)} programs")
         t0 = time.monotonic()
@@ -215,33 +189,8 @@ def main():
               "scoresDifferFromKiln": differ,
               "what": "fresh runsc container per program (same rootfs and flags), exec per case"})
         if problems or differ:
-            rc = 1
-    except BaseException as e:
-        rc = 1
-        log(f"FAILED: {type(e).__name__}: {e}")
-        tail = kilnd.log_tail()
-        if tail:
-            log("kilnd log tail:\n" + tail)
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        log("cleaning up")
-        try:
-            kilnd.shutdown()
-        except Exception as e:
-            log(f"kilnd shutdown: {e}")
-            rc = 1
-        if peer is not None:
-            try:
-                peer.cleanup()
-            except Exception as e:
-                log(f"peer cleanup: {e}")
-                rc = 1
-        if benchrun.kill_leftovers(workdir):
-            rc = rc or 1
-        shutil.rmtree(workdir, ignore_errors=True)
-        log(f"total {time.monotonic() - started:.1f} s")
-    return rc
+            session.rc = 1
+    return session.rc
 
 
 if __name__ == "__main__":

@@ -13,113 +13,22 @@ Python standard library only.
 """
 import argparse
 import base64
-import ctypes
-import datetime
 import glob
-import hashlib
-import http.client
 import json
 import os
-import platform
 import select
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUNSC = shutil.which("runsc") or "runsc"
-# The flags kilnd gives runsc (src/engine/runsc_engine.cc), for the peer too.
-PEER_FLAGS = ["--network=none", "--overlay2=root:memory", "--platform", "systrap"]
+from common import (REPO, ApiError, KilndSession, Peer, base_rootfs, emit, forget, log, runsc_cmd,
+                    spawn, start_subreaper)
 
-
-# --------------------------------------------------------------------------
-# Child processes. kilnd makes itself a child subreaper and reaps the runsc
-# sandbox processes that `runsc run --detach` orphans; the peer must too, or
-# `runsc delete` waits (polling kill(pid, 0)) until PID 1 of the machine reaps
-# the zombie, which here takes 1.5-2 s instead of ~0.1 s. So this process is
-# a subreaper as well, and a thread reaps orphans as soon as they exit. It
-# never reaps a child that one of our own Popen objects will wait for.
-
-_spawn_lock = threading.Lock()
-_own_pids = set()
-_reaper_stop = threading.Event()
 # Set on failure or Ctrl-C: load threads finish their iteration and stop, and
 # cleanup waits for them before it deletes what they made.
 _abort = threading.Event()
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def spawn(args, **kw):
-    with _spawn_lock:
-        p = subprocess.Popen(args, **kw)
-        _own_pids.add(p.pid)
-    return p
-
-
-def forget(p):
-    with _spawn_lock:
-        _own_pids.discard(p.pid)
-
-
-def run(args, timeout=120, check=False, text=False, capture=False, **kw):
-    """subprocess.run through spawn(); returns CompletedProcess."""
-    if capture:
-        kw.setdefault("stdout", subprocess.PIPE)
-        kw.setdefault("stderr", subprocess.PIPE)
-    kw.setdefault("stdin", subprocess.DEVNULL)
-    p = spawn(args, text=text, **kw)
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except BaseException:
-        p.kill()
-        p.wait()
-        raise
-    finally:
-        forget(p)
-    r = subprocess.CompletedProcess(args, p.returncode, out, err)
-    if check:
-        r.check_returncode()
-    return r
-
-
-def _reap_orphans():
-    while not _reaper_stop.is_set():
-        reaped = False
-        with _spawn_lock:
-            try:
-                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                info = None
-            if info is not None and info.si_pid not in _own_pids:
-                try:
-                    os.waitpid(info.si_pid, 0)
-                    reaped = True
-                except ChildProcessError:
-                    pass
-        if not reaped:
-            time.sleep(0.003)
-
-
-def start_subreaper():
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        log(f"prctl(PR_SET_CHILD_SUBREAPER) failed: errno {ctypes.get_errno()}")
-        return False
-    threading.Thread(target=_reap_orphans, name="reaper", daemon=True).start()
-    return True
-
-
-def log(msg):
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def emit(obj):
-    print(json.dumps(obj), flush=True)
 
 
 def percentile(sorted_values, q):
@@ -142,320 +51,6 @@ def stats(values, digits=3):
 
 def ms(seconds):
     return seconds * 1000.0
-
-
-# --------------------------------------------------------------------------
-# HTTP client (keep-alive, TCP_NODELAY)
-
-
-class ApiError(Exception):
-    pass
-
-
-API_KEY = None  # the benchmark daemon's admin key, read once it is up
-
-
-class Api:
-    def __init__(self, port, timeout=120):
-        self.port = port
-        self.timeout = timeout
-        self.conn = None
-        self.connects = 0
-
-    def connect(self):
-        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
-        self.conn.connect()
-        self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.connects += 1
-
-    def close(self):
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
-
-    def send(self, method, path, body=None):
-        """Sends a request, returns the open response (caller reads it)."""
-        if self.conn is None or self.conn.sock is None:
-            self.connect()
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data is not None else {}
-        if API_KEY:
-            headers["Authorization"] = f"Bearer {API_KEY}"
-        try:
-            self.conn.request(method, path, body=data, headers=headers)
-            return self.conn.getresponse()
-        except (ConnectionError, http.client.HTTPException, socket.timeout):
-            self.close()
-            raise
-
-    def call(self, method, path, body=None, ok=(200,)):
-        resp = self.send(method, path, body)
-        raw = resp.read()
-        if resp.will_close:
-            self.close()
-        if resp.status not in ok:
-            raise ApiError(f"{method} {path} -> {resp.status}: {raw[:500]!r}")
-        return json.loads(raw) if raw else None
-
-
-# --------------------------------------------------------------------------
-# kilnd and its sandboxes
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Kilnd:
-    def __init__(self, binary, image_dir, workdir):
-        self.binary = binary
-        self.image_dir = image_dir
-        self.state_dir = os.path.join(workdir, "kilnd-state")
-        self.log_path = os.path.join(workdir, "kilnd.log")
-        self.port = free_port()
-        self.proc = None
-        self.sandboxes = set()  # ids made and not yet stopped
-        self.snapshots = set()  # ids made and not yet deleted
-        self.version = None
-
-    def start(self):
-        os.makedirs(self.state_dir)
-        self.log_file = open(self.log_path, "wb")
-        self.proc = spawn(
-            [self.binary, "--listen", f"127.0.0.1:{self.port}", "--state-dir", self.state_dir,
-             "--image-dir", self.image_dir],
-            stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"kilnd exited with {self.proc.returncode}: {self.log_tail()}")
-            try:
-                h = Api(self.port, timeout=2).call("GET", "/v1/health")
-                self.version = h.get("version")
-                return
-            except (OSError, ApiError, http.client.HTTPException):
-                time.sleep(0.05)
-        raise RuntimeError("kilnd did not answer /v1/health within 60 s: " + self.log_tail())
-
-    def log_tail(self, n=1500):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read()[-n:].decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def create(self, api, body=None):
-        info = api.call("POST", "/v1/sandboxes", body or {})
-        self.sandboxes.add(info["id"])
-        return info["id"]
-
-    def stop_sandbox(self, api, sid):
-        api.call("POST", f"/v1/sandboxes/{sid}:stop", {})
-        self.sandboxes.discard(sid)
-
-    def snapshot(self, api, sid, body=None):
-        rec = api.call("POST", f"/v1/sandboxes/{sid}:snapshot", body or {})
-        self.snapshots.add(rec["id"])
-        return rec
-
-    def delete_snapshot(self, api, snap_id):
-        """Deletes it (and its pool); copies already made keep running."""
-        api.call("POST", f"/v1/snapshots/{snap_id}:delete", {}, ok=(200, 404))
-        self.snapshots.discard(snap_id)
-
-    def set_pool(self, api, snap_id, size):
-        """POST /v1/snapshots/{id}:pool. False if this kilnd has no such route."""
-        resp = api.send("POST", f"/v1/snapshots/{snap_id}:pool", {"size": size})
-        raw = resp.read()
-        if resp.will_close:
-            api.close()
-        if resp.status in (404, 405) and (b"route_not_found" in raw or b"method_not_allowed" in raw):
-            return False
-        if resp.status != 200:
-            raise ApiError(f"POST :pool {size} -> {resp.status}: {raw[:500]!r}")
-        return True
-
-    def shutdown(self):
-        if self.proc is None:
-            return
-        if self.proc.poll() is None and (self.sandboxes or self.snapshots):
-            api = Api(self.port, timeout=30)
-            # Deleting a snapshot also destroys its pool of ready copies.
-            for snap_id in list(self.snapshots):
-                try:
-                    self.delete_snapshot(api, snap_id)
-                except Exception as e:
-                    log(f"delete snapshot {snap_id} failed: {e}")
-            for sid in list(self.sandboxes):
-                try:
-                    self.stop_sandbox(api, sid)
-                except Exception as e:  # keep cleaning up
-                    log(f"stop {sid} failed: {e}")
-            api.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                log("kilnd did not exit on SIGTERM; killing it")
-                self.proc.kill()
-                self.proc.wait()
-        forget(self.proc)
-        self.log_file.close()
-        # Whatever runsc still lists under kilnd's root (should be nothing).
-        root = os.path.join(self.state_dir, "runsc")
-        left = runsc_list(root)
-        if left:
-            log(f"kilnd left runsc containers behind: {left}; deleting them")
-        for cid in left:
-            runsc_delete(root, cid)
-        for sid in self.sandboxes:
-            for d in glob.glob(f"/sys/fs/cgroup/*/kiln/{sid}"):
-                try:
-                    os.rmdir(d)
-                except OSError:
-                    pass
-
-
-# --------------------------------------------------------------------------
-# The peer: the raw runsc CLI on an OCI bundle with the same rootfs
-
-
-def runsc_cmd(root, *args):
-    return [RUNSC, "--root", root, *PEER_FLAGS, *args]
-
-
-def runsc_list(root):
-    if not os.path.isdir(root):
-        return []
-    r = run([RUNSC, "--root", root, "list", "-quiet"], capture=True, text=True, timeout=60)
-    return r.stdout.split()
-
-
-def runsc_delete(root, cid):
-    run([RUNSC, "--root", root, "delete", "--force", cid], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, timeout=60)
-
-
-class Peer:
-    def __init__(self, rootfs, workdir):
-        self.rootfs = rootfs
-        self.root = os.path.join(workdir, "peer-root")
-        self.bundles = os.path.join(workdir, "peer-bundles")
-        self.images = os.path.join(workdir, "peer-images")  # runsc checkpoints
-        os.makedirs(self.root)
-        os.makedirs(self.bundles)
-        os.makedirs(self.images)
-        self.seq = 0
-        self.containers = set()
-        self.pipes = {}  # cid -> (stdin write end, stdout read end) we hold
-        self._lock = threading.Lock()
-
-    def bundle(self, name, args):
-        """`runsc spec`, then root = the image dir (read-only), no terminal, args."""
-        d = os.path.join(self.bundles, name)
-        os.makedirs(d)
-        run([RUNSC, "spec", "--bundle", d], check=True, capture=True)
-        path = os.path.join(d, "config.json")
-        with open(path) as f:
-            spec = json.load(f)
-        spec["root"] = {"path": self.rootfs, "readonly": True}
-        spec["process"]["args"] = args
-        spec["process"]["terminal"] = False
-        with open(path, "w") as f:
-            json.dump(spec, f, indent=2)
-        return d
-
-    def next_id(self, prefix):
-        with self._lock:
-            self.seq += 1
-            return f"kb-{prefix}-{os.getpid()}-{self.seq}"
-
-    def run(self, bundle, cid, detach=False):
-        args = ["run"] + (["--detach"] if detach else []) + ["--bundle", bundle, cid]
-        self.containers.add(cid)
-        # A detached sandbox inherits runsc's stdio: a pipe would never see
-        # EOF, so its stderr goes to a file.
-        err_path = os.path.join(self.bundles, cid + ".err")
-        with open(err_path, "wb") as err:
-            r = run(runsc_cmd(self.root, *args), stdout=subprocess.DEVNULL, stderr=err, timeout=120)
-        if r.returncode != 0:
-            with open(err_path, "rb") as f:
-                raise RuntimeError(f"runsc run {cid}: rc={r.returncode} {f.read()[-500:]!r}")
-
-    def start_piped(self, bundle, cid, image=None):
-        """`runsc run --detach` (or, with image, `runsc restore --detach
-        --image-path image`) with the container's stdin and stdout on fresh
-        pipes that we hold (Peer.pipes[cid]) until delete()."""
-        in_r, in_w = os.pipe()
-        out_r, out_w = os.pipe()
-        with self._lock:
-            self.pipes[cid] = (in_w, out_r)
-            self.containers.add(cid)
-        verb = ["restore", "--detach", "--image-path", image] if image else ["run", "--detach"]
-        err_path = os.path.join(self.bundles, cid + ".err")
-        try:
-            with open(err_path, "wb") as err:
-                r = run(runsc_cmd(self.root, *verb, "--bundle", bundle, cid), stdin=in_r,
-                        stdout=out_w, stderr=err, timeout=120)
-        finally:
-            os.close(in_r)
-            os.close(out_w)
-        if r.returncode != 0:
-            with open(err_path, "rb") as f:
-                raise RuntimeError(f"runsc {verb[0]} {cid}: rc={r.returncode} {f.read()[-500:]!r}")
-        return in_w, out_r
-
-    def checkpoint(self, cid, path):
-        """`runsc checkpoint --leave-running --compression=none`, as kilnd does."""
-        os.makedirs(path)
-        r = run(runsc_cmd(self.root, "checkpoint", "--leave-running", "--compression=none",
-                          "--image-path", path, cid), capture=True, timeout=300)
-        if r.returncode != 0:
-            raise RuntimeError(f"runsc checkpoint {cid}: rc={r.returncode} {r.stderr[-500:]!r}")
-
-    def exec(self, cid, *argv, stdout=subprocess.DEVNULL):
-        return run(runsc_cmd(self.root, "exec", cid, *argv), stdout=stdout, stderr=subprocess.PIPE,
-                   timeout=120)
-
-    def delete(self, cid):
-        runsc_delete(self.root, cid)
-        with self._lock:
-            self.containers.discard(cid)
-            fds = self.pipes.pop(cid, ())
-        for fd in fds:
-            os.close(fd)
-
-    def cleanup(self):
-        for cid in set(self.containers) | set(runsc_list(self.root)):
-            self.delete(cid)
-
-
-def kill_leftovers(workdir):
-    """Processes whose command line names our temp dir (runsc sandboxes,
-    gofers) must be gone by now; kill any that are not, by pid."""
-    me = os.getpid()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmd = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        if workdir in cmd:
-            found.append(int(name))
-    for pid in found:
-        log(f"leftover process {pid} names {workdir}; killing it")
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    return found
-
 
 # --------------------------------------------------------------------------
 # Figures
@@ -480,7 +75,7 @@ def timed(fn, n, warmup=0):
 
 
 def bench_exec_rtt(kilnd, peer, cfg):
-    api = Api(kilnd.port)
+    api = kilnd.api()
     sid = kilnd.create(api)
     log(f"exec_rtt: sandbox {sid}")
     connects0 = api.connects
@@ -521,7 +116,7 @@ def bench_exec_rtt(kilnd, peer, cfg):
 
 
 def bench_create(kilnd, peer, cfg):
-    api = Api(kilnd.port)
+    api = kilnd.api()
     create, first, stop = [], [], []
     for i in range(cfg["create_n"]):
         t0 = time.perf_counter()
@@ -605,13 +200,13 @@ def burst(targets, fn, n):
 
 def bench_concurrent(kilnd, peer, cfg):
     n, nsb, reps = cfg["conc_n"], cfg["conc_sandboxes"], cfg["conc_bursts"]
-    api = Api(kilnd.port)
+    api = kilnd.api()
     sids = [kilnd.create(api) for _ in range(nsb)]
     for sid in sids:
         exec_true(api, sid)  # warm
 
     def target(i):
-        a = Api(kilnd.port)
+        a = kilnd.api()
         a.connect()
         return a, sids[i % nsb]
 
@@ -714,7 +309,7 @@ def stream_once(api, sid, nbytes):
 
 def bench_stream(kilnd, peer, cfg):
     nbytes = cfg["stream_bytes"]
-    api = Api(kilnd.port, timeout=300)
+    api = kilnd.api(timeout=300)
     sid = kilnd.create(api)
     stream_once(api, sid, 1 << 20)  # warm
     rates, cpu, durs = [], [], []
@@ -1062,11 +657,11 @@ def sustain(workers, duration, make, use, drop):
 
 def bench_sustained(kilnd, cfg, snap, pool_size):
     workers, duration = cfg["sustained_workers"], cfg["sustained_s"]
-    api = Api(kilnd.port, timeout=120)
+    api = kilnd.api(timeout=120)
     if pool_size:
         kilnd.set_pool(api, snap, pool_size)
         wait_pool(api, snap, pool_size, timeout=180)
-    conns = [Api(kilnd.port, timeout=120) for _ in range(workers)]
+    conns = [kilnd.api(timeout=120) for _ in range(workers)]
 
     def make(i):
         return conns[i], kilnd.create(conns[i], {"snapshot": snap})
@@ -1163,7 +758,7 @@ def bench_100mib(kilnd, peer, cfg, api):
         ids = [s["id"] for s in body["sandboxes"]]
         kilnd.sandboxes.update(ids)
         t1 = time.perf_counter()
-        conns = [Api(kilnd.port) for _ in ids]
+        conns = [kilnd.api() for _ in ids]
         parallel([lambda a=a, s=s: exec_true(a, s) for a, s in zip(conns, ids)])
         walls.append(ms(time.perf_counter() - t0))
         forks.append(ms(t1 - t0))
@@ -1199,7 +794,7 @@ def bench_100mib(kilnd, peer, cfg, api):
 
 
 def bench_snapshot(kilnd, peer, cfg):
-    api = Api(kilnd.port, timeout=300)
+    api = kilnd.api(timeout=300)
     # The small snapshot: a default sandbox with a background python server.
     src = kilnd.create(api)
     digest = start_server(api, src, 0)
@@ -1244,32 +839,6 @@ def bench_snapshot(kilnd, peer, cfg):
     api.close()
 
 
-# --------------------------------------------------------------------------
-
-
-def machine_line(kilnd_version):
-    model = None
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = None
-    try:
-        with open("/proc/meminfo") as f:
-            mem = round(int(f.readline().split()[1]) / 1048576, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    rv = run([RUNSC, "--version"], capture=True, text=True).stdout.split("\n")[0]
-    return {"machine": platform.node(), "cpus": os.cpu_count(), "cpuModel": model, "memGiB": mem,
-            "kernel": platform.release(), "runsc": rv.replace("runsc version ", "").strip(),
-            "kilnd": kilnd_version, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kilnd", default=os.path.join(REPO, "build", "bin", "kilnd"))
@@ -1295,73 +864,28 @@ def main():
     if only - set(groups):
         ap.error(f"--only: unknown {sorted(only - set(groups))}; choose from {','.join(groups)}")
 
-    # The image kilnd uses: keyed by the recipe's hash (images/base/build.sh).
-    with open(os.path.join(REPO, "images", "base", "build.sh"), "rb") as f:
-        rootfs = os.path.join(args.image_dir, "base-" + hashlib.sha256(f.read()).hexdigest()[:16])
-    if not os.path.isdir(rootfs):
-        sys.exit(f"no base image {rootfs}: run `make image`")
-
-    workdir = tempfile.mkdtemp(prefix="kiln-bench-")
-    kilnd = Kilnd(args.kilnd, args.image_dir, workdir)
-    peer = None
-    stopping = []
-
-    def on_signal(signum, frame):
-        if not stopping:
-            stopping.append(signum)
-            raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    rc = 0
-    started = time.monotonic()
+    rootfs = base_rootfs(args.image_dir)
     start_subreaper()
-    try:
-        log(f"starting kilnd on port {kilnd.port}, state {kilnd.state_dir}")
-        kilnd.start()
-        global API_KEY
-        with open(os.path.join(kilnd.state_dir, "admin.key")) as f:
-            API_KEY = f.read().strip()
-        emit(machine_line(kilnd.version))
-        peer = Peer(rootfs, workdir)
+    with KilndSession(args.kilnd, args.image_dir, "kiln-bench-") as session:
+        session.on_exit("load threads", stop_load_threads)
+        peer = Peer(rootfs, session.workdir)
+        session.on_exit("peer cleanup", peer.cleanup)
         for name, fn in (("exec", bench_exec_rtt), ("create", bench_create),
                          ("concurrent", bench_concurrent), ("stream", bench_stream),
                          ("snapshot", bench_snapshot)):
             if name in only:
                 t0 = time.monotonic()
                 log(f"{name} ...")
-                fn(kilnd, peer, cfg)
+                fn(session.kilnd, peer, cfg)
                 log(f"{name} done in {time.monotonic() - t0:.1f} s")
-    except BaseException as e:
-        rc = 1
-        log(f"FAILED: {type(e).__name__}: {e}")
-        tail = kilnd.log_tail()
-        if tail:
-            log("kilnd log tail:\n" + tail)
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _abort.set()
-        for t in threading.enumerate():
-            if t is not threading.current_thread() and not t.daemon:
-                t.join(timeout=120)
-        log("cleaning up")
-        try:
-            kilnd.shutdown()
-        except Exception as e:
-            log(f"kilnd shutdown: {e}")
-            rc = 1
-        if peer is not None:
-            try:
-                peer.cleanup()
-            except Exception as e:
-                log(f"peer cleanup: {e}")
-                rc = 1
-        if kill_leftovers(workdir):
-            rc = rc or 1
-        shutil.rmtree(workdir, ignore_errors=True)
-        log(f"total {time.monotonic() - started:.1f} s")
-    return rc
+    return session.rc
+
+
+def stop_load_threads():
+    _abort.set()
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and not t.daemon:
+            t.join(timeout=120)
 
 
 if __name__ == "__main__":

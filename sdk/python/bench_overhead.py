@@ -16,57 +16,24 @@ import argparse
 import http.client
 import json
 import os
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Tuple
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench"))
 import kiln  # noqa: E402
 from kiln import config  # noqa: E402
-
-
-def log(msg: str) -> None:
-    print(f"[bench_overhead {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def emit(obj: Dict[str, object]) -> None:
-    print(json.dumps(obj), flush=True)
+from common import KilndSession, emit, log  # noqa: E402  bench/common.py
 
 
 def stats(ms: List[float]) -> Dict[str, float]:
     s = sorted(ms)
     return {"median": round(statistics.median(s), 4), "p10": round(s[len(s) // 10], 4),
             "p90": round(s[(len(s) * 9) // 10], 4), "runs": len(s)}
-
-
-def start_kilnd(binary: str, image_dir: str) -> Tuple[subprocess.Popen, str, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    state = tempfile.mkdtemp(prefix="kiln-bench-sdk-", dir="/tmp")
-    proc = subprocess.Popen([binary, "--listen", f"127.0.0.1:{port}", "--state-dir", state,
-                             "--image-dir", image_dir], stdout=open(state + ".log", "ab"),
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"kilnd exited with {proc.returncode}; see {state}.log")
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/v1/health")
-            if c.getresponse().status == 200:
-                break
-        except OSError:
-            time.sleep(0.2)
-    return proc, url, state
 
 
 def paired(n: int, a: Callable[[], object], b: Callable[[], object]) -> Tuple[List[float], List[float]]:
@@ -81,26 +48,7 @@ def paired(n: int, a: Callable[[], object], b: Callable[[], object]) -> Tuple[Li
     return ta, tb
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=200)
-    ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--url")
-    ap.add_argument("--key")
-    ap.add_argument("--kilnd", help="start this kilnd for the run")
-    ap.add_argument("--image-dir", default="/var/lib/kiln/images")
-    args = ap.parse_args()
-
-    proc: Optional[subprocess.Popen] = None
-    state = None
-    if args.kilnd:
-        proc, url, state = start_kilnd(args.kilnd, args.image_dir)
-        key = open(os.path.join(state, "admin.key")).read().strip()
-    else:
-        url, resolved = config.resolve(args.url, args.key)
-        if resolved is None:
-            raise SystemExit("no API key: pass --key, set KILN_API_KEY, or use --kilnd")
-        key = resolved
+def measure(url: str, key: str, args: argparse.Namespace) -> None:
     rt = kiln.Runtime(url, key)
     try:
         with rt.sandboxes.create(vcpu=1, memory_mib=256, labels={"bench": "sdk-overhead"}) as sbx:
@@ -148,20 +96,29 @@ def main() -> None:
             raw.close()
     finally:
         rt.close()
-        if proc is not None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if state:
-                shutil.rmtree(state, ignore_errors=True)
-                try:
-                    os.unlink(state + ".log")
-                except OSError:
-                    pass
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--url")
+    ap.add_argument("--key")
+    ap.add_argument("--kilnd", help="start this kilnd for the run")
+    ap.add_argument("--image-dir", default="/var/lib/kiln/images")
+    args = ap.parse_args()
+
+    if args.kilnd:
+        # Not a machine line: the output stays the same with or without --kilnd.
+        with KilndSession(args.kilnd, args.image_dir, "kiln-bench-sdk-", machine=False) as session:
+            measure(session.kilnd.url, session.kilnd.key, args)
+        return session.rc
+    url, key = config.resolve(args.url, args.key)
+    if key is None:
+        raise SystemExit("no API key: pass --key, set KILN_API_KEY, or use --kilnd")
+    measure(url, key, args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
