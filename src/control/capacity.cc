@@ -35,9 +35,17 @@ void Capacity::Take(const std::string& key, const engine::Shape& s) {
 }
 
 void Capacity::Grant() {
+  if (closed_) return;
   for (auto& w : line_) {
     if (w.granted || w.gone || KeyFull(w.key)) continue;
     if (!FitsHost(w.shape)) break;  // strict order: nobody overtakes the head
+    // The watcher may not have seen a hang-up yet: room for nobody would
+    // start a sandbox nobody gets.
+    if (w.cancelled && (*w.cancelled)()) {
+      w.gone = true;
+      w.cv.notify_one();
+      continue;
+    }
     Take(w.key, w.shape);
     w.granted = true;
     w.cv.notify_one();
@@ -69,6 +77,7 @@ Capacity::Result Capacity::Acquire(const std::string& key, const engine::Shape& 
   if (shape.memory_mib > limits_.memory_budget_mib() || shape.vcpu > limits_.vcpu_budget() + 1e-9)
     return Result::kNeverFits;
   std::unique_lock lock(mu_);
+  if (closed_) return Result::kNoCapacity;
   auto me = line_.emplace(line_.end());
   me->key = key;
   me->shape = shape;
@@ -98,6 +107,16 @@ void Capacity::Release(const std::string& key, const engine::Shape& shape) {
   auto it = per_key_.find(key);
   if (it != per_key_.end() && --it->second <= 0) per_key_.erase(it);
   Grant();
+}
+
+void Capacity::Close() {
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  for (auto& w : line_) {
+    if (w.granted) continue;
+    w.gone = true;
+    w.cv.notify_one();
+  }
 }
 
 void Capacity::Adopt(const std::string& key, const engine::Shape& shape) {

@@ -58,6 +58,8 @@ class Capacity {
                  const std::function<bool()>& cancelled = nullptr);
   // Returns a reservation made by Acquire (or Adopt).
   void Release(const std::string& key, const engine::Shape& shape);
+  // Shutdown: every waiter gives up now, and later Acquires fail at once.
+  void Close();
   // Counts a sandbox that already runs (restart recovery, pool hand-out):
   // never waits, may go over the budget.
   void Adopt(const std::string& key, const engine::Shape& shape);
@@ -96,7 +98,8 @@ class Capacity {
   const CapacityLimits limits_;
   mutable std::mutex mu_;
   std::list<Waiter> line_;
-  bool stopping_ = false;
+  bool stopping_ = false;               // the watcher ends
+  bool closed_ = false;                 // no more grants
   std::condition_variable watcher_cv_;  // wakes the watcher: a waiter, or stop
   std::thread watcher_;
   int64_t memory_mib_ = 0;

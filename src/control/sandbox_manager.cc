@@ -45,10 +45,21 @@ SandboxManager::~SandboxManager() {
   cv_.notify_all();
   lease_thread_.join();
   meter_thread_.join();
-  StopAll("host_stopped");
+  Shutdown("host_stopped");
 }
 
-void SandboxManager::StopAll(const std::string& reason) {
+void SandboxManager::Shutdown(const std::string& reason) {
+  {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+  }
+  capacity_.Close();
+  {
+    // Starting takes seconds at most; the bound only keeps a wedged runsc
+    // from holding up the exit.
+    std::unique_lock lock(mu_);
+    created_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return creating_ == 0; });
+  }
   // In parallel, a few at a time: a daemon with hundreds of sandboxes must
   // still exit within its service manager's stop timeout.
   auto all = List(ListFilter{});
@@ -185,10 +196,30 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
                   capacity_.RetryAfterSeconds()};
       return nullptr;
     case Capacity::Result::kNoCapacity:
+      if (std::lock_guard lock(mu_); closing_) {
+        *failure = {503, "shutting_down", "kilnd is shutting down; retry against its successor", 1};
+        return nullptr;
+      }
       *failure = {409, "no_capacity", "the host is full; retry later or wait longer",
                   capacity_.RetryAfterSeconds()};
       return nullptr;
   }
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) {
+      capacity_.Release(spec.owner, spec.shape);
+      *failure = {503, "shutting_down", "kilnd is shutting down; retry against its successor", 1};
+      return nullptr;
+    }
+    ++creating_;
+  }
+  struct CreateDone {
+    SandboxManager* m;
+    ~CreateDone() {
+      std::lock_guard lock(m->mu_);
+      if (--m->creating_ == 0) m->created_cv_.notify_all();
+    }
+  } done{this};
   int64_t waited_ms = MonotonicNowMs() - queued_at;
   metrics::Observe("kiln_capacity_wait_seconds", {}, static_cast<double>(waited_ms) / 1000.0);
   // A pooled copy was verified when it was restored.

@@ -113,8 +113,10 @@ class SandboxManager {
   // that is given.
   std::optional<nlohmann::json> Delete(const std::string& id,
                                        const std::optional<std::string>& owner = std::nullopt);
-  // Stops every sandbox, a few at a time (daemon shutdown).
-  void StopAll(const std::string& reason);
+  // Daemon shutdown: refuses creates from now on (those waiting for room
+  // too), waits for those already starting, then stops every sandbox, a few
+  // at a time. A create that raced with it would leave a sandbox behind.
+  void Shutdown(const std::string& reason);
   // Counts by state, for metrics.
   std::map<std::string, int> CountByState() const;
   // Meters every running sandbox and stored snapshot now; with flush_all,
@@ -163,7 +165,10 @@ class SandboxManager {
   std::map<std::string, Tombstone> deleted_;
   std::map<std::string, int64_t> snapshot_metered_ms_;  // snapshot id -> last metered
   std::condition_variable cv_;
-  bool stopping_ = false;
+  bool stopping_ = false;  // the lease and meter threads end
+  bool closing_ = false;   // Shutdown began: no more creates
+  int creating_ = 0;       // creates past the capacity line, not yet answered
+  std::condition_variable created_cv_;
   std::thread lease_thread_;
   std::thread meter_thread_;
 };

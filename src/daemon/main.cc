@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
   server->Run();
   // Stopping the sandboxes first ends requests blocked on them; then the
   // connections drain before anything they use is destroyed.
-  sandboxes.StopAll("host_stopped");
+  sandboxes.Shutdown("host_stopped");
   if (!server->Drain(10000)) {
     kiln::LogWarn("requests still running at exit", nlohmann::json::object());
     std::_Exit(0);

@@ -405,6 +405,50 @@ def test_bad_control_plane_input(api):
                  issue_path="body.dailyLimitMicros")
 
 
+def queue_raw_creates(d, n):
+    """n creates, each on its own connection, waiting up to 120 s for room."""
+    body = json.dumps({"vcpu": 1, "memoryMiB": 512}).encode()
+    request = (f"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {d.admin_key}\r\n"
+               f"Content-Type: application/json\r\nPrefer: wait=120\r\nContent-Length: {len(body)}\r\n\r\n"
+               ).encode() + body
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", int(d.url.rsplit(":", 1)[1])), timeout=60)
+        s.sendall(request)
+        socks.append(s)
+    wait_for(lambda: metric(d.api, "kiln_capacity_queue_length") == n, 60, f"{n} queued creates")
+    return socks
+
+
+def test_no_sandbox_starts_for_a_client_that_hung_up(daemons):
+    d = daemons("--host-memory-mib", "512", "--memory-overcommit", "1")
+    held = d.api.create(vcpu=1, memoryMiB=512)
+    socks = queue_raw_creates(d, 20)
+    for s in socks:
+        s.close()
+    d.api.delete(held["id"])  # room frees before kilnd's watcher sees the hang-ups
+    wait_for(lambda: metric(d.api, "kiln_capacity_queue_length") == 0, 10, "the line to empty")
+    time.sleep(1)
+    running = d.api.ok("GET", "/v1/sandboxes", query={"state": "running"})["data"]
+    assert running == [], f"sandboxes started for clients that had hung up: {running}"
+
+
+def test_shutdown_with_creates_in_line_leaves_nothing_behind(daemons):
+    d = daemons("--host-memory-mib", "512", "--memory-overcommit", "1")
+    d.api.create(vcpu=1, memoryMiB=512)
+    socks = queue_raw_creates(d, 20)
+    t0 = time.monotonic()
+    rc = stop_kilnd(d)
+    assert rc == 0 and time.monotonic() - t0 < 30, (rc, time.monotonic() - t0)
+    for s in socks:
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        s.close()
+        assert answer.startswith(b"HTTP/1.1 503") and b'"shutting_down"' in answer, answer[:300]
+    assert d.host.runsc_ids() == [], "runsc sandboxes left after shutdown"
+
+
 def test_ten_thousand_queued_creates_neither_crash_nor_stall(daemons):
     d = daemons("--host-memory-mib", "512", "--memory-overcommit", "1")
     api = d.api

@@ -161,5 +161,23 @@ TEST(CapacityTest, ManyWaitersTimeOutWithoutAnyGrant) {
   EXPECT_EQ(c.stats().running, 1);
 }
 
+TEST(CapacityTest, CloseRefusesWaitersAndLaterAcquires) {
+  Capacity c(Host(512));
+  ASSERT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  std::thread waiter([&] {
+    EXPECT_EQ(c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(30)),
+              Capacity::Result::kNoCapacity);
+  });
+  while (c.stats().waiting != 1) std::this_thread::yield();
+  auto start = Clock::now();
+  c.Close();
+  waiter.join();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  c.Release("k", Mib(512));
+  EXPECT_EQ(c.Acquire("k", Mib(128), Clock::now() + std::chrono::seconds(30)),
+            Capacity::Result::kNoCapacity);
+  EXPECT_EQ(c.stats().running, 0);
+}
+
 }  // namespace
 }  // namespace kiln::control
