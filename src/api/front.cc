@@ -17,13 +17,18 @@ namespace {
 
 bool Unauthenticated(const Exchange& ex) { return ex.path() == "/v1/health"; }
 
+// The code of a JSON error answer; `fallback` when it has none.
+std::string ErrorCodeOf(const std::string& body, const std::string& fallback = "") {
+  json j = json::parse(body, nullptr, false);
+  return j.is_object() ? j.value("/error/code"_json_pointer, fallback) : fallback;
+}
+
 // Answers that clear on their own: a retry with the same key must run again,
 // not replay the refusal (the SDKs retry creates on no_capacity).
 bool Retryable(int status, const std::string& body) {
   if (status >= 500 || status == 429) return true;
   if (status != 409) return false;
-  json j = json::parse(body, nullptr, false);
-  std::string code = j.is_object() ? j.value("/error/code"_json_pointer, "") : "";
+  std::string code = ErrorCodeOf(body);
   return code == "no_capacity" || code == "quota_exceeded";
 }
 
@@ -138,11 +143,8 @@ void ApiFront::Handle(Exchange& ex) {
   if (auto op = kOps.find(route); op != kOps.end() && status < 400)
     metrics::Observe("kiln_operation_seconds", {{"op", op->second}}, seconds);
   if (status >= 400) {
-    std::string code = "unknown";
-    if (const std::string* sent = ex.sent_json()) {
-      json j = json::parse(*sent, nullptr, false);
-      if (j.is_object()) code = j.value("/error/code"_json_pointer, code);
-    }
+    const std::string* sent = ex.sent_json();
+    std::string code = sent ? ErrorCodeOf(*sent, "unknown") : "unknown";
     metrics::Inc("kiln_http_errors_total", {{"code", code}, {"status", std::to_string(status)}});
   }
   LogInfo("request", {{"event", "http.request"},

@@ -82,10 +82,6 @@ void EgressLogStore::CloseAllOpen() {
   db_.Exec("UPDATE egress_log SET open = 0, closed_by = 'daemon-restart' WHERE open = 1");
 }
 
-void EgressLogStore::DeleteSandbox(const std::string& sandbox_id) {
-  db_.Exec("DELETE FROM egress_log WHERE sandbox_id = ?", {sandbox_id});
-}
-
 void EgressLogStore::DeleteBefore(int64_t ms) {
   db_.Exec("DELETE FROM egress_log WHERE start_ms < ? AND open = 0", {ms});
 }

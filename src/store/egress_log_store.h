@@ -40,8 +40,6 @@ class EgressLogStore {
   std::vector<EgressEntry> List(const std::string& sandbox_id, int64_t after, int limit) const;
   // Entries left open by a daemon that died: closed as "daemon-restart".
   void CloseAllOpen();
-  // Drops one sandbox's log (when its record is purged).
-  void DeleteSandbox(const std::string& sandbox_id);
   // Retention: drops closed entries that started before `ms`.
   void DeleteBefore(int64_t ms);
 
