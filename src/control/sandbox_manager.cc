@@ -154,6 +154,15 @@ json SandboxManager::SetNetwork(const std::shared_ptr<Sandbox>& sandbox,
   return sandbox->NetworkInfo();
 }
 
+namespace {
+
+// A create refused because kilnd is stopping: clients retry elsewhere.
+Failure ShuttingDown() {
+  return {503, "shutting_down", "kilnd is shutting down; retry against its successor", 1};
+}
+
+}  // namespace
+
 std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadline,
                                                 Failure* failure,
                                                 const std::function<bool()>& cancelled) {
@@ -197,7 +206,7 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
       return nullptr;
     case Capacity::Result::kNoCapacity:
       if (std::lock_guard lock(mu_); closing_) {
-        *failure = {503, "shutting_down", "kilnd is shutting down; retry against its successor", 1};
+        *failure = ShuttingDown();
         return nullptr;
       }
       *failure = {409, "no_capacity", "the host is full; retry later or wait longer",
@@ -208,7 +217,7 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
     std::lock_guard lock(mu_);
     if (closing_) {
       capacity_.Release(spec.owner, spec.shape);
-      *failure = {503, "shutting_down", "kilnd is shutting down; retry against its successor", 1};
+      *failure = ShuttingDown();
       return nullptr;
     }
     ++creating_;
