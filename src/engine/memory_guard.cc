@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 namespace kiln::engine {
 
@@ -40,6 +41,7 @@ bool MemoryGuard::Watch(const std::string& id, const std::string& cgroup_dir,
                      std::to_string(threshold_bytes);
   if (::write(control.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
     return false;
+  e.threshold = threshold_bytes;
   e.cb = std::move(on_exceeded);
   std::lock_guard lock(mu_);
   int fd = e.event.get();
@@ -74,13 +76,24 @@ void MemoryGuard::Loop() {
         std::lock_guard lock(mu_);
         if (stop_) return;
         auto it = by_fd_.find(fd);
-        if (it != by_fd_.end()) cb = entries_[it->second].cb;
+        if (it != by_fd_.end()) {
+          const Entry& e = entries_[it->second];
+          if (ReadUsage(e.usage.get()) > e.threshold) cb = e.cb;
+        }
       }
       if (cb) cb();
     }
     std::lock_guard lock(mu_);
     if (stop_) return;
   }
+}
+
+int64_t MemoryGuard::ReadUsage(int usage_fd) {
+  char buf[32];
+  ssize_t n = ::pread(usage_fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  return std::strtoll(buf, nullptr, 10);
 }
 
 }  // namespace kiln::engine

@@ -26,6 +26,11 @@ class MemoryGuard {
   // Calls on_exceeded (on the guard's thread) each time usage of the memory
   // cgroup at `cgroup_dir` rises past `threshold_bytes`. False if the host
   // has no cgroup v1 memory controller there.
+  //
+  // The kernel signals crossings in both directions, and the Sentry frees a
+  // killed process's pages a little later, so the fall below the threshold
+  // is signalled after the kill: acting on it would kill an innocent next
+  // process. Usage is read again and only a crossing upward acts.
   bool Watch(const std::string& id, const std::string& cgroup_dir, int64_t threshold_bytes,
              std::function<void()> on_exceeded);
   void Unwatch(const std::string& id);
@@ -34,9 +39,11 @@ class MemoryGuard {
   struct Entry {
     UniqueFd event;
     UniqueFd usage;
+    int64_t threshold = 0;
     std::function<void()> cb;
   };
   void Loop();
+  static int64_t ReadUsage(int usage_fd);
 
   int epfd_;
   UniqueFd wake_;
