@@ -34,11 +34,17 @@ def pytest_configure(config):
 
 
 _started_mark = pytest.StashKey[int]()
+_shared_log_mark = pytest.StashKey[int]()
+
+
+def _without_requests(lines):
+    return [x for x in lines if '"event":"http.request"' not in x]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     item.stash[_started_mark] = len(_started)
+    item.stash[_shared_log_mark] = _log_path.stat().st_size if _log_path and _log_path.exists() else 0
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -49,8 +55,14 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.when != "call" or not report.failed:
         return
+    if _log_path and _log_path.exists():
+        with open(_log_path, "rb") as f:
+            f.seek(item.stash.get(_shared_log_mark, 0))
+            during = _without_requests(f.read().decode(errors="replace").splitlines())
+        report.sections.append((f"shared kilnd log {_log_path} during this test (requests left out)",
+                                "\n".join(during[-80:])))
     for d in _started[item.stash.get(_started_mark, len(_started)):]:
-        if d.log_path.exists():
+        if d.log_path.exists() and d.log_path != _log_path:
             report.sections.append((f"kilnd log {d.log_path} (last 80 lines, requests left out)",
                                     d.log_tail(80, skip_requests=True)))
 
@@ -59,9 +71,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus):
     for note in _notes:
         terminalreporter.write_line(f"kilnd: {note}", red=True)
     if (exitstatus != 0 or _notes) and _log_path and _log_path.exists():
-        lines = _log_path.read_text(errors="replace").splitlines()
-        terminalreporter.section(f"kilnd log ({_log_path}, last 300 lines)")
-        for line in lines[-300:]:
+        lines = _without_requests(_log_path.read_text(errors="replace").splitlines())
+        terminalreporter.section(f"shared kilnd log ({_log_path}, last 150 lines, requests left out)")
+        for line in lines[-150:]:
             terminalreporter.write_line(line)
 
 
@@ -81,7 +93,7 @@ class Daemon:
     def log_tail(self, n=60, skip_requests=False):
         lines = self.log_path.read_text(errors="replace").splitlines()
         if skip_requests:
-            lines = [x for x in lines if '"event":"http.request"' not in x]
+            lines = _without_requests(lines)
         return "\n".join(lines[-n:])
 
 
