@@ -42,7 +42,7 @@ SRC
 fi
 
 PKGS=(build-essential cmake ninja-build pkg-config clang-format
-      libboost-dev nlohmann-json3-dev libsqlite3-dev libssl-dev
+      libboost-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libxxhash-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       debootstrap iproute2 procps psmisc python3 python3-pytest python3-pip curl ca-certificates
       openssl git)  # openssl, git: the network tests' own test hosts (CA, git repository)

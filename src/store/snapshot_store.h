@@ -1,5 +1,5 @@
 // Snapshots on disk: <dir>/<id>/checkpoint/ holds runsc's checkpoint files,
-// <dir>/<id>/manifest.json the record and a SHA-256 of every file. A
+// <dir>/<id>/manifest.json the record and an XXH3-128 of every file. A
 // snapshot exists only once its manifest is written (after the capture is
 // complete), and its files are verified against it before every restore.
 #pragma once

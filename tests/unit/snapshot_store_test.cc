@@ -1,0 +1,114 @@
+#include "store/snapshot_store.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/sha256.h"
+#include "common/xxh3.h"
+
+namespace kiln::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SnapshotStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kiln-snapstore-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A capture as runsc leaves it: files under the checkpoint directory.
+  SnapshotRecord Capture(SnapshotStore& store, const std::string& id) {
+    fs::create_directories(store.CheckpointDir(id));
+    Write(store.CheckpointDir(id) + "/pages.img", std::string(3 << 20, 'p'));
+    Write(store.CheckpointDir(id) + "/checkpoint.img", "state");
+    SnapshotRecord r;
+    r.id = id;
+    r.owner = "key_a";
+    r.source_sandbox_id = "sb1";
+    r.created_ms = 1000;
+    r.expires_ms = 2000;
+    return r;
+  }
+  static void Write(const std::string& path, const std::string& data) {
+    std::ofstream(path, std::ios::binary) << data;
+  }
+
+  std::string dir_;
+};
+
+TEST(Xxh3Test, KnownDigests) {
+  char tmpl[] = "/tmp/kiln-xxh3-XXXXXX";
+  int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  // XXH3-128 of no bytes, canonical (big-endian) form.
+  EXPECT_EQ(FileXxh3Hex(tmpl), "99aa06d3014798d86001c324468d497f");
+  std::ofstream(tmpl) << std::string(5 << 20, 'x');  // spans several 1 MiB reads
+  std::string big = FileXxh3Hex(tmpl);
+  EXPECT_EQ(big.size(), 32u);
+  EXPECT_NE(big, "99aa06d3014798d86001c324468d497f");
+  fs::remove(tmpl);
+  EXPECT_EQ(FileXxh3Hex(tmpl), "");
+}
+
+TEST_F(SnapshotStoreTest, SealedSnapshotVerifiesAndSurvivesReload) {
+  {
+    SnapshotStore store(dir_);
+    std::string error;
+    ASSERT_TRUE(store.Seal(Capture(store, "s1"), &error)) << error;
+    EXPECT_TRUE(store.Verify("s1", &error)) << error;
+  }
+  SnapshotStore reloaded(dir_);
+  ASSERT_TRUE(reloaded.Get("s1").has_value());
+  std::string error;
+  EXPECT_TRUE(reloaded.Verify("s1", &error)) << error;
+}
+
+TEST_F(SnapshotStoreTest, CorruptionNamesTheFile) {
+  SnapshotStore store(dir_);
+  std::string error;
+  ASSERT_TRUE(store.Seal(Capture(store, "s1"), &error)) << error;
+  {
+    std::fstream f(store.CheckpointDir("s1") + "/pages.img",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2 << 20);
+    f.put('X');  // same size, one byte changed
+  }
+  EXPECT_FALSE(store.Verify("s1", &error));
+  EXPECT_NE(error.find("checkpoint/pages.img"), std::string::npos) << error;
+  EXPECT_FALSE(store.Verify("nope", &error));
+  EXPECT_NE(error.find("not found"), std::string::npos) << error;
+}
+
+TEST_F(SnapshotStoreTest, ManifestsWithSha256StillVerify) {
+  {
+    SnapshotStore store(dir_);
+    std::string error;
+    ASSERT_TRUE(store.Seal(Capture(store, "old"), &error)) << error;
+  }
+  // Rewrite the manifest as kiln wrote it before XXH3: SHA-256 per file.
+  std::string manifest_path = dir_ + "/old/manifest.json";
+  nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest_path));
+  for (auto& [rel, want] : m["files"].items()) {
+    want.erase("xxh3_128");
+    want["sha256"] = FileSha256Hex(dir_ + "/old/" + rel);
+  }
+  std::ofstream(manifest_path) << m.dump();
+  SnapshotStore store(dir_);
+  std::string error;
+  EXPECT_TRUE(store.Verify("old", &error)) << error;
+  Write(store.CheckpointDir("old") + "/checkpoint.img", "stat3");
+  EXPECT_FALSE(store.Verify("old", &error));
+  EXPECT_NE(error.find("checkpoint/checkpoint.img"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace kiln::store
