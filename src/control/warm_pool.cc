@@ -49,6 +49,11 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
       it->second.ready.pop_front();
     }
     cv_.notify_all();  // refill in the background
+    if (copy.frozen && !engine_.Thaw(copy.id)) {
+      LogWarn("discarding a pooled copy that does not thaw", {{"sandboxId", copy.id}});
+      Destroy({std::move(copy)});
+      continue;
+    }
     // Handed out once, and only alive: a copy whose agent does not answer
     // (it died while waiting) is discarded. The answer also tells the
     // copy's clock, which gVisor takes from the host on restore.
@@ -139,16 +144,19 @@ void WarmPool::FillLoop() {
     } else if (error.empty()) {
       error = "snapshot is gone";
     }
+    // Frozen while it waits: an idle gVisor sandbox costs ~5% of a core
+    // here (its platform polls every 400 us), a frozen one nothing.
+    bool frozen = conn && engine_.Freeze(params.id);
     lock.lock();
     Pool& p = pools_[want];
     p.filling--;
     if (conn && p.size > static_cast<int>(p.ready.size())) {
-      p.ready.push_back(PooledCopy{params.id, conn});
+      p.ready.push_back(PooledCopy{params.id, conn, frozen});
       continue;
     }
     if (conn) {  // the pool shrank meanwhile
       lock.unlock();
-      Destroy({PooledCopy{params.id, conn}});
+      Destroy({PooledCopy{params.id, conn, frozen}});
       lock.lock();
     } else {
       LogWarn("pool refill failed", {{"snapshotId", want}, {"error", error}});

@@ -21,6 +21,7 @@ namespace kiln::control {
 struct PooledCopy {
   std::string id;  // the engine sandbox's id, kept when it is handed out
   std::shared_ptr<engine::AgentConnection> conn;
+  bool frozen = false;  // thawed when handed out
 };
 
 struct PoolStatus {

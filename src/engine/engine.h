@@ -64,6 +64,13 @@ class Engine {
   virtual std::shared_ptr<AgentConnection> Attach(const std::string& id, const Shape& shape,
                                                   std::string* error) = 0;
 
+  // Stops every thread of a sandbox, its kernel included, so that it uses
+  // no CPU at all until thawed; its clock keeps running. For copies that
+  // wait unseen (warm pools): gVisor's Sentry burns CPU while idle. False
+  // if the host cannot freeze it (it then keeps running, which is correct).
+  virtual bool Freeze(const std::string& id) = 0;
+  virtual bool Thaw(const std::string& id) = 0;
+
   virtual Usage GetUsage(const std::string& id) = 0;
 
   // Ids of sandboxes the engine has on this host (running or not).

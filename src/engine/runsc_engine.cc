@@ -186,6 +186,9 @@ std::shared_ptr<AgentConnection> RunscEngine::Attach(const std::string& id, cons
 
 void RunscEngine::Destroy(const std::string& id) {
   guard_.Unwatch(id);
+  // A frozen task cannot act on SIGKILL until it is thawed.
+  if (::access((CgroupDir("freezer", id) + "/freezer.state").c_str(), F_OK) == 0)
+    SetFreezerState(id, "THAWED");
   auto args = RunscArgs();
   args.insert(args.end(), {"delete", "--force", id});
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -211,6 +214,32 @@ void RunscEngine::Destroy(const std::string& id) {
   if (left) return;
   std::error_code ec;
   fs::remove_all(SandboxDir(id), ec);
+}
+
+bool RunscEngine::Freeze(const std::string& id) {
+  if (SetFreezerState(id, "FROZEN")) return true;
+  SetFreezerState(id, "THAWED");  // never leave it half frozen
+  return false;
+}
+
+bool RunscEngine::Thaw(const std::string& id) { return SetFreezerState(id, "THAWED"); }
+
+bool RunscEngine::SetFreezerState(const std::string& id, const std::string& state) {
+  std::string path = CgroupDir("freezer", id) + "/freezer.state";
+  {
+    std::ofstream f(path);
+    if (!(f << state << std::flush)) return false;
+  }
+  // FREEZING lasts until every task has stopped: about a millisecond here.
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream f(path);
+    std::string now;
+    if (!(f >> now)) return false;
+    if (now == state) return true;
+    ::usleep(1000);
+  }
+  LogWarn("cgroup freezer did not settle", {{"sandboxId", id}, {"want", state}});
+  return false;
 }
 
 Usage RunscEngine::GetUsage(const std::string& id) {

@@ -37,12 +37,17 @@ class RunscEngine : public Engine {
   void Destroy(const std::string& id) override;
   std::shared_ptr<AgentConnection> Attach(const std::string& id, const Shape& shape,
                                           std::string* error) override;
+  bool Freeze(const std::string& id) override;
+  bool Thaw(const std::string& id) override;
   Usage GetUsage(const std::string& id) override;
   std::vector<std::string> List() override;
 
  private:
   std::string SandboxDir(const std::string& id) const;
   std::vector<std::string> RunscArgs() const;
+  // Writes `state` to the sandbox's cgroup v1 freezer and waits until the
+  // kernel reports it reached.
+  bool SetFreezerState(const std::string& id, const std::string& state);
   // Writes the bundle and FIFOs, runs `runsc <verb...>` with them as the
   // sandbox's stdio, and connects to the agent.
   std::shared_ptr<AgentConnection> Launch(const CreateParams& params,
