@@ -41,15 +41,22 @@ void WarmPool::Resize(const std::string& snapshot_id, int size) {
 std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
   for (;;) {
     PooledCopy copy;
+    bool thawed = true;
     {
       std::lock_guard lock(mu_);
       auto it = pools_.find(snapshot_id);
       if (it == pools_.end() || it->second.ready.empty()) return std::nullopt;
-      copy = std::move(it->second.ready.front());
-      it->second.ready.pop_front();
+      auto& ready = it->second.ready;
+      copy = std::move(ready.front());
+      ready.pop_front();
+      // Freezer changes happen under the lock (a millisecond or two), so a
+      // copy is never frozen after it was handed out.
+      if (copy.frozen) thawed = engine_.Thaw(copy.id);
+      if (!ready.empty() && ready.front().frozen)
+        ready.front().frozen = !engine_.Thaw(ready.front().id);
     }
     cv_.notify_all();  // refill in the background
-    if (copy.frozen && !engine_.Thaw(copy.id)) {
+    if (!thawed) {
       LogWarn("discarding a pooled copy that does not thaw", {{"sandboxId", copy.id}});
       Destroy({std::move(copy)});
       continue;
@@ -144,19 +151,20 @@ void WarmPool::FillLoop() {
     } else if (error.empty()) {
       error = "snapshot is gone";
     }
-    // Frozen while it waits: an idle gVisor sandbox costs ~5% of a core
-    // here (its platform polls every 400 us), a frozen one nothing.
-    bool frozen = conn && engine_.Freeze(params.id);
     lock.lock();
     Pool& p = pools_[want];
     p.filling--;
     if (conn && p.size > static_cast<int>(p.ready.size())) {
+      // Copies behind the first are frozen while they wait: an idle gVisor
+      // sandbox costs ~5% of a core here (its platform polls every 400 us),
+      // a frozen one nothing. The first stays thawed for a prompt hand-out.
+      bool frozen = !p.ready.empty() && engine_.Freeze(params.id);
       p.ready.push_back(PooledCopy{params.id, conn, frozen});
       continue;
     }
     if (conn) {  // the pool shrank meanwhile
       lock.unlock();
-      Destroy({PooledCopy{params.id, conn, frozen}});
+      Destroy({PooledCopy{params.id, conn}});
       lock.lock();
     } else {
       LogWarn("pool refill failed", {{"snapshotId", want}, {"error", error}});
