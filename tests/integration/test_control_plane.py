@@ -79,6 +79,9 @@ def test_kill_9_under_load_then_restart_readopts(daemons):
     server = api.spawn(keep[0]["id"], argv=["sleep", "100000"])
     lost = api.create(vcpu=1, memoryMiB=256)
     snap = api.ok("POST", f"/v1/sandboxes/{keep[1]['id']}:snapshot", json={})
+    # A pool whose waiting copies are frozen when the daemon dies.
+    api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 2})
+    wait_for(lambda: api.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 2, 60, "2 ready copies")
 
     # Load: execs on every sandbox and creates in flight when the daemon dies.
     stop = threading.Event()
