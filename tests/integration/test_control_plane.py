@@ -241,7 +241,13 @@ def test_pooled_copies_count_against_capacity_only_once_handed_out(daemons):
     copy = api.create(snapshot=snap["id"])
     assert metric(api, "kiln_capacity_reserved_memory_mib") == 1024
     api.delete(copy["id"])
-    api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 0})
+    # A graceful stop with copies waiting (all but the first frozen) leaves
+    # nothing behind.
+    api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 3})
+    wait_for(lambda: api.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 3, 90, "3 ready copies")
+    assert stop_kilnd(d) == 0
+    assert not d.host.runsc_ids()
+    assert not os.listdir(d.host.state_dir / "sandboxes")
 
 
 # --- 4. API keys -------------------------------------------------------------
