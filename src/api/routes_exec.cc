@@ -95,6 +95,21 @@ void RunJson(Exchange& ex, AgentOp& op, const ExecRequest& req) {
   }
 }
 
+// One base64 output event as an NDJSON line. The payload is spliced into the
+// serialized envelope: base64 needs no escaping, and running a 64 KiB chunk
+// through the serializer's character-by-character escaping took most of
+// kilnd's CPU when streaming.
+std::string Base64EventLine(uint8_t channel, uint64_t offset, std::string_view data) {
+  json ev{{"type", channel == 1 ? "stdout" : "stderr"},
+          {"offset", offset},
+          {"base64", true},
+          {"data", ""}};
+  std::string line = ev.dump();
+  line.insert(line.find("\"data\":\"\"") + 8, proto::Base64Encode(data));
+  line += '\n';
+  return line;
+}
+
 void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
   auto line = [&](const json& j) {
     return ex.WriteChunk(j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
@@ -130,20 +145,20 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
       if (!begin(std::to_string(m.body.value("pid", 0)))) return op.Cancel();
     } else if (m.kind == AgentOp::Message::kData && m.channel >= 1 && m.channel <= 2) {
       uint8_t ch = m.channel;
-      json ev{{"type", ch == 1 ? "stdout" : "stderr"}};
       if (req.base64) {
-        ev["offset"] = offset;
-        ev["data"] = proto::Base64Encode(m.data);
-        ev["base64"] = true;
-      } else {
-        uint64_t first = carry[ch].empty() ? offset : carry_offset[ch];
-        std::string text = carry[ch] + m.data;
-        size_t whole = CompleteUtf8Prefix(text);
-        carry[ch] = text.substr(whole);
-        carry_offset[ch] = first + whole;
-        ev["offset"] = first;
-        ev["data"] = SanitizeUtf8(std::string_view(text).substr(0, whole));
+        if (!begin("0") || !ex.WriteChunk(Base64EventLine(ch, offset, m.data))) return op.Cancel();
+        offset += m.data.size();
+        op.Ack(static_cast<uint32_t>(m.data.size()));
+        continue;
       }
+      uint64_t first = carry[ch].empty() ? offset : carry_offset[ch];
+      std::string text = carry[ch] + m.data;
+      size_t whole = CompleteUtf8Prefix(text);
+      carry[ch] = text.substr(whole);
+      carry_offset[ch] = first + whole;
+      json ev{{"type", ch == 1 ? "stdout" : "stderr"},
+              {"offset", first},
+              {"data", SanitizeUtf8(std::string_view(text).substr(0, whole))}};
       offset += m.data.size();
       if (!begin("0") || !line(ev)) return op.Cancel();  // the client left: stop the command
       op.Ack(static_cast<uint32_t>(m.data.size()));

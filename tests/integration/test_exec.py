@@ -132,6 +132,10 @@ def test_stream_timeout_and_base64(api, sid):
     chunks = [e for e in ev if e["type"] == "stdout"]
     assert all(e.get("base64") is True for e in chunks), chunks
     assert b"".join(base64.b64decode(e["data"]) for e in chunks) == b"\xff\x00x"
+    at = 0  # offsets count the bytes before each chunk
+    for e in chunks:
+        assert e["offset"] == at, chunks
+        at += len(base64.b64decode(e["data"]))
 
 
 def test_stream_killed_by_signal(api, sid):
