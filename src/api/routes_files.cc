@@ -3,7 +3,7 @@
 #include "api/errors.h"
 #include "api/routes.h"
 #include "api/validate.h"
-#include "common/sha256.h"
+#include "common/digest.h"
 #include "common/time.h"
 #include "proto/frame.h"
 

@@ -1,6 +1,6 @@
 #include "store/idempotency_store.h"
 
-#include "common/sha256.h"
+#include "common/digest.h"
 #include "common/time.h"
 
 namespace kiln::store {

@@ -5,8 +5,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "common/digest.h"
 #include "common/log.h"
-#include "common/sha256.h"
 #include "common/subprocess.h"
 
 namespace kiln::store {

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "common/sha256.h"
+#include "common/digest.h"
 #include "common/time.h"
 #include "common/unique_fd.h"
 

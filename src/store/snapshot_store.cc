@@ -3,10 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/digest.h"
 #include "common/log.h"
-#include "common/sha256.h"
 #include "common/time.h"
-#include "common/xxh3.h"
 
 namespace kiln::store {
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "api/auth.h"
-#include "common/sha256.h"
+#include "common/digest.h"
 #include "fake_exchange.h"
 
 namespace kiln::store {

@@ -7,8 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/sha256.h"
-#include "common/xxh3.h"
+#include "common/digest.h"
 
 namespace kiln::store {
 namespace {

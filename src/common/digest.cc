@@ -1,0 +1,76 @@
+#include "common/digest.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/unique_fd.h"
+
+namespace kiln {
+namespace {
+
+using Ctx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+
+std::string LowerHex(const unsigned char* bytes, size_t len) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (size_t i = 0; i < len; ++i) {
+    out += hex[bytes[i] >> 4];
+    out += hex[bytes[i] & 15];
+  }
+  return out;
+}
+
+std::string Finish(EVP_MD_CTX* ctx) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  return LowerHex(md, len);
+}
+
+// Feeds a file's contents to `update` in 1 MiB blocks; false if unreadable.
+bool ReadBlocks(const std::string& path, const std::function<void(const char*, size_t)>& update) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  std::vector<char> buf(1 << 20);
+  ssize_t n;
+  while ((n = ::read(fd.get(), buf.data(), buf.size())) > 0)
+    update(buf.data(), static_cast<size_t>(n));
+  return n == 0;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+  Ctx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  EVP_DigestUpdate(ctx.get(), data.data(), data.size());
+  return Finish(ctx.get());
+}
+
+std::string FileSha256Hex(const std::string& path) {
+  Ctx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  if (!ReadBlocks(path, [&](const char* p, size_t n) { EVP_DigestUpdate(ctx.get(), p, n); }))
+    return "";
+  return Finish(ctx.get());
+}
+
+std::string FileXxh3Hex(const std::string& path) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                 XXH3_freeState);
+  if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) return "";
+  if (!ReadBlocks(path, [&](const char* p, size_t n) { XXH3_128bits_update(state.get(), p, n); }))
+    return "";
+  XXH128_canonical_t canon;
+  XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(state.get()));
+  return LowerHex(canon.digest, sizeof canon.digest);
+}
+
+}  // namespace kiln
