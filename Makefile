@@ -13,28 +13,26 @@ JOBS      := $(shell nproc)
 
 all: build
 
-# System packages (idempotent) and the base image.
+# Each step prints one line with its time; the whole output goes to
+# build/setup.log (scripts/step.sh; KILN_VERBOSE=1 shows it as it comes).
+STEP      := bash scripts/step.sh
+
+# System packages, the pinned runsc (idempotent) and the base image.
 setup:
-	bash scripts/setup.sh
-	$(MAKE) image
+	@bash scripts/setup.sh
+	@$(MAKE) --no-print-directory image
 
-$(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-
-build: $(BUILD)/build.ninja
-	ninja -C $(BUILD) -j $(JOBS)
+build:
+	@$(STEP) build sh -c '[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo; ninja -C $(BUILD) -j $(JOBS)'
 
 # Host binaries under AddressSanitizer + UBSan (the agent stays static).
-$(ASAN)/build.ninja:
-	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_BENCH=OFF
-
-asan: $(ASAN)/build.ninja
-	ninja -C $(ASAN) -j $(JOBS)
+asan:
+	@$(STEP) "asan build" sh -c '[ -f $(ASAN)/build.ninja ] || cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_BENCH=OFF; ninja -C $(ASAN) -j $(JOBS)'
 
 # Debian bookworm minbase, keyed by the recipe's hash; built once.
 image:
-	@if [ -x $(IMAGE)/usr/bin/python3 ]; then echo "base image ready: $(IMAGE)"; \
-	else mkdir -p $(IMAGES) && bash $(RECIPE) $(IMAGE); fi
+	@mkdir -p $(IMAGES)
+	@$(STEP) "base image" sh -c 'if [ -x $(IMAGE)/usr/bin/python3 ]; then echo "base image ready: $(IMAGE)"; else bash $(RECIPE) $(IMAGE); fi'
 
 demo: setup build
 	$(PY) examples/demo.py --bin-dir $(BUILD)/bin

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs everything kiln needs on a Debian 12 (bookworm) host. Idempotent:
-# a second run changes nothing and finishes in seconds.
-#   - build tools and libraries from Debian
-#   - runsc (gVisor) from bookworm-backports, added with the same mirror URI
-#     the machine's apt sources already use (no host is written here)
-#   - debootstrap for the base image
+# a second run changes nothing and finishes in seconds. One line per step;
+# the whole output goes to build/setup.log (scripts/step.sh).
+#   packages  build tools and libraries from Debian (bookworm-backports added
+#             with the mirror the machine's apt sources already use)
+#   node      Node >= 20 for the TypeScript SDK; gymnasium for one test
+#   runsc     the pinned gVisor, built from its Go module (build-runsc.sh)
+#
+# Usage: setup.sh [STEP...]   (default: every step; a step alone is for step.sh)
 set -euo pipefail
 
 [ "$(id -u)" = 0 ] || { echo "setup.sh: run as root" >&2; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
+here=$(cd "$(dirname "$0")" && pwd)
 
 # The first URI that serves the bookworm suite, from deb822 or one-line sources.
 debian_mirror() {
@@ -25,55 +29,61 @@ debian_mirror() {
   fi
 }
 
-BACKPORTS=/etc/apt/sources.list.d/kiln-bookworm-backports.sources
-updated=0
-if [ ! -f "$BACKPORTS" ]; then
-  mirror=$(debian_mirror | head -n 1)
-  [ -n "$mirror" ] || { echo "setup.sh: no bookworm mirror found in apt sources" >&2; exit 1; }
-  cat > "$BACKPORTS" <<SRC
-Types: deb
-URIs: $mirror
-Suites: bookworm-backports
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  apt-get update -q
-  updated=1
-fi
-
 PKGS=(build-essential cmake ninja-build pkg-config clang-format
-      libboost-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libxxhash-dev
+      libboost-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libxxhash-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       debootstrap iproute2 procps psmisc python3 python3-pytest python3-pip curl ca-certificates
       openssl git)  # openssl, git: the network tests' own test hosts (CA, git repository)
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ! dpkg-query -W -f='${Status}' runsc 2>/dev/null | grep -q 'install ok installed'; then
-  missing+=("runsc/bookworm-backports")
-fi
-if [ ${#missing[@]} -gt 0 ]; then
-  [ "$updated" = 1 ] || apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
-echo "setup.sh: system packages ready (runsc $(runsc --version 2>/dev/null | head -n 1 | awk '{print $3}'))"
+
+step_packages() {
+  local backports=/etc/apt/sources.list.d/kiln-bookworm-backports.sources updated=0
+  if [ ! -f "$backports" ]; then
+    local mirror
+    mirror=$(debian_mirror | head -n 1)
+    [ -n "$mirror" ] || { echo "setup.sh: no bookworm mirror found in apt sources" >&2; return 1; }
+    printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: %s\n' \
+      "$mirror" /usr/share/keyrings/debian-archive-keyring.gpg >"$backports"
+    apt-get update -q
+    updated=1
+  fi
+  local missing=() p
+  for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    [ "$updated" = 1 ] || apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+  echo "setup.sh: system packages ready"
+}
 
 # Node >= 20 for the TypeScript SDK. Debian 12 ships Node 18; its npm installs
 # the official Node 20 binary from the npm registry (the `node` package).
 node_ok() { command -v node >/dev/null && command -v npm >/dev/null &&
             node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)'; }
-if ! node_ok; then
-  apt-get install -y -q --no-install-recommends nodejs npm
-  npm install -g --no-fund --no-audit node@20.20.2
-  hash -r
-fi
-node_ok || { echo "setup.sh: need Node >= 20" >&2; exit 1; }
+step_node() {
+  if ! node_ok; then
+    apt-get install -y -q --no-install-recommends nodejs npm
+    npm install -g --no-fund --no-audit node@20.20.2
+    hash -r
+  fi
+  node_ok || { echo "setup.sh: need Node >= 20" >&2; return 1; }
+  # gymnasium, only for the test that runs its env checker on kiln.gym (the
+  # SDK itself depends on nothing). Kept out of the system Python's packages.
+  local pydeps=/opt/kiln/pydeps
+  if ! PYTHONPATH=$pydeps /usr/bin/python3 -c 'import gymnasium' 2>/dev/null; then
+    /usr/bin/python3 -m pip install -q --root-user-action=ignore --no-warn-script-location \
+      --target "$pydeps" 'gymnasium==1.4.0'
+  fi
+  echo "setup.sh: node $(node --version), gymnasium in $pydeps"
+}
 
-# gymnasium, only for the test that runs its env checker on kiln.gym (the SDK
-# itself depends on nothing). Kept out of the system Python's packages.
-PYDEPS=/opt/kiln/pydeps
-if ! PYTHONPATH=$PYDEPS /usr/bin/python3 -c 'import gymnasium' 2>/dev/null; then
-  /usr/bin/python3 -m pip install -q --root-user-action=ignore --no-warn-script-location --target "$PYDEPS" 'gymnasium==1.4.0'
+step_runsc() { bash "$here/build-runsc.sh"; }
+
+if [ $# -gt 0 ]; then
+  for s in "$@"; do "step_$s"; done
+  exit 0
 fi
-echo "setup.sh: node $(node --version), gymnasium in $PYDEPS"
+for s in packages node runsc; do
+  bash "$here/step.sh" "$s" bash "$here/setup.sh" "$s"
+done

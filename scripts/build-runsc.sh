@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds the pinned runsc (gVisor) from the gvisor.dev/gvisor Go module named
+# in third_party/runsc/go.mod, verified by its go.sum, into
+#   /usr/local/lib/kiln/runsc-<module version>/runsc
+# and does nothing when that binary is already there. Needs Go >= 1.26: the
+# machine's Go when new enough; otherwise Debian's Go (>= 1.21, from
+# bookworm-backports), which fetches the pinned toolchain from the module
+# proxy. Talks to no network but the package registries.
+#
+# Usage: build-runsc.sh [--print-path]
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+mod_dir=$here/third_party/runsc
+version=$(awk '$1 == "require" && $2 == "gvisor.dev/gvisor" {print $3}' "$mod_dir/go.mod")
+[ -n "$version" ] || { echo "build-runsc.sh: no gvisor.dev/gvisor version in $mod_dir/go.mod" >&2; exit 1; }
+prefix=${KILN_RUNSC_PREFIX:-/usr/local/lib/kiln}
+dest=$prefix/runsc-$version/runsc
+toolchain=go1.26.8  # fetched from the module proxy when the machine's Go is older
+
+if [ "${1:-}" = --print-path ]; then echo "$dest"; exit 0; fi
+
+if [ -x "$dest" ] && grep -q "runsc version $version\$" <<<"$("$dest" --version 2>/dev/null)"; then
+  echo "build-runsc.sh: runsc $version already in $dest"
+  exit 0
+fi
+
+# go1.X.Y -> X*1000+Y (major is 1).
+go_minor() { "$1" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\)\.\{0,1\}\([0-9]*\).*/\1 \2/p' |
+             awk '{print $1 * 1000 + ($2 == "" ? 0 : $2)}'; }
+
+find_go() {
+  local g
+  for g in "$(command -v go 2>/dev/null || true)" /usr/local/go/bin/go /usr/lib/go-1.2[0-9]/bin/go; do
+    [ -n "$g" ] && [ -x "$g" ] || continue
+    local m; m=$(go_minor "$g")
+    [ -n "$m" ] && [ "$m" -ge 21000 ] && { echo "$g"; return; }
+  done
+}
+
+go_bin=$(find_go)
+if [ -z "$go_bin" ]; then
+  # Debian's newest Go (backports) is old for gVisor, but new enough to fetch
+  # the pinned toolchain from the module proxy (GOTOOLCHAIN, Go >= 1.21).
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "build-runsc.sh: no Go >= 1.21 here; installing golang-1.23-go from bookworm-backports"
+    apt-get install -y -q --no-install-recommends golang-1.23-go/bookworm-backports ||
+      { echo "build-runsc.sh: cannot install golang-1.23-go: add bookworm-backports to apt's sources (scripts/setup.sh does)" >&2; exit 1; }
+  fi
+  go_bin=$(find_go)
+  [ -n "$go_bin" ] || { echo "build-runsc.sh: Go >= 1.21 not found: install golang-1.23-go from bookworm-backports, or Go >= 1.26 in /usr/local/go" >&2; exit 1; }
+fi
+if [ "$(go_minor "$go_bin")" -lt 26000 ]; then
+  echo "build-runsc.sh: $go_bin is $("$go_bin" env GOVERSION), older than 1.26; using $toolchain from the module proxy"
+  export GOTOOLCHAIN=$toolchain
+else
+  export GOTOOLCHAIN=local
+fi
+
+proxy=$("$go_bin" env GOPROXY)
+case "$proxy" in
+  off|"") echo "build-runsc.sh: GOPROXY is '$proxy': the gVisor module comes from the Go module proxy; set GOPROXY (e.g. the default) and retry" >&2; exit 1 ;;
+esac
+
+cd "$mod_dir"
+export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
+mkdir -p "$prefix/runsc-$version"
+tmp=$(mktemp "$prefix/runsc-$version/runsc.tmp.XXXXXX")
+trap 'rm -f "$tmp" "$tmp.err"' EXIT
+if ! "$go_bin" mod download gvisor.dev/gvisor >/dev/null 2>"$tmp.err"; then
+  echo "build-runsc.sh: cannot download gvisor.dev/gvisor@$version from the Go module proxy ($proxy):" >&2
+  tail -n 5 "$tmp.err" >&2
+  exit 1
+fi
+echo "build-runsc.sh: building runsc $version with $("$go_bin" env GOVERSION)"
+"$go_bin" build -trimpath -ldflags "-s -w -X gvisor.dev/gvisor/runsc/version.version=$version" \
+  -o "$tmp" gvisor.dev/gvisor/runsc
+# (grep -q under pipefail could fail the pipe by closing it early: read it whole)
+built=$("$tmp" --version)
+grep -q "runsc version $version\$" <<<"$built" ||
+  { echo "build-runsc.sh: the built binary does not report version $version" >&2; exit 1; }
+chmod 0755 "$tmp"
+mv -f "$tmp" "$dest"
+trap - EXIT
+echo "build-runsc.sh: runsc $version ready in $dest"
