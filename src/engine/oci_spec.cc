@@ -11,11 +11,14 @@ int64_t HostMemoryLimitBytes(int memory_mib) {
 
 json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
   // Docker's default capability set, without NET_RAW: enough for sudo and
-  // package managers inside, nothing that reaches past the Sentry.
+  // package managers inside, nothing that reaches past the Sentry. Plus
+  // SYS_PTRACE, which gVisor keeps inside the sandbox: the agent (root)
+  // reads /proc/<pid>/environ of the user's processes to find what a
+  // command left behind, and current gVisor checks ptrace access there.
   json caps =
       json::array({"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
                    "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-                   "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"});
+                   "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE", "CAP_SYS_PTRACE"});
   std::string size = "size=" + std::to_string(p.shape.disk_mib) + "m";
   json mounts = json::array({
       {{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
