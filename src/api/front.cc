@@ -86,20 +86,29 @@ void ApiFront::DispatchOnce(Exchange& ex, const std::string& idempotency_key) {
     case store::IdempotencyStore::Begin::kNew:
       break;
   }
+  // Settled before the answer's first byte goes out: a client that gets a
+  // retryable refusal may retry at once and must not find the key still
+  // "in progress".
+  bool settled = false;
+  ex.before_answer = [&](int status, const std::string* sent) {
+    settled = true;
+    if (sent && !Retryable(status, *sent)) {
+      idempotency_.Complete(key_id, idempotency_key, status, *sent);
+    } else {
+      idempotency_.Abandon(key_id, idempotency_key);
+    }
+  };
   try {
     router_.Dispatch(ex);
   } catch (const ApiError& e) {
     SendError(ex, e);
   } catch (...) {
-    idempotency_.Abandon(key_id, idempotency_key);
+    ex.before_answer = nullptr;
+    if (!settled) idempotency_.Abandon(key_id, idempotency_key);
     throw;
   }
-  const std::string* sent = ex.sent_json();
-  if (sent && !Retryable(ex.status(), *sent)) {
-    idempotency_.Complete(key_id, idempotency_key, ex.status(), *sent);
-  } else {
-    idempotency_.Abandon(key_id, idempotency_key);
-  }
+  ex.before_answer = nullptr;
+  if (!settled) idempotency_.Abandon(key_id, idempotency_key);
 }
 
 void ApiFront::Dispatch(Exchange& ex) {

@@ -182,6 +182,7 @@ class BeastExchange : public Exchange {
   void SendJson(int status, const json& body) override {
     if (responded_) return;
     sent_json_ = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    RunBeforeAnswer(status, &sent_json_);
     SendBytes(status, sent_json_, "application/json", {});
   }
   int status() const override { return status_; }
@@ -192,6 +193,7 @@ class BeastExchange : public Exchange {
   void SendBytes(int status, std::string_view body, const std::string& content_type,
                  const std::vector<std::pair<std::string, std::string>>& headers) override {
     if (responded_) return;
+    RunBeforeAnswer(status, nullptr);
     responded_ = true;
     status_ = status;
     DrainBody();
@@ -211,6 +213,7 @@ class BeastExchange : public Exchange {
   bool BeginStream(int status, const std::string& content_type,
                    const std::vector<std::pair<std::string, std::string>>& headers) override {
     if (responded_) return false;
+    RunBeforeAnswer(status, nullptr);
     responded_ = true;
     streaming_ = true;
     status_ = status;

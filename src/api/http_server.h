@@ -59,9 +59,23 @@ class Exchange {
   virtual int status() const { return 0; }
   virtual const std::string* sent_json() const { return nullptr; }
 
+  // Runs once, just before the first byte of the answer is written, with
+  // its status and the body of a JSON answer (null for bytes and streams).
+  // The idempotency layer settles its record here: a client that acts on an
+  // answer (and retries) must find the record already settled.
+  std::function<void(int status, const std::string* json)> before_answer;
+
   std::map<std::string, std::string> params;  // path parameters, from the router
   // Added to whatever answer is sent (Retry-After, Idempotency-Replayed).
   std::vector<std::pair<std::string, std::string>> extra_headers;
+
+ protected:
+  void RunBeforeAnswer(int status, const std::string* json) {
+    if (!before_answer) return;
+    auto hook = std::move(before_answer);
+    before_answer = nullptr;
+    hook(status, json);
+  }
 };
 
 using Handler = std::function<void(Exchange&)>;

@@ -26,22 +26,30 @@ class FakeExchange : public api::Exchange {
   const std::string& path() const override { return path_; }
   std::optional<std::string> Query(const std::string&) const override { return std::nullopt; }
   std::vector<std::string> QueryAll(const std::string&) const override { return {}; }
-  std::string Header(const std::string&) const override { return ""; }
+  std::string Header(const std::string& name) const override {
+    for (const auto& [k, v] : headers_)
+      if (k == name) return v;
+    return "";
+  }
   const std::string& request_id() const override { return request_id_; }
   std::optional<uint64_t> content_length() const override { return std::nullopt; }
   json JsonBody(size_t) override { return json::object(); }
   bool ReadBodyChunk(std::string*) override { return false; }
   bool body_error() const override { return false; }
   void SendJson(int status, const json& body) override {
+    std::string text = body.dump();
+    RunBeforeAnswer(status, &text);
     status_ = status;
     body_ = body;
   }
   void SendBytes(int status, std::string_view, const std::string&,
                  const std::vector<std::pair<std::string, std::string>>&) override {
+    RunBeforeAnswer(status, nullptr);
     status_ = status;
   }
   bool BeginStream(int status, const std::string&,
                    const std::vector<std::pair<std::string, std::string>>&) override {
+    RunBeforeAnswer(status, nullptr);
     status_ = status;
     return true;
   }
@@ -53,6 +61,7 @@ class FakeExchange : public api::Exchange {
 
   int status_ = 0;
   json body_;
+  std::vector<std::pair<std::string, std::string>> headers_;  // request headers
 
  private:
   std::string method_, path_, request_id_ = "req-test";
