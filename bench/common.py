@@ -20,7 +20,14 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUNSC = shutil.which("runsc") or "runsc"
+RUNSC = "runsc"  # set to the runsc kilnd uses (runsc_of) when a KilndSession starts
+
+
+def runsc_of(kilnd):
+    """The runsc a kilnd build uses: line 2 of `kilnd --version` is `runsc VERSION PATH ...`."""
+    return subprocess.run([kilnd, "--version"], capture_output=True, text=True).stdout.split("\n")[1].split()[2]
+
+
 # The flags kilnd gives runsc (src/engine/runsc_engine.cc), for the peer too.
 PEER_FLAGS = ["--network=none", "--overlay2=root:memory", "--platform", "systrap"]
 
@@ -477,6 +484,8 @@ class KilndSession:
     runs, stray processes naming s.workdir killed, s.workdir removed."""
 
     def __init__(self, binary, image_dir, prefix, kilnd_args=(), machine=True):
+        global RUNSC
+        RUNSC = runsc_of(binary)  # the peer runs the same runsc as kilnd
         self.workdir = tempfile.mkdtemp(prefix=prefix)
         self.kilnd = Kilnd(binary, image_dir, self.workdir, kilnd_args)
         self.machine = machine

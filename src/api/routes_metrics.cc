@@ -10,6 +10,16 @@ namespace {
 
 // Gauges read at scrape time from the control plane.
 void AddCollectors(ApiContext& ctx) {
+  metrics::Describe("kiln_build_info", "gauge",
+                    "1, labelled with kiln's version and the engine's (runsc) version.");
+  metrics::AddCollector("kiln_build_info", [&ctx](const metrics::Emit& emit) {
+    engine::EngineInfo e = ctx.sandboxes.EngineInfo();
+    emit({{"version", KILN_VERSION},
+          {"engine", e.name},
+          {"engine_version", e.version},
+          {"engine_pinned", e.pinned() ? "true" : "false"}},
+         1);
+  });
   metrics::Describe("kiln_sandboxes", "gauge", "Sandboxes by state.");
   metrics::AddCollector("kiln_sandboxes", [&ctx](const metrics::Emit& emit) {
     for (const auto& [state, n] : ctx.sandboxes.CountByState()) emit({{"state", state}}, n);

@@ -53,8 +53,16 @@ control::SandboxSpec ReadCreate(const json& body) {
 }  // namespace
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx) {
-  r.Add("GET", "/v1/health", [](Exchange& ex) {
-    ex.SendJson(200, json{{"ok", true}, {"version", KILN_VERSION}, {"time", FormatTime(NowMs())}});
+  r.Add("GET", "/v1/health", [&ctx](Exchange& ex) {
+    engine::EngineInfo e = ctx.sandboxes.EngineInfo();
+    ex.SendJson(200, json{{"ok", true},
+                          {"version", KILN_VERSION},
+                          {"time", FormatTime(NowMs())},
+                          {"engine",
+                           {{"name", e.name},
+                            {"version", e.version},
+                            {"pinnedVersion", e.pinned_version},
+                            {"pinned", e.pinned()}}}});
   });
 
   r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {

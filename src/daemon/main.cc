@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "common/time.h"
 #include "common/unique_fd.h"
 #include "control/sandbox_manager.h"
+#include "daemon/flags.h"
 #include "egress/egress.h"
 #include "engine/runsc_engine.h"
 #include "store/db.h"
@@ -39,27 +41,6 @@
 
 namespace {
 
-struct Flags {
-  std::string listen = "127.0.0.1:7070";
-  std::string state_dir = "/var/lib/kiln";
-  std::string image_dir;  // default <state_dir>/images
-  std::string runsc = "runsc";
-  std::string platform = "systrap";
-  std::string agent;            // default: kiln-agent beside kilnd
-  std::string image_recipe;     // default: <repo>/images/base/build.sh
-  int pool_size = 0;            // ready copies kept for every new snapshot
-  int64_t host_memory_mib = 0;  // default: MemTotal less 1 GiB for the host
-  int host_vcpus = 0;           // default: the host's CPUs
-  double memory_overcommit = 4.0;
-  double cpu_overcommit = 64.0;
-  int key_sandboxes = 100;
-  std::string prices;  // JSON price table file
-  int meter_interval_ms = 5000;
-  std::string admin_key_file;  // default <state_dir>/admin.key
-  // Tests only: resolve egress names from this file instead of DNS.
-  std::string test_resolver_file;
-};
-
 int64_t HostMemoryMib() {
   std::ifstream f("/proc/meminfo");
   std::string name;
@@ -72,75 +53,6 @@ int64_t HostMemoryMib() {
 }
 
 std::string ExeDir() { return std::filesystem::canonical("/proc/self/exe").parent_path(); }
-
-void Usage() {
-  std::fprintf(
-      stderr,
-      "usage: kilnd [--listen HOST:PORT] [--state-dir DIR] [--image-dir DIR]\n"
-      "             [--runsc PATH] [--platform systrap|ptrace] [--agent PATH] "
-      "[--image-recipe PATH] [--pool-size N]\n"
-      "             [--host-memory-mib N] [--host-vcpus N] [--memory-overcommit X]\n"
-      "             [--cpu-overcommit X] [--key-sandbox-limit N] [--prices FILE]\n"
-      "             [--meter-interval-ms N] [--admin-key-file PATH]\n"
-      "             [--test-resolver-file PATH]  (tests only: egress names from a file)\n");
-}
-
-bool ParseFlags(int argc, char** argv, Flags* f) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string value;
-    size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    } else if (a != "--help" && i + 1 < argc) {
-      value = argv[++i];
-    }
-    if (a == "--listen")
-      f->listen = value;
-    else if (a == "--state-dir")
-      f->state_dir = value;
-    else if (a == "--image-dir")
-      f->image_dir = value;
-    else if (a == "--runsc")
-      f->runsc = value;
-    else if (a == "--platform")
-      f->platform = value;
-    else if (a == "--agent")
-      f->agent = value;
-    else if (a == "--image-recipe")
-      f->image_recipe = value;
-    else if (a == "--pool-size")
-      f->pool_size = std::atoi(value.c_str());
-    else if (a == "--host-memory-mib")
-      f->host_memory_mib = std::atoll(value.c_str());
-    else if (a == "--host-vcpus")
-      f->host_vcpus = std::atoi(value.c_str());
-    else if (a == "--memory-overcommit")
-      f->memory_overcommit = std::atof(value.c_str());
-    else if (a == "--cpu-overcommit")
-      f->cpu_overcommit = std::atof(value.c_str());
-    else if (a == "--key-sandbox-limit")
-      f->key_sandboxes = std::atoi(value.c_str());
-    else if (a == "--prices")
-      f->prices = value;
-    else if (a == "--meter-interval-ms")
-      f->meter_interval_ms = std::atoi(value.c_str());
-    else if (a == "--admin-key-file")
-      f->admin_key_file = value;
-    else if (a == "--test-resolver-file")
-      f->test_resolver_file = value;
-    else {
-      std::fprintf(stderr, "kilnd: unknown flag %s\n", a.c_str());
-      return false;
-    }
-    if (value.empty()) {
-      std::fprintf(stderr, "kilnd: %s needs a value\n", a.c_str());
-      return false;
-    }
-  }
-  return true;
-}
 
 kiln::api::HttpServer* g_server = nullptr;
 
@@ -158,14 +70,24 @@ void RaiseOpenFileLimit() {
                   {{"limit", static_cast<uint64_t>(lim.rlim_cur)}});
 }
 
+// `kilnd --version`: kiln's version and the runsc it would use.
+int PrintVersion(const kiln::daemon::Flags& flags) {
+  kiln::StartChildReaper();  // RunProcess hands children to the reaper
+  std::string version = kiln::engine::RunscVersion(flags.runsc);
+  std::printf("kilnd %s\n", KILN_VERSION);
+  std::printf(
+      "runsc %s %s%s\n", version.empty() ? "(cannot run)" : version.c_str(), flags.runsc.c_str(),
+      version == KILN_RUNSC_VERSION ? " (pinned)" : " (not the pinned " KILN_RUNSC_VERSION ")");
+  return version.empty() ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  Flags flags;
-  if (!ParseFlags(argc, argv, &flags)) {
-    Usage();
-    return 2;
-  }
+  kiln::daemon::Flags flags;
+  if (int rc = kiln::daemon::ParseFlags(argc, argv, &flags, std::cout, std::cerr); rc >= 0)
+    return rc;
+  if (flags.version) return PrintVersion(flags);
   if (flags.image_dir.empty()) flags.image_dir = flags.state_dir + "/images";
   if (flags.agent.empty()) flags.agent = ExeDir() + "/kiln-agent";
   if (flags.image_recipe.empty()) flags.image_recipe = ExeDir() + "/../../images/base/build.sh";
@@ -188,10 +110,24 @@ int main(int argc, char** argv) {
     kiln::LogError("no base image", {{"error", e.what()}});
     return 1;
   }
-  kiln::engine::RunscEngine engine({flags.state_dir, flags.runsc, flags.platform, flags.agent});
+  kiln::engine::RunscEngine engine(
+      {flags.state_dir, flags.runsc, flags.platform, flags.agent, 30000, KILN_RUNSC_VERSION});
+  kiln::engine::EngineInfo engine_info = engine.Info();
+  if (engine_info.version.empty()) {
+    kiln::LogError(
+        "runsc cannot run: build the pinned one with `make setup` "
+        "(scripts/build-runsc.sh), or name another with --runsc PATH",
+        {{"runsc", flags.runsc}});
+    return 1;
+  }
+  if (!engine_info.pinned())
+    kiln::LogWarn("runsc is not the pinned version: kiln is built and tested with the pinned one",
+                  {{"runsc", flags.runsc},
+                   {"version", engine_info.version},
+                   {"pinned", engine_info.pinned_version}});
   kiln::control::ManagerOptions options;
   options.default_pool_size = flags.pool_size;
-  options.meter_interval_ms = std::max(100, flags.meter_interval_ms);
+  options.meter_interval_ms = flags.meter_interval_ms;
   kiln::control::CapacityLimits limits;
   limits.host_memory_mib = flags.host_memory_mib > 0 ? flags.host_memory_mib : HostMemoryMib();
   limits.host_vcpus = flags.host_vcpus > 0
@@ -200,10 +136,6 @@ int main(int argc, char** argv) {
   limits.memory_overcommit = flags.memory_overcommit;
   limits.cpu_overcommit = flags.cpu_overcommit;
   limits.key_sandboxes = flags.key_sandboxes;
-  if (limits.memory_overcommit <= 0 || limits.cpu_overcommit <= 0 || limits.key_sandboxes < 1) {
-    std::fprintf(stderr, "kilnd: overcommit ratios must be > 0 and --key-sandbox-limit >= 1\n");
-    return 2;
-  }
   try {
     if (!flags.prices.empty()) {
       std::ifstream f(flags.prices);
@@ -307,6 +239,8 @@ int main(int argc, char** argv) {
   kiln::LogInfo("kilnd listening", {{"listen", flags.listen},
                                     {"stateDir", flags.state_dir},
                                     {"image", rootfs},
+                                    {"runsc", engine_info.binary},
+                                    {"runscVersion", engine_info.version},
                                     {"adminKeyId", admin_id},
                                     {"adminKeyFile", admin_key_file},
                                     {"memoryBudgetMiB", limits.memory_budget_mib()},
@@ -315,6 +249,7 @@ int main(int argc, char** argv) {
   // Stopping the sandboxes first ends requests blocked on them; then the
   // connections drain before anything they use is destroyed.
   sandboxes.Shutdown("host_stopped");
+  engine.ReleaseSharedState();
   if (!server->Drain(10000)) {
     kiln::LogWarn("requests still running at exit", nlohmann::json::object());
     std::_Exit(0);

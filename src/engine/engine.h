@@ -35,9 +35,20 @@ struct Usage {
   uint64_t memory_bytes = 0;  // current host memory of the sandbox
 };
 
+// What runs the sandboxes, for `kilnd --version`, health and metrics.
+struct EngineInfo {
+  std::string name;            // "gvisor"
+  std::string binary;          // e.g. the runsc path
+  std::string version;         // what the binary reports ("" if it cannot run)
+  std::string pinned_version;  // what this build of kiln was made and tested with
+  bool pinned() const { return !version.empty() && version == pinned_version; }
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
+
+  virtual EngineInfo Info() const = 0;
 
   // Starts a sandbox and returns the channel to its agent, or null with
   // *error set (then nothing of it is left behind).

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,9 +36,29 @@ uint64_t ReadU64(const std::string& path) {
 
 }  // namespace
 
+std::string RunscVersion(const std::string& runsc) {
+  ProcessOutput r = RunProcess({runsc, "--version"}, 10000);
+  if (!r.ok()) return "";
+  static const std::string kPrefix = "runsc version ";
+  size_t at = r.out.find(kPrefix);
+  if (at == std::string::npos) return "";
+  size_t from = at + kPrefix.size();
+  return r.out.substr(from, r.out.find_first_of("\r\n", from) - from);
+}
+
 RunscEngine::RunscEngine(RunscOptions options) : opts_(std::move(options)) {
   fs::create_directories(opts_.state_dir + "/sandboxes");
   fs::create_directories(opts_.state_dir + "/runsc");
+  info_ = {"gvisor", opts_.runsc, RunscVersion(opts_.runsc), opts_.pinned_version};
+}
+
+RunscEngine::~RunscEngine() { ReleaseSharedState(); }
+
+void RunscEngine::ReleaseSharedState() {
+  // Concurrent cold starts may stack several mounts on the same path.
+  std::string pin = opts_.state_dir + "/runsc/null-netns";
+  while (::umount2(pin.c_str(), MNT_DETACH) == 0) {
+  }
 }
 
 std::string RunscEngine::SandboxDir(const std::string& id) const {

@@ -5,7 +5,9 @@
 //   sandboxes/<id>/agent.in      FIFO: kilnd -> agent (the sandbox's stdin)
 //   sandboxes/<id>/agent.out     FIFO: agent -> kilnd (the sandbox's stdout)
 //   sandboxes/<id>/sandbox.log   runsc's and the agent's stderr
-//   runsc/                       runsc's own state (--root)
+//   runsc/                       runsc's own state (--root); runsc pins the
+//                                empty network namespace that every gofer
+//                                joins at runsc/null-netns (a bind mount)
 // cgroups: /sys/fs/cgroup/<controller>/kiln/<id>.
 #pragma once
 
@@ -23,12 +25,25 @@ struct RunscOptions {
   std::string platform = "systrap";
   std::string agent_binary;
   int start_timeout_ms = 30000;
+  std::string pinned_version;  // the runsc version this kiln was built for
 };
+
+// The version a runsc binary reports ("runsc version X" -> "X"), or "" if it
+// cannot be run.
+std::string RunscVersion(const std::string& runsc);
 
 class RunscEngine : public Engine {
  public:
+  // Asks the runsc binary for its version once.
   explicit RunscEngine(RunscOptions options);
+  ~RunscEngine() override;
 
+  // Removes what runsc shares between sandboxes on the host (the pinned
+  // null network namespace mount). Call after every sandbox is destroyed;
+  // idempotent; the destructor calls it too.
+  void ReleaseSharedState();
+
+  EngineInfo Info() const override { return info_; }
   std::shared_ptr<AgentConnection> Create(const CreateParams& params, std::string* error) override;
   bool Checkpoint(const std::string& id, const std::string& dir, CheckpointStats* stats,
                   std::string* error) override;
@@ -58,6 +73,7 @@ class RunscEngine : public Engine {
                    const std::shared_ptr<AgentConnection>& conn);
 
   RunscOptions opts_;
+  EngineInfo info_;
   MemoryGuard guard_;
 };
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from client import Client
-from host import Host
+from host import Host, runsc_of
 
 REPO = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("KILN_BIN_DIR") or REPO / "build" / "bin")
@@ -189,7 +189,7 @@ def bin_dir(kilnd):
 
 @pytest.fixture(scope="session")
 def host(kilnd):
-    return Host(kilnd.state_dir)
+    return Host(kilnd.state_dir, runsc_of(BIN_DIR / "kilnd"))
 
 
 class Sandboxes:

@@ -36,9 +36,15 @@ def _proc_table():
     return table
 
 
+def runsc_of(kilnd):
+    """The runsc a kilnd build uses: line 2 of `kilnd --version` is `runsc VERSION PATH ...`."""
+    return subprocess.run([str(kilnd), "--version"], capture_output=True, text=True).stdout.split("\n")[1].split()[2]
+
+
 class Host:
-    def __init__(self, state_dir):
+    def __init__(self, state_dir, runsc):
         self.state_dir = Path(state_dir)
+        self.runsc = runsc
 
     def sandbox_dir(self, sid):
         return self.state_dir / "sandboxes" / sid
@@ -55,7 +61,7 @@ class Host:
         root = self.state_dir / "runsc"
         if not root.exists():
             return []
-        r = subprocess.run(["runsc", "--root", str(root), "list", "-quiet"],
+        r = subprocess.run([self.runsc, "--root", str(root), "list", "-quiet"],
                            capture_output=True, text=True, timeout=30)
         return r.stdout.split()
 

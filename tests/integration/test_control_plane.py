@@ -17,7 +17,7 @@ import pytest
 
 from client import Client, assert_error
 from conftest import BIN_DIR, start_kilnd, stop_kilnd
-from host import Host
+from host import Host, runsc_of
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def daemons():
         state = tempfile.mkdtemp(prefix="kiln-cp-", dir="/tmp")
         d = start_kilnd(state, *args)
         d.api = Client(d.url, key=d.admin_key)
-        d.host = Host(state)
+        d.host = Host(state, runsc_of(BIN_DIR / "kilnd"))
         started.append(d)
         return d
 
@@ -41,6 +41,13 @@ def daemons():
             assert rc == 0, f"kilnd exited with {rc} after SIGTERM\n{d.log_tail()}"
         left = os.listdir(Path(d.state_dir) / "sandboxes") if (Path(d.state_dir) / "sandboxes").exists() else []
         assert not left, f"sandbox directories left in {d.state_dir}: {left}\n{d.log_tail()}"
+        # runsc pins a shared network namespace under its root (a mount): a
+        # kilnd that stopped gracefully releases it; one that was killed
+        # leaves it to the next kilnd on that state dir, so we remove it here.
+        mounts = Host.mounts_naming(str(d.state_dir))
+        for m in mounts:
+            subprocess.run(["umount", "-l", m.split()[4]], capture_output=True)
+        assert d.proc.returncode != 0 or not mounts, f"mounts left by a graceful stop: {mounts}"
         shutil.rmtree(d.state_dir, ignore_errors=True)
         Path(str(d.state_dir) + ".log").unlink(missing_ok=True)
 
@@ -110,7 +117,7 @@ def test_kill_9_under_load_then_restart_readopts(daemons):
     for t in threads:
         t.join()
     # While no daemon runs, one sandbox dies for good.
-    subprocess.run(["runsc", "--root", f"{d.state_dir}/runsc", "delete", "--force", lost["id"]],
+    subprocess.run([d.host.runsc, "--root", f"{d.state_dir}/runsc", "delete", "--force", lost["id"]],
                    capture_output=True)
 
     d2 = start_kilnd(d.state_dir, "--meter-interval-ms", "500", log_path=d.log_path)

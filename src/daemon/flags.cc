@@ -1,0 +1,63 @@
+#include "daemon/flags.h"
+
+#include <CLI/CLI.hpp>
+
+namespace kiln::daemon {
+
+int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, std::ostream& err) {
+  CLI::App app{"kilnd: the kiln daemon. Serves the /v1 HTTP API and runs each sandbox in gVisor.",
+               "kilnd"};
+  app.get_formatter()->column_width(34);
+  app.add_option("--listen", f->listen, "HOST:PORT to serve the API on")->capture_default_str();
+  app.add_option("--state-dir", f->state_dir, "database, sandboxes, snapshots, admin key")
+      ->capture_default_str();
+  app.add_option("--image-dir", f->image_dir, "root filesystems (default STATE_DIR/images)");
+  app.add_option("--runsc", f->runsc, "the runsc binary (default: the pinned build)")
+      ->capture_default_str();
+  app.add_option("--platform", f->platform, "gVisor platform")
+      ->check(CLI::IsMember({"systrap", "ptrace"}))
+      ->capture_default_str();
+  app.add_option("--agent", f->agent, "kiln-agent binary (default: beside kilnd)");
+  app.add_option("--image-recipe", f->image_recipe,
+                 "base image recipe (default: images/base/build.sh of the source tree)");
+  app.add_option("--pool-size", f->pool_size, "ready copies kept for every new snapshot")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app.add_option("--host-memory-mib", f->host_memory_mib,
+                 "memory to plan with (default: MemTotal less 1 GiB)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--host-vcpus", f->host_vcpus, "CPUs to plan with (default: the host's)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--memory-overcommit", f->memory_overcommit,
+                 "reserved memory may total host memory x this")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--cpu-overcommit", f->cpu_overcommit, "reserved vCPUs may total host CPUs x this")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--key-sandbox-limit", f->key_sandboxes, "sandboxes one API key may run at once")
+      ->check(CLI::Range(1, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--prices", f->prices, "JSON price table (docs in README: Metering and cost)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--meter-interval-ms", f->meter_interval_ms, "how often sandboxes are metered")
+      ->check(CLI::Range(100, 3600000))
+      ->capture_default_str();
+  app.add_option("--admin-key-file", f->admin_key_file,
+                 "where the local admin key is kept (default STATE_DIR/admin.key)");
+  app.add_option("--test-resolver-file", f->test_resolver_file,
+                 "tests only: egress names resolved from this file, not DNS");
+  app.add_flag("--version", f->version, "print kiln's version and the runsc it uses, and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "kilnd: " << e.what() << "\n(kilnd --help lists the flags)\n";
+    return 2;
+  }
+  return -1;
+}
+
+}  // namespace kiln::daemon

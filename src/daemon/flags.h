@@ -1,0 +1,38 @@
+// kilnd's command-line flags, parsed with CLI11.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace kiln::daemon {
+
+struct Flags {
+  std::string listen = "127.0.0.1:7070";
+  std::string state_dir = "/var/lib/kiln";
+  std::string image_dir;                // default <state_dir>/images
+  std::string runsc = KILN_RUNSC_PATH;  // the pinned build (scripts/build-runsc.sh)
+  std::string platform = "systrap";
+  std::string agent;            // default: kiln-agent beside kilnd
+  std::string image_recipe;     // default: <repo>/images/base/build.sh
+  int pool_size = 0;            // ready copies kept for every new snapshot
+  int64_t host_memory_mib = 0;  // default: MemTotal less 1 GiB for the host
+  int host_vcpus = 0;           // default: the host's CPUs
+  double memory_overcommit = 4.0;
+  double cpu_overcommit = 64.0;
+  int key_sandboxes = 100;
+  std::string prices;  // JSON price table file
+  int meter_interval_ms = 5000;
+  std::string admin_key_file;  // default <state_dir>/admin.key
+  // Tests only: resolve egress names from this file instead of DNS.
+  std::string test_resolver_file;
+  bool version = false;  // print versions and exit
+};
+
+// Parses argv into *flags. Returns -1 to go on, or the exit status for a
+// run that ends here: 0 after --help (printed to `out`), 2 after a bad flag
+// or value (the message, naming the flag, printed to `err`).
+int ParseFlags(int argc, const char* const* argv, Flags* flags, std::ostream& out,
+               std::ostream& err);
+
+}  // namespace kiln::daemon
