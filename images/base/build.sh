@@ -36,6 +36,10 @@ chroot "$tmp" /usr/sbin/groupadd -g 1000 user
 chroot "$tmp" /usr/sbin/useradd -u 1000 -g 1000 -d /workspace -M -s /bin/bash user
 mkdir -p "$tmp/workspace"
 chown 1000:1000 "$tmp/workspace"
+# gVisor mounts a tmpfs (sandbox memory, no size) over an empty /tmp. A file
+# in it keeps /tmp on the sandbox's disk: the root overlay, diskMiB of host
+# disk, part of every snapshot.
+install -m 0444 /dev/null "$tmp/tmp/.kiln-disk"
 # KILN_OWNER ties a process to the command that started it (kiln-agent kills
 # what a command leaves behind); sudo must not strip it.
 printf '%s\n' 'Defaults env_keep += "KILN_OWNER"' 'user ALL=(ALL) NOPASSWD:ALL' > "$tmp/etc/sudoers.d/user"

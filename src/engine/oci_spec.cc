@@ -9,6 +9,10 @@ int64_t HostMemoryLimitBytes(int memory_mib) {
   return (static_cast<int64_t>(memory_mib) + headroom_mib) << 20;
 }
 
+std::string RootOverlayFlag(const std::string& sandbox_dir, int disk_mib) {
+  return "--overlay2=root:dir=" + sandbox_dir + ",size=" + std::to_string(disk_mib) + "m";
+}
+
 json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
   // Docker's default capability set, without NET_RAW: enough for sudo and
   // package managers inside, nothing that reaches past the Sentry. Plus
@@ -19,7 +23,6 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
       json::array({"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
                    "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
                    "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE", "CAP_SYS_PTRACE"});
-  std::string size = "size=" + std::to_string(p.shape.disk_mib) + "m";
   json mounts = json::array({
       {{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
       {{"destination", "/dev"},
@@ -38,14 +41,6 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
        {"type", "sysfs"},
        {"source", "sysfs"},
        {"options", {"nosuid", "noexec", "nodev", "ro"}}},
-      {{"destination", "/workspace"},
-       {"type", "tmpfs"},
-       {"source", "tmpfs"},
-       {"options", {"nosuid", "nodev", size, "mode=0755", "uid=1000", "gid=1000"}}},
-      {{"destination", "/tmp"},
-       {"type", "tmpfs"},
-       {"source", "tmpfs"},
-       {"options", {"nosuid", "nodev", size, "mode=1777"}}},
       {{"destination", "/opt/kiln/kiln-agent"},
        {"type", "bind"},
        {"source", paths.agent_binary},
@@ -80,7 +75,10 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
           {{"type", "mount"}}}},
         {"cgroupsPath", paths.cgroup_path},
         {"resources",
-         {{"memory", {{"limit", HostMemoryLimitBytes(p.shape.memory_mib)}}},
+         // memoryMiB while runsc starts it: runsc tells the Sentry its total
+         // memory from this limit, so `free` inside shows memoryMiB. The
+         // engine raises it to HostMemoryLimitBytes as soon as runsc returns.
+         {{"memory", {{"limit", static_cast<int64_t>(p.shape.memory_mib) << 20}}},
           {"cpu", {{"quota", quota}, {"period", 100000}}},
           // gVisor maps every address space to a host process: this bounds
           // what a fork bomb can make on the host.

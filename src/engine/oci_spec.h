@@ -15,11 +15,19 @@ struct SpecPaths {
   std::string cgroup_path;   // e.g. /kiln/<id>
 };
 
-// Memory the host cgroup allows beyond memoryMiB for gVisor itself. The
-// sandbox's processes are held to memoryMiB by the memory guard; this is
-// the backstop that no sandbox can pass.
+// What the host cgroup allows once the sandbox runs: memoryMiB plus headroom
+// for gVisor itself. The sandbox's processes are held to memoryMiB by the
+// memory guard; this is the backstop that no sandbox can pass. (The spec
+// itself says memoryMiB, which runsc reports to the Sentry as its total
+// memory; the engine raises the limit to this when runsc returns.)
 int64_t HostMemoryLimitBytes(int memory_mib);
 
 nlohmann::json BuildOciSpec(const CreateParams& params, const SpecPaths& paths);
+
+// The sandbox's disk: every write (the root, /workspace, /tmp alike) goes to
+// an overlay whose upper layer is backed by a file runsc creates (and
+// unlinks at once) in `sandbox_dir` on the host, capped at disk_mib: a full
+// disk is ENOSPC inside, host disk outside, and part of every checkpoint.
+std::string RootOverlayFlag(const std::string& sandbox_dir, int disk_mib);
 
 }  // namespace kiln::engine

@@ -119,6 +119,7 @@ bool RunscEngine::Checkpoint(const std::string& id, const std::string& dir, Chec
 std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
                                                      const std::vector<std::string>& verb,
                                                      std::string* error) {
+  int64_t t0 = MonotonicNowMs();
   std::string dir = SandboxDir(p.id);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -144,14 +145,17 @@ std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
   UniqueFd log_fd(
       ::open((dir + "/sandbox.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   auto args = RunscArgs();
-  for (const char* a : {"--network=none", "--overlay2=root:memory", "--cpu-num-from-quota"})
-    args.push_back(a);
+  for (const char* a : {"--network=none", "--cpu-num-from-quota"}) args.push_back(a);
+  args.push_back(RootOverlayFlag(dir, p.shape.disk_mib));
   args.insert(args.end(), verb.begin(), verb.end());
   args.push_back("--bundle");
   args.push_back(dir);
   args.push_back(p.id);
+  int64_t t1 = MonotonicNowMs();
   pid_t pid = SpawnProcess(args, in_fd.get(), out_fd.get(), log_fd.get());
   int status = pid < 0 ? -1 : WaitProcess(pid, opts_.start_timeout_ms);
+  int64_t t2 = MonotonicNowMs();
+  if (status == 0) RaiseMemoryLimit(p.id, p.shape);
   if (status != 0) {
     std::ifstream log(dir + "/sandbox.log");
     std::string text((std::istreambuf_iterator<char>(log)), {});
@@ -167,8 +171,24 @@ std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
     Destroy(p.id);
     return nullptr;
   }
+  int64_t t3 = MonotonicNowMs();
   GuardMemory(p.id, p.shape, conn);
+  LogInfo("sandbox launched", {{"event", "engine.launch"},
+                               {"sandboxId", p.id},
+                               {"verb", verb[0]},
+                               {"prepareMs", t1 - t0},
+                               {"runscMs", t2 - t1},
+                               {"connectMs", t3 - t2},
+                               {"guardMs", MonotonicNowMs() - t3}});
   return conn;
+}
+
+void RunscEngine::RaiseMemoryLimit(const std::string& id, const Shape& shape) {
+  std::string path = CgroupDir("memory", id) + "/memory.limit_in_bytes";
+  std::ofstream f(path);
+  if (!(f << HostMemoryLimitBytes(shape.memory_mib) << std::flush))
+    LogWarn("cannot give the sandbox its memory headroom: it runs at memoryMiB",
+            {{"sandboxId", id}, {"path", path}});
 }
 
 void RunscEngine::GuardMemory(const std::string& id, const Shape& shape,

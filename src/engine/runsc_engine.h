@@ -68,6 +68,9 @@ class RunscEngine : public Engine {
   std::shared_ptr<AgentConnection> Launch(const CreateParams& params,
                                           const std::vector<std::string>& verb, std::string* error);
 
+  // Lifts the host cgroup's limit from memoryMiB (what runsc read to size
+  // the Sentry) to memoryMiB plus gVisor's headroom.
+  void RaiseMemoryLimit(const std::string& id, const Shape& shape);
   // Kills the sandbox's largest process when it goes over its memory.
   void GuardMemory(const std::string& id, const Shape& shape,
                    const std::shared_ptr<AgentConnection>& conn);

@@ -57,6 +57,12 @@ class Host:
         assert f.exists(), f"{f} does not exist (cgroup layout?)"
         return f.read_text().strip()
 
+    def anon_bytes(self, sid):
+        """The sandbox's own memory on the host (total_rss + total_shmem of its
+        memory cgroup): page cache of its disk left out."""
+        stat = dict(line.split() for line in self.cgroup_value("memory", sid, "memory.stat").splitlines())
+        return int(stat["total_rss"]) + int(stat["total_shmem"])
+
     def runsc_ids(self):
         root = self.state_dir / "runsc"
         if not root.exists():

@@ -4,6 +4,7 @@ within 2x its idle median + 20 ms, and the daemon must keep answering.
 
 Attackers get vcpu=1 so that on a 2-core host one core is left to share; the
 attack itself is the point, not a fight for the last core."""
+import os
 import statistics
 import threading
 import time
@@ -13,6 +14,7 @@ import pytest
 pytestmark = pytest.mark.hostile
 
 ALLOWANCE_S = 0.020
+MiB = 1 << 20
 
 
 def exec_latency(api, sid, n=10):
@@ -96,14 +98,34 @@ def test_fork_bomb(api, kilnd, neighbour, sandboxes):
     assert n < 10, f"{n} processes left in the sandbox after the fork bomb's exec returned"
 
 
-def test_disk_fill(api, kilnd, neighbour, sandboxes):
-    sid = sandboxes.create(vcpu=1, diskMiB=64)["id"]
+def _host_free_mib(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize / MiB
+
+
+def test_disk_fill(api, kilnd, host, neighbour, sandboxes):
+    # More disk than memory: a fill ends in ENOSPC at diskMiB, on host disk,
+    # while the sandbox's memory stays within memoryMiB.
+    sid = sandboxes.create(vcpu=1, memoryMiB=512, diskMiB=1024)["id"]
+    free_before = _host_free_mib(kilnd.state_dir)
     r = under_attack(api, kilnd, neighbour,
                      lambda: api.exec(sid, command="dd if=/dev/zero of=/workspace/fill bs=1M", timeoutMs=120000))
     assert r["exitCode"] != 0 and not r["timedOut"], r
     assert "No space left on device" in r["stderr"], r
+    size = int(api.sh(sid, "stat -c %s /workspace/fill"))
+    assert 1000 * MiB <= size <= 1024 * MiB, size
+    # /tmp and the rest of the root are the same disk: full too.
+    r = api.exec(sid, command="echo x > /tmp/more")
+    assert r["exitCode"] != 0 and "No space left on device" in r["stderr"], r
+    used = host.anon_bytes(sid)
+    assert used < 512 * MiB, f"a 1 GiB disk fill took {used / MiB:.0f} MiB of sandbox memory"
+    assert _host_free_mib(kilnd.state_dir) < free_before - 512, "the fill did not reach host disk"
     assert api.sh(sid, "rm /workspace/fill && echo again > /workspace/x && cat /workspace/x") == "again\n"
     assert api.sh(neighbour, "echo n > /workspace/n && cat /workspace/n") == "n\n"
+    api.sh(sid, "head -c 700000000 /dev/zero > /workspace/fill2")
+    api.delete(sid)
+    freed = _host_free_mib(kilnd.state_dir) - (free_before - 700)
+    assert freed > 500, f"stopping the sandbox gave back only {freed + 700:.0f} of ~700 MiB of host disk"
 
 
 def test_memory_bomb(api, kilnd, neighbour, sandboxes):

@@ -77,6 +77,19 @@ def test_cgroup_limits_follow_the_request(api, host, sandboxes):
     assert host.cgroup_value("pids", sid, "pids.max") != "max", "no pids limit"
 
 
+def test_free_shows_memory_mib_also_in_a_restored_copy(api, host, sandboxes):
+    s = sandboxes.create(vcpu=1, memoryMiB=768)
+    total = lambda sid: int(api.sh(sid, "free -m | awk '/^Mem:/ {print $2}'"))
+    assert total(s["id"]) == 768
+    snap = api.ok("POST", f"/v1/sandboxes/{s['id']}:snapshot", json={})
+    copy = sandboxes.create(snapshot=snap["id"])
+    assert total(copy["id"]) == 768
+    # The host cgroup still leaves gVisor its headroom above memoryMiB.
+    for sid in (s["id"], copy["id"]):
+        assert int(host.cgroup_value("memory", sid, "memory.limit_in_bytes")) > 768 * MiB
+    api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+
+
 def test_vcpu_limits_cpu_time(api, host, sandboxes):
     sid = sandboxes.create(vcpu=1)["id"]
     loops = "for i in 1 2; do timeout 4 sh -c 'while :; do :; done' & done; wait"
