@@ -26,8 +26,6 @@ struct SandboxSpec {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> env;
   std::optional<std::string> snapshot;  // start from this snapshot (its shape wins)
-  // Skip the checksum pass: a fork's snapshot was sealed (hashed) moments ago.
-  bool snapshot_just_sealed = false;
   // Egress rules; unset = the snapshot's (for a copy) or internet off.
   std::optional<network::Policy> network;
 };

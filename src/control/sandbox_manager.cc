@@ -236,7 +236,9 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
   if (from) {
     pooled = pool_.Take(from->id);
     std::string why;
-    if (!pooled && !spec.snapshot_just_sealed && !snapshots_.Verify(from->id, &why)) {
+    // Files hashed once (at seal or an earlier restore) are not hashed again
+    // while unchanged (SnapshotStore), so this costs a stat per file.
+    if (!pooled && !snapshots_.Verify(from->id, &why)) {
       capacity_.Release(spec.owner, spec.shape);
       *failure = {409, "snapshot_corrupted", why};
       return nullptr;
@@ -350,7 +352,6 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
       SandboxSpec spec;
       spec.owner = source->spec().owner;
       spec.snapshot = snap->id;
-      spec.snapshot_just_sealed = true;
       spec.labels = labels.empty() ? source->spec().labels : labels;
       spec.env = source->spec().env;
       spec.timeout_seconds = source->spec().timeout_seconds;

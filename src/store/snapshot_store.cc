@@ -1,5 +1,7 @@
 #include "store/snapshot_store.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -119,6 +121,10 @@ bool SnapshotStore::Seal(const SnapshotRecord& record, std::string* error) {
       return false;
     }
     files[rel] = {{"size", e.file_size()}, {"xxh3_128", sum}};
+    if (auto id = IdentityOf(e.path())) {
+      std::lock_guard lock(mu_);
+      verified_[e.path()] = *id;
+    }
   }
   if (ec || files.empty()) {
     *error = "the capture wrote no files";
@@ -141,6 +147,15 @@ bool SnapshotStore::Seal(const SnapshotRecord& record, std::string* error) {
   return true;
 }
 
+std::optional<SnapshotStore::FileIdentity> SnapshotStore::IdentityOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) < 0) return std::nullopt;
+  return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                      static_cast<uint64_t>(st.st_size),
+                      st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
+                      st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec};
+}
+
 bool SnapshotStore::Verify(const std::string& id, std::string* error) const {
   json files;
   {
@@ -154,12 +169,22 @@ bool SnapshotStore::Verify(const std::string& id, std::string* error) const {
   }
   std::string base = dir_ + "/" + id + "/";
   for (const auto& [rel, want] : files.items()) {
-    std::error_code ec;
-    auto size = fs::file_size(base + rel, ec);
-    if (ec || size != want["size"].get<uint64_t>() || !MatchesChecksum(base + rel, want)) {
+    std::string path = base + rel;
+    auto identity = IdentityOf(path);
+    bool intact = identity && identity->size == want["size"].get<uint64_t>();
+    if (intact) {
+      std::lock_guard lock(mu_);
+      auto seen = verified_.find(path);
+      if (seen != verified_.end() && seen->second == *identity) continue;
+    }
+    if (!intact || !MatchesChecksum(path, want)) {
+      std::lock_guard lock(mu_);
+      verified_.erase(path);
       *error = "snapshot " + id + " is corrupted: " + rel + " does not match its checksum";
       return false;
     }
+    std::lock_guard lock(mu_);
+    verified_[path] = *identity;
   }
   return true;
 }
@@ -184,6 +209,10 @@ bool SnapshotStore::Delete(const std::string& id) {
   {
     std::lock_guard lock(mu_);
     if (!snapshots_.erase(id)) return false;
+    std::string base = dir_ + "/" + id + "/";
+    for (auto it = verified_.lower_bound(base);
+         it != verified_.end() && it->first.compare(0, base.size(), base) == 0;)
+      it = verified_.erase(it);
   }
   std::error_code ec;
   fs::remove_all(dir_ + "/" + id, ec);

@@ -1,5 +1,7 @@
 #include "store/snapshot_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -85,6 +87,31 @@ TEST_F(SnapshotStoreTest, CorruptionNamesTheFile) {
   EXPECT_NE(error.find("checkpoint/pages.img"), std::string::npos) << error;
   EXPECT_FALSE(store.Verify("nope", &error));
   EXPECT_NE(error.find("not found"), std::string::npos) << error;
+}
+
+// Verified files are not hashed again, but a file altered in place is still
+// refused, even when its size and mtime are put back as they were.
+TEST_F(SnapshotStoreTest, VerifiedOnceThenAlteredInPlaceIsRefused) {
+  SnapshotStore store(dir_);
+  std::string error;
+  ASSERT_TRUE(store.Seal(Capture(store, "s1"), &error)) << error;
+  std::string pages = store.CheckpointDir("s1") + "/pages.img";
+  ASSERT_TRUE(store.Verify("s1", &error)) << error;
+  ASSERT_TRUE(store.Verify("s1", &error)) << error;
+  struct stat before {};
+  ASSERT_EQ(stat(pages.c_str(), &before), 0);
+  {
+    std::fstream f(pages, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1 << 20);
+    f.put('Y');
+  }
+  timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(utimensat(AT_FDCWD, pages.c_str(), times, 0), 0);  // mtime as it was
+  EXPECT_FALSE(store.Verify("s1", &error));
+  EXPECT_NE(error.find("checkpoint/pages.img does not match its checksum"), std::string::npos)
+      << error;
+  // Still refused on every later try: the failure is not cached as success.
+  EXPECT_FALSE(store.Verify("s1", &error));
 }
 
 TEST_F(SnapshotStoreTest, ManifestsWithSha256StillVerify) {
