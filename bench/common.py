@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import platform
+import select
 import shutil
 import signal
 import socket
@@ -28,8 +29,13 @@ def runsc_of(kilnd):
     return subprocess.run([kilnd, "--version"], capture_output=True, text=True).stdout.split("\n")[1].split()[2]
 
 
-# The flags kilnd gives runsc (src/engine/runsc_engine.cc), for the peer too.
-PEER_FLAGS = ["--network=none", "--overlay2=root:memory", "--platform", "systrap"]
+# The flags kilnd gives runsc (src/engine/runsc_engine.cc), for the peer too:
+# no network, writes in an overlay backed by a file on host disk (4 GiB, the
+# default diskMiB), systrap.
+def peer_flags(root):
+    disk = os.path.join(os.path.dirname(root), "peer-disk")
+    os.makedirs(disk, exist_ok=True)
+    return ["--network=none", f"--overlay2=root:dir={disk},size=4096m", "--platform", "systrap"]
 
 
 # --------------------------------------------------------------------------
@@ -305,7 +311,7 @@ class Kilnd:
 
 
 def runsc_cmd(root, *args):
-    return [RUNSC, "--root", root, *PEER_FLAGS, *args]
+    return [RUNSC, "--root", root, *peer_flags(root), *args]
 
 
 def runsc_list(root):
@@ -335,14 +341,15 @@ class Peer:
         self._lock = threading.Lock()
 
     def bundle(self, name, args):
-        """`runsc spec`, then root = the image dir (read-only), no terminal, args."""
+        """`runsc spec`, then root = the image dir (its writes go to the overlay,
+        never to the image, as in kilnd's sandboxes), no terminal, args."""
         d = os.path.join(self.bundles, name)
         os.makedirs(d)
         run([RUNSC, "spec", "--bundle", d], check=True, capture=True)
         path = os.path.join(d, "config.json")
         with open(path) as f:
             spec = json.load(f)
-        spec["root"] = {"path": self.rootfs, "readonly": True}
+        spec["root"] = {"path": self.rootfs, "readonly": False}
         spec["process"]["args"] = args
         spec["process"]["terminal"] = False
         with open(path, "w") as f:
@@ -366,16 +373,17 @@ class Peer:
             with open(err_path, "rb") as f:
                 raise RuntimeError(f"runsc run {cid}: rc={r.returncode} {f.read()[-500:]!r}")
 
-    def start_piped(self, bundle, cid, image=None):
+    def start_piped(self, bundle, cid, image=None, restore_flags=()):
         """`runsc run --detach` (or, with image, `runsc restore --detach
-        --image-path image`) with the container's stdin and stdout on fresh
-        pipes that we hold (Peer.pipes[cid]) until delete()."""
+        --image-path image` plus restore_flags) with the container's stdin and
+        stdout on fresh pipes that we hold (Peer.pipes[cid]) until delete()."""
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         with self._lock:
             self.pipes[cid] = (in_w, out_r)
             self.containers.add(cid)
-        verb = ["restore", "--detach", "--image-path", image] if image else ["run", "--detach"]
+        verb = (["restore", "--detach", *restore_flags, "--image-path", image] if image
+                else ["run", "--detach"])
         err_path = os.path.join(self.bundles, cid + ".err")
         try:
             with open(err_path, "wb") as err:
@@ -412,6 +420,23 @@ class Peer:
     def cleanup(self):
         for cid in set(self.containers) | set(runsc_list(self.root)):
             self.delete(cid)
+
+
+def read_until(fd, needle, timeout=180):
+    """Reads a pipe until needle appears; returns what was read."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while needle not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RuntimeError(f"no {needle!r} within {timeout} s: {buf[-300:]!r}")
+        r, _, _ = select.select([fd], [], [], left)
+        if r:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError(f"EOF before {needle!r}: {buf[-300:]!r}")
+            buf += chunk
+    return buf
 
 
 def kill_leftovers(workdir):

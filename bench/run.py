@@ -23,8 +23,8 @@ import sys
 import threading
 import time
 
-from common import (REPO, ApiError, KilndSession, Peer, base_rootfs, emit, forget, log, runsc_cmd,
-                    spawn, start_subreaper)
+from common import (REPO, ApiError, KilndSession, Peer, base_rootfs, emit, forget, log, read_until,
+                    runsc_cmd, spawn, start_subreaper)
 
 # Set on failure or Ctrl-C: load threads finish their iteration and stop, and
 # cleanup waits for them before it deletes what they made.
@@ -411,23 +411,6 @@ def check_server(api, sid, digest):
     r = api.call("POST", f"/v1/sandboxes/{sid}:exec", {"argv": ["python3", "-c", FETCH_PY]})
     if r.get("exitCode") != 0 or r["stdout"].strip() != digest:
         raise ApiError(f"server state in copy {sid}: want {digest}, got {r}")
-
-
-def read_until(fd, needle, timeout=180):
-    """Reads a pipe until needle appears; returns what was read."""
-    buf = b""
-    deadline = time.monotonic() + timeout
-    while needle not in buf:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise RuntimeError(f"no {needle!r} within {timeout} s: {buf[-300:]!r}")
-        r, _, _ = select.select([fd], [], [], left)
-        if r:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise RuntimeError(f"EOF before {needle!r}: {buf[-300:]!r}")
-            buf += chunk
-    return buf
 
 
 def peer_echo_check(peer, cid):
