@@ -123,7 +123,7 @@ def main():
     ap.add_argument("--kilnd", default=os.path.join(REPO, "build", "bin", "kilnd"))
     ap.add_argument("--image-dir", default="/var/lib/kiln/images")
     ap.add_argument("--programs", type=int, default=100)
-    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--timeout-ms", type=int, default=3000)
     ap.add_argument("--memory-mib", type=int, default=256)
     ap.add_argument("--seed", type=int, default=7)

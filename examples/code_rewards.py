@@ -167,7 +167,7 @@ def score_options(args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--programs", type=int, default=200)
-    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--timeout-ms", type=int, default=3000, help="per case (the cheater searches for ~2 s)")
     ap.add_argument("--memory-mib", type=int, default=256)
     ap.add_argument("--seed", type=int, default=7)

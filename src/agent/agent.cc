@@ -104,6 +104,7 @@ void Agent::HandleExec(uint32_t stream, const json& req) {
   opts.stdin_data = req.value("stdin", false);
   opts.timeout_ms = req.value("timeoutMs", int64_t{60000});
   opts.capture_limit = req.value("captureLimit", uint64_t{0});
+  opts.kill_past_limit = req.value("killPastLimit", false);
   ExecStream::Start(*this, stream, std::move(spec), opts);
 }
 

@@ -50,6 +50,11 @@ void ExecStream::OnOutput(uint8_t channel, std::string_view data) {
   uint64_t before = bytes_[channel];
   bytes_[channel] += data.size();
   if (options_.capture_limit > 0) {
+    if (options_.kill_past_limit && bytes_[channel] > options_.capture_limit &&
+        !killed_past_limit_) {
+      killed_past_limit_ = true;
+      command_->KillAll(/*timed_out=*/false);
+    }
     if (before >= options_.capture_limit) return;  // read and dropped
     data = data.substr(0, static_cast<size_t>(options_.capture_limit - before));
   }

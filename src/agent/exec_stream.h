@@ -15,6 +15,9 @@ struct ExecOptions {
   bool stdin_data = false;     // the daemon sends stdin as data frames
   int64_t timeout_ms = 60000;  // 0 = none
   uint64_t capture_limit = 0;  // forward at most this much per channel (0 = all)
+  // Kill the command (and all it started) once a channel passes
+  // capture_limit, instead of reading and dropping the rest.
+  bool kill_past_limit = false;
 };
 
 class ExecStream : public Stream {
@@ -38,6 +41,7 @@ class ExecStream : public Stream {
   std::unique_ptr<Command> command_;
   uint64_t bytes_[3] = {0, 0, 0};
   uint64_t unacked_ = 0;
+  bool killed_past_limit_ = false;
   EventLoop::TimerId timer_ = 0;
 };
 

@@ -43,6 +43,10 @@ ExecRequest ReadExec(const json& body, const control::Sandbox& s) {
   }
   if (auto t = f.Int("timeoutMs", 1, 86400000)) r.timeout_ms = *t;
   r.stream = f.Bool("stream").value_or(false);
+  // kiln's own: a command whose output passes the answer's cap is killed at
+  // once (graders: its answer is already wrong, and a flood costs CPU).
+  bool stop_at_cap = f.Bool("stopAtOutputCap").value_or(false);
+  if (stop_at_cap && r.stream) f.Issue("stopAtOutputCap", "applies to JSON answers, not streams");
   if (auto enc = f.String("outputEncoding", 16)) {
     if (*enc != "utf8" && *enc != "base64") f.Issue("outputEncoding", "must be utf8 or base64");
     r.base64 = *enc == "base64";
@@ -51,6 +55,7 @@ ExecRequest ReadExec(const json& body, const control::Sandbox& s) {
   r.agent["timeoutMs"] = r.timeout_ms;
   r.agent["stdin"] = r.stdin_bytes.has_value();
   r.agent["captureLimit"] = r.stream ? 0 : kOutputCap;
+  r.agent["killPastLimit"] = stop_at_cap;
   return r;
 }
 

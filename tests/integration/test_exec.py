@@ -5,6 +5,8 @@ import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from client import assert_error
+
 CAP = 65536
 RESULT_KEYS = {"exitCode", "signal", "stdout", "stderr", "timedOut", "stdoutTruncated",
                "stderrTruncated", "durationMs", "processId"}
@@ -88,6 +90,21 @@ def test_output_caps(api, sid):
     r = api.exec(sid, command="head -c 300000 /dev/zero | tr '\\0' a; head -c 70000 /dev/zero | tr '\\0' b >&2; exit 3")
     assert r["stdout"] == "a" * CAP and r["stderr"] == "b" * CAP, (len(r["stdout"]), len(r["stderr"]))
     assert (r["stdoutTruncated"], r["stderrTruncated"], r["exitCode"]) == (True, True, 3)
+
+
+def test_stop_at_output_cap_kills_a_flood_at_once(api, sid):
+    t0 = time.monotonic()
+    r = api.exec(sid, command="echo started > /tmp/flood; yes flood; echo never > /tmp/after",
+                 timeoutMs=20000, stopAtOutputCap=True)
+    assert time.monotonic() - t0 < 5, r["durationMs"]
+    assert r["stdoutTruncated"] is True and r["stdout"] == ("flood\n" * CAP)[:CAP]
+    assert (r["exitCode"], r["signal"], r["timedOut"]) == (None, "SIGKILL", False), {k: r[k] for k in r if k != "stdout"}
+    assert api.sh(sid, "cat /tmp/flood; test -e /tmp/after || echo no-after") == "started\nno-after\n"
+    # Under the cap nothing changes; and streams have no cap to stop at.
+    r = api.exec(sid, command="echo short", stopAtOutputCap=True)
+    assert (r["stdout"], r["exitCode"], r["stdoutTruncated"]) == ("short\n", 0, False)
+    assert_error(api.post(f"/v1/sandboxes/{sid}:exec", json={"command": "true", "stream": True, "stopAtOutputCap": True}),
+                 400, "invalid_request")
 
 
 def test_invalid_utf8_is_replaced(api, sid):

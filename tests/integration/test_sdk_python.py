@@ -564,6 +564,10 @@ def test_rewards_score_modes(rt):
     assert crash.score == 0.0 and crash.cases[0].reason == "runtime_error" and crash.cases[0].exit_code == 3
     slow = kiln.rewards.score("import time\ntime.sleep(60)\n", CASES[:1], timeout_ms=500, runtime=rt)
     assert slow.score == 0.0 and slow.cases[0].reason == "timeout" and slow.cases[0].timed_out
+    # A flood is stopped at the output cap, long before its timeout.
+    t0 = time.monotonic()
+    flood = kiln.rewards.score("while True:\n    print('x' * 1000)\n", CASES[:1], timeout_ms=20000, runtime=rt)
+    assert flood.cases[0].reason == "output_truncated" and time.monotonic() - t0 < 10, flood.cases[0].to_dict()
     # Only the program and stdin enter the sandbox: the expected output is nowhere in it.
     needle = "kiln-secret-" + str(8675000 + 309)
     snoop = "import subprocess\nprint(subprocess.run(['grep', '-rl', 'kiln-secret-' + str(8675000 + 309), " \

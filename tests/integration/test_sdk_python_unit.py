@@ -170,6 +170,10 @@ def test_exec_list_sends_argv(server, rt):
     req = server.requests[0]
     assert req["path"] == f"/v1/sandboxes/{SID}:exec"
     assert req["body"] == {"argv": ["ls", "-l"], "cwd": "/tmp", "env": {"A": "1"}, "timeoutMs": 1500}
+    server.answer(200, {"exitCode": None, "signal": "SIGKILL", "stdout": "y", "stderr": "", "stdoutTruncated": True})
+    res = sandbox(rt).exec(["yes"], stop_at_output_cap=True)
+    assert res.stdout_truncated and res.exit_code is None
+    assert server.requests[1]["body"] == {"argv": ["yes"], "stopAtOutputCap": True}
 
 
 def test_exec_check_raises_command_error(server, rt):

@@ -38,6 +38,12 @@ export interface ExecOptions extends RequestOptions {
   onStderr?: (text: string) => void;
   /** Stream even without callbacks. */
   stream?: boolean;
+  /**
+   * kiln's own: kill the command as soon as stdout or stderr passes the
+   * answer's 64 KiB cap, instead of reading and dropping the rest (JSON
+   * answers only).
+   */
+  stopAtOutputCap?: boolean;
 }
 
 export interface SpawnOptions extends RequestOptions {
@@ -231,6 +237,7 @@ export class Sandbox implements AsyncDisposable {
     const timeoutMs = o.timeoutMs ?? (stream ? STREAMED_EXEC_TIMEOUT_MS : undefined);
     if (timeoutMs !== undefined) body["timeoutMs"] = timeoutMs;
     if (stream) body["stream"] = true;
+    else if (o.stopAtOutputCap) body["stopAtOutputCap"] = true;
     return body;
   }
 

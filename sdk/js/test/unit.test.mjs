@@ -177,6 +177,11 @@ test("exec(argv): sends argv (no command) plus cwd/env/stdin/timeoutMs", async (
   reply(200, { processId: "p3", exitCode: 0, stdout: "", stderr: "" });
   await sbx.exec(["cat"], { cwd: "/tmp", env: { A: "1" }, stdin: "x", timeoutMs: 5000 });
   assert.deepEqual(requests[1].body, { argv: ["cat"], cwd: "/tmp", env: { A: "1" }, stdin: "x", timeoutMs: 5000 });
+
+  reply(200, { processId: "p4", exitCode: null, signal: "SIGKILL", stdout: "", stderr: "", stdoutTruncated: true });
+  const r = await sbx.exec(["yes"], { stopAtOutputCap: true });
+  assert.deepEqual(requests[2].body, { argv: ["yes"], stopAtOutputCap: true });
+  assert.equal(r.stdoutTruncated, true);
 });
 
 test("exec with check: a non-zero exit throws CommandError", async () => {

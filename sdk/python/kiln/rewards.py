@@ -163,13 +163,15 @@ def _run(sbx: Sandbox, program: str, name: str, argv: List[str], tests: List[Cas
         if stop_on_failure and results and not results[-1].passed:
             results.append(CaseResult(i, False, "skipped", None, False, "", "", None))
             continue
-        r = sbx.exec(argv, stdin=case.stdin, timeout_ms=timeout_ms, env=env, cwd="/workspace")
+        # A case whose output passes the cap has failed: stop it there, not at its timeout.
+        r = sbx.exec(argv, stdin=case.stdin, timeout_ms=timeout_ms, env=env, cwd="/workspace",
+                     stop_at_output_cap=True)
         if r.timed_out:
             reason = "timeout"
+        elif r.stdout_truncated:
+            reason = "output_truncated"  # killed at the cap, or exited after passing it
         elif r.exit_code != 0:
             reason = "runtime_error"
-        elif r.stdout_truncated:
-            reason = "output_truncated"
         elif compare(r.stdout, case.expected, mode, rel_tol, abs_tol):
             reason = "ok"
         else:

@@ -119,12 +119,16 @@ class Sandbox:
              timeout_ms: Optional[int] = None, check: bool = False,
              on_stdout: Optional[Callable[[str], None]] = None,
              on_stderr: Optional[Callable[[str], None]] = None,
-             idempotency_key: Optional[str] = None) -> CommandResult:
+             idempotency_key: Optional[str] = None, stop_at_output_cap: bool = False) -> CommandResult:
         """Runs a command to its end. A str runs with `bash -c`, a list as argv. A timeout is a
         result (`timed_out`), not an error, unless `check=True` (then CommandError on exit ≠ 0).
         With `on_stdout`/`on_stderr` the output streams to them as it comes (and is not capped).
+        `stop_at_output_cap` (kiln's own) kills the command as soon as stdout or stderr passes
+        the 64 KiB cap of the answer instead of reading and dropping the rest.
         Not retried on a broken connection unless `idempotency_key` is given."""
         body = command_body(command, cwd=cwd, env=env, stdin=stdin, timeout_ms=timeout_ms)
+        if stop_at_output_cap:
+            body["stopAtOutputCap"] = True
         http_timeout = (timeout_ms or DEFAULT_EXEC_TIMEOUT_MS) / 1000.0 + 60.0
         if on_stdout is not None or on_stderr is not None:
             result = self._exec_streamed(body, http_timeout, on_stdout, on_stderr, idempotency_key)
