@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all setup build asan image demo test unit integration hostile bench format clean
+.PHONY: all setup build asan image demo test unit integration hostile bench density format clean
 
 all: build
 
@@ -52,10 +52,15 @@ hostile: build
 	KILN_BIN_DIR=$(CURDIR)/$(BUILD)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration -m hostile
 
 bench: setup build
+	$(PY) bench/runsc_flags.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/run.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/network.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/rewards.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
+
+# Idle sandboxes until the host refuses or a neighbour slows (minutes; not in bench).
+density: setup build
+	$(PY) bench/density.py --kilnd $(BUILD)/bin/kilnd
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

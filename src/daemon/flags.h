@@ -18,9 +18,9 @@ struct Flags {
   int pool_size = 0;            // ready copies kept for every new snapshot
   int64_t host_memory_mib = 0;  // default: MemTotal less 1 GiB for the host
   int host_vcpus = 0;           // default: the host's CPUs
-  double memory_overcommit = 4.0;
-  double cpu_overcommit = 64.0;
-  int key_sandboxes = 100;
+  double memory_overcommit = 12.0;
+  double cpu_overcommit = 256.0;
+  int key_sandboxes = 1000;
   std::string prices;  // JSON price table file
   int meter_interval_ms = 5000;
   std::string admin_key_file;  // default <state_dir>/admin.key
