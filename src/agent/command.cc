@@ -18,11 +18,19 @@ namespace {
 // waiting for EOF.
 constexpr int64_t kDrainMs = 2000;
 
+// Output coalescing (see Command::lingering_): small outputs -- almost every
+// command's -- are read and sent as they come.
+constexpr uint64_t kCoalesceAfter = 256 * 1024;
+constexpr int64_t kLingerMs = 1;
+constexpr size_t kReadChunk = 64 * 1024;
+
 bool MakePipe(UniqueFd& read_end, UniqueFd& write_end) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) < 0) return false;
   read_end.reset(fds[0]);
   write_end.reset(fds[1]);
+  // Room for what piles up while the agent lingers (gVisor's limit).
+  fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
   return true;
 }
 
@@ -85,25 +93,45 @@ void Command::WatchOutput(int index) {
             [this, index](uint32_t) { OnOutputReadable(index); });
 }
 
+void Command::ArmOutput(int index) {
+  if (out_[index])
+    loop_.Modify(out_[index].get(),
+                 paused_ || lingering_[index] ? 0u : static_cast<uint32_t>(EPOLLIN));
+}
+
 void Command::OnOutputReadable(int index) {
-  char buf[64 * 1024];
-  for (int rounds = 0; rounds < 4 && out_[index] && !paused_; ++rounds) {
+  char buf[kReadChunk];
+  size_t got = 0;
+  for (int rounds = 0; rounds < 16 && out_[index] && !paused_; ++rounds) {
     ssize_t n = ::read(out_[index].get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
+    if (n < 0 && errno == EAGAIN) break;
     if (n <= 0) {
       CloseOutput(index);
       MaybeFinish();
       return;
     }
+    got += static_cast<size_t>(n);
+    output_bytes_ += static_cast<uint64_t>(n);
     if (callbacks_.on_output)
       callbacks_.on_output(static_cast<uint8_t>(index + 1),
                            std::string_view(buf, static_cast<size_t>(n)));
-    if (static_cast<size_t>(n) < sizeof buf) return;
+    if (static_cast<size_t>(n) < sizeof buf) break;
   }
+  if (got >= kReadChunk || output_bytes_ < kCoalesceAfter || !out_[index]) return;
+  lingering_[index] = true;
+  ArmOutput(index);
+  linger_timer_[index] = loop_.AddTimer(kLingerMs, [this, index, alive = alive_] {
+    if (!*alive) return;
+    linger_timer_[index] = 0;
+    lingering_[index] = false;
+    ArmOutput(index);
+  });
 }
 
 void Command::CloseOutput(int index) {
+  if (linger_timer_[index]) loop_.CancelTimer(linger_timer_[index]);
+  linger_timer_[index] = 0;
   if (!out_[index]) return;
   loop_.Remove(out_[index].get());
   out_[index].reset();
@@ -112,9 +140,7 @@ void Command::CloseOutput(int index) {
 void Command::PauseOutput(bool paused) {
   if (paused == paused_) return;
   paused_ = paused;
-  for (int i = 0; i < 2; ++i) {
-    if (out_[i]) loop_.Modify(out_[i].get(), paused ? 0u : static_cast<uint32_t>(EPOLLIN));
-  }
+  for (int i = 0; i < 2; ++i) ArmOutput(i);
 }
 
 size_t Command::WriteStdin(std::string_view data) {

@@ -68,6 +68,8 @@ class Command {
  private:
   Command(EventLoop& loop, CommandRegistry& registry);
   void WatchOutput(int index);
+  // EPOLLIN for an output pipe unless paused (flow control) or lingering.
+  void ArmOutput(int index);
   void OnOutputReadable(int index);
   void CloseOutput(int index);
   void OnStdinWritable();
@@ -83,6 +85,13 @@ class Command {
   int64_t started_ms_ = 0;
   UniqueFd out_[2];  // stdout, stderr read ends
   bool paused_ = false;
+  // Streaming output in small writes wakes the agent for each one, and a
+  // wake-up is dear in gVisor. Once a command has written kCoalesceAfter
+  // bytes, a short read makes the agent leave that pipe alone for
+  // kLingerMs, so the next read takes what piled up meanwhile.
+  uint64_t output_bytes_ = 0;
+  bool lingering_[2] = {false, false};
+  EventLoop::TimerId linger_timer_[2] = {0, 0};
   UniqueFd stdin_;
   std::string stdin_buf_;
   bool stdin_closing_ = false;
