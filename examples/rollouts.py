@@ -121,7 +121,7 @@ def episode(rt, snapshot_id, index, max_steps):
     t0 = time.monotonic()
     with rt.sandboxes.create(snapshot=snapshot_id, **SHAPE,
                              labels={"example": "rollouts", "episode": str(index)}) as sbx:
-        first = sbx.exec(f"curl -sf http://127.0.0.1:{PORT}/state")
+        first = sbx.exec(["curl", "-sf", f"http://127.0.0.1:{PORT}/state"])  # argv: no shell to start
         reset_ms = 1000 * (time.monotonic() - t0)
         if first.exit_code != 0 or json.loads(first.stdout) != {"guesses": 0, "solved": False}:
             raise RuntimeError(f"episode {index}: server not in its initial state: "
@@ -130,7 +130,7 @@ def episode(rt, snapshot_id, index, max_steps):
         observations = []
         for _ in range(max_steps):
             guess = policy(rng, lo, hi)
-            r = sbx.exec(f"curl -sf 'http://127.0.0.1:{PORT}/guess?n={guess}'")
+            r = sbx.exec(["curl", "-sf", f"http://127.0.0.1:{PORT}/guess?n={guess}"])
             if r.exit_code != 0:
                 raise RuntimeError(f"episode {index}: step failed: exit {r.exit_code} {r.stderr!r}")
             observations.append(r.stdout)
@@ -154,9 +154,13 @@ def main():
     ap.add_argument("--parallel", type=int, default=8, help="episodes at once (default 8)")
     ap.add_argument("--max-steps", type=int, default=7, help="guesses per episode (default 7)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the game's secret (default 1)")
+    ap.add_argument("--pool", type=int, default=None,
+                    help="ready copies kiln keeps restored (default: --parallel; 0 = none)")
     args = ap.parse_args()
     if args.episodes < 1 or args.parallel < 1 or args.max_steps < 1:
         ap.error("--episodes, --parallel and --max-steps must be at least 1")
+    if args.pool is None:
+        args.pool = args.parallel
 
     rt = Runtime()
     snapshot_id = None
@@ -165,6 +169,9 @@ def main():
     t_start = time.monotonic()
     try:
         snapshot_id = build_environment(rt, args.seed)
+        if args.pool:
+            # Copies restored ahead: a reset is a hand-out while the pool keeps up.
+            rt.snapshots.pool(snapshot_id, args.pool)
         with ThreadPoolExecutor(max_workers=args.parallel) as pool:
             futures = [pool.submit(episode, rt, snapshot_id, i, args.max_steps) for i in range(args.episodes)]
             for f in futures:

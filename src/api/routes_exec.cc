@@ -206,6 +206,7 @@ void AddExecRoutes(Router& r, ApiContext& ctx) {
     } else {
       RunJson(ex, *op, req);
     }
+    ctx.sandboxes.CommandFinished(s);
   });
 }
 

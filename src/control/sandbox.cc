@@ -215,4 +215,9 @@ std::shared_ptr<Sandbox> Sandbox::FromRecord(const json& r) {
   return s;
 }
 
+int64_t Sandbox::ready_ms() const {
+  std::lock_guard lock(mu_);
+  return ready_ms_;
+}
+
 }  // namespace kiln::control

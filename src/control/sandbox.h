@@ -1,6 +1,7 @@
 // A sandbox as the control plane sees it: its record and its agent channel.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -80,6 +81,11 @@ class Sandbox {
   void SetGate(std::shared_ptr<egress::Gate> gate);
   std::shared_ptr<egress::Gate> TakeGate();
 
+  // True once: when the sandbox's start-up CPU weight is to be dropped
+  // (after its first command, or a few seconds without one).
+  bool EndStartupBoost() { return boosted_.exchange(false); }
+  bool boosted() const { return boosted_; }
+
   // SandboxInfo, as the API answers it.
   nlohmann::json Info() const;
 
@@ -87,6 +93,7 @@ class Sandbox {
   nlohmann::json Record() const;
   static std::shared_ptr<Sandbox> FromRecord(const nlohmann::json& record);
   int64_t ended_ms() const;
+  int64_t ready_ms() const;
 
  private:
   const std::string id_;
@@ -104,6 +111,7 @@ class Sandbox {
   int64_t network_version_ = 1;
   int64_t network_updated_ms_;
   std::shared_ptr<egress::Gate> gate_;
+  std::atomic<bool> boosted_{true};
 };
 
 }  // namespace kiln::control

@@ -20,6 +20,7 @@ constexpr int64_t kLeaseCapMs = 3600 * 1000;         // :extend moves a lease at
 // A ledger row covers up to 5 minutes of a sandbox: metered every 5 s, 1,000
 // sandboxes would otherwise append 200 rows a second.
 constexpr int64_t kLedgerRowMs = 5 * 60 * 1000;
+constexpr int64_t kStartupBoostMs = 5000;  // see Engine::kStartupCpuWeight
 }  // namespace
 
 SandboxManager::SandboxManager(ManagerDeps deps, ManagerOptions options)
@@ -599,16 +600,24 @@ bool SandboxManager::DeleteSnapshot(const std::string& id) {
   return snapshots_.Delete(id);
 }
 
+void SandboxManager::CommandFinished(const std::shared_ptr<Sandbox>& sandbox) {
+  if (sandbox->EndStartupBoost()) engine_.SetCpuWeight(sandbox->id(), engine::Engine::kCpuWeight);
+}
+
 void SandboxManager::LeaseLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     cv_.wait_for(lock, std::chrono::milliseconds(500));
     int64_t now = StableNowMs();
-    std::vector<std::shared_ptr<Sandbox>> expired;
+    std::vector<std::shared_ptr<Sandbox>> expired, unboost;
     for (const auto& [id, s] : sandboxes_) {
       if (s->running() && s->expires_ms() <= now) expired.push_back(s);
+      // No first command within a few seconds: the start-up weight ends anyway.
+      if (s->running() && s->boosted() && s->ready_ms() + kStartupBoostMs <= now)
+        unboost.push_back(s);
     }
     lock.unlock();
+    for (auto& s : unboost) CommandFinished(s);
     for (auto& s : expired) std::thread([this, s] { Stop(s, "lease_expired"); }).detach();
     for (const auto& id : snapshots_.DeleteExpired(now)) {
       pool_.Drop(id);

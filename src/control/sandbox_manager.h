@@ -117,6 +117,8 @@ class SandboxManager {
   // too), waits for those already starting, then stops every sandbox, a few
   // at a time. A create that raced with it would leave a sandbox behind.
   void Shutdown(const std::string& reason);
+  // A command of the sandbox has finished: its start-up CPU weight ends.
+  void CommandFinished(const std::shared_ptr<Sandbox>& sandbox);
   // What runs the sandboxes (health, metrics).
   engine::EngineInfo EngineInfo() const { return engine_.Info(); }
   // Counts by state, for metrics.

@@ -8,7 +8,7 @@ namespace kiln::control {
 
 WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots)
     : engine_(engine), rootfs_(std::move(rootfs)), snapshots_(snapshots) {
-  filler_ = std::thread([this] { FillLoop(); });
+  for (int i = 0; i < kFillers; ++i) fillers_.emplace_back([this] { FillLoop(); });
 }
 
 WarmPool::~WarmPool() {
@@ -17,7 +17,7 @@ WarmPool::~WarmPool() {
     stopping_ = true;
   }
   cv_.notify_all();
-  filler_.join();
+  for (auto& t : fillers_) t.join();
   std::lock_guard lock(mu_);
   for (auto& [id, p] : pools_) Destroy(std::move(p.ready));
 }
@@ -126,7 +126,8 @@ void WarmPool::Destroy(std::deque<PooledCopy> copies) {
 void WarmPool::FillLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    // One restore at a time: a refill must not starve live sandboxes of CPU.
+    // At most kFillers restores at a time, so a refill cannot take every
+    // core from live sandboxes.
     std::string want;
     for (auto& [id, p] : pools_) {
       if (static_cast<int>(p.ready.size()) + p.filling < p.size) {

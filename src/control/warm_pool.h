@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/engine.h"
 #include "store/snapshot_store.h"
@@ -61,7 +62,10 @@ class WarmPool {
   std::condition_variable cv_;
   std::map<std::string, Pool> pools_;
   bool stopping_ = false;
-  std::thread filler_;
+  // Two restores at a time: one per core of the 2-core build machine, so
+  // that a pool drained by a burst of creates refills while they run.
+  static constexpr int kFillers = 2;
+  std::vector<std::thread> fillers_;
 };
 
 }  // namespace kiln::control

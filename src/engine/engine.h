@@ -82,6 +82,14 @@ class Engine {
   virtual bool Freeze(const std::string& id) = 0;
   virtual bool Thaw(const std::string& id) = 0;
 
+  // CPU weight against other sandboxes when the host is busy: a sandbox
+  // starts at kStartupCpuWeight, so that a reset (restore + first command)
+  // is not queued behind the commands of every running episode, and is
+  // set back to kCpuWeight after its first command. No cap changes.
+  static constexpr int kCpuWeight = 1024;
+  static constexpr int kStartupCpuWeight = 8192;
+  virtual void SetCpuWeight(const std::string& id, int weight) = 0;
+
   virtual Usage GetUsage(const std::string& id) = 0;
 
   // Ids of sandboxes the engine has on this host (running or not).

@@ -283,6 +283,11 @@ bool RunscEngine::SetFreezerState(const std::string& id, const std::string& stat
   return false;
 }
 
+void RunscEngine::SetCpuWeight(const std::string& id, int weight) {
+  std::ofstream f(CgroupDir("cpu", id) + "/cpu.shares");
+  f << weight << std::flush;
+}
+
 Usage RunscEngine::GetUsage(const std::string& id) {
   Usage u;
   u.cpu_ns = ReadU64(CgroupDir("cpuacct", id) + "/cpuacct.usage");

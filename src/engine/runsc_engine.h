@@ -54,6 +54,7 @@ class RunscEngine : public Engine {
                                           std::string* error) override;
   bool Freeze(const std::string& id) override;
   bool Thaw(const std::string& id) override;
+  void SetCpuWeight(const std::string& id, int weight) override;
   Usage GetUsage(const std::string& id) override;
   std::vector<std::string> List() override;
 
