@@ -82,9 +82,14 @@ class Sandbox {
   std::shared_ptr<egress::Gate> TakeGate();
 
   // True once: when the sandbox's start-up CPU weight is to be dropped
-  // (after its first command, or a few seconds without one).
+  // (after its first command, after it used its start-up CPU, or a few
+  // seconds without a command).
   bool EndStartupBoost() { return boosted_.exchange(false); }
   bool boosted() const { return boosted_; }
+  // The sandbox's CPU total when it was handed out: the start-up weight
+  // covers a limited amount of CPU from there.
+  void SetBoostBase(uint64_t cpu_ns) { boost_base_cpu_ns_ = cpu_ns; }
+  uint64_t boost_base_cpu_ns() const { return boost_base_cpu_ns_; }
 
   // SandboxInfo, as the API answers it.
   nlohmann::json Info() const;
@@ -112,6 +117,7 @@ class Sandbox {
   int64_t network_updated_ms_;
   std::shared_ptr<egress::Gate> gate_;
   std::atomic<bool> boosted_{true};
+  std::atomic<uint64_t> boost_base_cpu_ns_{0};
 };
 
 }  // namespace kiln::control

@@ -19,10 +19,21 @@ struct Shape {
   int disk_mib = 4096;  // size of the writable /workspace and /tmp
 };
 
+// CPU weight against other sandboxes when the host is busy. A copy
+// restored from a snapshot (an episode's reset) starts at kStartupCpuWeight,
+// so that its restore and first command are not queued behind the commands
+// of every running episode; the control plane sets kCpuWeight after that
+// first command or a small amount of CPU. Fresh creates start at kCpuWeight:
+// a grader's burst of new sandboxes must not crowd out the ones running
+// cases against a timeout. Weights change no cap (the vcpu quota).
+inline constexpr int kCpuWeight = 1024;
+inline constexpr int kStartupCpuWeight = 8192;
+
 struct CreateParams {
   std::string id;
   Shape shape;
   std::string rootfs;  // read-only image root; writes stay in the sandbox
+  int cpu_weight = kCpuWeight;
 };
 
 struct CheckpointStats {
@@ -82,12 +93,7 @@ class Engine {
   virtual bool Freeze(const std::string& id) = 0;
   virtual bool Thaw(const std::string& id) = 0;
 
-  // CPU weight against other sandboxes when the host is busy: a sandbox
-  // starts at kStartupCpuWeight, so that a reset (restore + first command)
-  // is not queued behind the commands of every running episode, and is
-  // set back to kCpuWeight after its first command. No cap changes.
-  static constexpr int kCpuWeight = 1024;
-  static constexpr int kStartupCpuWeight = 8192;
+  // Sets the sandbox's CPU weight (see kCpuWeight).
   virtual void SetCpuWeight(const std::string& id, int weight) = 0;
 
   virtual Usage GetUsage(const std::string& id) = 0;

@@ -79,7 +79,7 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
          // memory from this limit, so `free` inside shows memoryMiB. The
          // engine raises it to HostMemoryLimitBytes as soon as runsc returns.
          {{"memory", {{"limit", static_cast<int64_t>(p.shape.memory_mib) << 20}}},
-          {"cpu", {{"quota", quota}, {"period", 100000}, {"shares", Engine::kStartupCpuWeight}}},
+          {"cpu", {{"quota", quota}, {"period", 100000}, {"shares", p.cpu_weight}}},
           // gVisor maps every address space to a host process: this bounds
           // what a fork bomb can make on the host.
           {"pids", {{"limit", 8192}}}}}}},

@@ -77,7 +77,9 @@ std::shared_ptr<AgentConnection> RunscEngine::Restore(const CreateParams& p,
                                                       const std::string& checkpoint,
                                                       std::string* error) {
   // Uncompressed pages, read straight from the page cache.
-  return Launch(p, {"restore", "--detach", "--image-path", checkpoint}, error);
+  CreateParams boosted = p;
+  boosted.cpu_weight = kStartupCpuWeight;
+  return Launch(boosted, {"restore", "--detach", "--image-path", checkpoint}, error);
 }
 
 bool RunscEngine::Checkpoint(const std::string& id, const std::string& dir, CheckpointStats* stats,

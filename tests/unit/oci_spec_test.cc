@@ -68,9 +68,15 @@ TEST(OciSpecTest, CpuQuotaIsVcpuTimesPeriod) {
     const json& cpu = spec.at("linux").at("resources").at("cpu");
     EXPECT_EQ(cpu.at("quota").get<int64_t>(), int64_t{vcpu} * 100000) << vcpu;
     EXPECT_EQ(cpu.at("period").get<int64_t>(), 100000);
-    // Starts with the start-up weight; the engine drops it after the first command.
-    EXPECT_EQ(cpu.at("shares").get<int>(), Engine::kStartupCpuWeight);
+    EXPECT_EQ(cpu.at("shares").get<int>(), kCpuWeight);
   }
+}
+
+TEST(OciSpecTest, CpuWeightComesFromTheParams) {
+  CreateParams p = Params(1, 512, 4096);
+  p.cpu_weight = kStartupCpuWeight;
+  json spec = BuildOciSpec(p, kPaths);
+  EXPECT_EQ(spec.at("linux").at("resources").at("cpu").at("shares").get<int>(), kStartupCpuWeight);
 }
 
 TEST(OciSpecTest, PidsLimitIsSet) {
