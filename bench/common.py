@@ -114,6 +114,20 @@ def start_subreaper():
     return True
 
 
+def host_busy_ms():
+    """Host CPU time spent not idle (all cores) since boot, in ms (/proc/stat)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_ms(pid):
+    """CPU time of one process itself (not its children), in ms."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def log(msg):
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 

@@ -30,8 +30,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "examples"))
 sys.path.insert(0, os.path.join(REPO, "sdk", "python"))
 
-from common import (KilndSession, Peer, base_rootfs, emit, forget, log,  # noqa: E402
-                    runsc_cmd, spawn, start_subreaper)
+from common import (KilndSession, Peer, base_rootfs, emit, forget, host_busy_ms, log,  # noqa: E402
+                    process_cpu_ms, runsc_cmd, spawn, start_subreaper)
 import code_rewards as ex  # noqa: E402  examples/code_rewards.py: programs, cases, checks
 from kiln import Runtime  # noqa: E402
 from kiln.rewards import score_many  # noqa: E402
@@ -118,11 +118,45 @@ def peer_score(peer, bundle, program, cases, timeout_s):
     return PeerResult(reasons.count("ok"), len(cases), reasons)
 
 
+def floor_probe(kilnd, rt, cases, args):
+    """What one program costs at least, measured here: a sandbox's life (create + stop, no
+    command) and one `python3 main.py` of a correct program (the sandbox cgroup's CPU); and
+    what hanging programs take (timeout x the CPU they may use)."""
+    api = kilnd.api()
+    n = 10
+    busy0 = host_busy_ms()
+    for _ in range(n):
+        sid = kilnd.create(api, {"vcpu": 1, "memoryMiB": args.memory_mib})
+        kilnd.stop_sandbox(api, sid)
+    life = (host_busy_ms() - busy0) / n
+    sbx = rt.sandboxes.create(vcpu=1, memory_mib=args.memory_mib)
+    acct = f"/sys/fs/cgroup/cpuacct/kiln/{sbx.id}/cpuacct.usage"
+    sbx.files.write("/workspace/main.py", ex.CORRECT[0])
+    runs = []
+    for stdin, _ in cases * 2:
+        with open(acct) as f:
+            c0 = int(f.read())
+        sbx.exec(["python3", "main.py"], stdin=stdin, cwd="/workspace")
+        with open(acct) as f:
+            runs.append((int(f.read()) - c0) / 1e6)
+    sbx.stop()
+    api.close()
+    runs.sort()
+    per_case = runs[len(runs) // 2]
+    emit({"bench": "code_rewards_floor", "unit": "ms host CPU",
+          "sandboxLifeMs": round(life), "pythonCaseMs": round(per_case, 1),
+          "correctProgramMs": round(life + len(cases) * per_case),
+          "hangProgramMsUpTo": args.timeout_ms,
+          "what": "sandbox create + stop (no command), host CPU; one `python3 main.py` case, "
+                  "sandbox cgroup CPU; a correct program runs every case; a CPU-bound hang may "
+                  "use one vCPU until its timeout"})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kilnd", default=os.path.join(REPO, "build", "bin", "kilnd"))
     ap.add_argument("--image-dir", default="/var/lib/kiln/images")
-    ap.add_argument("--programs", type=int, default=100)
+    ap.add_argument("--programs", type=int, default=200)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--timeout-ms", type=int, default=3000)
     ap.add_argument("--memory-mib", type=int, default=256)
@@ -151,9 +185,13 @@ def main():
         log(f"kiln: scoring {len(programs)} programs, concurrency {args.concurrency}")
         opts = dict(mode="whitespace", timeout_ms=args.timeout_ms, memory_mib=args.memory_mib, vcpu=1,
                     stop_on_failure=True, labels={"bench": "rewards"}, runtime=rt)
-        t0 = time.monotonic()
+        t0, busy0, kilnd0, client0 = time.monotonic(), host_busy_ms(), process_cpu_ms(kilnd.proc.pid), os.times()
         results = score_many([src for _, src in programs], cases, concurrency=args.concurrency, **opts)
         wall = time.monotonic() - t0
+        busy = host_busy_ms() - busy0
+        kilnd_ms = process_cpu_ms(kilnd.proc.pid) - kilnd0
+        client1 = os.times()
+        client_ms = (client1.user + client1.system - client0.user - client0.system) * 1000
         problems = [f"{i} {c}: {p}" for i, ((c, _), r) in enumerate(zip(programs, results))
                     for p in ex.check(c, r, cases)]
         kiln_scores = [r.score for r in results]
@@ -161,6 +199,14 @@ def main():
               "value": round(len(programs) / wall, 3), "wallS": round(wall, 2),
               "unexpected": len(problems), "unexpectedSamples": problems[:5],
               "what": "kiln.rewards.score_many: sandbox per program, exec per case"})
+        n = len(programs)
+        emit({"bench": "code_rewards_cpu", "kiln": True, "unit": "ms host CPU per program",
+              "hostCpuMsPerProgram": round(busy / n), "kilndCpuMsPerProgram": round(kilnd_ms / n, 1),
+              "sdkCpuMsPerProgram": round(client_ms / n, 1),
+              "ceilingProgramsPerS": round(os.cpu_count() * 1000 / (busy / n), 2),
+              "what": "all host CPU during the kiln run / programs; kilnd's own and the SDK's (this "
+                      "process) share of it; ceiling = CPUs / CPU per program"})
+        floor_probe(kilnd, rt, cases, args)
         # Every sandbox score_many made must be stopped.
         api = kilnd.api()
         listed = api.call("GET", "/v1/sandboxes?includeStopped=true&limit=500")["data"]

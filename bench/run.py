@@ -74,6 +74,15 @@ def timed(fn, n, warmup=0):
     return out
 
 
+SPAWN_PROBE_PY = ("import json, os, sys, time\n"
+                  "out = []\n"
+                  "for _ in range(int(sys.argv[1])):\n"
+                  "    t0 = time.perf_counter()\n"
+                  "    os.waitpid(os.posix_spawn('/bin/true', ['true'], {}), 0)\n"
+                  "    out.append((time.perf_counter() - t0) * 1000)\n"
+                  "print(json.dumps(out[10:]))\n")
+
+
 def bench_exec_rtt(kilnd, peer, cfg):
     api = kilnd.api()
     sid = kilnd.create(api)
@@ -96,6 +105,26 @@ def bench_exec_rtt(kilnd, peer, cfg):
                 cfg["exec_n"], warmup=10)
     emit({"bench": "agent_rtt", "unit": "ms", **stats(lat), "kiln": True,
           "what": "GET files/stat?path=/workspace: one agent-channel request, no process"})
+
+    # What bounds an exec: starting a process inside gVisor, timed inside the
+    # sandbox by Python (no kiln in the loop).
+    r = api.call("POST", f"/v1/sandboxes/{sid}:exec",
+                 {"argv": ["python3", "-c", SPAWN_PROBE_PY, str(cfg["exec_n"])], "timeoutMs": 120000})
+    spawn = sorted(json.loads(r["stdout"]))
+    emit({"bench": "process_start_in_gvisor", "unit": "ms", **stats(spawn), "kiln": False,
+          "what": "posix_spawn(/bin/true) + waitpid, timed by python3 inside the sandbox: the floor "
+                  "of any exec that starts a process; kiln's own share of exec_rtt is the difference"})
+
+    # An idle sandbox's host CPU (its cgroup, 5 s, after 2 s of rest).
+    time.sleep(2)
+    acct = f"/sys/fs/cgroup/cpuacct/kiln/{sid}/cpuacct.usage"
+    with open(acct) as f:
+        c0 = int(f.read())
+    time.sleep(5)
+    with open(acct) as f:
+        idle_ms = (int(f.read()) - c0) / 1e6 / 5
+    emit({"bench": "idle_sandbox_cpu", "unit": "ms CPU per s", "value": round(idle_ms, 3), "kiln": True,
+          "what": "host CPU of one running sandbox doing nothing (its cgroup's cpuacct over 5 s)"})
     kilnd.stop_sandbox(api, sid)
     api.close()
 
@@ -491,16 +520,24 @@ def bench_restore(kilnd, peer, cfg, api, snap, digest, echo_bundle, echo_image):
     sid = kilnd.create(api, {"snapshot": snap})
     check_server(api, sid, digest)
     kilnd.stop_sandbox(api, sid)
-    first, create = [], []
-    for _ in range(cfg["restore_n"]):
+    first, create, answer = [], [], []
+    for i in range(cfg["restore_n"] * 2):
         t0 = time.perf_counter()
         sid = kilnd.create(api, {"snapshot": snap})
         t1 = time.perf_counter()
+        if i % 2:  # every other copy: the first answer of its agent, no process started
+            api.call("GET", f"/v1/sandboxes/{sid}/files/stat?path=/workspace")
+            answer.append(ms(time.perf_counter() - t0))
+            kilnd.stop_sandbox(api, sid)
+            continue
         exec_true(api, sid)
         t2 = time.perf_counter()
         kilnd.stop_sandbox(api, sid)
         create.append(ms(t1 - t0))
         first.append(ms(t2 - t0))
+    emit({"bench": "restore_to_first_answer", "unit": "ms", **stats(answer, 1), "kiln": True,
+          "what": 'POST /v1/sandboxes {"snapshot"} (no pool) then GET files/stat (the agent '
+                  "answers, no process starts): the same job as the raw peer below"})
     emit({"bench": "restore_to_first_result", "unit": "ms", **stats(first, 1), "kiln": True,
           "createMsP50": round(percentile(sorted(create), 0.5), 1),
           "snapshotMiB": cfg["small_snapshot_mib"],
@@ -512,18 +549,25 @@ def bench_restore(kilnd, peer, cfg, api, snap, digest, echo_bundle, echo_image):
     peer.start_piped(echo_bundle, cid, image=echo_image)  # warm-up, untimed
     peer_echo_check(peer, cid)
     peer.delete(cid)
-    lat = []
-    for _ in range(cfg["peer_restore_n"]):
+    lat, lat_exec = [], []
+    for i in range(cfg["peer_restore_n"] * 2):
         cid = peer.next_id("rst")
         t0 = time.perf_counter()
         peer.start_piped(echo_bundle, cid, image=echo_image)
-        peer_exec_true(peer, cid)
-        lat.append(ms(time.perf_counter() - t0))
+        if i % 2:
+            peer_exec_true(peer, cid)
+            lat_exec.append(ms(time.perf_counter() - t0))
+        else:
+            peer_echo_check(peer, cid)
+            lat.append(ms(time.perf_counter() - t0))
         peer.delete(cid)
-    emit({"bench": "restore_to_first_result", "peer": "runsc restore + runsc exec", "unit": "ms",
+    emit({"bench": "restore_to_first_answer", "peer": "runsc restore + first echo", "unit": "ms",
           **stats(lat, 1),
           "what": "runsc restore --detach --image-path (checkpoint --compression=none of a "
-                  "python3 stdin echo loop, fresh stdio pipes), then runsc exec /bin/true"})
+                  "python3 stdin echo loop), then one line echoed over its fresh stdio pipes"})
+    emit({"bench": "restore_to_first_result", "peer": "runsc restore + runsc exec", "unit": "ms",
+          **stats(lat_exec, 1),
+          "what": "the same restore, then runsc exec /bin/true"})
 
 
 def bench_pool(kilnd, peer, cfg, api, snap, echo_bundle, echo_image):
