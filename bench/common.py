@@ -121,6 +121,14 @@ def host_busy_ms():
     return (sum(v[:8]) - v[3] - v[4]) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def mem_available_mib():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
 def process_cpu_ms(pid):
     """CPU time of one process itself (not its children), in ms."""
     with open(f"/proc/{pid}/stat") as f:

@@ -20,18 +20,10 @@ import statistics
 import sys
 import time
 
-from common import (REPO, ApiError, KilndSession, emit, host_busy_ms, log, process_cpu_ms,
-                    start_subreaper)
+from common import (REPO, ApiError, KilndSession, emit, host_busy_ms, log, mem_available_mib,
+                    process_cpu_ms, start_subreaper)
 
 SHAPE = {"vcpu": 1, "memoryMiB": 512}
-
-
-def mem_available_mib():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def exec_p50(api, sid, n=20):

@@ -230,11 +230,16 @@ def main():
         pwall = time.monotonic() - t0
         peer_scores = [r.score for r in peer_results]
         differ = sum(1 for a, b in zip(kiln_scores, peer_scores) if a != b)
+        differ_samples = [f"{i} {c}: kiln {a:.2f}, peer {b:.2f} {r.reasons}"
+                          for i, ((c, _), a, b, r) in enumerate(zip(programs, kiln_scores, peer_scores, peer_results))
+                          if a != b][:5]
         emit({"bench": "code_rewards_throughput", "peer": "runsc run + runsc exec per case", **common,
               "value": round(len(programs) / pwall, 3), "wallS": round(pwall, 2),
-              "scoresDifferFromKiln": differ,
+              "scoresDifferFromKiln": differ, "differSamples": differ_samples,
               "what": "fresh runsc container per program (same rootfs and flags), exec per case"})
-        if problems or differ:
+        # kiln's verdicts must be right; the peer's may differ under load (a
+        # `runsc exec` per case can itself pass the 3 s), which is reported.
+        if problems:
             session.rc = 1
     return session.rc
 

@@ -23,8 +23,8 @@ import sys
 import threading
 import time
 
-from common import (REPO, ApiError, KilndSession, Peer, base_rootfs, emit, forget, log, read_until,
-                    runsc_cmd, spawn, start_subreaper)
+from common import (REPO, ApiError, KilndSession, Peer, base_rootfs, emit, forget, host_busy_ms, log,
+                    mem_available_mib, process_cpu_ms, read_until, runsc_cmd, spawn, start_subreaper)
 
 # Set on failure or Ctrl-C: load threads finish their iteration and stop, and
 # cleanup waits for them before it deletes what they made.
@@ -462,22 +462,6 @@ def peer_exec_true(peer, cid):
         raise RuntimeError(f"runsc exec {cid}: rc={r.returncode} {r.stderr[-300:]!r}")
 
 
-def cpu_busy_s():
-    """Host CPU time spent not idle (all cores), from /proc/stat, in seconds."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
-    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def mem_available_mib():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    return None
-
-
 def pool_status(api, snap_id):
     return api.call("GET", f"/v1/snapshots/{snap_id}").get("pool") or {}
 
@@ -520,11 +504,13 @@ def bench_restore(kilnd, peer, cfg, api, snap, digest, echo_bundle, echo_image):
     sid = kilnd.create(api, {"snapshot": snap})
     check_server(api, sid, digest)
     kilnd.stop_sandbox(api, sid)
-    first, create, answer = [], [], []
+    log_from = os.path.getsize(kilnd.log_path)
+    first, create, answer, every_create = [], [], [], []
     for i in range(cfg["restore_n"] * 2):
         t0 = time.perf_counter()
         sid = kilnd.create(api, {"snapshot": snap})
         t1 = time.perf_counter()
+        every_create.append(ms(t1 - t0))
         if i % 2:  # every other copy: the first answer of its agent, no process started
             api.call("GET", f"/v1/sandboxes/{sid}/files/stat?path=/workspace")
             answer.append(ms(time.perf_counter() - t0))
@@ -535,6 +521,24 @@ def bench_restore(kilnd, peer, cfg, api, snap, digest, echo_bundle, echo_image):
         kilnd.stop_sandbox(api, sid)
         create.append(ms(t1 - t0))
         first.append(ms(t2 - t0))
+    # What bounds it: kilnd logs each launch's phases (engine.launch); the
+    # runsc restore itself against the create as the client saw it.
+    runsc_ms = []
+    with open(kilnd.log_path, "rb") as f:
+        f.seek(log_from)
+        for line in f:
+            if b'"engine.launch"' in line and b'"restore"' in line:
+                runsc_ms.append(json.loads(line)["runscMs"])
+    # Creates are sequential, so the log's launches pair with them in order.
+    own = sorted(c - r for c, r in zip(every_create, runsc_ms)) if len(runsc_ms) == len(every_create) else []
+    emit({"bench": "restore_phases", "unit": "ms", "kiln": True,
+          "runscRestoreMsP50": percentile(sorted(runsc_ms), 0.5) if runsc_ms else None,
+          "createMsP50": round(percentile(sorted(every_create), 0.5), 1),
+          "kilnOwnMsP50": round(percentile(own, 0.5), 1) if own else None,
+          "n": len(runsc_ms),
+          "what": "the `runsc restore` of kiln's sandbox (agent, mounts, cgroup limits, 9 MiB of state) "
+                  "as kilnd timed it, against the whole create: the rest is kiln's own (checks, agent "
+                  "hello, records, HTTP)"})
     emit({"bench": "restore_to_first_answer", "unit": "ms", **stats(answer, 1), "kiln": True,
           "what": 'POST /v1/sandboxes {"snapshot"} (no pool) then GET files/stat (the agent '
                   "answers, no process starts): the same job as the raw peer below"})
@@ -628,7 +632,7 @@ def sustain(workers, duration, make, use, drop):
                 samples.append(f"{what}: {str(e)[:300]}")
 
     start = time.monotonic()
-    busy0 = cpu_busy_s()
+    busy0 = host_busy_ms() / 1000
     stop_at = start + duration
 
     def worker(i):
@@ -663,7 +667,7 @@ def sustain(workers, duration, make, use, drop):
     for t in threads:
         t.join()
     wall = time.monotonic() - start
-    busy = cpu_busy_s() - busy0
+    busy = host_busy_ms() / 1000 - busy0
     time.sleep(5)
     mem_after = mem_available_mib()
     lat.sort()
@@ -693,8 +697,11 @@ def bench_sustained(kilnd, cfg, snap, pool_size):
     def make(i):
         return conns[i], kilnd.create(conns[i], {"snapshot": snap})
 
+    kilnd_cpu0 = process_cpu_ms(kilnd.proc.pid)
     r = sustain(workers, duration, make, lambda h: exec_true(*h),
                 lambda h: kilnd.stop_sandbox(*h))
+    if r["resets"]:
+        r["kilndCpuMsPerReset"] = round((process_cpu_ms(kilnd.proc.pid) - kilnd_cpu0) / r["resets"], 1)
     for a in conns:
         a.close()
     line = {"bench": "sustained_resets", "kiln": True, "pool": pool_size, **r,

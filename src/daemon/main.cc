@@ -102,14 +102,6 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   kiln::StartChildReaper();
 
-  std::string rootfs;
-  try {
-    rootfs = kiln::store::EnsureBaseImage(flags.image_dir,
-                                          std::filesystem::weakly_canonical(flags.image_recipe));
-  } catch (const std::exception& e) {
-    kiln::LogError("no base image", {{"error", e.what()}});
-    return 1;
-  }
   kiln::engine::RunscEngine engine(
       {flags.state_dir, flags.runsc, flags.platform, flags.agent, 30000, KILN_RUNSC_VERSION});
   kiln::engine::EngineInfo engine_info = engine.Info();
@@ -125,6 +117,14 @@ int main(int argc, char** argv) {
                   {{"runsc", flags.runsc},
                    {"version", engine_info.version},
                    {"pinned", engine_info.pinned_version}});
+  std::string rootfs;
+  try {
+    rootfs = kiln::store::EnsureBaseImage(flags.image_dir,
+                                          std::filesystem::weakly_canonical(flags.image_recipe));
+  } catch (const std::exception& e) {
+    kiln::LogError("no base image", {{"error", e.what()}});
+    return 1;
+  }
   kiln::control::ManagerOptions options;
   options.default_pool_size = flags.pool_size;
   options.meter_interval_ms = flags.meter_interval_ms;
