@@ -99,12 +99,44 @@ SnapshotStore::SnapshotStore(std::string dir) : dir_(std::move(dir)) {
       snapshots_[id] = {RecordFrom(m["record"]), m["files"]};
     } catch (const json::exception& ex) {
       LogWarn("unreadable snapshot manifest", {{"snapshotId", id}, {"error", ex.what()}});
+      continue;
+    }
+    // Sealed, but a daemon stopped before its checksums were written.
+    json& files = snapshots_[id].second;
+    bool missing = false;
+    for (const auto& [rel, want] : files.items())
+      missing |=
+          !want.contains("xxh3_128") && !want.contains("sha256") && !want.contains("changed");
+    if (missing) {
+      bool ok = HashFiles(id, &files, /*as_sealed=*/false);
+      if (ok) {
+        m["files"] = files;
+        ok = WriteManifest(id, m);
+      }
+      if (!ok) {
+        LogWarn("removing a snapshot whose files cannot be read", {{"snapshotId", id}});
+        snapshots_.erase(id);
+        fs::remove_all(e.path(), ec);
+      }
     }
   }
+  hasher_ = std::jthread([this](std::stop_token stop) { HashLoop(stop); });
 }
 
 std::string SnapshotStore::CheckpointDir(const std::string& id) const {
   return dir_ + "/" + id + "/checkpoint";
+}
+
+bool SnapshotStore::WriteManifest(const std::string& id, const json& manifest) {
+  std::string base = dir_ + "/" + id;
+  {
+    std::ofstream f(base + "/manifest.json.tmp");
+    f << manifest.dump(2);
+    if (!f) return false;
+  }
+  std::error_code ec;
+  fs::rename(base + "/manifest.json.tmp", base + "/manifest.json", ec);
+  return !ec;
 }
 
 bool SnapshotStore::Seal(const SnapshotRecord& record, std::string* error) {
@@ -114,37 +146,86 @@ bool SnapshotStore::Seal(const SnapshotRecord& record, std::string* error) {
   for (const auto& e : fs::recursive_directory_iterator(CheckpointDir(record.id), ec)) {
     if (!e.is_regular_file()) continue;
     std::string rel = fs::relative(e.path(), base).string();
-    std::string sum = FileXxh3Hex(e.path());
-    if (sum.empty()) {
+    auto identity = IdentityOf(e.path());
+    if (!identity) {
       *error = "cannot read " + rel;
       Discard(record.id);
       return false;
     }
-    files[rel] = {{"size", e.file_size()}, {"xxh3_128", sum}};
-    if (auto id = IdentityOf(e.path())) {
-      std::lock_guard lock(mu_);
-      verified_[e.path()] = *id;
-    }
+    files[rel] = {{"size", identity->size}};
+    std::lock_guard lock(mu_);
+    verified_[e.path()] = *identity;  // written just now, by runsc for us
   }
   if (ec || files.empty()) {
     *error = "the capture wrote no files";
     Discard(record.id);
     return false;
   }
-  json manifest = {{"record", RecordJson(record)}, {"files", files}};
-  {
-    std::ofstream f(base + "/manifest.json.tmp");
-    f << manifest.dump(2);
-    if (!f) {
-      *error = "cannot write the manifest";
-      Discard(record.id);
-      return false;
-    }
+  // The manifest names the files now; their checksums follow from the
+  // hasher (a manifest without them is completed at the next start).
+  if (!WriteManifest(record.id, json{{"record", RecordJson(record)}, {"files", files}})) {
+    *error = "cannot write the manifest";
+    Discard(record.id);
+    return false;
   }
-  fs::rename(base + "/manifest.json.tmp", base + "/manifest.json", ec);
-  std::lock_guard lock(mu_);
-  snapshots_[record.id] = {record, files};
+  {
+    std::lock_guard lock(mu_);
+    snapshots_[record.id] = {record, files};
+    to_hash_.push_back(record.id);
+  }
+  hash_cv_.notify_one();
   return true;
+}
+
+bool SnapshotStore::HashFiles(const std::string& id, json* files, bool as_sealed) {
+  std::string base = dir_ + "/" + id + "/";
+  for (auto& [rel, want] : files->items()) {
+    if (want.contains("xxh3_128") || want.contains("sha256") || want.contains("changed")) continue;
+    std::string path = base + rel;
+    auto sealed = [&] {
+      std::lock_guard lock(mu_);
+      auto it = verified_.find(path);
+      auto now = IdentityOf(path);
+      return it != verified_.end() && now && *now == it->second;
+    };
+    // A file changed since its seal gets no checksum but a mark (and no
+    // restore): a sum must be of what runsc wrote, not of what came after.
+    if (as_sealed && !sealed()) {
+      want["changed"] = true;  // refused for good, also after a restart
+      continue;
+    }
+    std::string sum = FileXxh3Hex(path);
+    if (sum.empty()) return false;
+    if (as_sealed && !sealed()) {
+      want["changed"] = true;
+      continue;
+    }
+    want["xxh3_128"] = sum;
+  }
+  return true;
+}
+
+void SnapshotStore::HashLoop(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  while (hash_cv_.wait(lock, stop, [&] { return !to_hash_.empty(); })) {
+    std::string id = std::move(to_hash_.front());
+    to_hash_.pop_front();
+    auto it = snapshots_.find(id);
+    if (it == snapshots_.end()) continue;  // deleted meanwhile
+    SnapshotRecord record = it->second.first;
+    json files = it->second.second;
+    lock.unlock();
+    bool hashed = HashFiles(id, &files, /*as_sealed=*/true);
+    lock.lock();
+    it = snapshots_.find(id);
+    if (it == snapshots_.end()) continue;
+    if (!hashed || !WriteManifest(id, json{{"record", RecordJson(record)}, {"files", files}})) {
+      LogWarn("cannot checksum a snapshot: it is checked by file identity until kilnd restarts",
+              {{"snapshotId", id}});
+      continue;
+    }
+    it->second.second = files;
+  }
 }
 
 std::optional<SnapshotStore::FileIdentity> SnapshotStore::IdentityOf(const std::string& path) {
@@ -177,7 +258,8 @@ bool SnapshotStore::Verify(const std::string& id, std::string* error) const {
       auto seen = verified_.find(path);
       if (seen != verified_.end() && seen->second == *identity) continue;
     }
-    if (!intact || !MatchesChecksum(path, want)) {
+    bool summed = want.contains("xxh3_128") || want.contains("sha256");
+    if (!intact || !summed || !MatchesChecksum(path, want)) {
       std::lock_guard lock(mu_);
       verified_.erase(path);
       *error = "snapshot " + id + " is corrupted: " + rel + " does not match its checksum";

@@ -114,6 +114,33 @@ TEST_F(SnapshotStoreTest, VerifiedOnceThenAlteredInPlaceIsRefused) {
   EXPECT_FALSE(store.Verify("s1", &error));
 }
 
+// A snapshot is restorable as soon as it is sealed; its checksums are
+// written in the background, and a file altered before that never gets one.
+TEST_F(SnapshotStoreTest, ChecksumsFollowTheSealAndNeverCoverALaterChange) {
+  std::string error;
+  {
+    SnapshotStore store(dir_);
+    ASSERT_TRUE(store.Seal(Capture(store, "s1"), &error)) << error;
+    ASSERT_TRUE(store.Verify("s1", &error)) << error;  // at once
+    ASSERT_TRUE(store.Seal(Capture(store, "s2"), &error)) << error;
+    Write(store.CheckpointDir("s2") + "/checkpoint.img", "stat!");  // changed right after the seal
+    EXPECT_FALSE(store.Verify("s2", &error));
+    for (int i = 0; i < 200; ++i) {  // the hasher writes s1's sums
+      nlohmann::json m = nlohmann::json::parse(std::ifstream(dir_ + "/s1/manifest.json"));
+      if (m["files"]["checkpoint/pages.img"].contains("xxh3_128")) break;
+      usleep(10000);
+    }
+  }
+  nlohmann::json m = nlohmann::json::parse(std::ifstream(dir_ + "/s1/manifest.json"));
+  EXPECT_EQ(m["files"]["checkpoint/pages.img"]["xxh3_128"],
+            FileXxh3Hex(dir_ + "/s1/checkpoint/pages.img"));
+  // A new store (a restarted daemon) verifies s1 by its sums and still refuses s2.
+  SnapshotStore reloaded(dir_);
+  EXPECT_TRUE(reloaded.Verify("s1", &error)) << error;
+  EXPECT_FALSE(reloaded.Verify("s2", &error));
+  EXPECT_NE(error.find("checkpoint/checkpoint.img"), std::string::npos) << error;
+}
+
 TEST_F(SnapshotStoreTest, ManifestsWithSha256StillVerify) {
   {
     SnapshotStore store(dir_);
