@@ -35,7 +35,7 @@ image:
 	@$(STEP) "base image" sh -c 'if [ -x $(IMAGE)/usr/bin/python3 ]; then echo "base image ready: $(IMAGE)"; else bash $(RECIPE) $(IMAGE); fi'
 
 demo: setup build
-	$(PY) examples/demo.py --bin-dir $(BUILD)/bin
+	@$(PY) examples/demo.py --bin-dir $(BUILD)/bin
 
 # Unit tests and integration tests (real kilnd, real gVisor), sanitized.
 test: setup asan

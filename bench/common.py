@@ -32,10 +32,13 @@ def runsc_of(kilnd):
 # The flags kilnd gives runsc (src/engine/runsc_engine.cc), for the peer too:
 # no network, writes in an overlay backed by a file on host disk (4 GiB, the
 # default diskMiB), systrap.
-def peer_flags(root):
+# A Peer made with memory_overlay=True keeps writes in sandbox memory instead
+# (kiln's choice before the file-backed disk), to measure the difference.
+def peer_flags(root, memory_overlay=False):
     disk = os.path.join(os.path.dirname(root), "peer-disk")
     os.makedirs(disk, exist_ok=True)
-    return ["--network=none", f"--overlay2=root:dir={disk},size=4096m", "--platform", "systrap"]
+    overlay = "root:memory" if memory_overlay else f"root:dir={disk},size=4096m"
+    return ["--network=none", f"--overlay2={overlay}", "--platform", "systrap"]
 
 
 # --------------------------------------------------------------------------
@@ -332,8 +335,8 @@ class Kilnd:
 # The peer: the raw runsc CLI on an OCI bundle with the same rootfs
 
 
-def runsc_cmd(root, *args):
-    return [RUNSC, "--root", root, *peer_flags(root), *args]
+def runsc_cmd(root, *args, memory_overlay=False):
+    return [RUNSC, "--root", root, *peer_flags(root, memory_overlay), *args]
 
 
 def runsc_list(root):
@@ -349,11 +352,12 @@ def runsc_delete(root, cid):
 
 
 class Peer:
-    def __init__(self, rootfs, workdir):
+    def __init__(self, rootfs, workdir, memory_overlay=False, name="peer"):
         self.rootfs = rootfs
-        self.root = os.path.join(workdir, "peer-root")
-        self.bundles = os.path.join(workdir, "peer-bundles")
-        self.images = os.path.join(workdir, "peer-images")  # runsc checkpoints
+        self.memory_overlay = memory_overlay
+        self.root = os.path.join(workdir, f"{name}-root")
+        self.bundles = os.path.join(workdir, f"{name}-bundles")
+        self.images = os.path.join(workdir, f"{name}-images")  # runsc checkpoints
         os.makedirs(self.root)
         os.makedirs(self.bundles)
         os.makedirs(self.images)
@@ -378,6 +382,9 @@ class Peer:
             json.dump(spec, f, indent=2)
         return d
 
+    def cmd(self, *args):
+        return runsc_cmd(self.root, *args, memory_overlay=self.memory_overlay)
+
     def next_id(self, prefix):
         with self._lock:
             self.seq += 1
@@ -390,7 +397,7 @@ class Peer:
         # EOF, so its stderr goes to a file.
         err_path = os.path.join(self.bundles, cid + ".err")
         with open(err_path, "wb") as err:
-            r = run(runsc_cmd(self.root, *args), stdout=subprocess.DEVNULL, stderr=err, timeout=120)
+            r = run(self.cmd(*args), stdout=subprocess.DEVNULL, stderr=err, timeout=120)
         if r.returncode != 0:
             with open(err_path, "rb") as f:
                 raise RuntimeError(f"runsc run {cid}: rc={r.returncode} {f.read()[-500:]!r}")
@@ -409,7 +416,7 @@ class Peer:
         err_path = os.path.join(self.bundles, cid + ".err")
         try:
             with open(err_path, "wb") as err:
-                r = run(runsc_cmd(self.root, *verb, "--bundle", bundle, cid), stdin=in_r,
+                r = run(self.cmd(*verb, "--bundle", bundle, cid), stdin=in_r,
                         stdout=out_w, stderr=err, timeout=120)
         finally:
             os.close(in_r)
@@ -422,13 +429,13 @@ class Peer:
     def checkpoint(self, cid, path):
         """`runsc checkpoint --leave-running --compression=none`, as kilnd does."""
         os.makedirs(path)
-        r = run(runsc_cmd(self.root, "checkpoint", "--leave-running", "--compression=none",
+        r = run(self.cmd("checkpoint", "--leave-running", "--compression=none",
                           "--image-path", path, cid), capture=True, timeout=300)
         if r.returncode != 0:
             raise RuntimeError(f"runsc checkpoint {cid}: rc={r.returncode} {r.stderr[-500:]!r}")
 
     def exec(self, cid, *argv, stdout=subprocess.DEVNULL):
-        return run(runsc_cmd(self.root, "exec", cid, *argv), stdout=stdout, stderr=subprocess.PIPE,
+        return run(self.cmd("exec", cid, *argv), stdout=stdout, stderr=subprocess.PIPE,
                    timeout=120)
 
     def delete(self, cid):

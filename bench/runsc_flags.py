@@ -23,7 +23,7 @@ import tempfile
 import time
 
 import common
-from common import Peer, base_rootfs, emit, log, read_until, runsc_cmd, run, start_subreaper
+from common import Peer, base_rootfs, emit, log, read_until, run, start_subreaper
 
 ECHO_PY = ("import os, sys\n"
            "ballast = bytearray(os.urandom(int(sys.argv[1]) << 20))\n"
@@ -66,8 +66,8 @@ def probe(peer, mib, reps):
             path = os.path.join(peer.images, f"ck{mib}-{name}-{i}")
             os.makedirs(path)
             t0 = time.perf_counter()
-            r = run(runsc_cmd(peer.root, "checkpoint", "--leave-running", "--compression=none",
-                              *extra, "--image-path", path, src), capture=True, timeout=300)
+            r = run(peer.cmd("checkpoint", "--leave-running", "--compression=none",
+                             *extra, "--image-path", path, src), capture=True, timeout=300)
             ck[name].append((time.perf_counter() - t0) * 1000)
             if r.returncode != 0:
                 raise RuntimeError(f"checkpoint {name}: {r.stderr[-400:]!r}")
@@ -115,6 +115,40 @@ def probe(peer, mib, reps):
     shutil.rmtree(image)
 
 
+def probe_disk(peers, mib, reps):
+    """The sandbox's disk: a file-backed overlay (kiln's) against one in sandbox memory
+    (kiln's before): checkpoint, and restore to the first answer; interleaved."""
+    images, bundles = {}, {}
+    for disk, peer in peers.items():
+        bundles[disk] = peer.bundle(f"disk{mib}", ["python3", "-c", ECHO_PY, str(mib)])
+        src = peer.next_id(f"dsrc{mib}")
+        peer.start_piped(bundles[disk], src)
+        read_until(peer.pipes[src][1], b"ready\n", timeout=180)
+        images[disk] = os.path.join(peer.images, f"disk{mib}")
+        t0 = time.perf_counter()
+        peer.checkpoint(src, images[disk])
+        ck = (time.perf_counter() - t0) * 1000
+        peer.delete(src)
+        images[disk] = (images[disk], ck)
+    lat = {d: [] for d in peers}
+    for i in range(reps + 1):
+        for disk, peer in peers.items():
+            cid = peer.next_id(f"dr{mib}")
+            t0 = time.perf_counter()
+            peer.start_piped(bundles[disk], cid, image=images[disk][0])
+            answer(peer, cid)
+            if i:
+                lat[disk].append((time.perf_counter() - t0) * 1000)
+            peer.delete(cid)
+    for disk in peers:
+        emit({"bench": "runsc_disk", "variant": disk, "mib": mib, "unit": "ms",
+              "restoreP50": med(lat[disk]), "n": len(lat[disk]),
+              "checkpointMs": round(images[disk][1], 1),
+              "what": f"overlay {disk}: runsc checkpoint of a python process holding {mib} MiB, and "
+                      "restore --detach to its first echo"})
+        shutil.rmtree(images[disk][0])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kilnd", default=os.path.join(common.REPO, "build", "bin", "kilnd"),
@@ -129,16 +163,23 @@ def main():
     emit(common.machine_line(None))
     workdir = tempfile.mkdtemp(prefix="kiln-bench-flags-")
     peer = Peer(rootfs, workdir)
+    mem_peer = None
     rc = 0
     try:
+        mem_peer = Peer(rootfs, workdir, memory_overlay=True, name="memdisk")
+        peers = {"file-backed": peer, "memory": mem_peer}
         for mib in (int(x) for x in args.mib.split(",")):
             log(f"runsc flags, {mib} MiB ...")
             probe(peer, mib, args.reps)
+            log(f"disk medium, {mib} MiB ...")
+            probe_disk(peers, mib, args.reps)
     except Exception as e:  # noqa: BLE001 -- reported, then cleaned up
         log(f"FAILED: {e}")
         rc = 1
     finally:
-        peer.cleanup()
+        for p in (peer, mem_peer):
+            if p is not None:
+                p.cleanup()
         common.kill_leftovers(workdir)
         shutil.rmtree(workdir, ignore_errors=True)
     return rc
