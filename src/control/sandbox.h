@@ -81,14 +81,15 @@ class Sandbox {
   void SetGate(std::shared_ptr<egress::Gate> gate);
   std::shared_ptr<egress::Gate> TakeGate();
 
-  // True once: when the sandbox's start-up CPU weight is to be dropped
-  // (after its first command, after it used its start-up CPU, or a few
-  // seconds without a command).
+  // The start-up CPU weight of a restored copy (engine::kStartupCpuWeight):
+  // begun at hand-out with the sandbox's CPU total then, which bounds how
+  // much CPU it covers; EndStartupBoost is true once, when it is to end.
+  void BeginStartupBoost(uint64_t cpu_ns) {
+    boost_base_cpu_ns_ = cpu_ns;
+    boosted_ = true;
+  }
   bool EndStartupBoost() { return boosted_.exchange(false); }
   bool boosted() const { return boosted_; }
-  // The sandbox's CPU total when it was handed out: the start-up weight
-  // covers a limited amount of CPU from there.
-  void SetBoostBase(uint64_t cpu_ns) { boost_base_cpu_ns_ = cpu_ns; }
   uint64_t boost_base_cpu_ns() const { return boost_base_cpu_ns_; }
 
   // SandboxInfo, as the API answers it.
@@ -116,7 +117,7 @@ class Sandbox {
   int64_t network_version_ = 1;
   int64_t network_updated_ms_;
   std::shared_ptr<egress::Gate> gate_;
-  std::atomic<bool> boosted_{true};
+  std::atomic<bool> boosted_{false};
   std::atomic<uint64_t> boost_base_cpu_ns_{0};
 };
 

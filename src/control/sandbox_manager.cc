@@ -280,8 +280,7 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
   m.cpu_ns = engine_.GetUsage(sandbox->id()).cpu_ns;
   m.at_ms = StableNowMs();
   sandbox->SetMeter(m);
-  sandbox->SetBoostBase(m.cpu_ns);
-  if (!from) sandbox->EndStartupBoost();  // only restored copies start boosted
+  if (from) sandbox->BeginStartupBoost(m.cpu_ns);  // the engine restored it boosted
   Track(sandbox, conn);
   Save(*sandbox);
   LogInfo("sandbox started", {{"event", "sandbox.running"},
@@ -605,6 +604,10 @@ bool SandboxManager::DeleteSnapshot(const std::string& id) {
 }
 
 void SandboxManager::CommandFinished(const std::shared_ptr<Sandbox>& sandbox) {
+  EndStartupBoost(sandbox);
+}
+
+void SandboxManager::EndStartupBoost(const std::shared_ptr<Sandbox>& sandbox) {
   if (sandbox->EndStartupBoost()) engine_.SetCpuWeight(sandbox->id(), engine::kCpuWeight);
 }
 
@@ -626,7 +629,7 @@ void SandboxManager::LeaseLoop() {
     for (auto& s : unboost) {
       if (s->ready_ms() + kStartupBoostMs <= now ||
           engine_.GetUsage(s->id()).cpu_ns - s->boost_base_cpu_ns() >= kStartupBoostCpuNs)
-        CommandFinished(s);
+        EndStartupBoost(s);
     }
     for (auto& s : expired) std::thread([this, s] { Stop(s, "lease_expired"); }).detach();
     for (const auto& id : snapshots_.DeleteExpired(now)) {

@@ -135,6 +135,8 @@ class SandboxManager {
   void Track(const std::shared_ptr<Sandbox>& sandbox,
              std::shared_ptr<engine::AgentConnection> conn);
   void Save(const Sandbox& sandbox);
+  // Drops a restored copy's start-up CPU weight (once).
+  void EndStartupBoost(const std::shared_ptr<Sandbox>& sandbox);
   // Prices the interval since the sandbox's last reading; the ledger row.
   store::UsageRow MeterOne(Sandbox& sandbox, int64_t now_ms);
   // Ledger rows wait in memory (one per sandbox or snapshot) until they

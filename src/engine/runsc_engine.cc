@@ -27,6 +27,12 @@ std::string CgroupDir(const std::string& controller, const std::string& id) {
   return "/sys/fs/cgroup/" + controller + kCgroupParent + "/" + id;
 }
 
+// One value into a cgroup control file; false if the kernel refused it.
+bool WriteCgroupFile(const std::string& path, const std::string& value) {
+  std::ofstream f(path);
+  return static_cast<bool>(f << value << std::flush);
+}
+
 uint64_t ReadU64(const std::string& path) {
   std::ifstream f(path);
   uint64_t v = 0;
@@ -157,7 +163,6 @@ std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
   pid_t pid = SpawnProcess(args, in_fd.get(), out_fd.get(), log_fd.get());
   int status = pid < 0 ? -1 : WaitProcess(pid, opts_.start_timeout_ms);
   int64_t t2 = MonotonicNowMs();
-  if (status == 0) RaiseMemoryLimit(p.id, p.shape);
   if (status != 0) {
     std::ifstream log(dir + "/sandbox.log");
     std::string text((std::istreambuf_iterator<char>(log)), {});
@@ -173,22 +178,20 @@ std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
     Destroy(p.id);
     return nullptr;
   }
-  int64_t t3 = MonotonicNowMs();
+  RaiseMemoryLimit(p.id, p.shape);
   GuardMemory(p.id, p.shape, conn);
   LogInfo("sandbox launched", {{"event", "engine.launch"},
                                {"sandboxId", p.id},
                                {"verb", verb[0]},
                                {"prepareMs", t1 - t0},
                                {"runscMs", t2 - t1},
-                               {"connectMs", t3 - t2},
-                               {"guardMs", MonotonicNowMs() - t3}});
+                               {"connectMs", MonotonicNowMs() - t2}});
   return conn;
 }
 
 void RunscEngine::RaiseMemoryLimit(const std::string& id, const Shape& shape) {
   std::string path = CgroupDir("memory", id) + "/memory.limit_in_bytes";
-  std::ofstream f(path);
-  if (!(f << HostMemoryLimitBytes(shape.memory_mib) << std::flush))
+  if (!WriteCgroupFile(path, std::to_string(HostMemoryLimitBytes(shape.memory_mib))))
     LogWarn("cannot give the sandbox its memory headroom: it runs at memoryMiB",
             {{"sandboxId", id}, {"path", path}});
 }
@@ -269,10 +272,7 @@ bool RunscEngine::Thaw(const std::string& id) { return SetFreezerState(id, "THAW
 
 bool RunscEngine::SetFreezerState(const std::string& id, const std::string& state) {
   std::string path = CgroupDir("freezer", id) + "/freezer.state";
-  {
-    std::ofstream f(path);
-    if (!(f << state << std::flush)) return false;
-  }
+  if (!WriteCgroupFile(path, state)) return false;
   // FREEZING lasts until every task has stopped: about a millisecond here.
   for (int i = 0; i < 1000; ++i) {
     std::ifstream f(path);
@@ -286,8 +286,7 @@ bool RunscEngine::SetFreezerState(const std::string& id, const std::string& stat
 }
 
 void RunscEngine::SetCpuWeight(const std::string& id, int weight) {
-  std::ofstream f(CgroupDir("cpu", id) + "/cpu.shares");
-  f << weight << std::flush;
+  WriteCgroupFile(CgroupDir("cpu", id) + "/cpu.shares", std::to_string(weight));
 }
 
 Usage RunscEngine::GetUsage(const std::string& id) {
