@@ -4,20 +4,78 @@ namespace kiln::api {
 
 using nlohmann::json;
 
-json ErrorBody(const ApiError& e, const std::string& request_id) {
-  json err = {
-      {"code", e.code}, {"status", e.status}, {"message", e.what()}, {"requestId", request_id}};
-  if (!e.details.is_null()) err["details"] = e.details;
-  if (e.retry_after_s > 0) err["retryAfterMs"] = e.retry_after_s * 1000;
+int HttpStatus(Code code) {
+  switch (code) {
+    case Code::kOk:
+      return 200;
+    case Code::kInvalidRequest:
+    case Code::kInvalidArchive:
+      return 400;
+    case Code::kUnauthorized:
+      return 401;
+    case Code::kSpendingLimitReached:
+      return 402;
+    case Code::kForbidden:
+    case Code::kPermissionDenied:
+      return 403;
+    case Code::kNotFound:
+    case Code::kRouteNotFound:
+    case Code::kSnapshotNotFound:
+    case Code::kFileNotFound:
+      return 404;
+    case Code::kMethodNotAllowed:
+      return 405;
+    case Code::kNotRunning:
+    case Code::kIsADirectory:
+    case Code::kNotADirectory:
+    case Code::kFileExists:
+    case Code::kDirectoryNotEmpty:
+    case Code::kStdinClosed:
+    case Code::kBusy:
+    case Code::kSnapshotCorrupted:
+    case Code::kBudgetExceeded:
+    case Code::kRequestInProgress:
+    case Code::kNoCapacity:
+    case Code::kQuotaExceeded:
+      return 409;
+    case Code::kPayloadTooLarge:
+      return 413;
+    case Code::kIdempotencyKeyReused:
+      return 422;
+    case Code::kShuttingDown:
+      return 503;
+    case Code::kAgentTimeout:
+      return 504;
+    case Code::kNoSpace:
+      return 507;
+    case Code::kStartupFailed:
+    case Code::kSnapshotFailed:
+    case Code::kUploadIncomplete:
+    case Code::kIoError:
+    case Code::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+int ApiError::http_status() const { return HttpStatus(status_.code()); }
+
+json ErrorBody(const Status& s, const std::string& request_id) {
+  json err = {{"code", CodeName(s.code())},
+              {"status", HttpStatus(s.code())},
+              {"message", s.message()},
+              {"requestId", request_id}};
+  if (!s.details().is_null()) err["details"] = s.details();
+  if (s.retry_after_s() > 0) err["retryAfterMs"] = s.retry_after_s() * 1000;
   return json{{"error", err}};
 }
 
 ApiError NotFound(const std::string& what) {
-  return ApiError(404, "not_found", what + " not found");
+  return ApiError(Code::kNotFound, what + " not found");
 }
 
 ApiError InvalidField(const std::string& path, const std::string& message) {
-  return ApiError(400, "invalid_request", path + ": " + message,
+  return ApiError(Code::kInvalidRequest, path + ": " + message,
                   json{{"issues", json::array({json{{"path", path}, {"message", message}}})}});
 }
 
@@ -26,26 +84,11 @@ ApiError FromAgentError(const json& answer) {
   const json& raw = answer.is_object() && answer.contains("error") ? answer["error"] : answer;
   // The agent runs in the sandbox: never trust the shape of what it sends.
   const json& e = raw.is_object() ? raw : kEmpty;
-  std::string code = e.value("code", "internal_error");
+  std::string name = e.value("code", "internal_error");
   std::string message = e.value("message", "the sandbox failed the request");
-  int status = 500;
-  if (code == "file_not_found" || code == "not_found")
-    status = 404;
-  else if (code == "is_a_directory" || code == "not_a_directory" || code == "file_exists" ||
-           code == "directory_not_empty" || code == "not_running" || code == "stdin_closed" ||
-           code == "busy")
-    status = 409;
-  else if (code == "permission_denied")
-    status = 403;
-  else if (code == "invalid_request")
-    status = 400;
-  else if (code == "no_space")
-    status = 507;
-  else if (code == "agent_timeout")
-    status = 504;
   json details = nullptr;
   if (e.contains("path")) details = json{{"path", e["path"]}};
-  return ApiError(status, code, message, details);
+  return ApiError(CodeFromName(name).value_or(Code::kInternal), message, details);
 }
 
 }  // namespace kiln::api

@@ -1,5 +1,6 @@
-// API errors: thrown by handlers, turned into the standard error body
-// {"error": {"code", "status", "message", "requestId", "details"?}}.
+// API errors: a kiln::Status thrown by handlers to unwind them, and the one
+// place where a Status code becomes an HTTP status and the standard error
+// body {"error": {"code", "status", "message", "requestId", "details"?}}.
 #pragma once
 
 #include <stdexcept>
@@ -7,29 +8,44 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
+
 namespace kiln::api {
 
 class ApiError : public std::runtime_error {
  public:
-  ApiError(int status, std::string code, std::string message, nlohmann::json details = nullptr)
-      : std::runtime_error(message),
-        status(status),
-        code(std::move(code)),
-        details(std::move(details)) {}
+  explicit ApiError(Status status)
+      : std::runtime_error(status.message()), status_(std::move(status)) {}
+  ApiError(Code code, std::string message, nlohmann::json details = nullptr)
+      : ApiError(Status(code, std::move(message), std::move(details))) {}
 
-  int status;
-  std::string code;
-  nlohmann::json details;
-  int retry_after_s = 0;
+  const Status& status() const { return status_; }
+  int http_status() const;
+
+ private:
+  Status status_;
 };
 
-nlohmann::json ErrorBody(const ApiError& e, const std::string& request_id);
+// The HTTP status that answers a code (kNotFound -> 404, kNoCapacity -> 409).
+int HttpStatus(Code code);
+
+nlohmann::json ErrorBody(const Status& status, const std::string& request_id);
+
+// Throws the status unless it is OK; the value of a Result otherwise.
+inline void ThrowIfError(const Status& s) {
+  if (!s.ok()) throw ApiError(s);
+}
+template <typename T>
+T ValueOrThrow(Result<T> r) {
+  if (!r.ok()) throw ApiError(r.status());
+  return std::move(r).value();
+}
 
 ApiError NotFound(const std::string& what);
 ApiError InvalidField(const std::string& path, const std::string& message);
 
-// An {"error": {...}} answer of the agent as an ApiError with a fitting
-// HTTP status (file_not_found -> 404, is_a_directory -> 409, ...).
+// An {"error": {...}} answer of the agent as an ApiError (file_not_found ->
+// 404, is_a_directory -> 409, ...); an unknown code is an internal error.
 ApiError FromAgentError(const nlohmann::json& answer);
 
 }  // namespace kiln::api

@@ -34,9 +34,9 @@ bool Retryable(int status, const std::string& body) {
 
 void SendError(Exchange& ex, const ApiError& e) {
   if (ex.responded()) return;
-  if (e.retry_after_s > 0)
-    ex.extra_headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
-  ex.SendJson(e.status, ErrorBody(e, ex.request_id()));
+  if (e.status().retry_after_s() > 0)
+    ex.extra_headers.emplace_back("Retry-After", std::to_string(e.status().retry_after_s()));
+  ex.SendJson(e.http_status(), ErrorBody(e.status(), ex.request_id()));
 }
 
 }  // namespace
@@ -49,12 +49,12 @@ void ApiFront::Authenticate(Exchange& ex) {
   auto token = BearerToken(ex.Header("Authorization"));
   if (!token) {
     SetCaller(ex, Caller{});
-    throw ApiError(401, "unauthorized", "missing API key: send Authorization: Bearer KEY");
+    throw ApiError(Code::kUnauthorized, "missing API key: send Authorization: Bearer KEY");
   }
   auto key = keys_.Authenticate(*token);
   if (!key) {
     SetCaller(ex, Caller{});
-    throw ApiError(401, "unauthorized", "the API key is unknown or revoked");
+    throw ApiError(Code::kUnauthorized, "the API key is unknown or revoked");
   }
   SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
 }
@@ -75,13 +75,12 @@ void ApiFront::DispatchOnce(Exchange& ex, const std::string& idempotency_key) {
       return;
     }
     case store::IdempotencyStore::Begin::kMismatch:
-      throw ApiError(422, "idempotency_key_reused",
+      throw ApiError(Code::kIdempotencyKeyReused,
                      "Idempotency-Key " + idempotency_key + " was used with a different request");
     case store::IdempotencyStore::Begin::kInProgress: {
-      ApiError e(409, "request_in_progress",
-                 "a request with Idempotency-Key " + idempotency_key + " is still running");
-      e.retry_after_s = 1;
-      throw e;
+      throw ApiError(Status(Code::kRequestInProgress, "a request with Idempotency-Key " +
+                                                          idempotency_key + " is still running")
+                         .WithRetryAfter(1));
     }
     case store::IdempotencyStore::Begin::kNew:
       break;

@@ -158,7 +158,7 @@ class BeastExchange : public Exchange {
   json ReadJsonBody(size_t max_bytes) {
     if (auto n = content_length(); n && *n > max_bytes) {
       keep_alive_ = false;
-      throw ApiError(413, "payload_too_large",
+      throw ApiError(Code::kPayloadTooLarge,
                      "the JSON body is larger than " + std::to_string(max_bytes) + " bytes");
     }
     std::string body, chunk;
@@ -166,11 +166,11 @@ class BeastExchange : public Exchange {
       body += chunk;
       if (body.size() > max_bytes) {
         keep_alive_ = false;
-        throw ApiError(413, "payload_too_large",
+        throw ApiError(Code::kPayloadTooLarge,
                        "the JSON body is larger than " + std::to_string(max_bytes) + " bytes");
       }
     }
-    if (body_error_) throw ApiError(400, "invalid_request", "body: the request body ended early");
+    if (body_error_) throw ApiError(Code::kInvalidRequest, "body: the request body ended early");
     if (body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
     if (NestingDepth(body) > kMaxJsonDepth)
       throw InvalidField("body", "is nested more than " + std::to_string(kMaxJsonDepth) + " deep");
@@ -356,15 +356,14 @@ struct HttpServer::Impl {
       try {
         handler(ex);
       } catch (const ApiError& e) {
-        if (!ex.responded()) ex.SendJson(e.status, ErrorBody(e, ex.request_id()));
+        if (!ex.responded()) ex.SendJson(e.http_status(), ErrorBody(e.status(), ex.request_id()));
       } catch (const std::exception& e) {
         LogError("handler failed", {{"requestId", ex.request_id()}, {"error", e.what()}});
         if (!ex.responded())
-          ex.SendJson(
-              500, ErrorBody(ApiError(500, "internal_error", "internal error"), ex.request_id()));
+          ex.SendJson(500, ErrorBody(Status(Code::kInternal, "internal error"), ex.request_id()));
       }
       if (!ex.responded())
-        ex.SendJson(500, ErrorBody(ApiError(500, "internal_error", "no answer"), ex.request_id()));
+        ex.SendJson(500, ErrorBody(Status(Code::kInternal, "no answer"), ex.request_id()));
       if (!ex.keep_alive()) break;
     }
     boost::system::error_code ec;

@@ -61,8 +61,8 @@ void Router::Dispatch(Exchange& ex) const {
     return;
   }
   if (path_known)
-    throw ApiError(405, "method_not_allowed", ex.method() + " is not allowed on " + ex.path());
-  throw ApiError(404, "route_not_found", "no route " + ex.method() + " " + ex.path());
+    throw ApiError(Code::kMethodNotAllowed, ex.method() + " is not allowed on " + ex.path());
+  throw ApiError(Code::kRouteNotFound, "no route " + ex.method() + " " + ex.path());
 }
 
 std::string Router::PatternFor(const std::string& path) const {

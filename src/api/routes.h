@@ -28,6 +28,8 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx);
 void AddNetworkRoutes(Router& r, ApiContext& ctx);
 // A `network` body member (create, fork) as egress rules; issues go to `f`.
 std::optional<network::Policy> ReadNetworkField(FieldReader& f);
+// A `labels` body member (create, snapshot, fork) within the contract's bounds.
+std::optional<std::map<std::string, std::string>> ReadLabels(FieldReader& f);
 
 void AddUsageRoutes(Router& r, ApiContext& ctx);
 void AddMetricsRoutes(Router& r, ApiContext& ctx);
@@ -42,12 +44,10 @@ std::optional<std::string> OwnerScope(const Exchange& ex);
 
 // The `Prefer: wait=N` header as a deadline (N capped at 120 s; none = now).
 control::Deadline PreferWaitDeadline(const Exchange& ex);
-// An ApiError from a control-plane failure, Retry-After included.
-ApiError FromFailure(const control::Failure& f);
 // Its agent channel; 409 not_running unless it runs.
-std::shared_ptr<engine::AgentConnection> RunningConn(const control::Sandbox& s);
+std::shared_ptr<engine::AgentChannel> RunningConn(const control::Sandbox& s);
 // A request/response exchange with the agent; an error answer is thrown.
-nlohmann::json CallAgent(engine::AgentConnection& conn, const nlohmann::json& request,
+nlohmann::json CallAgent(engine::AgentChannel& conn, const nlohmann::json& request,
                          int timeout_ms = 30000);
 
 // Reads argv/command, env, cwd of a command body into an agent request,

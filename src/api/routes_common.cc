@@ -22,10 +22,10 @@ std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex) {
 }
 
 store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const std::string& id) {
-  auto rec = ctx.sandboxes.snapshots().Get(id);
+  auto rec = ctx.sandboxes.FindSnapshot(id);
   auto scope = OwnerScope(ex);
   if (!rec || (scope && rec->owner != *scope))
-    throw ApiError(404, "snapshot_not_found", "snapshot " + id + " not found");
+    throw ApiError(Code::kSnapshotNotFound, "snapshot " + id + " not found");
   return *rec;
 }
 
@@ -47,21 +47,17 @@ control::Deadline PreferWaitDeadline(const Exchange& ex) {
   return now + std::chrono::seconds(std::min<int64_t>(seconds, 120));
 }
 
-ApiError FromFailure(const control::Failure& f) {
-  ApiError e(f.status, f.code, f.message);
-  e.retry_after_s = f.retry_after_s;
-  return e;
-}
-
-std::shared_ptr<engine::AgentConnection> RunningConn(const control::Sandbox& s) {
-  auto conn = s.conn();
-  if (!conn || !conn->alive())
-    throw ApiError(409, "not_running", "sandbox " + s.id() + " is " + s.state());
+std::shared_ptr<engine::AgentChannel> RunningConn(const control::Sandbox& s) {
+  auto conn = s.channel();
+  if (!conn || !conn->alive()) {
+    ThrowIfError(s.RequireRunning());
+    throw ApiError(Code::kNotRunning, "sandbox " + s.id() + " is stopping");
+  }
   return conn;
 }
 
-json CallAgent(engine::AgentConnection& conn, const json& request, int timeout_ms) {
-  json answer = conn.Call(request, timeout_ms);
+json CallAgent(engine::AgentChannel& conn, const json& request, int timeout_ms) {
+  json answer = engine::RoundTrip(conn, request, timeout_ms);
   if (answer.is_object() && answer.contains("error")) throw FromAgentError(answer);
   return answer;
 }
@@ -91,6 +87,11 @@ void ReadCommandFields(FieldReader& f, const control::Sandbox& s, json* req) {
     if (cwd->empty() || (*cwd)[0] != '/') f.Issue("cwd", "must be an absolute path");
     (*req)["cwd"] = *cwd;
   }
+}
+
+std::optional<std::map<std::string, std::string>> ReadLabels(FieldReader& f) {
+  return f.StringMap("labels", contract::kLabelsMax, contract::kLabelKeyMax,
+                     contract::kLabelValueMax);
 }
 
 int64_t QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max, int64_t def) {

@@ -10,7 +10,7 @@
 
 namespace kiln::api {
 
-using engine::AgentOp;
+using AgentOp = engine::AgentStream;
 using nlohmann::json;
 
 namespace {
@@ -74,7 +74,7 @@ void RunJson(Exchange& ex, AgentOp& op, const ExecRequest& req) {
   for (;;) {
     int64_t left = deadline - MonotonicNowMs();
     if (left <= 0)
-      throw ApiError(504, "agent_timeout", "the command did not finish within its timeout");
+      throw ApiError(Code::kAgentTimeout, "the command did not finish within its timeout");
     if (!op.Next(&m, static_cast<int>(std::min<int64_t>(left, 250)))) {
       // Nobody will read the result: stop the command and all it started.
       if (ex.ClientGone()) return op.Cancel();
@@ -95,7 +95,7 @@ void RunJson(Exchange& ex, AgentOp& op, const ExecRequest& req) {
       result["processId"] = pid;
       return ex.SendJson(200, result);
     } else {
-      throw ApiError(409, "not_running", "the sandbox stopped while the command ran");
+      throw ApiError(Code::kNotRunning, "the sandbox stopped while the command ran");
     }
   }
 }
@@ -137,7 +137,7 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
   int64_t deadline = MonotonicNowMs() + req.timeout_ms + kGraceMs;
   for (;;) {
     if (MonotonicNowMs() > deadline) {
-      if (!started) throw ApiError(504, "agent_timeout", "the command did not start");
+      if (!started) throw ApiError(Code::kAgentTimeout, "the command did not start");
       line(json{{"type", "error"},
                 {"error", {{"code", "agent_timeout"}, {"message", "no answer from the sandbox"}}}});
       return ex.EndStream();
@@ -184,7 +184,7 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
       line(exit);
       return ex.EndStream();
     } else if (m.kind == AgentOp::Message::kClosed) {
-      if (!started) throw ApiError(409, "not_running", "the sandbox stopped while the command ran");
+      if (!started) throw ApiError(Code::kNotRunning, "the sandbox stopped while the command ran");
       line(json{{"type", "error"},
                 {"error", {{"code", "not_running"}, {"message", "the sandbox stopped"}}}});
       return ex.EndStream();

@@ -9,7 +9,7 @@
 
 namespace kiln::api {
 
-using engine::AgentOp;
+using AgentOp = engine::AgentStream;
 using nlohmann::json;
 
 namespace {
@@ -30,9 +30,8 @@ json ApiEntry(json e) {
 // Waits for the agent's first message; throws if it is an error answer.
 AgentOp::Message First(AgentOp& op) {
   AgentOp::Message m;
-  if (!op.Next(&m, 30000)) throw ApiError(504, "agent_timeout", "the sandbox did not answer");
-  if (m.kind == AgentOp::Message::kClosed)
-    throw ApiError(409, "not_running", "the sandbox stopped");
+  if (!op.Next(&m, 30000)) throw ApiError(Code::kAgentTimeout, "the sandbox did not answer");
+  if (m.kind == AgentOp::Message::kClosed) throw ApiError(Code::kNotRunning, "the sandbox stopped");
   if (m.kind == AgentOp::Message::kResponse && m.body.contains("error"))
     throw FromAgentError(m.body);
   return m;
@@ -46,15 +45,15 @@ uint64_t PumpBody(Exchange& ex, AgentOp& op, uint64_t max, std::string first = "
     total += chunk.size();
     if (total > max) {
       op.Cancel();
-      throw ApiError(413, "payload_too_large",
+      throw ApiError(Code::kPayloadTooLarge,
                      "the body is larger than " + std::to_string(max) + " bytes");
     }
     if (!chunk.empty() && !op.SendData(proto::kStdin, chunk, false))
-      throw ApiError(409, "not_running", "the sandbox stopped");
+      throw ApiError(Code::kNotRunning, "the sandbox stopped");
   } while (ex.ReadBodyChunk(&chunk));
   if (ex.body_error()) {
     op.Cancel();
-    throw ApiError(400, "invalid_request", "body: the upload ended early");
+    throw ApiError(Code::kInvalidRequest, "body: the upload ended early");
   }
   op.SendData(proto::kStdin, "", true);
   return total;
@@ -63,10 +62,10 @@ uint64_t PumpBody(Exchange& ex, AgentOp& op, uint64_t max, std::string first = "
 json WaitResponse(AgentOp& op) {
   AgentOp::Message m;
   for (;;) {
-    if (!op.Next(&m, 120000)) throw ApiError(504, "agent_timeout", "the sandbox did not answer");
+    if (!op.Next(&m, 120000)) throw ApiError(Code::kAgentTimeout, "the sandbox did not answer");
     if (m.kind == AgentOp::Message::kData) op.Ack(static_cast<uint32_t>(m.data.size()));
     if (m.kind == AgentOp::Message::kClosed)
-      throw ApiError(409, "not_running", "the sandbox stopped");
+      throw ApiError(Code::kNotRunning, "the sandbox stopped");
     if (m.kind == AgentOp::Message::kResponse) {
       if (m.body.contains("error")) throw FromAgentError(m.body);
       return m.body;
@@ -74,7 +73,7 @@ json WaitResponse(AgentOp& op) {
   }
 }
 
-void ReadContent(Exchange& ex, engine::AgentConnection& conn, const std::string& path) {
+void ReadContent(Exchange& ex, engine::AgentChannel& conn, const std::string& path) {
   auto op = conn.Start(json{{"op", "file.read"}, {"path", path}});
   AgentOp::Message m = First(*op);
   uint64_t size = m.body.value("size", uint64_t{0});
@@ -86,7 +85,7 @@ void ReadContent(Exchange& ex, engine::AgentConnection& conn, const std::string&
   for (;;) {
     if (!op->Next(&m, 60000)) {
       if (!buffered) return ex.AbortStream();
-      throw ApiError(504, "agent_timeout", "the sandbox did not answer");
+      throw ApiError(Code::kAgentTimeout, "the sandbox did not answer");
     }
     if (m.kind == AgentOp::Message::kData) {
       if (buffered) {
@@ -103,7 +102,7 @@ void ReadContent(Exchange& ex, engine::AgentConnection& conn, const std::string&
     } else if (m.kind == AgentOp::Message::kResponse || m.kind == AgentOp::Message::kClosed) {
       if (!buffered) return ex.AbortStream();
       if (m.kind == AgentOp::Message::kClosed)
-        throw ApiError(409, "not_running", "the sandbox stopped");
+        throw ApiError(Code::kNotRunning, "the sandbox stopped");
       throw FromAgentError(m.body);
     }
   }
@@ -142,13 +141,13 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string path = QueryPath(ex);
     int mode = ParseMode(ex);
     if (auto n = ex.content_length(); n && *n > kMaxFile)
-      throw ApiError(413, "payload_too_large",
+      throw ApiError(Code::kPayloadTooLarge,
                      "files are at most 256 MiB; use files/archive for trees");
     auto op = RunningConn(*s)->Start(json{{"op", "file.write"}, {"path", path}, {"mode", mode}});
     uint64_t sent = PumpBody(ex, *op, kMaxFile);
     json a = WaitResponse(*op);
     if (a.value("size", uint64_t{0}) != sent)
-      throw ApiError(500, "internal_error", "size mismatch writing " + path);
+      throw ApiError(Code::kInternal, "size mismatch writing " + path);
     ex.SendJson(200, json{{"path", path}, {"size", sent}});
   });
 
@@ -249,7 +248,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
     if (auto n = ex.content_length(); n && *n > kMaxArchive)
-      throw ApiError(413, "payload_too_large", "archives are at most 1 GiB");
+      throw ApiError(Code::kPayloadTooLarge, "archives are at most 1 GiB");
     std::string first;
     ex.ReadBodyChunk(&first);
     bool gzip = first.size() >= 2 && static_cast<unsigned char>(first[0]) == 0x1f &&
@@ -260,23 +259,23 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string err;
     AgentOp::Message m;
     for (;;) {
-      if (!op->Next(&m, 300000)) throw ApiError(504, "agent_timeout", "the sandbox did not answer");
+      if (!op->Next(&m, 300000)) throw ApiError(Code::kAgentTimeout, "the sandbox did not answer");
       if (m.kind == AgentOp::Message::kData) {
         op->Ack(static_cast<uint32_t>(m.data.size()));
         if (m.channel == proto::kStderr && err.size() < 4096) err += m.data;
       } else if (m.kind == AgentOp::Message::kClosed) {
-        throw ApiError(409, "not_running", "the sandbox stopped");
+        throw ApiError(Code::kNotRunning, "the sandbox stopped");
       } else if (m.kind == AgentOp::Message::kResponse) {
         break;
       }
     }
     if (m.body.contains("error")) throw FromAgentError(m.body);
     if (m.body.value("exitCode", json(1)) != json(0))
-      throw ApiError(400, "invalid_archive", "the archive could not be unpacked: " + err);
+      throw ApiError(Code::kInvalidArchive, "the archive could not be unpacked: " + err);
     if (m.body.value("stdinBytes", uint64_t{0}) != sent)
-      throw ApiError(500, "upload_incomplete",
-                     "the sandbox took " + m.body.value("stdinBytes", json(0)).dump() + " of " +
-                         std::to_string(sent) + " bytes");
+      throw ApiError(Code::kUploadIncomplete, "the sandbox took " +
+                                                  m.body.value("stdinBytes", json(0)).dump() +
+                                                  " of " + std::to_string(sent) + " bytes");
     ex.SendJson(200, json{{"path", path}, {"bytes", sent}});
   });
 }

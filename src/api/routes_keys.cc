@@ -10,6 +10,7 @@
 
 #include "api/auth.h"
 #include "api/errors.h"
+#include "api/presenters.h"
 #include "api/validate.h"
 #include "store/key_store.h"
 
@@ -21,7 +22,7 @@ namespace {
 
 // Keys can mint keys, so only an admin may see or touch them.
 void RequireAdmin(const Exchange& ex) {
-  if (!CallerOf(ex).admin) throw ApiError(403, "forbidden", "managing API keys needs an admin key");
+  if (!CallerOf(ex).admin) throw ApiError(Code::kForbidden, "managing API keys needs an admin key");
 }
 
 }  // namespace
@@ -43,7 +44,7 @@ void AddKeyRoutes(Router& r, ApiContext& ctx) {
     bool admin = f.Bool("admin").value_or(false);
     f.Finish();
     auto [key, secret] = ctx.keys.Create(name, admin, limit);
-    json out = key.ToJson();
+    json out = ApiKeyJson(key);
     out["secret"] = secret;  // the only time it is ever shown
     ex.SendJson(201, out);
   });
@@ -51,7 +52,7 @@ void AddKeyRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/keys", [&ctx](Exchange& ex) {
     RequireAdmin(ex);
     json data = json::array();
-    for (const auto& k : ctx.keys.List()) data.push_back(k.ToJson());
+    for (const auto& k : ctx.keys.List()) data.push_back(ApiKeyJson(k));
     ex.SendJson(200, json{{"data", data}});
   });
 
@@ -62,7 +63,7 @@ void AddKeyRoutes(Router& r, ApiContext& ctx) {
     if (!ctx.keys.Revoke(id)) throw NotFound("key " + id);
     auto key = ctx.keys.Get(id);
     if (!key) throw NotFound("key " + id);
-    ex.SendJson(200, key->ToJson());
+    ex.SendJson(200, ApiKeyJson(*key));
   });
 }
 

@@ -22,41 +22,41 @@ void AddCollectors(ApiContext& ctx) {
   });
   metrics::Describe("kiln_sandboxes", "gauge", "Sandboxes by state.");
   metrics::AddCollector("kiln_sandboxes", [&ctx](const metrics::Emit& emit) {
-    for (const auto& [state, n] : ctx.sandboxes.CountByState()) emit({{"state", state}}, n);
+    for (const auto& [state, n] : ctx.sandboxes.CountByState())
+      emit({{"state", std::string(control::StateName(state))}}, n);
   });
   metrics::Describe("kiln_capacity_queue_length", "gauge", "Creates waiting for capacity.");
   metrics::AddCollector("kiln_capacity_queue_length", [&ctx](const metrics::Emit& emit) {
-    emit({}, ctx.sandboxes.capacity().stats().waiting);
+    emit({}, ctx.sandboxes.CapacityStats().waiting);
   });
   metrics::Describe("kiln_capacity_reserved_memory_mib", "gauge",
                     "Memory reserved by running sandboxes (pooled copies excluded).");
   metrics::AddCollector("kiln_capacity_reserved_memory_mib", [&ctx](const metrics::Emit& emit) {
-    emit({}, static_cast<double>(ctx.sandboxes.capacity().stats().reserved_memory_mib));
+    emit({}, static_cast<double>(ctx.sandboxes.CapacityStats().reserved_memory_mib));
   });
   metrics::Describe("kiln_capacity_reserved_vcpus", "gauge",
                     "vCPUs reserved by running sandboxes.");
   metrics::AddCollector("kiln_capacity_reserved_vcpus", [&ctx](const metrics::Emit& emit) {
-    emit({}, ctx.sandboxes.capacity().stats().reserved_vcpus);
+    emit({}, ctx.sandboxes.CapacityStats().reserved_vcpus);
   });
   metrics::Describe("kiln_capacity_budget_memory_mib", "gauge",
                     "Memory that reservations may total (host memory x overcommit).");
   metrics::AddCollector("kiln_capacity_budget_memory_mib", [&ctx](const metrics::Emit& emit) {
-    emit({}, static_cast<double>(ctx.sandboxes.capacity().limits().memory_budget_mib()));
+    emit({}, static_cast<double>(ctx.sandboxes.capacity_limits().memory_budget_mib()));
   });
   metrics::Describe("kiln_pool_ready", "gauge", "Ready, never-used copies in a snapshot's pool.");
   metrics::AddCollector("kiln_pool_ready", [&ctx](const metrics::Emit& emit) {
-    for (const auto& [id, st] : ctx.sandboxes.pool().StatusAll())
-      emit({{"snapshot", id}}, st.ready);
+    for (const auto& [id, st] : ctx.sandboxes.Pools()) emit({{"snapshot", id}}, st.ready);
   });
   metrics::Describe("kiln_pool_target", "gauge", "Target size of a snapshot's pool.");
   metrics::AddCollector("kiln_pool_target", [&ctx](const metrics::Emit& emit) {
-    for (const auto& [id, st] : ctx.sandboxes.pool().StatusAll()) emit({{"snapshot", id}}, st.size);
+    for (const auto& [id, st] : ctx.sandboxes.Pools()) emit({{"snapshot", id}}, st.size);
   });
   metrics::Describe("kiln_pool_memory_bytes", "gauge",
                     "Host memory held by pooled copies; not counted against capacity.");
   metrics::AddCollector("kiln_pool_memory_bytes", [&ctx](const metrics::Emit& emit) {
     double total = 0;
-    for (const auto& [id, st] : ctx.sandboxes.pool().StatusAll())
+    for (const auto& [id, st] : ctx.sandboxes.Pools())
       total += static_cast<double>(st.memory_bytes);
     emit({}, total);
   });
@@ -75,7 +75,7 @@ void AddCollectors(ApiContext& ctx) {
 void AddMetricsRoutes(Router& r, ApiContext& ctx) {
   AddCollectors(ctx);
   r.Add("GET", "/metrics", [](Exchange& ex) {
-    if (!CallerOf(ex).admin) throw ApiError(403, "forbidden", "/metrics needs an admin key");
+    if (!CallerOf(ex).admin) throw ApiError(Code::kForbidden, "/metrics needs an admin key");
     ex.SendBytes(200, metrics::Render(), "text/plain; version=0.0.4");
   });
 }

@@ -1,6 +1,7 @@
 // Egress rules and log: GET/PUT /v1/sandboxes/{id}/network,
 // GET /v1/sandboxes/{id}/network/log.
 #include "api/errors.h"
+#include "api/presenters.h"
 #include "api/routes.h"
 #include "api/validate.h"
 #include "common/time.h"
@@ -45,8 +46,9 @@ std::optional<network::Policy> ReadNetworkField(FieldReader& f) {
 }
 
 void AddNetworkRoutes(Router& r, ApiContext& ctx) {
-  r.Add("GET", "/v1/sandboxes/{id}/network",
-        [&ctx](Exchange& ex) { ex.SendJson(200, FindSandbox(ctx, ex)->NetworkInfo()); });
+  r.Add("GET", "/v1/sandboxes/{id}/network", [&ctx](Exchange& ex) {
+    ex.SendJson(200, NetworkPolicyJson(FindSandbox(ctx, ex)->Record()));
+  });
 
   r.Add("PUT", "/v1/sandboxes/{id}/network", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
@@ -60,9 +62,8 @@ void AddNetworkRoutes(Router& r, ApiContext& ctx) {
     }
     if (!policy)
       throw InvalidField(error.path.empty() ? "body" : "body." + error.path, error.message);
-    if (s->state() == "stopped" || s->state() == "stopping")
-      throw ApiError(409, "not_running", "sandbox " + s->id() + " is " + s->state());
-    ex.SendJson(200, ctx.sandboxes.SetNetwork(s, *policy));
+    ValueOrThrow(ctx.sandboxes.SetNetwork(s, *policy));
+    ex.SendJson(200, NetworkPolicyJson(s->Record()));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/network/log", [&ctx](Exchange& ex) {

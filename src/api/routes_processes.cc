@@ -51,7 +51,7 @@ json OutputPage(const json& a) {
 }
 
 // follow=true: NDJSON events until the process ends, by long polls.
-void Follow(Exchange& ex, engine::AgentConnection& conn, const std::string& id, uint64_t cursor) {
+void Follow(Exchange& ex, engine::AgentChannel& conn, const std::string& id, uint64_t cursor) {
   bool begun = false;
   for (;;) {
     json a = CallAgent(

@@ -3,8 +3,10 @@
 
 #include "api/auth.h"
 #include "api/errors.h"
+#include "api/presenters.h"
 #include "api/routes.h"
 #include "api/validate.h"
+#include "common/contract.h"
 #include "common/metrics.h"
 #include "common/time.h"
 
@@ -17,32 +19,32 @@ namespace {
 control::SandboxSpec ReadCreate(const json& body) {
   FieldReader f(body);
   control::SandboxSpec spec;
-  if (auto v = f.Int("vcpu", 1, 16)) spec.shape.vcpu = static_cast<int>(*v);
-  if (auto v = f.Int("memoryMiB", 128, 65536)) spec.shape.memory_mib = static_cast<int>(*v);
-  if (auto v = f.Int("diskMiB", 64, 65536)) spec.shape.disk_mib = static_cast<int>(*v);
-  if (auto v = f.Int("timeoutSeconds", 60, 3600)) spec.timeout_seconds = static_cast<int>(*v);
+  spec.shape.vcpu = static_cast<int>(f.Int("vcpu", contract::kVcpu));
+  spec.shape.memory_mib = static_cast<int>(f.Int("memoryMiB", contract::kMemoryMiB));
+  spec.shape.disk_mib = static_cast<int>(f.Int("diskMiB", contract::kDiskMiB));
+  spec.timeout_seconds = static_cast<int>(f.Int("timeoutSeconds", contract::kTimeoutSeconds));
   if (auto v = f.String("onLeaseEnd", 16); v && *v != "stop")
     f.Issue("onLeaseEnd", "must be \"stop\" (kiln sandboxes do not pause)");
-  if (auto v = f.Int("maxCostMicros", 0, int64_t{1} << 50)) spec.max_cost_micros = *v;
-  if (auto v = f.String("name", 64)) {
+  if (auto v = f.Int("maxCostMicros", 0, contract::kMaxCostMicrosMax)) spec.max_cost_micros = *v;
+  if (auto v = f.String("name", contract::kSandboxNameMax)) {
     static const std::regex kName("[A-Za-z0-9._-]+");
     if (!std::regex_match(*v, kName))
       f.Issue("name", "may hold only letters, digits, '.', '_' and '-'");
     spec.name = *v;
   }
-  if (auto v = f.StringMap("labels", 32, 63, 256)) spec.labels = *v;
+  if (auto v = ReadLabels(f)) spec.labels = *v;
   if (auto v = f.String("snapshot", 64)) {
     if (v->empty()) f.Issue("snapshot", "must be a snapshot id");
     spec.snapshot = *v;
   }
-  if (auto v = f.StringMap("env", 32, 256, 32 * 1024)) {
+  if (auto v = f.StringMap("env", 32, 256, contract::kSandboxEnvValueMax)) {
     size_t total = 0;
     for (const auto& [k, val] : *v) {
       if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");
       if (val.find('\0') != std::string::npos) f.Issue("env." + k, "must not contain a NUL byte");
       total += k.size() + val.size();
     }
-    if (total > 32 * 1024) f.Issue("env", "must total at most 32 KiB");
+    if (total > contract::kSandboxEnvValueMax) f.Issue("env", "must total at most 32 KiB");
     spec.env = *v;
   }
   spec.network = ReadNetworkField(f);
@@ -74,41 +76,38 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     if (caller.daily_limit_micros) {
       double spent = ctx.sandboxes.SpentMicrosSince(caller.key_id, StableNowMs() - 86400000);
       if (spent >= static_cast<double>(*caller.daily_limit_micros))
-        throw ApiError(402, "spending_limit_reached",
+        throw ApiError(Code::kSpendingLimitReached,
                        "this key spent " + std::to_string(static_cast<int64_t>(spent)) +
                            " of its daily limit of " + std::to_string(*caller.daily_limit_micros) +
                            " micro-dollars in the last 24 hours");
     }
     const char* op = spec.snapshot ? "restore" : "create";
     int64_t t0 = MonotonicNowMs();
-    control::Failure failure;
-    auto s = ctx.sandboxes.Create(std::move(spec), deadline, &failure,
-                                  [&ex] { return ex.ClientGone(); });
-    if (!s) throw FromFailure(failure);
+    auto s = ValueOrThrow(
+        ctx.sandboxes.Create(std::move(spec), deadline, [&ex] { return ex.ClientGone(); }));
     metrics::Observe("kiln_operation_seconds", {{"op", op}},
                      static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
-    ex.SendJson(200, s->Info());
+    ex.SendJson(200, SandboxJson(*s));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}:extend", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     json body = ex.JsonBody();
     FieldReader f(body);
-    auto seconds = f.Int("seconds", 1, 3600);
+    auto seconds = f.Int("seconds", contract::kExtendSeconds.min, contract::kExtendSeconds.max);
     if (!seconds && !f.has("seconds")) f.Issue("seconds", "is required");
     f.Finish();
-    if (!s->running())
-      throw ApiError(409, "not_running", "sandbox " + s->id() + " is " + s->state());
-    ctx.sandboxes.Extend(s, *seconds);
-    ex.SendJson(200, s->Info());
+    ValueOrThrow(ctx.sandboxes.Extend(s, *seconds));
+    ex.SendJson(200, SandboxJson(*s));
   });
 
   r.Add("GET", "/v1/sandboxes", [&ctx](Exchange& ex) {
     control::ListFilter filter;
-    for (const auto& st : ex.QueryAll("state")) {
-      if (st != "starting" && st != "running" && st != "stopping" && st != "stopped")
+    for (const auto& name : ex.QueryAll("state")) {
+      auto state = control::ParseState(name);
+      if (!state)
         throw InvalidField("query.state", "must be starting, running, stopping or stopped");
-      filter.states.push_back(st);
+      filter.states.push_back(*state);
     }
     for (const auto& l : ex.QueryAll("label")) {
       size_t colon = l.find(':');
@@ -130,7 +129,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     auto all = ctx.sandboxes.List(filter);
     json data = json::array();
     for (size_t i = start; i < all.size() && data.size() < static_cast<size_t>(limit); ++i)
-      data.push_back(all[i]->Info());
+      data.push_back(SandboxJson(*all[i]));
     size_t next = start + data.size();
     ex.SendJson(
         200, json{{"data", data},
@@ -138,19 +137,19 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("GET", "/v1/sandboxes/{id}",
-        [&ctx](Exchange& ex) { ex.SendJson(200, FindSandbox(ctx, ex)->Info()); });
+        [&ctx](Exchange& ex) { ex.SendJson(200, SandboxJson(*FindSandbox(ctx, ex))); });
 
   r.Add("POST", "/v1/sandboxes/{id}:stop", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     FieldReader(ex.JsonBody()).Finish();
     ctx.sandboxes.Stop(s, "requested");
-    ex.SendJson(200, s->Info());
+    ex.SendJson(200, SandboxJson(*s));
   });
 
   r.Add("DELETE", "/v1/sandboxes/{id}", [&ctx](Exchange& ex) {
-    auto answer = ctx.sandboxes.Delete(ex.params["id"], OwnerScope(ex));
-    if (!answer) throw NotFound("sandbox " + ex.params["id"]);
-    ex.SendJson(200, *answer);
+    auto deleted = ctx.sandboxes.Delete(ex.params["id"], OwnerScope(ex));
+    if (!deleted) throw NotFound("sandbox " + ex.params["id"]);
+    ex.SendJson(200, DeletedSandboxJson(*deleted));
   });
 }
 

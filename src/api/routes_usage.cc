@@ -41,7 +41,7 @@ void AddUsageRoutes(Router& r, ApiContext& ctx) {
     json data = json::array();
     json total = {{"cpuSeconds", 0.0}, {"gibHours", 0.0}, {"gbMonths", 0.0}, {"costMicros", 0}};
     double micros = 0;
-    for (const auto& t : ctx.sandboxes.usage().Totals(from, to, group_by, OwnerScope(ex))) {
+    for (const auto& t : ctx.sandboxes.UsageTotals(from, to, group_by, OwnerScope(ex))) {
       data.push_back({{"group", t.group},
                       {"cpuSeconds", t.cpu_seconds},
                       {"gibHours", t.gib_hours},

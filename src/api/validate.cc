@@ -136,7 +136,7 @@ void FieldReader::Finish() {
     if (!message.empty()) message += "; ";
     message += i["path"].get<std::string>() + ": " + i["message"].get<std::string>();
   }
-  throw ApiError(400, "invalid_request", message, json{{"issues", issues_}});
+  throw ApiError(Code::kInvalidRequest, message, json{{"issues", issues_}});
 }
 
 bool ValidEnvName(const std::string& name) {

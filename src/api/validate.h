@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/errors.h"
+#include "common/contract.h"
 
 namespace kiln::api {
 
@@ -21,6 +22,10 @@ class FieldReader {
   explicit FieldReader(const nlohmann::json& body, std::string prefix = "body");
 
   std::optional<int64_t> Int(const std::string& name, int64_t min, int64_t max);
+  // A field of the contract: its bounds, and its default when absent.
+  int64_t Int(const std::string& name, const contract::IntField& field) {
+    return Int(name, field.min, field.max).value_or(field.def);
+  }
   std::optional<std::string> String(const std::string& name, size_t max_len);
   std::optional<bool> Bool(const std::string& name);
   std::optional<std::vector<std::string>> StringList(const std::string& name, size_t max_items);

@@ -5,19 +5,15 @@
 namespace kiln::control {
 
 Capacity::Capacity(CapacityLimits limits) : limits_(limits) {
-  watcher_ = std::thread([this] { WatchHangUps(); });
+  watcher_ = std::jthread([this](std::stop_token stop) { WatchHangUps(stop); });
 }
 
 Capacity::~Capacity() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  watcher_cv_.notify_all();
+  watcher_.request_stop();
   watcher_.join();
 }
 
-bool Capacity::FitsHost(const engine::Shape& s) const {
+bool Capacity::FitsHost(const Shape& s) const {
   return memory_mib_ + s.memory_mib <= limits_.memory_budget_mib() &&
          vcpus_ + s.vcpu <= limits_.vcpu_budget() + 1e-9;
 }
@@ -27,7 +23,7 @@ bool Capacity::KeyFull(const std::string& key) const {
   return it != per_key_.end() && it->second >= limits_.key_sandboxes;
 }
 
-void Capacity::Take(const std::string& key, const engine::Shape& s) {
+void Capacity::Take(const std::string& key, const Shape& s) {
   memory_mib_ += s.memory_mib;
   vcpus_ += s.vcpu;
   ++running_;
@@ -52,9 +48,9 @@ void Capacity::Grant() {
   }
 }
 
-void Capacity::WatchHangUps() {
+void Capacity::WatchHangUps(std::stop_token stop) {
   std::unique_lock lock(mu_);
-  while (!stopping_) {
+  while (!stop.stop_requested()) {
     bool watching = false;
     for (auto& w : line_) {
       if (w.granted || w.gone || !w.cancelled) continue;
@@ -64,14 +60,18 @@ void Capacity::WatchHangUps() {
         w.cv.notify_one();
       }
     }
+    auto someone_to_watch = [&] {
+      return std::any_of(line_.begin(), line_.end(),
+                         [](const Waiter& w) { return !w.granted && !w.gone && w.cancelled; });
+    };
     if (watching)
-      watcher_cv_.wait_for(lock, std::chrono::milliseconds(500));
+      watcher_cv_.wait_for(lock, stop, std::chrono::milliseconds(500), [] { return false; });
     else
-      watcher_cv_.wait(lock);  // until a waiter with a cancelled() or stop
+      watcher_cv_.wait(lock, stop, someone_to_watch);
   }
 }
 
-Capacity::Result Capacity::Acquire(const std::string& key, const engine::Shape& shape,
+Capacity::Result Capacity::Acquire(const std::string& key, const Shape& shape,
                                    std::chrono::steady_clock::time_point deadline,
                                    const std::function<bool()>& cancelled) {
   if (shape.memory_mib > limits_.memory_budget_mib() || shape.vcpu > limits_.vcpu_budget() + 1e-9)
@@ -99,7 +99,7 @@ Capacity::Result Capacity::Acquire(const std::string& key, const engine::Shape& 
   return Result::kGranted;
 }
 
-void Capacity::Release(const std::string& key, const engine::Shape& shape) {
+void Capacity::Release(const std::string& key, const Shape& shape) {
   std::lock_guard lock(mu_);
   memory_mib_ = std::max<int64_t>(0, memory_mib_ - shape.memory_mib);
   vcpus_ = std::max(0.0, vcpus_ - shape.vcpu);
@@ -119,7 +119,7 @@ void Capacity::Close() {
   }
 }
 
-void Capacity::Adopt(const std::string& key, const engine::Shape& shape) {
+void Capacity::Adopt(const std::string& key, const Shape& shape) {
   std::lock_guard lock(mu_);
   Take(key, shape);
 }

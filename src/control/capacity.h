@@ -22,7 +22,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/engine.h"
+#include "common/shape.h"
 
 namespace kiln::control {
 
@@ -53,16 +53,16 @@ class Capacity {
   // `cancelled` gives up the place in line, e.g. when the client hung up:
   // room is never granted to nobody. It must be cheap and must not block:
   // one watcher thread polls every waiter's, twice a second, under the lock.
-  Result Acquire(const std::string& key, const engine::Shape& shape,
+  Result Acquire(const std::string& key, const Shape& shape,
                  std::chrono::steady_clock::time_point deadline,
                  const std::function<bool()>& cancelled = nullptr);
   // Returns a reservation made by Acquire (or Adopt).
-  void Release(const std::string& key, const engine::Shape& shape);
+  void Release(const std::string& key, const Shape& shape);
   // Shutdown: every waiter gives up now, and later Acquires fail at once.
   void Close();
   // Counts a sandbox that already runs (restart recovery, pool hand-out):
   // never waits, may go over the budget.
-  void Adopt(const std::string& key, const engine::Shape& shape);
+  void Adopt(const std::string& key, const Shape& shape);
 
   struct Stats {
     int64_t reserved_memory_mib = 0;
@@ -81,27 +81,26 @@ class Capacity {
   // hang-ups turned every unlock into a scan of a 10,000-long futex queue.
   struct Waiter {
     std::string key;
-    engine::Shape shape;
+    Shape shape;
     const std::function<bool()>* cancelled = nullptr;
     bool granted = false;
     bool gone = false;  // its cancelled() said so
     std::condition_variable cv;
   };
-  bool FitsHost(const engine::Shape& s) const;
+  bool FitsHost(const Shape& s) const;
   bool KeyFull(const std::string& key) const;
-  void Take(const std::string& key, const engine::Shape& s);
+  void Take(const std::string& key, const Shape& s);
   // Grants waiters in line order; called with mu_ held after any change.
   void Grant();
   // Polls the waiters' cancelled() while anyone waits, until destruction.
-  void WatchHangUps();
+  void WatchHangUps(std::stop_token stop);
 
   const CapacityLimits limits_;
   mutable std::mutex mu_;
   std::list<Waiter> line_;
-  bool stopping_ = false;               // the watcher ends
-  bool closed_ = false;                 // no more grants
-  std::condition_variable watcher_cv_;  // wakes the watcher: a waiter, or stop
-  std::thread watcher_;
+  bool closed_ = false;                     // no more grants
+  std::condition_variable_any watcher_cv_;  // wakes the watcher: a waiter, or stop
+  std::jthread watcher_;
   int64_t memory_mib_ = 0;
   double vcpus_ = 0;
   int running_ = 0;

@@ -58,7 +58,7 @@ json PriceTable::ToJson() const {
               {"snapshotGbMonthMicros", snapshot_gb_month_micros}};
 }
 
-UsageDelta MeterInterval(const PriceTable& prices, const engine::Shape& shape, uint64_t cpu_ns,
+UsageDelta MeterInterval(const PriceTable& prices, const Shape& shape, uint64_t cpu_ns,
                          int64_t wall_ms) {
   const double wall_s = static_cast<double>(std::max<int64_t>(wall_ms, 0)) / 1000;
   const double vcpu = std::max(shape.vcpu, 0);
@@ -75,7 +75,7 @@ UsageDelta MeterInterval(const PriceTable& prices, const engine::Shape& shape, u
   return d;
 }
 
-int64_t MaxLeaseCostMicros(const PriceTable& prices, const engine::Shape& shape, int64_t seconds) {
+int64_t MaxLeaseCostMicros(const PriceTable& prices, const Shape& shape, int64_t seconds) {
   if (seconds <= 0) return 0;
   // Exact integer arithmetic over the common denominator (1024 MiB/GiB x
   // 3600 s/h) in 128 bits; absurd inputs saturate instead of overflowing.

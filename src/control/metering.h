@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/engine.h"
+#include "common/shape.h"
 
 namespace kiln::control {
 
@@ -43,13 +43,13 @@ struct UsageDelta {
 
 // Cost of one metering interval of a running sandbox: `cpu_ns` measured CPU
 // over `wall_ms` of wall time. Negative wall time counts as zero.
-UsageDelta MeterInterval(const PriceTable& prices, const engine::Shape& shape, uint64_t cpu_ns,
+UsageDelta MeterInterval(const PriceTable& prices, const Shape& shape, uint64_t cpu_ns,
                          int64_t wall_ms);
 
 // Worst case of a whole lease at full CPU (every vCPU busy for `seconds`)
 // plus memory, for maxCostMicros checks. Rounded up, so a lease that passes
 // the check can never cost more than the limit.
-int64_t MaxLeaseCostMicros(const PriceTable& prices, const engine::Shape& shape, int64_t seconds);
+int64_t MaxLeaseCostMicros(const PriceTable& prices, const Shape& shape, int64_t seconds);
 
 // Snapshot storage over an interval, in GB-months (1e9 bytes, 30 days).
 double SnapshotGbMonths(uint64_t size_bytes, int64_t wall_ms);

@@ -1,81 +1,60 @@
-// A sandbox as the control plane sees it: its record and its agent channel.
+// A sandbox as the control plane sees it: its record, kept current under a
+// lock (every method is thread-safe), its agent channel while it runs, and
+// its egress gate.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "common/status.h"
+#include "control/sandbox_record.h"
 #include "egress/egress.h"
-#include "engine/agent_conn.h"
-#include "engine/engine.h"
+#include "engine/agent_channel.h"
 #include "network/policy.h"
 
 namespace kiln::control {
 
-struct SandboxSpec {
-  std::string owner;  // the API key that created it
-  engine::Shape shape;
-  int timeout_seconds = 1800;
-  std::optional<int64_t> max_cost_micros;
-  std::optional<std::string> name;
-  std::map<std::string, std::string> labels;
-  std::map<std::string, std::string> env;
-  std::optional<std::string> snapshot;  // start from this snapshot (its shape wins)
-  // Egress rules; unset = the snapshot's (for a copy) or internet off.
-  std::optional<network::Policy> network;
-};
-
-// Why an operation failed, in the API's terms.
-struct Failure {
-  int status = 500;
-  std::string code = "internal_error";
-  std::string message;
-  int retry_after_s = 0;  // for conditions that clear on their own
-};
-
 class Sandbox {
  public:
   Sandbox(std::string id, SandboxSpec spec, int64_t created_ms);
+  // A sandbox known from the durable table (kilnd restarted).
+  explicit Sandbox(SandboxRecord record);
 
   const std::string& id() const { return id_; }
   const SandboxSpec& spec() const { return spec_; }
 
-  std::string state() const;
-  bool running() const { return state() == "running"; }
+  SandboxState state() const;
+  bool running() const { return state() == SandboxState::kRunning; }
+  // OK while running; otherwise kNotRunning naming the state, so that every
+  // operation that needs a running sandbox refuses in the same words.
+  Status RequireRunning() const;
   int64_t expires_ms() const;
+  int64_t ready_ms() const;
   // The channel to its agent, or null unless running.
-  std::shared_ptr<engine::AgentConnection> conn() const;
+  std::shared_ptr<engine::AgentChannel> channel() const;
 
-  void MarkRunning(std::shared_ptr<engine::AgentConnection> conn, int64_t now_ms);
+  // starting -> running (again after a daemon restart: running -> running).
+  void MarkRunning(std::shared_ptr<engine::AgentChannel> channel, int64_t now_ms);
   // Moves the lease end to max(expiresAt, now) + seconds, at most `cap_ms`
   // ahead of now. Returns the new end.
   int64_t Extend(int64_t seconds, int64_t now_ms, int64_t cap_ms);
-  // Returns false if it was already stopping or stopped.
+  // -> stopping. False if it was already stopping or stopped.
   bool MarkStopping(const std::string& reason);
+  // -> stopped; closes its channel.
   void MarkStopped(int64_t now_ms);
 
-  // Metering: adds one interval's usage. `cpu_ns` is the cgroup's total.
-  struct Meter {
-    uint64_t cpu_ns = 0;  // cgroup CPU total at the last reading
-    int64_t at_ms = 0;    // when it was read
-    double cpu_seconds = 0, gib_hours = 0, micros = 0;
-  };
   Meter meter() const;
   void SetMeter(const Meter& m);
 
-  // Egress rules in force and their version (1 at start, +1 per change).
+  // Egress rules in force.
   network::Policy network() const;
   // Replaces the rules and applies them to the gate (if running) at once:
-  // open connections the new rules refuse are cut. Returns the new version.
+  // open connections the new rules refuse are cut. Returns the new version
+  // (1 at start, +1 per change).
   int64_t SetNetwork(const network::Policy& policy, int64_t now_ms);
-  // The API's NetworkPolicy.
-  nlohmann::json NetworkInfo() const;
   // The egress gate of a running sandbox; Close() of the old one is the
   // caller's business.
   void SetGate(std::shared_ptr<egress::Gate> gate);
@@ -92,30 +71,15 @@ class Sandbox {
   bool boosted() const { return boosted_; }
   uint64_t boost_base_cpu_ns() const { return boost_base_cpu_ns_; }
 
-  // SandboxInfo, as the API answers it.
-  nlohmann::json Info() const;
-
-  // The durable record (spec with env values, times, meter), and back.
-  nlohmann::json Record() const;
-  static std::shared_ptr<Sandbox> FromRecord(const nlohmann::json& record);
-  int64_t ended_ms() const;
-  int64_t ready_ms() const;
+  // A consistent copy of its state: for the durable table and for answers.
+  SandboxRecord Record() const;
 
  private:
   const std::string id_;
   const SandboxSpec spec_;
   mutable std::mutex mu_;
-  std::string state_ = "starting";
-  int64_t created_ms_;
-  int64_t ready_ms_ = 0;
-  int64_t expires_ms_;
-  int64_t ended_ms_ = 0;
-  std::string stop_reason_;
-  Meter meter_;
-  std::shared_ptr<engine::AgentConnection> conn_;
-  network::Policy network_;
-  int64_t network_version_ = 1;
-  int64_t network_updated_ms_;
+  SandboxRecord record_;  // id and spec are copies of the above
+  std::shared_ptr<engine::AgentChannel> channel_;
   std::shared_ptr<egress::Gate> gate_;
   std::atomic<bool> boosted_{false};
   std::atomic<uint64_t> boost_base_cpu_ns_{0};

@@ -14,12 +14,8 @@ using nlohmann::json;
 namespace kiln::control {
 
 namespace {
-constexpr size_t kKeepStopped = 1000;                // stopped sandboxes still listed
-constexpr int64_t kKeepRecordsMs = 30 * 86400000LL;  // stopped records in the table
-constexpr int64_t kLeaseCapMs = 3600 * 1000;         // :extend moves a lease at most 1 h ahead
-// A ledger row covers up to 5 minutes of a sandbox: metered every 5 s, 1,000
-// sandboxes would otherwise append 200 rows a second.
-constexpr int64_t kLedgerRowMs = 5 * 60 * 1000;
+constexpr size_t kKeepStopped = 1000;         // stopped sandboxes still listed
+constexpr int64_t kLeaseCapMs = 3600 * 1000;  // :extend moves a lease at most 1 h ahead
 // See engine::kStartupCpuWeight. A first command costs 10-110 ms of CPU.
 constexpr int64_t kStartupBoostMs = 5000;
 constexpr uint64_t kStartupBoostCpuNs = 150'000'000;
@@ -36,16 +32,13 @@ SandboxManager::SandboxManager(ManagerDeps deps, ManagerOptions options)
       options_(std::move(options)),
       pool_(engine_, rootfs_, snapshots_) {
   Recover();
-  lease_thread_ = std::thread([this] { LeaseLoop(); });
-  meter_thread_ = std::thread([this] { MeterLoop(); });
+  lease_thread_ = std::jthread([this](std::stop_token stop) { LeaseLoop(stop); });
+  meter_thread_ = std::jthread([this](std::stop_token stop) { MeterLoop(stop); });
 }
 
 SandboxManager::~SandboxManager() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+  lease_thread_.request_stop();
+  meter_thread_.request_stop();
   lease_thread_.join();
   meter_thread_.join();
   Shutdown("host_stopped");
@@ -79,12 +72,20 @@ void SandboxManager::Shutdown(const std::string& reason) {
 void SandboxManager::Recover() {
   std::set<std::string> adopted;
   for (const auto& record : records_.Live()) {
-    auto s = Sandbox::FromRecord(record);
-    std::string error = "it was " + s->state() + " when the daemon stopped";
-    std::shared_ptr<engine::AgentConnection> conn;
+    auto s = std::make_shared<Sandbox>(record.get<SandboxRecord>());
+    Status error(Code::kNotRunning,
+                 "it was " + std::string(StateName(s->state())) + " when the daemon stopped");
+    std::shared_ptr<engine::AgentChannel> conn;
     // Only a sandbox that was fully running can be trusted; one caught
     // starting or stopping is taken down.
-    if (s->state() == "running") conn = engine_.Attach(s->id(), s->spec().shape, &error);
+    if (s->running()) {
+      auto attached = engine_.Attach(s->id(), s->spec().shape);
+      if (attached.ok()) {
+        conn = std::move(*attached);
+      } else {
+        error = attached.status();
+      }
+    }
     {
       std::lock_guard lock(mu_);
       sandboxes_[s->id()] = s;
@@ -103,7 +104,7 @@ void SandboxManager::Recover() {
     s->MarkStopped(StableNowMs());
     Save(*s);
     LogWarn("sandbox lost while the daemon was down",
-            {{"event", "sandbox.lost"}, {"sandboxId", s->id()}, {"error", error}});
+            {{"event", "sandbox.lost"}, {"sandboxId", s->id()}, {"error", error.ToString()}});
   }
   // Whatever else the engine has (pooled copies, half-made sandboxes) has
   // no owner any more.
@@ -116,7 +117,7 @@ void SandboxManager::Recover() {
   std::lock_guard lock(mu_);
   std::vector<std::string> old_order;
   for (const auto& record : stopped) {
-    auto s = Sandbox::FromRecord(record);
+    auto s = std::make_shared<Sandbox>(record.get<SandboxRecord>());
     if (sandboxes_.count(s->id())) continue;
     sandboxes_[s->id()] = s;
     old_order.push_back(s->id());
@@ -126,14 +127,14 @@ void SandboxManager::Recover() {
 
 void SandboxManager::Save(const Sandbox& sandbox) {
   try {
-    records_.Put(sandbox.Record());
+    records_.Put(nlohmann::json(sandbox.Record()));
   } catch (const std::exception& e) {
     LogError("cannot record sandbox", {{"sandboxId", sandbox.id()}, {"error", e.what()}});
   }
 }
 
 void SandboxManager::Track(const std::shared_ptr<Sandbox>& sandbox,
-                           std::shared_ptr<engine::AgentConnection> conn) {
+                           std::shared_ptr<engine::AgentChannel> conn) {
   std::weak_ptr<Sandbox> weak = sandbox;
   conn->OnClose([this, weak] {
     // Called on the channel's reader thread: clean up elsewhere.
@@ -146,36 +147,36 @@ void SandboxManager::Track(const std::shared_ptr<Sandbox>& sandbox,
   sandbox->MarkRunning(std::move(conn), StableNowMs());
 }
 
-json SandboxManager::SetNetwork(const std::shared_ptr<Sandbox>& sandbox,
-                                const network::Policy& policy) {
+Result<int64_t> SandboxManager::SetNetwork(const std::shared_ptr<Sandbox>& sandbox,
+                                           const network::Policy& policy) {
+  SandboxState state = sandbox->state();
+  if (state == SandboxState::kStopping || state == SandboxState::kStopped)
+    return sandbox->RequireRunning();
   int64_t version = sandbox->SetNetwork(policy, NowMs());
   Save(*sandbox);
   LogInfo("network policy set", {{"event", "sandbox.network"},
                                  {"sandboxId", sandbox->id()},
                                  {"version", version},
                                  {"policy", policy.ToJson()}});
-  return sandbox->NetworkInfo();
+  return version;
 }
 
 namespace {
 
 // A create refused because kilnd is stopping: clients retry elsewhere.
-Failure ShuttingDown() {
-  return {503, "shutting_down", "kilnd is shutting down; retry against its successor", 1};
+Status ShuttingDown() {
+  return Status(Code::kShuttingDown, "kilnd is shutting down; retry against its successor")
+      .WithRetryAfter(1);
 }
 
 }  // namespace
 
-std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadline,
-                                                Failure* failure,
-                                                const std::function<bool()>& cancelled) {
+Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadline deadline,
+                                                        const std::function<bool()>& cancelled) {
   std::optional<store::SnapshotRecord> from;
   if (spec.snapshot) {
     from = snapshots_.Get(*spec.snapshot);
-    if (!from) {
-      *failure = {404, "snapshot_not_found", "snapshot " + *spec.snapshot + " not found"};
-      return nullptr;
-    }
+    if (!from) return Status(Code::kSnapshotNotFound, "snapshot " + *spec.snapshot + " not found");
     spec.shape = from->shape;  // a copy has the shape of what it copies
     if (spec.labels.empty()) spec.labels = from->labels;
     if (!spec.network && !from->network.is_null()) {
@@ -185,43 +186,34 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
   }
   if (spec.max_cost_micros) {
     int64_t worst = MaxLeaseCostMicros(options_.prices, spec.shape, spec.timeout_seconds);
-    if (worst > *spec.max_cost_micros) {
-      *failure = {409, "budget_exceeded",
-                  "the first lease at full CPU would cost " + std::to_string(worst) +
-                      " micro-dollars, over maxCostMicros " +
-                      std::to_string(*spec.max_cost_micros)};
-      return nullptr;
-    }
+    if (worst > *spec.max_cost_micros)
+      return Status(Code::kBudgetExceeded, "the first lease at full CPU would cost " +
+                                               std::to_string(worst) +
+                                               " micro-dollars, over maxCostMicros " +
+                                               std::to_string(*spec.max_cost_micros));
   }
   int64_t queued_at = MonotonicNowMs();
   switch (capacity_.Acquire(spec.owner, spec.shape, deadline, cancelled)) {
     case Capacity::Result::kGranted:
       break;
     case Capacity::Result::kNeverFits:
-      *failure = {400, "invalid_request",
-                  "body.memoryMiB/vcpu: the shape is more than this host can ever run"};
-      return nullptr;
+      return Status(Code::kInvalidRequest,
+                    "body.memoryMiB/vcpu: the shape is more than this host can ever run");
     case Capacity::Result::kQuotaExceeded:
-      *failure = {409, "quota_exceeded",
-                  "this key already runs its limit of " +
-                      std::to_string(capacity_.limits().key_sandboxes) + " sandboxes",
-                  capacity_.RetryAfterSeconds()};
-      return nullptr;
+      return Status(Code::kQuotaExceeded, "this key already runs its limit of " +
+                                              std::to_string(capacity_.limits().key_sandboxes) +
+                                              " sandboxes")
+          .WithRetryAfter(capacity_.RetryAfterSeconds());
     case Capacity::Result::kNoCapacity:
-      if (std::lock_guard lock(mu_); closing_) {
-        *failure = ShuttingDown();
-        return nullptr;
-      }
-      *failure = {409, "no_capacity", "the host is full; retry later or wait longer",
-                  capacity_.RetryAfterSeconds()};
-      return nullptr;
+      if (std::lock_guard lock(mu_); closing_) return ShuttingDown();
+      return Status(Code::kNoCapacity, "the host is full; retry later or wait longer")
+          .WithRetryAfter(capacity_.RetryAfterSeconds());
   }
   {
     std::lock_guard lock(mu_);
     if (closing_) {
       capacity_.Release(spec.owner, spec.shape);
-      *failure = ShuttingDown();
-      return nullptr;
+      return ShuttingDown();
     }
     ++creating_;
   }
@@ -238,13 +230,13 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
   std::optional<PooledCopy> pooled;
   if (from) {
     pooled = pool_.Take(from->id);
-    std::string why;
     // Files hashed once (at seal or an earlier restore) are not hashed again
     // while unchanged (SnapshotStore), so this costs a stat per file.
-    if (!pooled && !snapshots_.Verify(from->id, &why)) {
-      capacity_.Release(spec.owner, spec.shape);
-      *failure = {409, "snapshot_corrupted", why};
-      return nullptr;
+    if (!pooled) {
+      if (Status intact = snapshots_.Verify(from->id); !intact.ok()) {
+        capacity_.Release(spec.owner, spec.shape);
+        return intact;
+      }
     }
   }
   auto sandbox =
@@ -257,26 +249,22 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
   Save(*sandbox);  // "starting": a restart knows to look for it
   int64_t t0 = MonotonicNowMs();
   engine::CreateParams params{sandbox->id(), sandbox->spec().shape, rootfs_};
-  std::string error;
-  std::shared_ptr<engine::AgentConnection> conn;
-  if (pooled) {
-    conn = pooled->conn;
-  } else if (from) {
-    conn = engine_.Restore(params, snapshots_.CheckpointDir(from->id), &error);
-  } else {
-    conn = engine_.Create(params, &error);
-  }
-  if (!conn) {
+  Result<std::shared_ptr<engine::AgentChannel>> started =
+      pooled ? Result<std::shared_ptr<engine::AgentChannel>>(pooled->channel)
+      : from ? engine_.Restore(params, snapshots_.CheckpointDir(from->id))
+             : engine_.Create(params);
+  if (!started.ok()) {
     sandbox->MarkStopping("startup_failed");
     sandbox->MarkStopped(StableNowMs());
     capacity_.Release(sandbox->spec().owner, sandbox->spec().shape);
     Save(*sandbox);
+    const std::string& error = started.status().message();
     LogError("sandbox failed to start", {{"sandboxId", sandbox->id()}, {"error", error}});
-    *failure = {500, "startup_failed", "the sandbox failed to start: " + error};
-    return nullptr;
+    return Status(Code::kStartupFailed, "the sandbox failed to start: " + error);
   }
+  std::shared_ptr<engine::AgentChannel> conn = std::move(*started);
   // Metering starts now: CPU a pooled copy used while waiting is not the user's.
-  Sandbox::Meter m;
+  Meter m;
   m.cpu_ns = engine_.GetUsage(sandbox->id()).cpu_ns;
   m.at_ms = StableNowMs();
   sandbox->SetMeter(m);
@@ -293,12 +281,9 @@ std::shared_ptr<Sandbox> SandboxManager::Create(SandboxSpec spec, Deadline deadl
   return sandbox;
 }
 
-std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
-    const std::shared_ptr<Sandbox>& sandbox, const SnapshotOptions& options, Failure* failure) {
-  if (!sandbox->running()) {
-    *failure = {409, "not_running", "sandbox " + sandbox->id() + " is " + sandbox->state()};
-    return std::nullopt;
-  }
+Result<store::SnapshotRecord> SandboxManager::Snapshot(const std::shared_ptr<Sandbox>& sandbox,
+                                                       const SnapshotOptions& options) {
+  if (Status running = sandbox->RequireRunning(); !running.ok()) return running;
   store::SnapshotRecord rec;
   rec.id = NewUuid();
   rec.owner = sandbox->spec().owner;
@@ -308,22 +293,19 @@ std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
   rec.shape = sandbox->spec().shape;
   rec.retention_days = options.retention_days;
   rec.network = sandbox->network().ToJson();
-  engine::CheckpointStats stats;
-  std::string error;
-  if (!engine_.Checkpoint(sandbox->id(), snapshots_.CheckpointDir(rec.id), &stats, &error)) {
+  auto captured = engine_.Checkpoint(sandbox->id(), snapshots_.CheckpointDir(rec.id));
+  if (!captured.ok()) {
     snapshots_.Discard(rec.id);
-    *failure = {sandbox->running() ? 500 : 409,
-                sandbox->running() ? "snapshot_failed" : "not_running", error};
-    return std::nullopt;
+    // A sandbox that stopped meanwhile is the cause, not the capture.
+    if (!sandbox->running()) return Status(Code::kNotRunning, captured.status().message());
+    return captured.status();
   }
+  const engine::CheckpointStats& stats = *captured;
   rec.created_ms = StableNowMs();
   rec.expires_ms = rec.created_ms + static_cast<int64_t>(rec.retention_days) * 86400000;
   rec.size_bytes = stats.bytes;
   rec.capture_ms = stats.duration_ms;
-  if (!snapshots_.Seal(rec, &error)) {
-    *failure = {500, "snapshot_failed", error};
-    return std::nullopt;
-  }
+  if (Status sealed = snapshots_.Seal(rec); !sealed.ok()) return sealed;
   {
     std::lock_guard lock(mu_);
     snapshot_metered_ms_[rec.id] = rec.created_ms;
@@ -338,43 +320,40 @@ std::optional<store::SnapshotRecord> SandboxManager::Snapshot(
   return rec;
 }
 
-std::vector<std::shared_ptr<Sandbox>> SandboxManager::Fork(
-    const std::shared_ptr<Sandbox>& source, int count,
-    const std::map<std::string, std::string>& labels, bool keep_snapshot, Deadline deadline,
-    Failure* failure, std::optional<network::Policy> network) {
+ForkResult SandboxManager::Fork(const std::shared_ptr<Sandbox>& source, const ForkOptions& options,
+                                Deadline deadline) {
   SnapshotOptions opts;
-  opts.labels = labels;
+  opts.labels = options.labels;
   opts.retention_days = 1;
   opts.pool = false;  // the fork's own snapshot serves only this fork
-  auto snap = Snapshot(source, opts, failure);
-  if (!snap) return {};
-  std::vector<std::shared_ptr<Sandbox>> copies(static_cast<size_t>(count));
-  std::vector<Failure> failures(static_cast<size_t>(count));
+  auto snap = Snapshot(source, opts);
+  if (!snap.ok()) return ForkResult{{}, snap.status()};
+  size_t count = static_cast<size_t>(options.count);
+  std::vector<std::optional<Result<std::shared_ptr<Sandbox>>>> made(count);
   std::vector<std::thread> threads;
-  for (int i = 0; i < count; ++i) {
+  for (size_t i = 0; i < count; ++i) {
     threads.emplace_back([&, i] {
       SandboxSpec spec;
       spec.owner = source->spec().owner;
       spec.snapshot = snap->id;
-      spec.labels = labels.empty() ? source->spec().labels : labels;
+      spec.labels = options.labels.empty() ? source->spec().labels : options.labels;
       spec.env = source->spec().env;
       spec.timeout_seconds = source->spec().timeout_seconds;
-      spec.network = network ? network : source->network();
-      copies[static_cast<size_t>(i)] =
-          Create(std::move(spec), deadline, &failures[static_cast<size_t>(i)]);
+      spec.network = options.network ? options.network : source->network();
+      made[i] = Create(std::move(spec), deadline);
     });
   }
   for (auto& t : threads) t.join();
-  if (!keep_snapshot) DeleteSnapshot(snap->id);
-  std::vector<std::shared_ptr<Sandbox>> started;
-  for (size_t i = 0; i < copies.size(); ++i) {
-    if (copies[i]) {
-      started.push_back(copies[i]);
+  if (!options.keep_snapshot) DeleteSnapshot(snap->id);
+  ForkResult result;
+  for (auto& m : made) {
+    if (m->ok()) {
+      result.copies.push_back(std::move(m->value()));
     } else {
-      *failure = failures[i];
+      result.status = m->status();
     }
   }
-  return started;
+  return result;
 }
 
 std::shared_ptr<Sandbox> SandboxManager::Get(const std::string& id) const {
@@ -391,9 +370,9 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::List(const ListFilter& f) 
     if (it == sandboxes_.end()) continue;
     const auto& s = it->second;
     if (f.owner && s->spec().owner != *f.owner) continue;
-    std::string state = s->state();
+    SandboxState state = s->state();
     if (f.states.empty()) {
-      if (state == "stopped" && !f.include_stopped) continue;
+      if (state == SandboxState::kStopped && !f.include_stopped) continue;
     } else if (std::find(f.states.begin(), f.states.end(), state) == f.states.end()) {
       continue;
     }
@@ -407,17 +386,19 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::List(const ListFilter& f) 
   return out;
 }
 
-std::map<std::string, int> SandboxManager::CountByState() const {
-  std::map<std::string, int> counts{{"starting", 0}, {"running", 0}, {"stopping", 0}};
+std::map<SandboxState, int> SandboxManager::CountByState() const {
+  std::map<SandboxState, int> counts{
+      {SandboxState::kStarting, 0}, {SandboxState::kRunning, 0}, {SandboxState::kStopping, 0}};
   std::lock_guard lock(mu_);
   for (const auto& [id, s] : sandboxes_) {
-    std::string st = s->state();
-    if (st != "stopped") ++counts[st];
+    SandboxState st = s->state();
+    if (st != SandboxState::kStopped) ++counts[st];
   }
   return counts;
 }
 
-int64_t SandboxManager::Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t seconds) {
+Result<int64_t> SandboxManager::Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t seconds) {
+  if (Status running = sandbox->RequireRunning(); !running.ok()) return running;
   int64_t end = sandbox->Extend(seconds, StableNowMs(), kLeaseCapMs);
   Save(*sandbox);
   LogInfo("lease extended", {{"event", "sandbox.extended"},
@@ -426,118 +407,10 @@ int64_t SandboxManager::Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t 
   return end;
 }
 
-store::UsageRow SandboxManager::MeterOne(Sandbox& s, int64_t now_ms) {
-  std::lock_guard lock(meter_mu_);
-  Sandbox::Meter m = s.meter();
-  uint64_t cpu_now = engine_.GetUsage(s.id()).cpu_ns;
-  // A zero reading means the cgroup is gone; charge no CPU for it.
-  uint64_t cpu = cpu_now >= m.cpu_ns ? cpu_now - m.cpu_ns : 0;
-  int64_t wall = std::max<int64_t>(0, now_ms - m.at_ms);
-  UsageDelta d = MeterInterval(options_.prices, s.spec().shape, cpu, wall);
-  metrics::Inc("kiln_metered_cpu_seconds_total", {}, d.cpu_seconds);
-  store::UsageRow row;
-  row.sandbox_id = s.id();
-  row.key_id = s.spec().owner;
-  row.labels = s.spec().labels;
-  row.start_ms = m.at_ms;
-  row.end_ms = now_ms;
-  row.cpu_seconds = d.cpu_seconds;
-  row.gib_hours = d.gib_hours;
-  row.micros = d.micros_exact;
-  if (cpu_now >= m.cpu_ns) m.cpu_ns = cpu_now;
-  m.at_ms = now_ms;
-  m.cpu_seconds += d.cpu_seconds;
-  m.gib_hours += d.gib_hours;
-  m.micros += d.micros_exact;
-  s.SetMeter(m);
-  return row;
-}
-
-void SandboxManager::Accumulate(const store::UsageRow& row) {
-  std::lock_guard lock(pending_mu_);
-  auto [it, fresh] = pending_.try_emplace(row.sandbox_id, row);
-  if (fresh) return;
-  store::UsageRow& p = it->second;
-  p.end_ms = row.end_ms;
-  p.cpu_seconds += row.cpu_seconds;
-  p.gib_hours += row.gib_hours;
-  p.gb_months += row.gb_months;
-  p.micros += row.micros;
-}
-
-void SandboxManager::Flush(int64_t now_ms, bool all, const std::string& only_id) {
-  std::vector<store::UsageRow> due;
-  {
-    std::lock_guard lock(pending_mu_);
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      bool take = only_id.empty() ? (all || it->second.start_ms <= now_ms - kLedgerRowMs)
-                                  : it->first == only_id;
-      if (take) {
-        due.push_back(std::move(it->second));
-        it = pending_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  try {
-    usage_.Record(due);
-  } catch (const std::exception& e) {
-    LogError("cannot record usage", {{"error", e.what()}});
-  }
-}
-
-double SandboxManager::SpentMicrosSince(const std::string& key_id, int64_t since_ms) {
-  double spent = usage_.SpentMicrosSince(key_id, since_ms);
-  std::lock_guard lock(pending_mu_);
-  for (const auto& [id, row] : pending_) {
-    if (row.key_id == key_id && row.end_ms > since_ms) spent += row.micros;
-  }
-  return spent;
-}
-
-void SandboxManager::MeterAll(bool flush_all) {
-  int64_t now = StableNowMs();
-  std::vector<json> records;
-  for (auto& s : List(ListFilter{{"running"}})) {
-    Accumulate(MeterOne(*s, now));
-    records.push_back(s->Record());
-  }
-  std::vector<store::SnapshotRecord> snaps = snapshots_.List();
-  std::vector<store::UsageRow> snapshot_rows;
-  {
-    std::lock_guard lock(mu_);
-    std::map<std::string, int64_t> still;
-    for (const auto& snap : snaps) {
-      int64_t since = snapshot_metered_ms_.count(snap.id) ? snapshot_metered_ms_[snap.id]
-                                                          : std::max(snap.created_ms, now - 60000);
-      store::UsageRow row;
-      row.sandbox_id = snap.id;
-      row.key_id = snap.owner;
-      row.labels = snap.labels;
-      row.kind = "snapshot";
-      row.start_ms = since;
-      row.end_ms = now;
-      row.gb_months = SnapshotGbMonths(snap.size_bytes, now - since);
-      row.micros = SnapshotStorageMicrosExact(options_.prices, snap.size_bytes, now - since);
-      snapshot_rows.push_back(row);
-      still[snap.id] = now;
-    }
-    snapshot_metered_ms_ = std::move(still);
-  }
-  for (const auto& row : snapshot_rows) Accumulate(row);
-  Flush(now, flush_all);
-  try {
-    records_.Put(records);
-  } catch (const std::exception& e) {
-    LogError("cannot record sandboxes", {{"error", e.what()}});
-  }
-}
-
 void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason) {
   if (!sandbox->MarkStopping(reason)) {
     // Someone else is stopping it: wait until they are done.
-    while (sandbox->state() != "stopped")
+    while (sandbox->state() != SandboxState::kStopped)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return;
   }
@@ -560,48 +433,55 @@ void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::st
   size_t stopped = 0;
   for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
     auto s = sandboxes_.find(*it);
-    if (s != sandboxes_.end() && s->second->state() == "stopped" && ++stopped > kKeepStopped) {
+    if (s != sandboxes_.end() && s->second->state() == SandboxState::kStopped &&
+        ++stopped > kKeepStopped) {
       sandboxes_.erase(s);
     }
   }
   std::erase_if(order_, [&](const std::string& id) { return !sandboxes_.count(id); });
 }
 
-std::optional<nlohmann::json> SandboxManager::Delete(const std::string& id,
+std::optional<DeletedSandbox> SandboxManager::Delete(const std::string& id,
                                                      const std::optional<std::string>& owner) {
   auto s = Get(id);
   if (!s) {
     std::lock_guard lock(mu_);
     auto it = deleted_.find(id);
-    if (it == deleted_.end() || (owner && it->second.owner != *owner)) return std::nullopt;
-    return it->second.answer;
+    if (it == deleted_.end() || (owner && it->second.record.spec.owner != *owner))
+      return std::nullopt;
+    return it->second;
   }
   if (owner && s->spec().owner != *owner) return std::nullopt;
   Stop(s, "requested");
-  nlohmann::json info = s->Info();
-  nlohmann::json answer = {{"id", id},
-                           {"kind", "sandbox"},
-                           {"name", info["name"]},
-                           {"labels", info["labels"]},
-                           {"status", "deleted"},
-                           {"state", info["state"]},
-                           {"deletedAt", FormatTime(StableNowMs())},
-                           {"endedAt", info["endedAt"]},
-                           {"chargedMicros", info["chargedMicros"]}};
+  DeletedSandbox gone{s->Record(), StableNowMs()};
   records_.Remove(id);
   std::lock_guard lock(mu_);
   sandboxes_.erase(id);
   std::erase(order_, id);
-  int64_t now = StableNowMs();
-  std::erase_if(deleted_, [&](const auto& d) { return d.second.at_ms < now - 86400000; });
-  deleted_[id] = {now, s->spec().owner, answer};
-  return answer;
+  std::erase_if(deleted_,
+                [&](const auto& d) { return d.second.deleted_ms < gone.deleted_ms - 86400000; });
+  deleted_[id] = gone;
+  return gone;
 }
 
 bool SandboxManager::DeleteSnapshot(const std::string& id) {
   pool_.Drop(id);
   return snapshots_.Delete(id);
 }
+
+std::optional<store::SnapshotRecord> SandboxManager::FindSnapshot(const std::string& id) const {
+  return snapshots_.Get(id);
+}
+
+std::vector<store::SnapshotRecord> SandboxManager::ListSnapshots() const {
+  return snapshots_.List();
+}
+
+PoolStatus SandboxManager::SnapshotPool(const std::string& id) { return pool_.StatusOf(id); }
+
+std::map<std::string, PoolStatus> SandboxManager::Pools() { return pool_.StatusAll(); }
+
+void SandboxManager::ResizePool(const std::string& id, int size) { pool_.Resize(id, size); }
 
 void SandboxManager::CommandFinished(const std::shared_ptr<Sandbox>& sandbox) {
   EndStartupBoost(sandbox);
@@ -611,11 +491,12 @@ void SandboxManager::EndStartupBoost(const std::shared_ptr<Sandbox>& sandbox) {
   if (sandbox->EndStartupBoost()) engine_.SetCpuWeight(sandbox->id(), engine::kCpuWeight);
 }
 
-void SandboxManager::LeaseLoop() {
+void SandboxManager::LeaseLoop(std::stop_token stop) {
   std::unique_lock lock(mu_);
-  while (!stopping_) {
+  while (!stop.stop_requested()) {
     // 100 ms: also how late a start-up weight may end (see below).
-    cv_.wait_for(lock, std::chrono::milliseconds(100));
+    cv_.wait_for(lock, stop, std::chrono::milliseconds(100), [] { return false; });
+    if (stop.stop_requested()) break;
     int64_t now = StableNowMs();
     std::vector<std::shared_ptr<Sandbox>> expired, unboost;
     for (const auto& [id, s] : sandboxes_) {
@@ -635,27 +516,6 @@ void SandboxManager::LeaseLoop() {
     for (const auto& id : snapshots_.DeleteExpired(now)) {
       pool_.Drop(id);
       LogInfo("snapshot expired", {{"event", "snapshot.expired"}, {"snapshotId", id}});
-    }
-    lock.lock();
-  }
-}
-
-void SandboxManager::MeterLoop() {
-  std::unique_lock lock(mu_);
-  int64_t last_prune = 0;
-  while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.meter_interval_ms));
-    if (stopping_) break;
-    lock.unlock();
-    MeterAll();
-    int64_t now = StableNowMs();
-    if (now - last_prune > 3600 * 1000) {
-      last_prune = now;
-      try {
-        records_.DeleteStoppedBefore(now - kKeepRecordsMs);
-      } catch (const std::exception& e) {
-        LogError("cannot prune records", {{"error", e.what()}});
-      }
     }
     lock.lock();
   }

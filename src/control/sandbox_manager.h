@@ -31,7 +31,7 @@
 namespace kiln::control {
 
 struct ListFilter {
-  std::vector<std::string> states;                          // any of; empty = live ones
+  std::vector<SandboxState> states;                         // any of; empty = live ones
   std::vector<std::pair<std::string, std::string>> labels;  // all must match
   bool include_stopped = false;
   std::optional<std::string> owner;  // only this key's; nullopt = everyone's
@@ -62,6 +62,26 @@ struct ManagerDeps {
   egress::EgressService* egress = nullptr;
 };
 
+struct ForkOptions {
+  int count = 1;
+  std::map<std::string, std::string> labels;  // empty = the source's
+  bool keep_snapshot = false;
+  std::optional<network::Policy> network;  // unset = the source's rules
+};
+
+// Copies that started, and why the others did not (OK if all did).
+struct ForkResult {
+  std::vector<std::shared_ptr<Sandbox>> copies;
+  Status status;
+};
+
+// A deleted sandbox's last record, kept a day so a repeated delete answers
+// the same.
+struct DeletedSandbox {
+  SandboxRecord record;
+  int64_t deleted_ms = 0;
+};
+
 using Deadline = std::chrono::steady_clock::time_point;
 
 class SandboxManager {
@@ -73,45 +93,49 @@ class SandboxManager {
   ~SandboxManager();  // stops every sandbox
 
   // Starts a sandbox (from the image, or from spec.snapshot) once capacity
-  // admits it -- waiting in line until `deadline` -- and returns it running,
-  // or null with *failure set.
+  // admits it -- waiting in line until `deadline` -- and returns it running.
+  // Fails with kSnapshotNotFound, kBudgetExceeded, kNoCapacity,
+  // kQuotaExceeded, kInvalidRequest (a shape the host can never run),
+  // kShuttingDown, kSnapshotCorrupted or kStartupFailed.
   // `cancelled` is polled while waiting (the client hung up).
-  std::shared_ptr<Sandbox> Create(SandboxSpec spec, Deadline deadline, Failure* failure,
-                                  const std::function<bool()>& cancelled = nullptr);
+  Result<std::shared_ptr<Sandbox>> Create(SandboxSpec spec, Deadline deadline,
+                                          const std::function<bool()>& cancelled = nullptr);
 
   // Captures a running sandbox; it is paused only while capturing.
-  std::optional<store::SnapshotRecord> Snapshot(const std::shared_ptr<Sandbox>& sandbox,
-                                                const SnapshotOptions& options, Failure* failure);
+  // kNotRunning or kSnapshotFailed.
+  Result<store::SnapshotRecord> Snapshot(const std::shared_ptr<Sandbox>& sandbox,
+                                         const SnapshotOptions& options);
 
-  // Snapshots the source once, then starts `count` copies in parallel. The
+  // Snapshots the source once, then starts the copies in parallel. The
   // snapshot is deleted afterwards unless keep_snapshot. Copies that started
-  // are returned even when others failed (then *failure is set).
-  std::vector<std::shared_ptr<Sandbox>> Fork(const std::shared_ptr<Sandbox>& source, int count,
-                                             const std::map<std::string, std::string>& labels,
-                                             bool keep_snapshot, Deadline deadline,
-                                             Failure* failure,
-                                             std::optional<network::Policy> network = std::nullopt);
+  // are returned even when others failed.
+  ForkResult Fork(const std::shared_ptr<Sandbox>& source, const ForkOptions& options,
+                  Deadline deadline);
 
-  store::SnapshotStore& snapshots() { return snapshots_; }
-  store::UsageStore& usage() { return usage_; }
-  Capacity& capacity() { return capacity_; }
-  WarmPool& pool() { return pool_; }
-  const PriceTable& prices() const { return options_.prices; }
+  // Snapshots and their warm pools.
+  std::optional<store::SnapshotRecord> FindSnapshot(const std::string& id) const;
+  std::vector<store::SnapshotRecord> ListSnapshots() const;  // oldest first
+  PoolStatus SnapshotPool(const std::string& id);
+  std::map<std::string, PoolStatus> Pools();  // by snapshot id
+  // Keeps `size` ready copies of the snapshot (0 = none).
+  void ResizePool(const std::string& id, int size);
   // Deletes a snapshot and its pool; copies already handed out keep running.
   bool DeleteSnapshot(const std::string& id);
+
   std::shared_ptr<Sandbox> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Sandbox>> List(const ListFilter& filter) const;
   // Replaces its egress rules, applies them at once and records them.
-  // Returns the new NetworkPolicy.
-  nlohmann::json SetNetwork(const std::shared_ptr<Sandbox>& sandbox, const network::Policy& policy);
-  // Moves its lease end (see Sandbox::Extend) and records it.
-  int64_t Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t seconds);
+  // Returns the new version; kNotRunning once it is stopping.
+  Result<int64_t> SetNetwork(const std::shared_ptr<Sandbox>& sandbox,
+                             const network::Policy& policy);
+  // Moves its lease end (see Sandbox::Extend) and records it; kNotRunning.
+  Result<int64_t> Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t seconds);
   // Stops it synchronously: when this returns nothing of it is on the host.
   void Stop(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason);
-  // Stops and forgets it; returns its last info, also for a repeated
-  // delete (kept for a day). Null if never known, or not `owner`'s when
+  // Stops and forgets it; returns its last record, also for a repeated
+  // delete (kept for a day). nullopt if never known, or not `owner`'s when
   // that is given.
-  std::optional<nlohmann::json> Delete(const std::string& id,
+  std::optional<DeletedSandbox> Delete(const std::string& id,
                                        const std::optional<std::string>& owner = std::nullopt);
   // Daemon shutdown: refuses creates from now on (those waiting for room
   // too), waits for those already starting, then stops every sandbox, a few
@@ -121,19 +145,28 @@ class SandboxManager {
   void CommandFinished(const std::shared_ptr<Sandbox>& sandbox);
   // What runs the sandboxes (health, metrics).
   engine::EngineInfo EngineInfo() const { return engine_.Info(); }
-  // Counts by state, for metrics.
-  std::map<std::string, int> CountByState() const;
+  // Counts of the sandboxes not stopped, by state (every such state
+  // present), for metrics.
+  std::map<SandboxState, int> CountByState() const;
+  Capacity::Stats CapacityStats() const { return capacity_.stats(); }
+  const CapacityLimits& capacity_limits() const { return capacity_.limits(); }
+  const PriceTable& prices() const { return options_.prices; }
   // Meters every running sandbox and stored snapshot now; with flush_all,
   // writes every pending ledger row (before usage is read).
   void MeterAll(bool flush_all = false);
   // What a key spent since `since_ms`: the ledger plus rows not yet written.
   double SpentMicrosSince(const std::string& key_id, int64_t since_ms);
+  // The ledger's totals (see store::UsageStore::Totals); call MeterAll(true)
+  // first to include what running sandboxes used until now.
+  std::vector<store::UsageStore::Total> UsageTotals(int64_t from_ms, int64_t to_ms,
+                                                    const std::string& group_by,
+                                                    const std::optional<std::string>& owner);
 
  private:
   void Recover();
   // Starts tracking a sandbox that runs: its channel, its death.
   void Track(const std::shared_ptr<Sandbox>& sandbox,
-             std::shared_ptr<engine::AgentConnection> conn);
+             std::shared_ptr<engine::AgentChannel> channel);
   void Save(const Sandbox& sandbox);
   // Drops a restored copy's start-up CPU weight (once).
   void EndStartupBoost(const std::shared_ptr<Sandbox>& sandbox);
@@ -145,8 +178,8 @@ class SandboxManager {
   // Writes the pending rows that are due (all of them with `all`; only that
   // sandbox's with `only_id`).
   void Flush(int64_t now_ms, bool all, const std::string& only_id = "");
-  void LeaseLoop();
-  void MeterLoop();
+  void LeaseLoop(std::stop_token stop);
+  void MeterLoop(std::stop_token stop);
 
   engine::Engine& engine_;
   const std::string rootfs_;
@@ -163,20 +196,14 @@ class SandboxManager {
   std::map<std::string, store::UsageRow> pending_;  // by sandbox or snapshot id
   std::map<std::string, std::shared_ptr<Sandbox>> sandboxes_;
   std::vector<std::string> order_;  // creation order, for listing
-  struct Tombstone {
-    int64_t at_ms;
-    std::string owner;
-    nlohmann::json answer;
-  };
-  std::map<std::string, Tombstone> deleted_;
+  std::map<std::string, DeletedSandbox> deleted_;
   std::map<std::string, int64_t> snapshot_metered_ms_;  // snapshot id -> last metered
-  std::condition_variable cv_;
-  bool stopping_ = false;  // the lease and meter threads end
-  bool closing_ = false;   // Shutdown began: no more creates
-  int creating_ = 0;       // creates past the capacity line, not yet answered
+  std::condition_variable_any cv_;                      // wakes the lease and meter threads
+  bool closing_ = false;                                // Shutdown began: no more creates
+  int creating_ = 0;  // creates past the capacity line, not yet answered
   std::condition_variable created_cv_;
-  std::thread lease_thread_;
-  std::thread meter_thread_;
+  std::jthread lease_thread_;
+  std::jthread meter_thread_;
 };
 
 }  // namespace kiln::control

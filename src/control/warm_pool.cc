@@ -8,16 +8,13 @@ namespace kiln::control {
 
 WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots)
     : engine_(engine), rootfs_(std::move(rootfs)), snapshots_(snapshots) {
-  for (int i = 0; i < kFillers; ++i) fillers_.emplace_back([this] { FillLoop(); });
+  for (int i = 0; i < kFillers; ++i)
+    fillers_.emplace_back([this](std::stop_token stop) { FillLoop(stop); });
 }
 
 WarmPool::~WarmPool() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  for (auto& t : fillers_) t.join();
+  for (auto& t : fillers_) t.request_stop();
+  fillers_.clear();  // joins
   std::lock_guard lock(mu_);
   for (auto& [id, p] : pools_) Destroy(std::move(p.ready));
 }
@@ -64,7 +61,7 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
     // Handed out once, and only alive: a copy whose agent does not answer
     // (it died while waiting) is discarded. The answer also tells the
     // copy's clock, which gVisor takes from the host on restore.
-    auto pong = copy.conn->Call({{"op", "ping"}}, 2000);
+    auto pong = engine::RoundTrip(*copy.channel, {{"op", "ping"}}, 2000);
     if (pong.contains("time")) {
       int64_t skew = pong["time"].get<int64_t>() - NowMs();
       if (skew > 100 || skew < -100)
@@ -76,7 +73,7 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
   }
 }
 
-PoolStatus WarmPool::Status(const std::string& snapshot_id) {
+PoolStatus WarmPool::StatusOf(const std::string& snapshot_id) {
   PoolStatus s;
   std::vector<std::string> ids;
   {
@@ -98,7 +95,7 @@ std::map<std::string, PoolStatus> WarmPool::StatusAll() {
     for (const auto& [id, pool] : pools_) ids.push_back(id);
   }
   std::map<std::string, PoolStatus> out;
-  for (const auto& id : ids) out[id] = Status(id);
+  for (const auto& id : ids) out[id] = StatusOf(id);
   return out;
 }
 
@@ -118,39 +115,43 @@ void WarmPool::Drop(const std::string& snapshot_id) {
 
 void WarmPool::Destroy(std::deque<PooledCopy> copies) {
   for (auto& c : copies) {
-    c.conn->Close();
+    c.channel->Close();
     engine_.Destroy(c.id);
   }
 }
 
-void WarmPool::FillLoop() {
+void WarmPool::FillLoop(std::stop_token stop) {
   std::unique_lock lock(mu_);
-  while (!stopping_) {
+  for (;;) {
     // At most kFillers restores at a time, so a refill cannot take every
     // core from live sandboxes.
     std::string want;
-    for (auto& [id, p] : pools_) {
-      if (static_cast<int>(p.ready.size()) + p.filling < p.size) {
-        want = id;
-        break;
+    auto wanted = [&] {
+      for (auto& [id, p] : pools_) {
+        if (static_cast<int>(p.ready.size()) + p.filling < p.size) {
+          want = id;
+          return true;
+        }
       }
-    }
-    if (want.empty()) {
-      cv_.wait(lock);
-      continue;
-    }
+      return false;
+    };
+    if (!cv_.wait(lock, stop, wanted) || stop.stop_requested()) return;
     pools_[want].filling++;
     lock.unlock();
-    std::string error;
-    std::shared_ptr<engine::AgentConnection> conn;
+    Status error(Code::kSnapshotNotFound, "snapshot is gone");
+    std::shared_ptr<engine::AgentChannel> conn;
     auto rec = snapshots_.Get(want);
-    engine::CreateParams params{NewUuid(), rec ? rec->shape : engine::Shape{}, rootfs_};
-    if (rec && snapshots_.Verify(want, &error)) {
+    engine::CreateParams params{NewUuid(), rec ? rec->shape : Shape{}, rootfs_};
+    if (rec) error = snapshots_.Verify(want);
+    if (error.ok()) {
       // No warm-up command: it would advance the copy's pid counter, and a
       // pooled copy must be exactly as fresh as a direct restore.
-      conn = engine_.Restore(params, snapshots_.CheckpointDir(want), &error);
-    } else if (error.empty()) {
-      error = "snapshot is gone";
+      auto restored = engine_.Restore(params, snapshots_.CheckpointDir(want));
+      if (restored.ok()) {
+        conn = std::move(*restored);
+      } else {
+        error = restored.status();
+      }
     }
     lock.lock();
     Pool& p = pools_[want];
@@ -168,7 +169,7 @@ void WarmPool::FillLoop() {
       Destroy({PooledCopy{params.id, conn}});
       lock.lock();
     } else {
-      LogWarn("pool refill failed", {{"snapshotId", want}, {"error", error}});
+      LogWarn("pool refill failed", {{"snapshotId", want}, {"error", error.ToString()}});
       p.size = 0;  // do not spin on a broken snapshot
     }
     if (p.size == 0 && p.filling == 0 && p.ready.empty()) pools_.erase(want);

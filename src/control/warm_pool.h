@@ -21,7 +21,7 @@ namespace kiln::control {
 
 struct PooledCopy {
   std::string id;  // the engine sandbox's id, kept when it is handed out
-  std::shared_ptr<engine::AgentConnection> conn;
+  std::shared_ptr<engine::AgentChannel> channel;
   bool frozen = false;  // thawed when handed out
 };
 
@@ -40,7 +40,7 @@ class WarmPool {
   void Resize(const std::string& snapshot_id, int size);
   // A ready copy whose agent answers, or nullopt (then restore directly).
   std::optional<PooledCopy> Take(const std::string& snapshot_id);
-  PoolStatus Status(const std::string& snapshot_id);
+  PoolStatus StatusOf(const std::string& snapshot_id);
   // Every pool's status, by snapshot id.
   std::map<std::string, PoolStatus> StatusAll();
   // Destroys the pool of a deleted snapshot.
@@ -52,20 +52,19 @@ class WarmPool {
     int filling = 0;
     std::deque<PooledCopy> ready;
   };
-  void FillLoop();
+  void FillLoop(std::stop_token stop);
   void Destroy(std::deque<PooledCopy> copies);
 
   engine::Engine& engine_;
   const std::string rootfs_;
   store::SnapshotStore& snapshots_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable_any cv_;
   std::map<std::string, Pool> pools_;
-  bool stopping_ = false;
   // Two restores at a time: one per core of the 2-core build machine, so
   // that a pool drained by a burst of creates refills while they run.
   static constexpr int kFillers = 2;
-  std::vector<std::thread> fillers_;
+  std::vector<std::jthread> fillers_;  // last: stopped and joined first
 };
 
 }  // namespace kiln::control

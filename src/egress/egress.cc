@@ -6,7 +6,7 @@
 
 namespace kiln::egress {
 
-using engine::AgentOp;
+using AgentOp = engine::AgentStream;
 
 EgressService::EgressService(std::unique_ptr<Resolver> resolver, store::EgressLogStore& log,
                              EgressOptions options)
@@ -20,7 +20,7 @@ EgressService::EgressService(std::unique_ptr<Resolver> resolver, store::EgressLo
 }
 
 std::shared_ptr<Gate> Gate::Open(EgressService& service, std::string sandbox_id,
-                                 std::shared_ptr<engine::AgentConnection> conn,
+                                 std::shared_ptr<engine::AgentChannel> conn,
                                  const network::Policy& policy) {
   std::shared_ptr<Gate> g(new Gate(service, std::move(sandbox_id), std::move(conn), policy));
   g->listen_op_ = g->conn_->Start({{"op", "egress.listen"}});
@@ -29,7 +29,7 @@ std::shared_ptr<Gate> Gate::Open(EgressService& service, std::string sandbox_id,
 }
 
 Gate::Gate(EgressService& service, std::string sandbox_id,
-           std::shared_ptr<engine::AgentConnection> conn, const network::Policy& policy)
+           std::shared_ptr<engine::AgentChannel> conn, const network::Policy& policy)
     : service_(service),
       sandbox_id_(std::move(sandbox_id)),
       conn_(std::move(conn)),

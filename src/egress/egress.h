@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "egress/resolver.h"
-#include "engine/agent_conn.h"
+#include "engine/agent_channel.h"
 #include "network/policy.h"
 #include "store/egress_log_store.h"
 
@@ -54,7 +54,7 @@ class EgressService {
 class Gate : public std::enable_shared_from_this<Gate> {
  public:
   static std::shared_ptr<Gate> Open(EgressService& service, std::string sandbox_id,
-                                    std::shared_ptr<engine::AgentConnection> conn,
+                                    std::shared_ptr<engine::AgentChannel> conn,
                                     const network::Policy& policy);
   ~Gate();
 
@@ -74,19 +74,19 @@ class Gate : public std::enable_shared_from_this<Gate> {
   void Unregister(const Tunnel* t);
 
  private:
-  Gate(EgressService& service, std::string sandbox_id,
-       std::shared_ptr<engine::AgentConnection> conn, const network::Policy& policy);
+  Gate(EgressService& service, std::string sandbox_id, std::shared_ptr<engine::AgentChannel> conn,
+       const network::Policy& policy);
   void ListenLoop();
   void Serve(uint64_t conn_id);
 
   EgressService& service_;
   const std::string sandbox_id_;
-  std::shared_ptr<engine::AgentConnection> conn_;
+  std::shared_ptr<engine::AgentChannel> conn_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<const network::Matcher> matcher_;
   std::map<const Tunnel*, std::shared_ptr<Tunnel>> open_;
-  std::unique_ptr<engine::AgentOp> listen_op_;
+  std::unique_ptr<engine::AgentStream> listen_op_;
   std::thread listener_;
   int workers_ = 0;  // threads serving a connection
   bool closed_ = false;

@@ -20,7 +20,7 @@
 
 namespace kiln::egress {
 
-using engine::AgentOp;
+using AgentOp = engine::AgentStream;
 using network::Address;
 using network::Verdict;
 

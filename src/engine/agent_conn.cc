@@ -92,16 +92,16 @@ void AgentOp::Cancel() {
   conn_->WriteFrame(proto::EncodeFrame(FrameType::kCancel, stream_, ""));
 }
 
-std::shared_ptr<AgentConnection> AgentConnection::Connect(const std::string& in_fifo,
-                                                          const std::string& out_fifo,
-                                                          int timeout_ms, std::string* error) {
+Result<std::shared_ptr<AgentConnection>> AgentConnection::Connect(const std::string& in_fifo,
+                                                                  const std::string& out_fifo,
+                                                                  int timeout_ms) {
+  auto fail = [](std::string message) { return Status(Code::kStartupFailed, std::move(message)); };
   std::shared_ptr<AgentConnection> c(new AgentConnection());
   // Non-blocking opens never hang: the sandbox holds both FIFOs open.
   c->in_.reset(::open(in_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
   c->out_.reset(::open(out_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!c->in_ || !c->out_) {
-    *error = "cannot open the agent channel: " + std::string(strerror(errno));
-    return nullptr;
+    return fail("cannot open the agent channel: " + std::string(strerror(errno)));
   }
   // Blocking writes (each frame <= PIPE_BUF, so atomic); room for bursts.
   fcntl(c->in_.get(), F_SETFL, 0);
@@ -109,16 +109,14 @@ std::shared_ptr<AgentConnection> AgentConnection::Connect(const std::string& in_
   fcntl(c->out_.get(), F_SETPIPE_SZ, 1 << 20);
   int wake[2];
   if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-    *error = "pipe: " + std::string(strerror(errno));
-    return nullptr;
+    return fail("pipe: " + std::string(strerror(errno)));
   }
   c->wake_r_.reset(wake[0]);
   c->wake_w_.reset(wake[1]);
 
   uint64_t nonce = RandomU64();
   if (!c->WriteFrame(proto::EncodeFrame(FrameType::kHello, 0, json{{"nonce", nonce}}.dump()))) {
-    *error = "cannot write to the agent channel";
-    return nullptr;
+    return fail("cannot write to the agent channel");
   }
   // Skip whatever an earlier session left in the FIFO, up to our marker.
   proto::FrameDecoder dec(proto::kMaxAgentPayload);
@@ -128,15 +126,13 @@ std::shared_ptr<AgentConnection> AgentConnection::Connect(const std::string& in_
   while (!synced) {
     int64_t left = deadline - MonotonicNowMs();
     if (left <= 0) {
-      *error = "the agent did not answer within " + std::to_string(timeout_ms) + " ms";
-      return nullptr;
+      return fail("the agent did not answer within " + std::to_string(timeout_ms) + " ms");
     }
     pollfd p{c->out_.get(), POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
     ssize_t n = ::read(c->out_.get(), buf, sizeof buf);
     if (n == 0) {
-      *error = "the sandbox closed the agent channel";
-      return nullptr;
+      return fail("the sandbox closed the agent channel");
     }
     if (n < 0) continue;
     dec.Feed(std::string_view(buf, static_cast<size_t>(n)));
@@ -184,7 +180,7 @@ bool AgentConnection::WriteFrame(const std::string& frame) {
   return true;
 }
 
-std::unique_ptr<AgentOp> AgentConnection::Start(const json& request) {
+std::unique_ptr<AgentStream> AgentConnection::Start(const json& request) {
   uint32_t stream;
   std::unique_ptr<AgentOp> op;
   {
@@ -203,21 +199,6 @@ std::unique_ptr<AgentOp> AgentConnection::Start(const json& request) {
   }
   if (!ok) op->Push(AgentOp::Message{AgentOp::Message::kClosed});
   return op;
-}
-
-json AgentConnection::Call(const json& request, int timeout_ms) {
-  auto op = Start(request);
-  AgentOp::Message m;
-  int64_t deadline = MonotonicNowMs() + timeout_ms;
-  for (;;) {
-    int64_t left = deadline - MonotonicNowMs();
-    if (left <= 0 || !op->Next(&m, static_cast<int>(left)))
-      return json{{"error",
-                   {{"code", "agent_timeout"}, {"message", "the sandbox's agent did not answer"}}}};
-    if (m.kind == AgentOp::Message::kResponse) return m.body;
-    if (m.kind == AgentOp::Message::kClosed)
-      return json{{"error", {{"code", "not_running"}, {"message", "the sandbox is not running"}}}};
-  }
 }
 
 void AgentConnection::Unregister(uint32_t stream) {

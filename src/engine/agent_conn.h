@@ -20,40 +20,26 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
 #include "common/unique_fd.h"
+#include "engine/agent_channel.h"
 
 namespace kiln::engine {
 
 class AgentConnection;
 
 // One operation in flight on the channel.
-class AgentOp {
+class AgentOp : public AgentStream {
  public:
-  struct Message {
-    enum Kind { kData, kEvent, kResponse, kClosed } kind = kClosed;
-    uint8_t channel = 0;
-    bool end = false;
-    std::string data;     // kData
-    nlohmann::json body;  // kEvent, kResponse
-  };
-
-  ~AgentOp();  // cancels the operation if it has not answered
+  ~AgentOp() override;
   AgentOp(const AgentOp&) = delete;
   AgentOp& operator=(const AgentOp&) = delete;
 
-  // Waits for the next message; false after timeout_ms (-1 = forever).
-  bool Next(Message* m, int timeout_ms = -1);
-  // Sends input (stdin, file content). Returns false if the channel is gone.
-  bool SendData(uint8_t channel, std::string_view data, bool end);
-  // Like SendData, but never more than the agent's window ahead of what it
-  // has consumed (it grants room with window frames): blocks while the window
-  // is full. For ops whose agent side announces its window (egress). Returns
-  // false once the op answered, was cancelled or the channel is gone.
-  bool SendDataWindowed(uint8_t channel, std::string_view data, bool end);
-  // Grants the agent room for `bytes` more of output (flow control).
-  void Ack(uint32_t bytes);
-  // Tells the agent to stop the operation; a waiting Next() then yields kClosed.
-  void Cancel();
+  bool Next(Message* m, int timeout_ms = -1) override;
+  bool SendData(uint8_t channel, std::string_view data, bool end) override;
+  bool SendDataWindowed(uint8_t channel, std::string_view data, bool end) override;
+  void Ack(uint32_t bytes) override;
+  void Cancel() override;
 
  private:
   friend class AgentConnection;
@@ -71,22 +57,18 @@ class AgentOp {
   uint64_t credit_ = 0;  // bytes SendDataWindowed may still send
 };
 
-class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
+class AgentConnection : public AgentChannel, public std::enable_shared_from_this<AgentConnection> {
  public:
   // Opens the FIFOs, starts a session and waits for the agent's sync marker.
-  static std::shared_ptr<AgentConnection> Connect(const std::string& in_fifo,
-                                                  const std::string& out_fifo, int timeout_ms,
-                                                  std::string* error);
-  ~AgentConnection();
+  static Result<std::shared_ptr<AgentConnection>> Connect(const std::string& in_fifo,
+                                                          const std::string& out_fifo,
+                                                          int timeout_ms);
+  ~AgentConnection() override;
 
-  std::unique_ptr<AgentOp> Start(const nlohmann::json& request);
-  // A whole request/response exchange; the answer or {"error":...}.
-  nlohmann::json Call(const nlohmann::json& request, int timeout_ms);
-
-  bool alive() const { return alive_; }
-  // Called once when the channel ends (the sandbox died).
-  void OnClose(std::function<void()> cb);
-  void Close();
+  std::unique_ptr<AgentStream> Start(const nlohmann::json& request) override;
+  bool alive() const override { return alive_; }
+  void OnClose(std::function<void()> cb) override;
+  void Close() override;
 
  private:
   friend class AgentOp;

@@ -9,15 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/agent_conn.h"
+#include "common/shape.h"
+#include "common/status.h"
+#include "engine/agent_channel.h"
 
 namespace kiln::engine {
-
-struct Shape {
-  int vcpu = 2;
-  int memory_mib = 2048;
-  int disk_mib = 4096;  // size of the writable /workspace and /tmp
-};
 
 // CPU weight against other sandboxes when the host is busy. A copy
 // restored from a snapshot (an episode's reset) starts at kStartupCpuWeight,
@@ -61,10 +57,9 @@ class Engine {
 
   virtual EngineInfo Info() const = 0;
 
-  // Starts a sandbox and returns the channel to its agent, or null with
-  // *error set (then nothing of it is left behind).
-  virtual std::shared_ptr<AgentConnection> Create(const CreateParams& params,
-                                                  std::string* error) = 0;
+  // Starts a sandbox and returns the channel to its agent; on failure
+  // (kStartupFailed) nothing of it is left behind.
+  virtual Result<std::shared_ptr<AgentChannel>> Create(const CreateParams& params) = 0;
 
   // Stops a sandbox and removes every trace of it on the host: processes,
   // cgroups, mounts, its directory. Idempotent.
@@ -72,19 +67,19 @@ class Engine {
 
   // Captures a running sandbox -- files, memory, processes -- into `dir`
   // (which must not exist). The sandbox is paused while capturing and then
-  // continues. On failure nothing is left in `dir` and it keeps running.
-  virtual bool Checkpoint(const std::string& id, const std::string& dir, CheckpointStats* stats,
-                          std::string* error) = 0;
+  // continues. On failure (kSnapshotFailed) nothing is left in `dir` and it
+  // keeps running.
+  virtual Result<CheckpointStats> Checkpoint(const std::string& id, const std::string& dir) = 0;
 
   // Starts a new sandbox from a checkpoint: the same files, processes and
   // memory, with an agent channel of its own.
-  virtual std::shared_ptr<AgentConnection> Restore(const CreateParams& params,
-                                                   const std::string& dir, std::string* error) = 0;
+  virtual Result<std::shared_ptr<AgentChannel>> Restore(const CreateParams& params,
+                                                        const std::string& dir) = 0;
 
   // Reconnects to a sandbox that kept running while no daemon held its
-  // channel (after a kilnd restart). Null with *error set if it is gone.
-  virtual std::shared_ptr<AgentConnection> Attach(const std::string& id, const Shape& shape,
-                                                  std::string* error) = 0;
+  // channel (after a kilnd restart). kNotRunning if it is gone.
+  virtual Result<std::shared_ptr<AgentChannel>> Attach(const std::string& id,
+                                                       const Shape& shape) = 0;
 
   // Stops every thread of a sandbox, its kernel included, so that it uses
   // no CPU at all until thawed; its clock keeps running. For copies that

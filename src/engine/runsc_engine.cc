@@ -75,26 +75,23 @@ std::vector<std::string> RunscEngine::RunscArgs() const {
   return {opts_.runsc, "--root", opts_.state_dir + "/runsc", "--platform", opts_.platform};
 }
 
-std::shared_ptr<AgentConnection> RunscEngine::Create(const CreateParams& p, std::string* error) {
-  return Launch(p, {"run", "--detach"}, error);
+Result<std::shared_ptr<AgentChannel>> RunscEngine::Create(const CreateParams& p) {
+  return Launch(p, {"run", "--detach"});
 }
 
-std::shared_ptr<AgentConnection> RunscEngine::Restore(const CreateParams& p,
-                                                      const std::string& checkpoint,
-                                                      std::string* error) {
+Result<std::shared_ptr<AgentChannel>> RunscEngine::Restore(const CreateParams& p,
+                                                           const std::string& checkpoint) {
   // Uncompressed pages, read straight from the page cache.
   CreateParams boosted = p;
   boosted.cpu_weight = kStartupCpuWeight;
-  return Launch(boosted, {"restore", "--detach", "--image-path", checkpoint}, error);
+  return Launch(boosted, {"restore", "--detach", "--image-path", checkpoint});
 }
 
-bool RunscEngine::Checkpoint(const std::string& id, const std::string& dir, CheckpointStats* stats,
-                             std::string* error) {
+Result<CheckpointStats> RunscEngine::Checkpoint(const std::string& id, const std::string& dir) {
+  auto fail = [](std::string message) { return Status(Code::kSnapshotFailed, std::move(message)); };
   std::error_code ec;
-  if (fs::exists(dir)) {
-    *error = dir + " exists";
-    return false;
-  }
+  if (fs::exists(dir)) return fail(dir + " exists");
+  CheckpointStats stats;
   // Capture into a temporary name and rename when complete, so a failed or
   // interrupted capture never leaves something that looks restorable.
   std::string tmp = dir + ".partial";
@@ -105,36 +102,31 @@ bool RunscEngine::Checkpoint(const std::string& id, const std::string& dir, Chec
               {"checkpoint", "--leave-running", "--compression=none", "--image-path", tmp, id});
   int64_t t0 = MonotonicNowMs();
   ProcessOutput r = RunProcess(args, 120000);
-  stats->duration_ms = MonotonicNowMs() - t0;
+  stats.duration_ms = MonotonicNowMs() - t0;
   if (!r.ok()) {
-    *error = "runsc checkpoint failed: " + r.Describe();
     fs::remove_all(tmp, ec);
-    return false;
+    return fail("runsc checkpoint failed: " + r.Describe());
   }
-  stats->bytes = 0;
   for (const auto& e : fs::recursive_directory_iterator(tmp, ec)) {
-    if (e.is_regular_file()) stats->bytes += e.file_size();
+    if (e.is_regular_file()) stats.bytes += e.file_size();
   }
   fs::rename(tmp, dir, ec);
   if (ec) {
-    *error = "cannot move the checkpoint into place: " + ec.message();
+    std::string why = ec.message();
     fs::remove_all(tmp, ec);
-    return false;
+    return fail("cannot move the checkpoint into place: " + why);
   }
-  return true;
+  return stats;
 }
 
-std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
-                                                     const std::vector<std::string>& verb,
-                                                     std::string* error) {
+Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
+                                                          const std::vector<std::string>& verb) {
+  auto fail = [](std::string message) { return Status(Code::kStartupFailed, std::move(message)); };
   int64_t t0 = MonotonicNowMs();
   std::string dir = SandboxDir(p.id);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) {
-    *error = "cannot create " + dir + ": " + ec.message();
-    return nullptr;
-  }
+  if (ec) return fail("cannot create " + dir + ": " + ec.message());
   SpecPaths paths{p.rootfs, opts_.agent_binary, std::string(kCgroupParent) + "/" + p.id};
   {
     std::ofstream spec(dir + "/config.json");
@@ -142,9 +134,9 @@ std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
   }
   std::string in = dir + "/agent.in", out = dir + "/agent.out";
   if (mkfifo(in.c_str(), 0600) < 0 || mkfifo(out.c_str(), 0600) < 0) {
-    *error = "mkfifo: " + std::string(strerror(errno));
+    std::string why = strerror(errno);
     Destroy(p.id);
-    return nullptr;
+    return fail("mkfifo: " + why);
   }
   // O_RDWR opens of a FIFO never block; the sandbox inherits these as its
   // stdin and stdout and keeps them after runsc exits.
@@ -167,26 +159,25 @@ std::shared_ptr<AgentConnection> RunscEngine::Launch(const CreateParams& p,
     std::ifstream log(dir + "/sandbox.log");
     std::string text((std::istreambuf_iterator<char>(log)), {});
     if (text.size() > 600) text = text.substr(text.size() - 600);
-    *error = "runsc " + verb[0] + " failed: " + text;
     Destroy(p.id);
-    return nullptr;
+    return fail("runsc " + verb[0] + " failed: " + text);
   }
-  auto conn = AgentConnection::Connect(in, out, opts_.start_timeout_ms, error);
+  auto conn = AgentConnection::Connect(in, out, opts_.start_timeout_ms);
   in_fd.reset();
   out_fd.reset();
-  if (!conn) {
+  if (!conn.ok()) {
     Destroy(p.id);
-    return nullptr;
+    return conn.status();
   }
   RaiseMemoryLimit(p.id, p.shape);
-  GuardMemory(p.id, p.shape, conn);
+  GuardMemory(p.id, p.shape, *conn);
   LogInfo("sandbox launched", {{"event", "engine.launch"},
                                {"sandboxId", p.id},
                                {"verb", verb[0]},
                                {"prepareMs", t1 - t0},
                                {"runscMs", t2 - t1},
                                {"connectMs", MonotonicNowMs() - t2}});
-  return conn;
+  return std::shared_ptr<AgentChannel>(std::move(*conn));
 }
 
 void RunscEngine::RaiseMemoryLimit(const std::string& id, const Shape& shape) {
@@ -197,13 +188,13 @@ void RunscEngine::RaiseMemoryLimit(const std::string& id, const Shape& shape) {
 }
 
 void RunscEngine::GuardMemory(const std::string& id, const Shape& shape,
-                              const std::shared_ptr<AgentConnection>& conn) {
-  std::weak_ptr<AgentConnection> weak = conn;
+                              const std::shared_ptr<AgentChannel>& conn) {
+  std::weak_ptr<AgentChannel> weak = conn;
   int64_t threshold = static_cast<int64_t>(shape.memory_mib) << 20;
   bool guarded = guard_.Watch(id, CgroupDir("memory", id), threshold, [weak, id] {
     auto c = weak.lock();
     if (!c) return;
-    auto r = c->Call({{"op", "oom"}}, 5000);
+    auto r = RoundTrip(*c, {{"op", "oom"}}, 5000);
     LogWarn("sandbox over its memory: killed its largest process",
             {{"sandboxId", id}, {"agent", r}});
   });
@@ -211,23 +202,23 @@ void RunscEngine::GuardMemory(const std::string& id, const Shape& shape,
     LogWarn("no memory guard (cgroup v1 memory controller missing)", {{"sandboxId", id}});
 }
 
-std::shared_ptr<AgentConnection> RunscEngine::Attach(const std::string& id, const Shape& shape,
-                                                     std::string* error) {
+Result<std::shared_ptr<AgentChannel>> RunscEngine::Attach(const std::string& id,
+                                                          const Shape& shape) {
   auto args = RunscArgs();
   args.insert(args.end(), {"state", id});
   ProcessOutput r = RunProcess(args, 10000);
   nlohmann::json state = nlohmann::json::parse(r.out, nullptr, false);
   if (!r.ok() || !state.is_object() || state.value("status", "") != "running") {
-    *error = "not running: " + (r.ok() ? state.value("status", "unknown") : r.Describe());
-    return nullptr;
+    return Status(Code::kNotRunning,
+                  "not running: " + (r.ok() ? state.value("status", "unknown") : r.Describe()));
   }
   // The sandbox holds both FIFOs open itself, so they outlive the daemon
   // that made them; a new session skips whatever the old one left behind.
   std::string dir = SandboxDir(id);
-  auto conn = AgentConnection::Connect(dir + "/agent.in", dir + "/agent.out", 5000, error);
-  if (!conn) return nullptr;
-  GuardMemory(id, shape, conn);
-  return conn;
+  auto conn = AgentConnection::Connect(dir + "/agent.in", dir + "/agent.out", 5000);
+  if (!conn.ok()) return conn.status();
+  GuardMemory(id, shape, *conn);
+  return std::shared_ptr<AgentChannel>(std::move(*conn));
 }
 
 void RunscEngine::Destroy(const std::string& id) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/agent_conn.h"
 #include "engine/engine.h"
 #include "engine/memory_guard.h"
 
@@ -44,14 +45,12 @@ class RunscEngine : public Engine {
   void ReleaseSharedState();
 
   EngineInfo Info() const override { return info_; }
-  std::shared_ptr<AgentConnection> Create(const CreateParams& params, std::string* error) override;
-  bool Checkpoint(const std::string& id, const std::string& dir, CheckpointStats* stats,
-                  std::string* error) override;
-  std::shared_ptr<AgentConnection> Restore(const CreateParams& params, const std::string& dir,
-                                           std::string* error) override;
+  Result<std::shared_ptr<AgentChannel>> Create(const CreateParams& params) override;
+  Result<CheckpointStats> Checkpoint(const std::string& id, const std::string& dir) override;
+  Result<std::shared_ptr<AgentChannel>> Restore(const CreateParams& params,
+                                                const std::string& dir) override;
   void Destroy(const std::string& id) override;
-  std::shared_ptr<AgentConnection> Attach(const std::string& id, const Shape& shape,
-                                          std::string* error) override;
+  Result<std::shared_ptr<AgentChannel>> Attach(const std::string& id, const Shape& shape) override;
   bool Freeze(const std::string& id) override;
   bool Thaw(const std::string& id) override;
   void SetCpuWeight(const std::string& id, int weight) override;
@@ -66,15 +65,15 @@ class RunscEngine : public Engine {
   bool SetFreezerState(const std::string& id, const std::string& state);
   // Writes the bundle and FIFOs, runs `runsc <verb...>` with them as the
   // sandbox's stdio, and connects to the agent.
-  std::shared_ptr<AgentConnection> Launch(const CreateParams& params,
-                                          const std::vector<std::string>& verb, std::string* error);
+  Result<std::shared_ptr<AgentChannel>> Launch(const CreateParams& params,
+                                               const std::vector<std::string>& verb);
 
   // Lifts the host cgroup's limit from memoryMiB (what runsc read to size
   // the Sentry) to memoryMiB plus gVisor's headroom.
   void RaiseMemoryLimit(const std::string& id, const Shape& shape);
   // Kills the sandbox's largest process when it goes over its memory.
   void GuardMemory(const std::string& id, const Shape& shape,
-                   const std::shared_ptr<AgentConnection>& conn);
+                   const std::shared_ptr<AgentChannel>& conn);
 
   RunscOptions opts_;
   EngineInfo info_;

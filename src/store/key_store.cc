@@ -119,15 +119,6 @@ void WriteSecretFile(const std::string& path, const std::string& secret) {
 
 }  // namespace
 
-json ApiKey::ToJson() const {
-  return json{{"id", id},
-              {"name", name},
-              {"admin", admin},
-              {"dailyLimitMicros", daily_limit_micros ? json(*daily_limit_micros) : json(nullptr)},
-              {"createdAt", FormatTime(created_ms)},
-              {"revokedAt", revoked_ms ? json(FormatTime(*revoked_ms)) : json(nullptr)}};
-}
-
 KeyStore::KeyStore(Db& db) : db_(db) {
   // UNIQUE on the hash gives Authenticate its index.
   db_.Script(

@@ -22,9 +22,6 @@ struct ApiKey {
   std::optional<int64_t> daily_limit_micros;
   int64_t created_ms = 0;
   std::optional<int64_t> revoked_ms;
-
-  // {id, name, admin, dailyLimitMicros|null, createdAt, revokedAt|null}
-  nlohmann::json ToJson() const;
 };
 
 class KeyStore {

@@ -15,42 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-json RecordJson(const SnapshotRecord& r) {
-  return json{{"id", r.id},
-              {"owner", r.owner},
-              {"name", r.name ? json(*r.name) : json(nullptr)},
-              {"labels", r.labels},
-              {"sourceSandboxId", r.source_sandbox_id},
-              {"vcpu", r.shape.vcpu},
-              {"memoryMiB", r.shape.memory_mib},
-              {"diskMiB", r.shape.disk_mib},
-              {"retentionDays", r.retention_days},
-              {"createdMs", r.created_ms},
-              {"expiresMs", r.expires_ms},
-              {"sizeBytes", r.size_bytes},
-              {"captureMs", r.capture_ms},
-              {"network", r.network}};
-}
-
-SnapshotRecord RecordFrom(const json& j) {
-  SnapshotRecord r;
-  r.id = j.at("id");
-  r.owner = j.value("owner", "");
-  if (j.at("name").is_string()) r.name = j["name"].get<std::string>();
-  r.labels = j.at("labels").get<std::map<std::string, std::string>>();
-  r.source_sandbox_id = j.at("sourceSandboxId");
-  r.shape.vcpu = j.at("vcpu");
-  r.shape.memory_mib = j.at("memoryMiB");
-  r.shape.disk_mib = j.at("diskMiB");
-  r.retention_days = j.at("retentionDays");
-  r.created_ms = j.at("createdMs");
-  r.expires_ms = j.at("expiresMs");
-  r.size_bytes = j.at("sizeBytes");
-  r.capture_ms = j.at("captureMs");
-  r.network = j.value("network", json());
-  return r;
-}
-
 // Manifests name their checksum: XXH3-128 since it replaced SHA-256 (same
 // guarantee against corruption, ~4x faster here); older ones stay readable.
 bool MatchesChecksum(const std::string& path, const json& want) {
@@ -61,26 +25,39 @@ bool MatchesChecksum(const std::string& path, const json& want) {
 
 }  // namespace
 
-json SnapshotRecord::ToJson() const {
-  return json{
-      {"id", id},
-      {"kind", "snapshot"},
-      {"mode", "memory"},
-      {"name", name ? json(*name) : json(nullptr)},
-      {"labels", labels},
-      {"state", "ready"},
-      {"status", "ready"},
-      {"sourceSandboxId", source_sandbox_id},
-      {"shape",
-       {{"vcpu", shape.vcpu}, {"memoryMiB", shape.memory_mib}, {"diskMiB", shape.disk_mib}}},
-      {"retentionDays", retention_days},
-      {"sizeBytes", size_bytes},
-      {"network", network.is_null() ? json(nullptr) : network},
-      {"storedBytes", size_bytes},
-      {"captureMs", capture_ms},
-      {"createdAt", FormatTime(created_ms)},
-      {"readyAt", FormatTime(created_ms)},
-      {"expiresAt", FormatTime(expires_ms)}};
+void to_json(json& j, const SnapshotRecord& r) {
+  j = json{{"id", r.id},
+           {"owner", r.owner},
+           {"name", r.name ? json(*r.name) : json(nullptr)},
+           {"labels", r.labels},
+           {"sourceSandboxId", r.source_sandbox_id},
+           {"vcpu", r.shape.vcpu},
+           {"memoryMiB", r.shape.memory_mib},
+           {"diskMiB", r.shape.disk_mib},
+           {"retentionDays", r.retention_days},
+           {"createdMs", r.created_ms},
+           {"expiresMs", r.expires_ms},
+           {"sizeBytes", r.size_bytes},
+           {"captureMs", r.capture_ms},
+           {"network", r.network}};
+}
+
+void from_json(const json& j, SnapshotRecord& r) {
+  r = SnapshotRecord{};
+  j.at("id").get_to(r.id);
+  r.owner = j.value("owner", "");
+  if (j.at("name").is_string()) r.name = j["name"].get<std::string>();
+  j.at("labels").get_to(r.labels);
+  j.at("sourceSandboxId").get_to(r.source_sandbox_id);
+  j.at("vcpu").get_to(r.shape.vcpu);
+  j.at("memoryMiB").get_to(r.shape.memory_mib);
+  j.at("diskMiB").get_to(r.shape.disk_mib);
+  j.at("retentionDays").get_to(r.retention_days);
+  j.at("createdMs").get_to(r.created_ms);
+  j.at("expiresMs").get_to(r.expires_ms);
+  j.at("sizeBytes").get_to(r.size_bytes);
+  j.at("captureMs").get_to(r.capture_ms);
+  r.network = j.value("network", json());
 }
 
 SnapshotStore::SnapshotStore(std::string dir) : dir_(std::move(dir)) {
@@ -96,7 +73,7 @@ SnapshotStore::SnapshotStore(std::string dir) : dir_(std::move(dir)) {
       continue;
     }
     try {
-      snapshots_[id] = {RecordFrom(m["record"]), m["files"]};
+      snapshots_[id] = {m["record"].get<SnapshotRecord>(), m["files"]};
     } catch (const json::exception& ex) {
       LogWarn("unreadable snapshot manifest", {{"snapshotId", id}, {"error", ex.what()}});
       continue;
@@ -139,7 +116,11 @@ bool SnapshotStore::WriteManifest(const std::string& id, const json& manifest) {
   return !ec;
 }
 
-bool SnapshotStore::Seal(const SnapshotRecord& record, std::string* error) {
+Status SnapshotStore::Seal(const SnapshotRecord& record) {
+  auto fail = [&](std::string message) {
+    Discard(record.id);
+    return Status(Code::kSnapshotFailed, std::move(message));
+  };
   std::string base = dir_ + "/" + record.id;
   json files = json::object();
   std::error_code ec;
@@ -147,34 +128,23 @@ bool SnapshotStore::Seal(const SnapshotRecord& record, std::string* error) {
     if (!e.is_regular_file()) continue;
     std::string rel = fs::relative(e.path(), base).string();
     auto identity = IdentityOf(e.path());
-    if (!identity) {
-      *error = "cannot read " + rel;
-      Discard(record.id);
-      return false;
-    }
+    if (!identity) return fail("cannot read " + rel);
     files[rel] = {{"size", identity->size}};
     std::lock_guard lock(mu_);
     verified_[e.path()] = *identity;  // written just now, by runsc for us
   }
-  if (ec || files.empty()) {
-    *error = "the capture wrote no files";
-    Discard(record.id);
-    return false;
-  }
+  if (ec || files.empty()) return fail("the capture wrote no files");
   // The manifest names the files now; their checksums follow from the
   // hasher (a manifest without them is completed at the next start).
-  if (!WriteManifest(record.id, json{{"record", RecordJson(record)}, {"files", files}})) {
-    *error = "cannot write the manifest";
-    Discard(record.id);
-    return false;
-  }
+  if (!WriteManifest(record.id, json{{"record", record}, {"files", files}}))
+    return fail("cannot write the manifest");
   {
     std::lock_guard lock(mu_);
     snapshots_[record.id] = {record, files};
     to_hash_.push_back(record.id);
   }
   hash_cv_.notify_one();
-  return true;
+  return Status::Ok();
 }
 
 bool SnapshotStore::HashFiles(const std::string& id, json* files, bool as_sealed) {
@@ -219,7 +189,7 @@ void SnapshotStore::HashLoop(std::stop_token stop) {
     lock.lock();
     it = snapshots_.find(id);
     if (it == snapshots_.end()) continue;
-    if (!hashed || !WriteManifest(id, json{{"record", RecordJson(record)}, {"files", files}})) {
+    if (!hashed || !WriteManifest(id, json{{"record", record}, {"files", files}})) {
       LogWarn("cannot checksum a snapshot: it is checked by file identity until kilnd restarts",
               {{"snapshotId", id}});
       continue;
@@ -237,15 +207,13 @@ std::optional<SnapshotStore::FileIdentity> SnapshotStore::IdentityOf(const std::
                       st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec};
 }
 
-bool SnapshotStore::Verify(const std::string& id, std::string* error) const {
+Status SnapshotStore::Verify(const std::string& id) const {
   json files;
   {
     std::lock_guard lock(mu_);
     auto it = snapshots_.find(id);
-    if (it == snapshots_.end()) {
-      *error = "snapshot " + id + " not found";
-      return false;
-    }
+    if (it == snapshots_.end())
+      return Status(Code::kSnapshotNotFound, "snapshot " + id + " not found");
     files = it->second.second;
   }
   std::string base = dir_ + "/" + id + "/";
@@ -262,13 +230,13 @@ bool SnapshotStore::Verify(const std::string& id, std::string* error) const {
     if (!intact || !summed || !MatchesChecksum(path, want)) {
       std::lock_guard lock(mu_);
       verified_.erase(path);
-      *error = "snapshot " + id + " is corrupted: " + rel + " does not match its checksum";
-      return false;
+      return Status(Code::kSnapshotCorrupted,
+                    "snapshot " + id + " is corrupted: " + rel + " does not match its checksum");
     }
     std::lock_guard lock(mu_);
     verified_[path] = *identity;
   }
-  return true;
+  return Status::Ok();
 }
 
 std::optional<SnapshotRecord> SnapshotStore::Get(const std::string& id) const {

@@ -21,7 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/engine.h"
+#include "common/shape.h"
+#include "common/status.h"
 
 namespace kiln::store {
 
@@ -31,7 +32,7 @@ struct SnapshotRecord {
   std::optional<std::string> name;
   std::map<std::string, std::string> labels;
   std::string source_sandbox_id;
-  engine::Shape shape;
+  Shape shape;
   int retention_days = 7;
   int64_t created_ms = 0;
   int64_t expires_ms = 0;
@@ -40,10 +41,11 @@ struct SnapshotRecord {
   // The source's egress rules ({internet, allow, deny}), which copies keep
   // unless their create or fork names others; null = internet off.
   nlohmann::json network;
-
-  // The API's Snapshot object.
-  nlohmann::json ToJson() const;
 };
+
+// The manifest's "record" (the key names are the stored format).
+void to_json(nlohmann::json& j, const SnapshotRecord& r);
+void from_json(const nlohmann::json& j, SnapshotRecord& r);
 
 class SnapshotStore {
  public:
@@ -57,12 +59,13 @@ class SnapshotStore {
   // snapshot can be restored at once; a background thread then checksums
   // the files (~25 ms per 100 MB) and rewrites the manifest with the sums.
   // A manifest left without them by a stopped daemon is completed when the
-  // store next loads. On failure the snapshot's files are removed.
-  bool Seal(const SnapshotRecord& record, std::string* error);
+  // store next loads. On failure (kSnapshotFailed) the snapshot's files are
+  // removed.
+  Status Seal(const SnapshotRecord& record);
   // Checks every file against the manifest (missing, resized, altered);
   // files whose identity did not change since they were verified (or
-  // sealed) are not hashed again.
-  bool Verify(const std::string& id, std::string* error) const;
+  // sealed) are not hashed again. kSnapshotNotFound or kSnapshotCorrupted.
+  Status Verify(const std::string& id) const;
 
   std::optional<SnapshotRecord> Get(const std::string& id) const;
   std::vector<SnapshotRecord> List() const;  // oldest first

@@ -13,8 +13,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-engine::Shape Mib(int mib) {
-  engine::Shape s;
+Shape Mib(int mib) {
+  Shape s;
   s.vcpu = 1;
   s.memory_mib = mib;
   return s;

@@ -10,8 +10,8 @@ namespace {
 using nlohmann::json;
 
 TEST(ErrorsTest, ErrorBodyShapeWithoutDetails) {
-  ApiError e(404, "not_found", "sandbox abc not found");
-  json b = ErrorBody(e, "req-1");
+  ApiError e(Code::kNotFound, "sandbox abc not found");
+  json b = ErrorBody(e.status(), "req-1");
   ASSERT_TRUE(b.is_object());
   EXPECT_EQ(b.size(), 1u);
   ASSERT_TRUE(b.contains("error"));
@@ -26,39 +26,38 @@ TEST(ErrorsTest, ErrorBodyShapeWithoutDetails) {
 }
 
 TEST(ErrorsTest, ErrorBodyIncludesDetailsAndRetryAfter) {
-  ApiError e(429, "too_many_sandboxes", "limit reached", json{{"limit", 8}});
-  e.retry_after_s = 3;
-  json err = ErrorBody(e, "req-2")["error"];
+  Status s = Status(Code::kNoCapacity, "host full", json{{"limit", 8}}).WithRetryAfter(3);
+  json err = ErrorBody(s, "req-2")["error"];
   EXPECT_EQ(err["details"], (json{{"limit", 8}}));
   EXPECT_EQ(err["retryAfterMs"], 3000);
-  EXPECT_EQ(err["status"], 429);
-  EXPECT_EQ(err["code"], "too_many_sandboxes");
+  EXPECT_EQ(err["status"], 409);
+  EXPECT_EQ(err["code"], "no_capacity");
   EXPECT_EQ(err["requestId"], "req-2");
 }
 
 TEST(ErrorsTest, ApiErrorWhatIsTheMessage) {
-  ApiError e(500, "internal_error", "boom");
+  ApiError e(Code::kInternal, "boom");
   EXPECT_STREQ(e.what(), "boom");
-  EXPECT_TRUE(e.details.is_null());
-  EXPECT_EQ(e.retry_after_s, 0);
+  EXPECT_TRUE(e.status().details().is_null());
+  EXPECT_EQ(e.status().retry_after_s(), 0);
 }
 
 TEST(ErrorsTest, NotFound) {
   ApiError e = NotFound("sandbox abc");
-  EXPECT_EQ(e.status, 404);
-  EXPECT_EQ(e.code, "not_found");
+  EXPECT_EQ(e.http_status(), 404);
+  EXPECT_EQ(CodeName(e.status().code()), "not_found");
   EXPECT_STREQ(e.what(), "sandbox abc not found");
 }
 
 TEST(ErrorsTest, InvalidFieldCarriesOneIssue) {
   ApiError e = InvalidField("query.path", "is required");
-  EXPECT_EQ(e.status, 400);
-  EXPECT_EQ(e.code, "invalid_request");
+  EXPECT_EQ(e.http_status(), 400);
+  EXPECT_EQ(CodeName(e.status().code()), "invalid_request");
   EXPECT_STREQ(e.what(), "query.path: is required");
   EXPECT_EQ(
-      e.details,
+      e.status().details(),
       (json{{"issues", json::array({json{{"path", "query.path"}, {"message", "is required"}}})}}));
-  json err = ErrorBody(e, "r")["error"];
+  json err = ErrorBody(e.status(), "r")["error"];
   EXPECT_EQ(err["details"]["issues"][0]["path"], "query.path");
 }
 
@@ -68,15 +67,36 @@ TEST(ErrorsTest, FromAgentErrorStatusMapping) {
       {"not_a_directory", 409},   {"file_exists", 409},     {"directory_not_empty", 409},
       {"not_running", 409},       {"stdin_closed", 409},    {"busy", 409},
       {"permission_denied", 403}, {"invalid_request", 400}, {"no_space", 507},
-      {"agent_timeout", 504},     {"something_else", 500},  {"internal_error", 500},
+      {"agent_timeout", 504},     {"io_error", 500},        {"internal_error", 500},
   };
   for (const auto& [code, status] : cases) {
     ApiError e =
         FromAgentError(json{{"error", {{"code", code}, {"message", std::string("m-") + code}}}});
-    EXPECT_EQ(e.status, status) << code;
-    EXPECT_EQ(e.code, code);
+    EXPECT_EQ(e.http_status(), status) << code;
+    EXPECT_EQ(CodeName(e.status().code()), code);
     EXPECT_EQ(std::string(e.what()), std::string("m-") + code);
-    EXPECT_TRUE(e.details.is_null()) << code;
+    EXPECT_TRUE(e.status().details().is_null()) << code;
+  }
+}
+
+TEST(ErrorsTest, AnUnknownAgentCodeIsAnInternalError) {
+  ApiError e = FromAgentError(json{{"error", {{"code", "made_up"}, {"message", "m"}}}});
+  EXPECT_EQ(e.status().code(), Code::kInternal);
+  EXPECT_EQ(e.http_status(), 500);
+  EXPECT_STREQ(e.what(), "m");
+}
+
+TEST(ErrorsTest, EveryCodeHasOneNameAndAStatus) {
+  for (int c = static_cast<int>(Code::kOk); c <= static_cast<int>(Code::kInternal); ++c) {
+    Code code = static_cast<Code>(c);
+    auto name = CodeName(code);
+    EXPECT_EQ(CodeFromName(name), code) << name;
+    int status = HttpStatus(code);
+    if (code == Code::kOk) {
+      EXPECT_EQ(status, 200);
+    } else {
+      EXPECT_GE(status, 400) << name;
+    }
   }
 }
 
@@ -84,22 +104,22 @@ TEST(ErrorsTest, FromAgentErrorPathBecomesDetails) {
   ApiError e = FromAgentError(
       json{{"error",
             {{"code", "file_not_found"}, {"message", "no such file"}, {"path", "/workspace/x"}}}});
-  EXPECT_EQ(e.status, 404);
-  EXPECT_EQ(e.details, (json{{"path", "/workspace/x"}}));
-  EXPECT_EQ(ErrorBody(e, "r")["error"]["details"]["path"], "/workspace/x");
+  EXPECT_EQ(e.http_status(), 404);
+  EXPECT_EQ(e.status().details(), (json{{"path", "/workspace/x"}}));
+  EXPECT_EQ(ErrorBody(e.status(), "r")["error"]["details"]["path"], "/workspace/x");
 }
 
 TEST(ErrorsTest, FromAgentErrorAcceptsTheBareErrorObject) {
   ApiError e = FromAgentError(json{{"code", "permission_denied"}, {"message", "nope"}});
-  EXPECT_EQ(e.status, 403);
-  EXPECT_EQ(e.code, "permission_denied");
+  EXPECT_EQ(e.http_status(), 403);
+  EXPECT_EQ(CodeName(e.status().code()), "permission_denied");
   EXPECT_STREQ(e.what(), "nope");
 }
 
 TEST(ErrorsTest, FromAgentErrorDefaults) {
   ApiError e = FromAgentError(json{{"error", json::object()}});
-  EXPECT_EQ(e.status, 500);
-  EXPECT_EQ(e.code, "internal_error");
+  EXPECT_EQ(e.http_status(), 500);
+  EXPECT_EQ(CodeName(e.status().code()), "internal_error");
   EXPECT_STREQ(e.what(), "the sandbox failed the request");
 }
 
@@ -108,8 +128,8 @@ TEST(ErrorsTest, FromAgentErrorDefaults) {
 
 TEST(FromAgentErrorRegression, NonObjectErrorIsAnInternalError) {
   auto e = kiln::api::FromAgentError(nlohmann::json{{"error", "boom"}});
-  EXPECT_EQ(e.status, 500);
-  EXPECT_EQ(e.code, "internal_error");
+  EXPECT_EQ(e.http_status(), 500);
+  EXPECT_EQ(CodeName(e.status().code()), "internal_error");
   auto f = kiln::api::FromAgentError(nlohmann::json("just a string"));
-  EXPECT_EQ(f.status, 500);
+  EXPECT_EQ(f.http_status(), 500);
 }

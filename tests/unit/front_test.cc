@@ -49,8 +49,7 @@ class FrontTest : public ::testing::Test {
 // it: a client that retries at once must not get request_in_progress.
 TEST_F(FrontTest, RetryableRefusalIsAbandonedBeforeTheAnswerGoesOut) {
   router_.Add("POST", "/v1/things", [](Exchange&) {
-    ApiError e(409, "no_capacity", "full");
-    e.retry_after_s = 1;
+    ApiError e(Status(Code::kNoCapacity, "full").WithRetryAfter(1));
     throw e;
   });
   ApiFront front(router_, keys_, idem_);

@@ -90,22 +90,6 @@ TEST(KeyStoreTest, CreateAuthenticateGetList) {
   EXPECT_FALSE(keys.Get("key_0000000000000000"));
 }
 
-TEST(KeyStoreTest, ToJson) {
-  ApiKey k;
-  k.id = "key_1";
-  k.name = "n";
-  k.created_ms = 0;
-  EXPECT_EQ(k.ToJson(), nlohmann::json::parse(R"({"id": "key_1", "name": "n", "admin": false,
-      "dailyLimitMicros": null, "createdAt": "1970-01-01T00:00:00.000Z", "revokedAt": null})"));
-  k.admin = true;
-  k.daily_limit_micros = 0;
-  k.revoked_ms = 1500;
-  auto j = k.ToJson();
-  EXPECT_EQ(j["admin"], true);
-  EXPECT_EQ(j["dailyLimitMicros"], 0);
-  EXPECT_EQ(j["revokedAt"], "1970-01-01T00:00:01.500Z");
-}
-
 TEST(KeyStoreTest, RevokedKeyIsRefused) {
   Db db(":memory:");
   KeyStore keys(db);

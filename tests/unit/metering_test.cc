@@ -11,8 +11,8 @@ namespace {
 
 using nlohmann::json;
 
-engine::Shape MakeShape(int vcpu, int memory_mib) {
-  engine::Shape s;
+Shape MakeShape(int vcpu, int memory_mib) {
+  Shape s;
   s.vcpu = vcpu;
   s.memory_mib = memory_mib;
   return s;
@@ -110,7 +110,7 @@ TEST(MeteringTest, SmallIntervalsSumWithoutLoss) {
   // One idle hour metered second by second: each second costs ~2.43
   // micro-dollars, which would round to 2 per interval.
   PriceTable p;
-  engine::Shape s = MakeShape(1, 1024);
+  Shape s = MakeShape(1, 1024);
   double exact = 0;
   int64_t rounded = 0;
   for (int i = 0; i < 3600; ++i) {

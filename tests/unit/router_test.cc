@@ -47,7 +47,8 @@ class RouterTest : public ::testing::Test {
     try {
       router_.Dispatch(ex);
     } catch (const ApiError& e) {
-      ADD_FAILURE() << method << " " << path << " threw " << e.status << " " << e.code;
+      ADD_FAILURE() << method << " " << path << " threw " << e.http_status() << " "
+                    << CodeName(e.status().code());
       return nullptr;
     }
     EXPECT_EQ(ex.status_, 200);
@@ -64,7 +65,7 @@ class RouterTest : public ::testing::Test {
       return e;
     }
     ADD_FAILURE() << method << " " << path << " matched " << ex.body_.dump();
-    return ApiError(0, "", "");
+    return ApiError(Status::Ok());
   }
 
   Router router_;
@@ -98,53 +99,53 @@ TEST_F(RouterTest, PlainIdDoesNotSwallowAVerb) {
   // GET on "abc:exec" must not match GET /v1/sandboxes/{id} with id
   // "abc:exec"; the path exists (POST), so it is a 405.
   ApiError e = CallError("GET", "/v1/sandboxes/abc:exec");
-  EXPECT_EQ(e.status, 405);
-  EXPECT_EQ(e.code, "method_not_allowed");
+  EXPECT_EQ(e.http_status(), 405);
+  EXPECT_EQ(CodeName(e.status().code()), "method_not_allowed");
   // DELETE likewise.
-  EXPECT_EQ(CallError("DELETE", "/v1/sandboxes/abc:stop").status, 405);
+  EXPECT_EQ(CallError("DELETE", "/v1/sandboxes/abc:stop").http_status(), 405);
 }
 
 TEST_F(RouterTest, UnknownVerbIsRouteNotFound) {
   ApiError e = CallError("POST", "/v1/sandboxes/abc:explode");
-  EXPECT_EQ(e.status, 404);
-  EXPECT_EQ(e.code, "route_not_found");
-  EXPECT_EQ(CallError("GET", "/v1/sandboxes/abc:explode").status, 404);
+  EXPECT_EQ(e.http_status(), 404);
+  EXPECT_EQ(CodeName(e.status().code()), "route_not_found");
+  EXPECT_EQ(CallError("GET", "/v1/sandboxes/abc:explode").http_status(), 404);
 }
 
 TEST_F(RouterTest, VerbWithoutIdDoesNotMatch) {
-  EXPECT_EQ(CallError("POST", "/v1/sandboxes/:exec").status, 404);
+  EXPECT_EQ(CallError("POST", "/v1/sandboxes/:exec").http_status(), 404);
 }
 
 TEST_F(RouterTest, EmptyIdDoesNotMatch) {
   // "/v1/sandboxes/" has an empty last segment: no {id} route applies.
   ApiError e = CallError("GET", "/v1/sandboxes/");
-  EXPECT_EQ(e.status, 404);
-  EXPECT_EQ(e.code, "route_not_found");
+  EXPECT_EQ(e.http_status(), 404);
+  EXPECT_EQ(CodeName(e.status().code()), "route_not_found");
 }
 
 TEST_F(RouterTest, WrongMethodOnKnownPathIs405) {
   ApiError e = CallError("PUT", "/v1/sandboxes");
-  EXPECT_EQ(e.status, 405);
-  EXPECT_EQ(e.code, "method_not_allowed");
+  EXPECT_EQ(e.http_status(), 405);
+  EXPECT_EQ(CodeName(e.status().code()), "method_not_allowed");
   EXPECT_NE(std::string(e.what()).find("PUT"), std::string::npos);
-  EXPECT_EQ(CallError("PATCH", "/v1/sandboxes/abc").status, 405);
-  EXPECT_EQ(CallError("GET", "/v1/sandboxes/abc:stop").status, 405);
-  EXPECT_EQ(CallError("POST", "/v1/health").status, 405);
+  EXPECT_EQ(CallError("PATCH", "/v1/sandboxes/abc").http_status(), 405);
+  EXPECT_EQ(CallError("GET", "/v1/sandboxes/abc:stop").http_status(), 405);
+  EXPECT_EQ(CallError("POST", "/v1/health").http_status(), 405);
 }
 
 TEST_F(RouterTest, UnknownPathIs404) {
   for (const char* p : {"/", "", "/v2/sandboxes", "/v1", "/v1/sandbox", "/v1/sandboxes/abc/nothing",
                         "/v1/sandboxes/abc/processes/1/extra", "/v1/health/", "//v1/health"}) {
     ApiError e = CallError("GET", p);
-    EXPECT_EQ(e.status, 404) << p;
-    EXPECT_EQ(e.code, "route_not_found") << p;
+    EXPECT_EQ(e.http_status(), 404) << p;
+    EXPECT_EQ(CodeName(e.status().code()), "route_not_found") << p;
   }
 }
 
 TEST_F(RouterTest, MatchingIsCaseSensitive) {
-  EXPECT_EQ(CallError("GET", "/V1/health").status, 404);
-  EXPECT_EQ(CallError("POST", "/v1/sandboxes/abc:EXEC").status, 404);
-  EXPECT_EQ(CallError("get", "/v1/health").status, 405);
+  EXPECT_EQ(CallError("GET", "/V1/health").http_status(), 404);
+  EXPECT_EQ(CallError("POST", "/v1/sandboxes/abc:EXEC").http_status(), 404);
+  EXPECT_EQ(CallError("get", "/v1/health").http_status(), 405);
 }
 
 TEST_F(RouterTest, NestedParameters) {
@@ -177,14 +178,14 @@ TEST(RouterStandaloneTest, FirstMatchingRouteWins) {
 
 TEST(RouterStandaloneTest, HandlerExceptionsPropagate) {
   Router r;
-  r.Add("GET", "/x", [](Exchange&) { throw ApiError(409, "busy", "busy"); });
+  r.Add("GET", "/x", [](Exchange&) { throw ApiError(Code::kBusy, "busy"); });
   FakeExchange ex("GET", "/x");
   try {
     r.Dispatch(ex);
     FAIL() << "no throw";
   } catch (const ApiError& e) {
-    EXPECT_EQ(e.status, 409);
-    EXPECT_EQ(e.code, "busy");
+    EXPECT_EQ(e.http_status(), 409);
+    EXPECT_EQ(CodeName(e.status().code()), "busy");
   }
 }
 
@@ -195,8 +196,8 @@ TEST(RouterStandaloneTest, EmptyRouterIs404) {
     r.Dispatch(ex);
     FAIL() << "no throw";
   } catch (const ApiError& e) {
-    EXPECT_EQ(e.status, 404);
-    EXPECT_EQ(e.code, "route_not_found");
+    EXPECT_EQ(e.http_status(), 404);
+    EXPECT_EQ(CodeName(e.status().code()), "route_not_found");
   }
 }
 

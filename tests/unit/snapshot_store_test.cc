@@ -63,41 +63,41 @@ TEST(Xxh3Test, KnownDigests) {
 TEST_F(SnapshotStoreTest, SealedSnapshotVerifiesAndSurvivesReload) {
   {
     SnapshotStore store(dir_);
-    std::string error;
-    ASSERT_TRUE(store.Seal(Capture(store, "s1"), &error)) << error;
-    EXPECT_TRUE(store.Verify("s1", &error)) << error;
+    Status error;
+    ASSERT_TRUE((error = store.Seal(Capture(store, "s1"))).ok()) << error.ToString();
+    EXPECT_TRUE((error = store.Verify("s1")).ok()) << error.ToString();
   }
   SnapshotStore reloaded(dir_);
   ASSERT_TRUE(reloaded.Get("s1").has_value());
-  std::string error;
-  EXPECT_TRUE(reloaded.Verify("s1", &error)) << error;
+  Status error;
+  EXPECT_TRUE((error = reloaded.Verify("s1")).ok()) << error.ToString();
 }
 
 TEST_F(SnapshotStoreTest, CorruptionNamesTheFile) {
   SnapshotStore store(dir_);
-  std::string error;
-  ASSERT_TRUE(store.Seal(Capture(store, "s1"), &error)) << error;
+  Status error;
+  ASSERT_TRUE((error = store.Seal(Capture(store, "s1"))).ok()) << error.ToString();
   {
     std::fstream f(store.CheckpointDir("s1") + "/pages.img",
                    std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(2 << 20);
     f.put('X');  // same size, one byte changed
   }
-  EXPECT_FALSE(store.Verify("s1", &error));
-  EXPECT_NE(error.find("checkpoint/pages.img"), std::string::npos) << error;
-  EXPECT_FALSE(store.Verify("nope", &error));
-  EXPECT_NE(error.find("not found"), std::string::npos) << error;
+  EXPECT_FALSE((error = store.Verify("s1")).ok());
+  EXPECT_NE(error.message().find("checkpoint/pages.img"), std::string::npos) << error.ToString();
+  EXPECT_FALSE((error = store.Verify("nope")).ok());
+  EXPECT_NE(error.message().find("not found"), std::string::npos) << error.ToString();
 }
 
 // Verified files are not hashed again, but a file altered in place is still
 // refused, even when its size and mtime are put back as they were.
 TEST_F(SnapshotStoreTest, VerifiedOnceThenAlteredInPlaceIsRefused) {
   SnapshotStore store(dir_);
-  std::string error;
-  ASSERT_TRUE(store.Seal(Capture(store, "s1"), &error)) << error;
+  Status error;
+  ASSERT_TRUE((error = store.Seal(Capture(store, "s1"))).ok()) << error.ToString();
   std::string pages = store.CheckpointDir("s1") + "/pages.img";
-  ASSERT_TRUE(store.Verify("s1", &error)) << error;
-  ASSERT_TRUE(store.Verify("s1", &error)) << error;
+  ASSERT_TRUE((error = store.Verify("s1")).ok()) << error.ToString();
+  ASSERT_TRUE((error = store.Verify("s1")).ok()) << error.ToString();
   struct stat before {};
   ASSERT_EQ(stat(pages.c_str(), &before), 0);
   {
@@ -107,24 +107,25 @@ TEST_F(SnapshotStoreTest, VerifiedOnceThenAlteredInPlaceIsRefused) {
   }
   timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(utimensat(AT_FDCWD, pages.c_str(), times, 0), 0);  // mtime as it was
-  EXPECT_FALSE(store.Verify("s1", &error));
-  EXPECT_NE(error.find("checkpoint/pages.img does not match its checksum"), std::string::npos)
-      << error;
+  EXPECT_FALSE((error = store.Verify("s1")).ok());
+  EXPECT_NE(error.message().find("checkpoint/pages.img does not match its checksum"),
+            std::string::npos)
+      << error.ToString();
   // Still refused on every later try: the failure is not cached as success.
-  EXPECT_FALSE(store.Verify("s1", &error));
+  EXPECT_FALSE((error = store.Verify("s1")).ok());
 }
 
 // A snapshot is restorable as soon as it is sealed; its checksums are
 // written in the background, and a file altered before that never gets one.
 TEST_F(SnapshotStoreTest, ChecksumsFollowTheSealAndNeverCoverALaterChange) {
-  std::string error;
+  Status error;
   {
     SnapshotStore store(dir_);
-    ASSERT_TRUE(store.Seal(Capture(store, "s1"), &error)) << error;
-    ASSERT_TRUE(store.Verify("s1", &error)) << error;  // at once
-    ASSERT_TRUE(store.Seal(Capture(store, "s2"), &error)) << error;
+    ASSERT_TRUE((error = store.Seal(Capture(store, "s1"))).ok()) << error.ToString();
+    ASSERT_TRUE((error = store.Verify("s1")).ok()) << error.ToString();  // at once
+    ASSERT_TRUE((error = store.Seal(Capture(store, "s2"))).ok()) << error.ToString();
     Write(store.CheckpointDir("s2") + "/checkpoint.img", "stat!");  // changed right after the seal
-    EXPECT_FALSE(store.Verify("s2", &error));
+    EXPECT_FALSE((error = store.Verify("s2")).ok());
     for (int i = 0; i < 200; ++i) {  // the hasher writes s1's sums
       nlohmann::json m = nlohmann::json::parse(std::ifstream(dir_ + "/s1/manifest.json"));
       if (m["files"]["checkpoint/pages.img"].contains("xxh3_128")) break;
@@ -136,16 +137,17 @@ TEST_F(SnapshotStoreTest, ChecksumsFollowTheSealAndNeverCoverALaterChange) {
             FileXxh3Hex(dir_ + "/s1/checkpoint/pages.img"));
   // A new store (a restarted daemon) verifies s1 by its sums and still refuses s2.
   SnapshotStore reloaded(dir_);
-  EXPECT_TRUE(reloaded.Verify("s1", &error)) << error;
-  EXPECT_FALSE(reloaded.Verify("s2", &error));
-  EXPECT_NE(error.find("checkpoint/checkpoint.img"), std::string::npos) << error;
+  EXPECT_TRUE((error = reloaded.Verify("s1")).ok()) << error.ToString();
+  EXPECT_FALSE((error = reloaded.Verify("s2")).ok());
+  EXPECT_NE(error.message().find("checkpoint/checkpoint.img"), std::string::npos)
+      << error.ToString();
 }
 
 TEST_F(SnapshotStoreTest, ManifestsWithSha256StillVerify) {
   {
     SnapshotStore store(dir_);
-    std::string error;
-    ASSERT_TRUE(store.Seal(Capture(store, "old"), &error)) << error;
+    Status error;
+    ASSERT_TRUE((error = store.Seal(Capture(store, "old"))).ok()) << error.ToString();
   }
   // Rewrite the manifest as kiln wrote it before XXH3: SHA-256 per file.
   std::string manifest_path = dir_ + "/old/manifest.json";
@@ -156,11 +158,12 @@ TEST_F(SnapshotStoreTest, ManifestsWithSha256StillVerify) {
   }
   std::ofstream(manifest_path) << m.dump();
   SnapshotStore store(dir_);
-  std::string error;
-  EXPECT_TRUE(store.Verify("old", &error)) << error;
+  Status error;
+  EXPECT_TRUE((error = store.Verify("old")).ok()) << error.ToString();
   Write(store.CheckpointDir("old") + "/checkpoint.img", "stat3");
-  EXPECT_FALSE(store.Verify("old", &error));
-  EXPECT_NE(error.find("checkpoint/checkpoint.img"), std::string::npos) << error;
+  EXPECT_FALSE((error = store.Verify("old")).ok());
+  EXPECT_NE(error.message().find("checkpoint/checkpoint.img"), std::string::npos)
+      << error.ToString();
 }
 
 }  // namespace

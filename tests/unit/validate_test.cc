@@ -21,18 +21,18 @@ ApiError FinishError(FieldReader& f) {
   } catch (const ApiError& e) {
     return e;
   }
-  return ApiError(0, "", "");
+  return ApiError(Status::Ok());
 }
 
 std::set<std::string> IssuePaths(const ApiError& e) {
   std::set<std::string> out;
-  if (!e.details.is_object() || !e.details.contains("issues")) return out;
-  for (const auto& i : e.details["issues"]) out.insert(i.at("path").get<std::string>());
+  if (!e.status().details().is_object() || !e.status().details().contains("issues")) return out;
+  for (const auto& i : e.status().details()["issues"]) out.insert(i.at("path").get<std::string>());
   return out;
 }
 
 std::string IssueMessage(const ApiError& e, const std::string& path) {
-  for (const auto& i : e.details["issues"])
+  for (const auto& i : e.status().details()["issues"])
     if (i.at("path") == path) return i.at("message").get<std::string>();
   return "(no issue for " + path + ")";
 }
@@ -88,8 +88,8 @@ TEST(ValidateTest, IntOutOfRangeReportsPathAndRange) {
     FieldReader f(body);
     EXPECT_FALSE(f.Int("memoryMiB", 128, 65536).has_value()) << bad;
     ApiError e = FinishError(f);
-    EXPECT_EQ(e.status, 400) << bad;
-    EXPECT_EQ(e.code, "invalid_request");
+    EXPECT_EQ(e.http_status(), 400) << bad;
+    EXPECT_EQ(CodeName(e.status().code()), "invalid_request");
     EXPECT_EQ(IssuePaths(e), std::set<std::string>{"body.memoryMiB"}) << bad;
     EXPECT_EQ(IssueMessage(e, "body.memoryMiB"), "must be an integer from 128 to 65536");
     EXPECT_NE(std::string(e.what()).find("body.memoryMiB"), std::string::npos) << e.what();
@@ -205,7 +205,7 @@ TEST(ValidateTest, UnknownFieldsAreReported) {
   EXPECT_EQ(f.Int("vcpu", 1, 16), 2);
   EXPECT_FALSE(f.Int("memoryMiB", 128, 65536).has_value());
   ApiError e = FinishError(f);
-  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.http_status(), 400);
   EXPECT_EQ(IssuePaths(e), (std::set<std::string>{"body.memoryMb", "body.extra"}));
   EXPECT_EQ(IssueMessage(e, "body.memoryMb"), "unknown field");
 }
@@ -247,10 +247,10 @@ TEST(ValidateTest, MultipleIssuesCollectedIntoOneError) {
   f.StringMap("env", 10, 10, 10);
   f.Issue("custom", "a handler's own check");
   ApiError e = FinishError(f);
-  EXPECT_EQ(e.status, 400);
-  EXPECT_EQ(e.code, "invalid_request");
-  ASSERT_TRUE(e.details.contains("issues"));
-  EXPECT_EQ(e.details["issues"].size(), 7u);
+  EXPECT_EQ(e.http_status(), 400);
+  EXPECT_EQ(CodeName(e.status().code()), "invalid_request");
+  ASSERT_TRUE(e.status().details().contains("issues"));
+  EXPECT_EQ(e.status().details()["issues"].size(), 7u);
   EXPECT_EQ(IssuePaths(e),
             (std::set<std::string>{"body.vcpu", "body.memoryMiB", "body.name", "body.argv[1]",
                                    "body.env.K", "body.custom", "body.bogus"}));
@@ -260,7 +260,7 @@ TEST(ValidateTest, MultipleIssuesCollectedIntoOneError) {
     EXPECT_NE(msg.find(p + ": "), std::string::npos) << p << " in " << msg;
   EXPECT_EQ(std::count(msg.begin(), msg.end(), ';'), 6);
   // Each issue is exactly {path, message}.
-  for (const auto& i : e.details["issues"]) {
+  for (const auto& i : e.status().details()["issues"]) {
     EXPECT_EQ(i.size(), 2u);
     EXPECT_TRUE(i.at("message").is_string());
   }
@@ -272,7 +272,7 @@ TEST(ValidateTest, NonObjectBodyIsOneIssueAtThePrefix) {
     EXPECT_FALSE(f.Int("vcpu", 1, 16).has_value());
     EXPECT_FALSE(f.String("name", 10).has_value());
     ApiError e = FinishError(f);
-    EXPECT_EQ(e.status, 400) << body.dump();
+    EXPECT_EQ(e.http_status(), 400) << body.dump();
     EXPECT_EQ(IssuePaths(e), std::set<std::string>{"body"}) << body.dump();
     EXPECT_EQ(IssueMessage(e, "body"), "must be a JSON object");
   }

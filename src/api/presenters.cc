@@ -1,0 +1,111 @@
+#include "api/presenters.h"
+
+#include "common/time.h"
+
+namespace kiln::api {
+
+using nlohmann::json;
+
+namespace {
+json TimeOrNull(int64_t ms) { return ms ? json(FormatTime(ms)) : json(nullptr); }
+}  // namespace
+
+json SandboxJson(const control::SandboxRecord& r) {
+  const control::SandboxSpec& spec = r.spec;
+  json env_names = json::array();
+  for (const auto& [k, v] : spec.env) env_names.push_back(k);
+  return json{{"id", r.id},
+              {"kind", "sandbox"},
+              {"name", spec.name ? json(*spec.name) : json(nullptr)},
+              {"labels", spec.labels},
+              {"state", control::StateName(r.state)},
+              {"vcpu", spec.shape.vcpu},
+              {"memoryMiB", spec.shape.memory_mib},
+              {"diskMiB", spec.shape.disk_mib},
+              {"timeoutSeconds", spec.timeout_seconds},
+              {"onLeaseEnd", "stop"},
+              {"maxCostMicros", spec.max_cost_micros ? json(*spec.max_cost_micros) : json(nullptr)},
+              {"chargedMicros", static_cast<int64_t>(r.meter.micros)},
+              {"cpuSeconds", r.meter.cpu_seconds},
+              {"createdAt", FormatTime(r.created_ms)},
+              {"readyAt", TimeOrNull(r.ready_ms)},
+              {"expiresAt", FormatTime(r.expires_ms)},
+              {"endedAt", TimeOrNull(r.ended_ms)},
+              {"stopReason", r.stop_reason.empty() ? json(nullptr) : json(r.stop_reason)},
+              {"envNames", env_names},
+              {"network", r.network.ToJson()}};
+}
+
+json DeletedSandboxJson(const control::DeletedSandbox& d) {
+  const control::SandboxRecord& r = d.record;
+  return json{{"id", r.id},
+              {"kind", "sandbox"},
+              {"name", r.spec.name ? json(*r.spec.name) : json(nullptr)},
+              {"labels", r.spec.labels},
+              {"status", "deleted"},
+              {"state", control::StateName(r.state)},
+              {"deletedAt", FormatTime(d.deleted_ms)},
+              {"endedAt", TimeOrNull(r.ended_ms)},
+              {"chargedMicros", static_cast<int64_t>(r.meter.micros)}};
+}
+
+json NetworkPolicyJson(const control::SandboxRecord& r) {
+  json j = r.network.ToJson();
+  j["sandboxId"] = r.id;
+  j["version"] = r.network_version;
+  // Rules are applied before PUT answers, so what is enforced is what is set.
+  j["enforced"] = true;
+  j["enforcedVersion"] = r.network_version;
+  j["updatedAt"] = FormatTime(r.network_updated_ms);
+  return j;
+}
+
+namespace {
+json SnapshotFields(const store::SnapshotRecord& r) {
+  return json{
+      {"id", r.id},
+      {"kind", "snapshot"},
+      {"mode", "memory"},
+      {"name", r.name ? json(*r.name) : json(nullptr)},
+      {"labels", r.labels},
+      {"state", "ready"},
+      {"status", "ready"},
+      {"sourceSandboxId", r.source_sandbox_id},
+      {"shape",
+       {{"vcpu", r.shape.vcpu}, {"memoryMiB", r.shape.memory_mib}, {"diskMiB", r.shape.disk_mib}}},
+      {"retentionDays", r.retention_days},
+      {"sizeBytes", r.size_bytes},
+      {"network", r.network.is_null() ? json(nullptr) : r.network},
+      {"storedBytes", r.size_bytes},
+      {"captureMs", r.capture_ms},
+      {"createdAt", FormatTime(r.created_ms)},
+      {"readyAt", FormatTime(r.created_ms)},
+      {"expiresAt", FormatTime(r.expires_ms)}};
+}
+}  // namespace
+
+json SnapshotJson(const store::SnapshotRecord& r, const control::PoolStatus& pool) {
+  json out = SnapshotFields(r);
+  out["pool"] = {{"size", pool.size}, {"ready", pool.ready}, {"memoryBytes", pool.memory_bytes}};
+  return out;
+}
+
+json DeletedSnapshotJson(const store::SnapshotRecord& r, int64_t deleted_ms) {
+  json out = SnapshotFields(r);
+  out["state"] = "deleted";
+  out["status"] = "deleted";
+  out["deletedAt"] = FormatTime(deleted_ms);
+  return out;
+}
+
+json ApiKeyJson(const store::ApiKey& k) {
+  return json{
+      {"id", k.id},
+      {"name", k.name},
+      {"admin", k.admin},
+      {"dailyLimitMicros", k.daily_limit_micros ? json(*k.daily_limit_micros) : json(nullptr)},
+      {"createdAt", FormatTime(k.created_ms)},
+      {"revokedAt", k.revoked_ms ? json(FormatTime(*k.revoked_ms)) : json(nullptr)}};
+}
+
+}  // namespace kiln::api

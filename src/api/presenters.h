@@ -1,0 +1,31 @@
+// The API's objects (docs/api.md), rendered from the control plane's and
+// the stores' types. The only place that decides how a sandbox, a snapshot
+// or a network policy looks on the wire.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "control/sandbox.h"
+#include "control/sandbox_manager.h"
+#include "control/warm_pool.h"
+#include "store/key_store.h"
+#include "store/snapshot_store.h"
+
+namespace kiln::api {
+
+// SandboxInfo.
+nlohmann::json SandboxJson(const control::SandboxRecord& record);
+inline nlohmann::json SandboxJson(const control::Sandbox& s) { return SandboxJson(s.Record()); }
+// The answer to DELETE /v1/sandboxes/{id}.
+nlohmann::json DeletedSandboxJson(const control::DeletedSandbox& deleted);
+// NetworkPolicy: the rules in force, their version and when they changed.
+nlohmann::json NetworkPolicyJson(const control::SandboxRecord& record);
+// Snapshot, with its warm pool.
+nlohmann::json SnapshotJson(const store::SnapshotRecord& record, const control::PoolStatus& pool);
+// The answer to :delete of a snapshot (it has no pool any more).
+nlohmann::json DeletedSnapshotJson(const store::SnapshotRecord& record, int64_t deleted_ms);
+
+// ApiKey: {id, name, admin, dailyLimitMicros|null, createdAt, revokedAt|null}.
+nlohmann::json ApiKeyJson(const store::ApiKey& key);
+
+}  // namespace kiln::api

@@ -1,0 +1,70 @@
+#include "common/status.h"
+
+#include <array>
+
+namespace kiln {
+
+namespace {
+
+struct Named {
+  Code code;
+  std::string_view name;
+};
+
+constexpr std::array kNames = {
+    Named{Code::kOk, "ok"},
+    Named{Code::kInvalidRequest, "invalid_request"},
+    Named{Code::kPayloadTooLarge, "payload_too_large"},
+    Named{Code::kInvalidArchive, "invalid_archive"},
+    Named{Code::kUnauthorized, "unauthorized"},
+    Named{Code::kForbidden, "forbidden"},
+    Named{Code::kSpendingLimitReached, "spending_limit_reached"},
+    Named{Code::kNotFound, "not_found"},
+    Named{Code::kRouteNotFound, "route_not_found"},
+    Named{Code::kMethodNotAllowed, "method_not_allowed"},
+    Named{Code::kSnapshotNotFound, "snapshot_not_found"},
+    Named{Code::kFileNotFound, "file_not_found"},
+    Named{Code::kNotRunning, "not_running"},
+    Named{Code::kIsADirectory, "is_a_directory"},
+    Named{Code::kNotADirectory, "not_a_directory"},
+    Named{Code::kFileExists, "file_exists"},
+    Named{Code::kDirectoryNotEmpty, "directory_not_empty"},
+    Named{Code::kStdinClosed, "stdin_closed"},
+    Named{Code::kBusy, "busy"},
+    Named{Code::kPermissionDenied, "permission_denied"},
+    Named{Code::kSnapshotCorrupted, "snapshot_corrupted"},
+    Named{Code::kBudgetExceeded, "budget_exceeded"},
+    Named{Code::kIdempotencyKeyReused, "idempotency_key_reused"},
+    Named{Code::kRequestInProgress, "request_in_progress"},
+    Named{Code::kNoCapacity, "no_capacity"},
+    Named{Code::kQuotaExceeded, "quota_exceeded"},
+    Named{Code::kShuttingDown, "shutting_down"},
+    Named{Code::kNoSpace, "no_space"},
+    Named{Code::kAgentTimeout, "agent_timeout"},
+    Named{Code::kStartupFailed, "startup_failed"},
+    Named{Code::kSnapshotFailed, "snapshot_failed"},
+    Named{Code::kUploadIncomplete, "upload_incomplete"},
+    Named{Code::kIoError, "io_error"},
+    Named{Code::kInternal, "internal_error"},
+};
+
+}  // namespace
+
+std::string_view CodeName(Code code) {
+  for (const auto& n : kNames)
+    if (n.code == code) return n.name;
+  return "internal_error";
+}
+
+std::optional<Code> CodeFromName(std::string_view name) {
+  for (const auto& n : kNames)
+    if (n.name == name) return n.code;
+  return std::nullopt;
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  return std::string(CodeName(code_)) + ": " + message_;
+}
+
+}  // namespace kiln

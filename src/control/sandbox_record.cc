@@ -1,0 +1,97 @@
+#include "control/sandbox_record.h"
+
+#include <array>
+
+namespace kiln::control {
+
+using nlohmann::json;
+
+namespace {
+constexpr std::array<std::pair<SandboxState, std::string_view>, 4> kStateNames = {{
+    {SandboxState::kStarting, "starting"},
+    {SandboxState::kRunning, "running"},
+    {SandboxState::kStopping, "stopping"},
+    {SandboxState::kStopped, "stopped"},
+}};
+}  // namespace
+
+std::string_view StateName(SandboxState state) {
+  for (const auto& [s, name] : kStateNames)
+    if (s == state) return name;
+  return "stopped";
+}
+
+std::optional<SandboxState> ParseState(std::string_view name) {
+  for (const auto& [s, n] : kStateNames)
+    if (n == name) return s;
+  return std::nullopt;
+}
+
+void to_json(json& j, const SandboxRecord& r) {
+  const SandboxSpec& spec = r.spec;
+  j = json{{"id", r.id},
+           {"owner", spec.owner},
+           {"vcpu", spec.shape.vcpu},
+           {"memoryMiB", spec.shape.memory_mib},
+           {"diskMiB", spec.shape.disk_mib},
+           {"timeoutSeconds", spec.timeout_seconds},
+           {"labels", spec.labels},
+           {"env", spec.env},
+           {"state", StateName(r.state)},
+           {"createdMs", r.created_ms},
+           {"readyMs", r.ready_ms},
+           {"expiresMs", r.expires_ms},
+           {"endedMs", r.ended_ms},
+           {"stopReason", r.stop_reason},
+           {"network", r.network.ToJson()},
+           {"networkVersion", r.network_version},
+           {"networkUpdatedMs", r.network_updated_ms},
+           {"meter",
+            {{"cpuNs", r.meter.cpu_ns},
+             {"atMs", r.meter.at_ms},
+             {"cpuSeconds", r.meter.cpu_seconds},
+             {"gibHours", r.meter.gib_hours},
+             {"micros", r.meter.micros}}}};
+  if (spec.name) j["name"] = *spec.name;
+  if (spec.snapshot) j["snapshot"] = *spec.snapshot;
+  if (spec.max_cost_micros) j["maxCostMicros"] = *spec.max_cost_micros;
+}
+
+void from_json(const json& j, SandboxRecord& r) {
+  r = SandboxRecord{};
+  j.at("id").get_to(r.id);
+  SandboxSpec& spec = r.spec;
+  spec.owner = j.value("owner", "");
+  spec.shape.vcpu = j.value("vcpu", 1);
+  spec.shape.memory_mib = j.value("memoryMiB", 512);
+  spec.shape.disk_mib = j.value("diskMiB", spec.shape.disk_mib);
+  spec.timeout_seconds = j.value("timeoutSeconds", 1800);
+  spec.labels = j.value("labels", std::map<std::string, std::string>{});
+  spec.env = j.value("env", std::map<std::string, std::string>{});
+  if (j.contains("name")) spec.name = j["name"].get<std::string>();
+  if (j.contains("snapshot")) spec.snapshot = j["snapshot"].get<std::string>();
+  if (j.contains("maxCostMicros")) spec.max_cost_micros = j["maxCostMicros"].get<int64_t>();
+  if (j.contains("network")) {
+    // Written by us, so valid; a record from before egress rules is "off".
+    network::PolicyError error;
+    spec.network = network::ParsePolicy(j["network"], "network", &error);
+  }
+  r.network = spec.network.value_or(network::Policy{});
+  r.state = ParseState(j.value("state", "stopped")).value_or(SandboxState::kStopped);
+  r.created_ms = j.value("createdMs", int64_t{0});
+  r.ready_ms = j.value("readyMs", int64_t{0});
+  r.expires_ms =
+      j.value("expiresMs", r.created_ms + static_cast<int64_t>(spec.timeout_seconds) * 1000);
+  r.ended_ms = j.value("endedMs", int64_t{0});
+  r.stop_reason = j.value("stopReason", "");
+  r.network_version = j.value("networkVersion", int64_t{1});
+  r.network_updated_ms = j.value("networkUpdatedMs", r.created_ms);
+  const json& m = j.value("meter", json::object());
+  r.meter.cpu_ns = m.value("cpuNs", uint64_t{0});
+  r.meter.at_ms = m.value("atMs", int64_t{0});
+  r.meter.cpu_seconds = m.value("cpuSeconds", 0.0);
+  r.meter.gib_hours = m.value("gibHours", 0.0);
+  r.meter.micros = m.value("micros", 0.0);
+}
+
+}  // namespace kiln::control

@@ -1,0 +1,68 @@
+// A sandbox's durable state: what it was asked for (SandboxSpec), where it
+// is in its life (SandboxState) and what it has used (Meter). Written to the
+// sandbox table as JSON at every change (to_json/from_json below; the key
+// names are the stored format), read back by a restarted kilnd.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/shape.h"
+#include "network/policy.h"
+
+namespace kiln::control {
+
+// starting -> running -> stopping -> stopped; starting -> stopping (a start
+// that failed). Sandbox::Transition enforces it.
+enum class SandboxState { kStarting, kRunning, kStopping, kStopped };
+
+// The API's spelling ("running"), and back; nullopt for anything else.
+std::string_view StateName(SandboxState state);
+std::optional<SandboxState> ParseState(std::string_view name);
+
+struct SandboxSpec {
+  std::string owner;  // the API key that created it
+  Shape shape;
+  int timeout_seconds = 1800;
+  std::optional<int64_t> max_cost_micros;
+  std::optional<std::string> name;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> env;
+  std::optional<std::string> snapshot;  // start from this snapshot (its shape wins)
+  // Egress rules; unset = the snapshot's (for a copy) or internet off.
+  std::optional<network::Policy> network;
+};
+
+// What a sandbox has been billed so far.
+struct Meter {
+  uint64_t cpu_ns = 0;  // cgroup CPU total at the last reading
+  int64_t at_ms = 0;    // when it was read
+  double cpu_seconds = 0, gib_hours = 0, micros = 0;
+};
+
+struct SandboxRecord {
+  std::string id;
+  SandboxSpec spec;
+  SandboxState state = SandboxState::kStarting;
+  int64_t created_ms = 0;
+  int64_t ready_ms = 0;  // 0 until it first ran
+  int64_t expires_ms = 0;
+  int64_t ended_ms = 0;  // 0 until stopped
+  std::string stop_reason;
+  network::Policy network;  // the rules in force
+  int64_t network_version = 1;
+  int64_t network_updated_ms = 0;
+  Meter meter;
+};
+
+void to_json(nlohmann::json& j, const SandboxRecord& r);
+// Throws nlohmann::json::exception on a record without an id; other missing
+// keys take the defaults of records written by older kilnds.
+void from_json(const nlohmann::json& j, SandboxRecord& r);
+
+}  // namespace kiln::control
