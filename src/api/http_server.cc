@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "api/errors.h"
+#include "api/json_body.h"
 #include "api/request_target.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -29,33 +30,6 @@ namespace {
 
 constexpr uint64_t kMaxBody = 1ull << 30;
 constexpr int kIdleSeconds = 300;
-
-// No API body needs deep nesting, and a deep one would overflow the stack
-// of anything that walks it recursively (dump, comparisons).
-constexpr int kMaxJsonDepth = 64;
-
-// The deepest [ / { nesting of a JSON text, brackets inside strings aside.
-int NestingDepth(const std::string& text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 class BeastExchange : public Exchange {
  public:
@@ -147,12 +121,7 @@ class BeastExchange : public Exchange {
       }
     }
     if (body_error_) throw ApiError(400, "invalid_request", "body: the request body ended early");
-    if (body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
-    if (NestingDepth(body) > kMaxJsonDepth)
-      throw InvalidField("body", "is nested more than " + std::to_string(kMaxJsonDepth) + " deep");
-    json j = json::parse(body, nullptr, false);
-    if (j.is_discarded()) throw InvalidField("body", "is not valid JSON");
-    return j;
+    return ParseJsonBody(body);
   }
 
   void SendJson(int status, const json& body) override {
