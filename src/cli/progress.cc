@@ -29,28 +29,26 @@ std::string progress_frame(std::string_view label, std::chrono::milliseconds ela
 
 Progress::Progress(std::string label, bool enabled, int fd)
     : label_(std::move(label)), fd_(fd), start_(std::chrono::steady_clock::now()) {
-  if (enabled) thread_ = std::thread([this] { draw_loop(); });
+  if (enabled) thread_ = std::jthread([this](std::stop_token stop) { draw_loop(stop); });
 }
 
 Progress::~Progress() { done(); }
 
 void Progress::done() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+  // request_stop wakes the wait in draw_loop.
+  thread_.request_stop();
   if (thread_.joinable()) thread_.join();
   std::lock_guard lock(mu_);
   if (drawn_) write_all(fd_, kEraseLine);
   drawn_ = false;
 }
 
-void Progress::draw_loop() {
+void Progress::draw_loop(std::stop_token stop) {
   std::unique_lock lock(mu_);
   auto next = start_ + kFirstFrame;
   for (int tick = 0;; ++tick) {
-    if (cv_.wait_until(lock, next, [this] { return stopping_; })) return;
+    // Only a stop request (done()) ends the wait before the next frame.
+    if (cv_.wait_until(lock, stop, next, [&stop] { return stop.stop_requested(); })) return;
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start_);
     write_all(fd_, progress_frame(label_, elapsed, tick));

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -33,16 +34,15 @@ class Progress {
   void done();  // erase the line now; later calls do nothing
 
  private:
-  void draw_loop();
+  void draw_loop(std::stop_token stop);
 
   std::string label_;
   int fd_;
   std::chrono::steady_clock::time_point start_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool drawn_ = false;  // guarded by mu_
-  std::thread thread_;
+  std::condition_variable_any cv_;
+  bool drawn_ = false;   // guarded by mu_
+  std::jthread thread_;  // last: stopped and joined before the rest goes
 };
 
 }  // namespace kiln::cli
