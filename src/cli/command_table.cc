@@ -1,10 +1,27 @@
 // The command table: every command, verb and flag kiln knows. Parsing, help
 // texts and the shell completion script are all generated from it.
+#include <cstdint>
+#include <string>
+
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "common/contract.h"
 
 namespace kiln::cli {
 namespace {
+
+// "(default N)" for a default of the API contract, so help shows kilnd's.
+std::string DefaultOf(const contract::IntField& field) {
+  return "(default " + std::to_string(field.def) + ")";
+}
+
+// --vcpu, --memory and --disk of run and create.
+std::string ShapeDetails() {
+  return "  --vcpu N          virtual CPUs " + DefaultOf(contract::kVcpu) + "\n" +
+         "  --memory MiB      memory " + DefaultOf(contract::kMemoryMiB) + "\n" +
+         "  --disk MiB        size of the writable /workspace and /tmp " +
+         DefaultOf(contract::kDiskMiB) + "\n";
+}
 
 FlagSpec Value(std::string name, bool repeatable = false) {
   return {std::move(name), true, repeatable};
@@ -48,19 +65,33 @@ const std::vector<Alias>& VerbAliases() {
 }
 
 const std::vector<Verb>& SandboxVerbs() {
+  // Static like the table: a Verb only views its texts.
+  static const std::string run_details =
+      ShapeDetails() + "  --timeout-ms N    time limit for CMD " +
+      DefaultOf(contract::kExecTimeoutMs) + "\n" +
+      "  --env K=V         environment variable for the sandbox (repeatable)\n"
+      "  --cwd DIR         working directory of CMD (default /workspace)\n" KILN_WAIT_DETAILS;
+  static const std::string create_details =
+      ShapeDetails() + "  --timeout S       lease in seconds " +
+      DefaultOf(contract::kTimeoutSeconds) + "; it stops after that\n" +
+      "  --name NAME       a name ([A-Za-z0-9._-], up to 64)\n"
+      "  --label K=V       label (repeatable)\n"
+      "  --env K=V         environment variable for every command (repeatable)\n"
+      "  --snapshot ID     start a copy of this snapshot (its shape wins)\n" KILN_WAIT_DETAILS
+      "  --internet on|off reach the internet (default off)\n" KILN_RULE_DETAILS;
+  static const std::string exec_details =
+      "  --cwd DIR         working directory (default /workspace)\n"
+      "  --env K=V         environment variable (repeatable)\n"
+      "  --timeout-ms N    time limit " +
+      DefaultOf(contract::kExecTimeoutMs) + "\n" +
+      "  --stdin-file F    feed file F (or - for kiln's stdin, up to 12 MiB) to CMD\n";
   static const std::vector<Verb> verbs = {
       {.name = "run",
        .synopsis = "run [OPTIONS] -- CMD...",
        .brief = "run CMD in a fresh sandbox, then stop it",
        .summary = "Create a sandbox, run CMD in it (argv, no shell) with its output streamed,\n"
                   "then stop the sandbox, also on failure or Ctrl-C.",
-       .details =
-           "  --vcpu N          virtual CPUs (default 2)\n"
-           "  --memory MiB      memory (default 2048)\n"
-           "  --disk MiB        size of the writable /workspace and /tmp (default 4096)\n"
-           "  --timeout-ms N    time limit for CMD (default 60000)\n"
-           "  --env K=V         environment variable for the sandbox (repeatable)\n"
-           "  --cwd DIR         working directory of CMD (default /workspace)\n" KILN_WAIT_DETAILS,
+       .details = run_details,
        .flags = {Value("vcpu"), Value("memory"), Value("disk"), Value("timeout-ms"),
                  Value("env", true), Value("cwd"), Value("wait")},
        .positionals = 0,
@@ -70,16 +101,7 @@ const std::vector<Verb>& SandboxVerbs() {
        .synopsis = "create [OPTIONS]",
        .brief = "create a sandbox, print its id",
        .summary = "Create a sandbox and print its id.",
-       .details =
-           "  --vcpu N          virtual CPUs (default 2)\n"
-           "  --memory MiB      memory (default 2048)\n"
-           "  --disk MiB        size of the writable /workspace and /tmp (default 4096)\n"
-           "  --timeout S       lease in seconds (default 1800); it stops after that\n"
-           "  --name NAME       a name ([A-Za-z0-9._-], up to 64)\n"
-           "  --label K=V       label (repeatable)\n"
-           "  --env K=V         environment variable for every command (repeatable)\n"
-           "  --snapshot ID     start a copy of this snapshot (its shape wins)\n" KILN_WAIT_DETAILS
-           "  --internet on|off reach the internet (default off)\n" KILN_RULE_DETAILS,
+       .details = create_details,
        .flags = WithNetwork({Value("vcpu"), Value("memory"), Value("disk"), Value("timeout"),
                              Value("name"), Value("label", true), Value("env", true),
                              Value("snapshot"), Value("wait")}),
@@ -111,10 +133,7 @@ const std::vector<Verb>& SandboxVerbs() {
        .synopsis = "exec ID [OPTIONS] -- CMD...",
        .brief = "run CMD in a running sandbox",
        .summary = "Run CMD (argv, no shell) in a running sandbox with its output streamed.",
-       .details = "  --cwd DIR         working directory (default /workspace)\n"
-                  "  --env K=V         environment variable (repeatable)\n"
-                  "  --timeout-ms N    time limit (default 60000)\n"
-                  "  --stdin-file F    feed file F (or - for kiln's stdin, up to 12 MiB) to CMD\n",
+       .details = exec_details,
        .flags = {Value("cwd"), Value("env", true), Value("timeout-ms"),
                  Choice("stdin-file", std::string(kFileValue))},
        .positionals = 1,

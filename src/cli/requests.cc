@@ -94,7 +94,7 @@ json ExecBody(const ParsedArgs& args, const std::vector<std::string>& argv, bool
   json body = {{"argv", argv}};
   if (auto cwd = args.Get("cwd")) body["cwd"] = *cwd;
   if (args.Has("env")) body["env"] = KeyValues(args, "env");
-  PutInt(body, args, "timeout-ms", "timeoutMs", 86400000);
+  PutInt(body, args, "timeout-ms", "timeoutMs", contract::kExecTimeoutMs.max);
   if (stdin_bytes) body["stdinBase64"] = proto::Base64Encode(*stdin_bytes);
   if (stream) {
     body["stream"] = true;
@@ -108,7 +108,7 @@ std::chrono::milliseconds ExecHttpTimeout(const json& exec_body) {
   if (auto it = exec_body.find("timeoutMs"); it != exec_body.end() && it->is_number_integer()) {
     ms = it->get<long long>();
   }
-  return std::chrono::milliseconds(ms) + std::chrono::seconds(30);
+  return std::chrono::milliseconds(ms + contract::kExecGraceMs);
 }
 
 json KeyCreateBody(const ParsedArgs& args) {

@@ -10,13 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
+#include "common/contract.h"
 
 namespace kiln::cli {
 
 // Exec stdin travels base64 (4/3 larger) inside a JSON body of at most
 // 16 MiB; keep room for the rest of the body.
 inline constexpr std::size_t kMaxStdinBytes = 12 * 1024 * 1024 - 64 * 1024;
-inline constexpr long long kDefaultExecTimeoutMs = 60000;  // the daemon's default
+inline constexpr long long kDefaultExecTimeoutMs = contract::kExecTimeoutMs.def;
 
 // POST /v1/sandboxes body from --vcpu --memory --disk --timeout --name
 // --label k=v --env K=V --snapshot ID --internet --allow --deny (only the
@@ -28,7 +29,8 @@ nlohmann::json SandboxCreateBody(const ParsedArgs& args);
 nlohmann::json ExecBody(const ParsedArgs& args, const std::vector<std::string>& argv, bool stream,
                         const std::optional<std::string>& stdin_bytes);
 
-// HTTP deadline for an exec: the command's own timeout plus 30 s of slack.
+// HTTP deadline for an exec: the command's own timeout plus the time kilnd
+// may take past it to answer (contract::kExecGraceMs).
 std::chrono::milliseconds ExecHttpTimeout(const nlohmann::json& exec_body);
 
 // POST /v1/keys body from --name, --daily-limit-micros N (>= 0), --admin.

@@ -1,0 +1,62 @@
+// The API contract's defaults and bounds, written once. kilnd validates
+// requests with them, the CLI prints them, and tests/unit/contract_test.cc
+// checks each against src/api/openapi.json (and the SDKs' tests check theirs
+// against the same file), so the document and the code cannot drift apart.
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::contract {
+
+// An integer field: accepted range and the value when it is absent.
+struct IntField {
+  int64_t min;
+  int64_t max;
+  int64_t def;
+};
+
+// CreateSandboxRequest
+inline constexpr IntField kVcpu{1, 16, 2};
+inline constexpr IntField kMemoryMiB{128, 65536, 2048};
+inline constexpr IntField kDiskMiB{64, 65536, 4096};
+inline constexpr IntField kTimeoutSeconds{60, 3600, 1800};
+inline constexpr int64_t kMaxCostMicrosMax = int64_t{1} << 50;
+inline constexpr int kSandboxNameMax = 64;
+inline constexpr int kSandboxEnvValueMax = 32 * 1024;
+// ExtendRequest
+inline constexpr IntField kExtendSeconds{1, 3600, 0};  // required: no default
+
+// ExecRequest / StartProcessRequest
+inline constexpr IntField kExecTimeoutMs{1, 86400000, 60000};
+inline constexpr IntField kProcessTimeoutMs{0, 86400000, 0};  // 0 = no limit
+inline constexpr int kArgvMax = 4096;
+inline constexpr int kCommandMax = 1 << 20;
+inline constexpr int kCommandEnvValueMax = 128 * 1024;
+inline constexpr int kPathMax = 4096;
+inline constexpr int kStdinMax = 64 << 20;        // stdin, :write data
+inline constexpr int kStdinBase64Max = 96 << 20;  // stdinBase64, :write base64
+// How far past its own timeoutMs a command may take to answer: killing a
+// large process tree inside gVisor is not instant. The SDKs wait this long
+// beyond timeoutMs before giving up on an answer.
+inline constexpr int64_t kExecGraceMs = 30000;
+// What a JSON CommandResult carries of each stream (the rest is truncated).
+inline constexpr uint64_t kExecOutputCap = 64 * 1024;
+
+// SnapshotRequest, PoolRequest, ForkRequest
+inline constexpr IntField kRetentionDays{1, 365, 7};
+inline constexpr int kSnapshotNameMax = 128;
+inline constexpr IntField kPoolSize{0, 64, 0};
+inline constexpr IntField kForkCount{1, 10, 1};
+
+// Labels (every resource)
+inline constexpr int kLabelsMax = 32;
+inline constexpr int kLabelKeyMax = 63;
+inline constexpr int kLabelValueMax = 256;
+
+// CreateKeyRequest
+inline constexpr int kKeyNameMax = 128;
+
+// Process output: a long poll waits at most this long.
+inline constexpr IntField kOutputWaitMs{0, 30000, 0};
+
+}  // namespace kiln::contract
