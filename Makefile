@@ -37,13 +37,19 @@ image:
 demo: setup build
 	@$(PY) examples/demo.py --bin-dir $(BUILD)/bin
 
-# Unit tests and integration tests (real kilnd, real gVisor), sanitized.
-test: setup asan
-	$(ASAN)/bin/kiln_unit_tests
+# Both tiers, in order: the unit tier, and only if it passed the integration
+# tests (real kilnd, real gVisor, as root), sanitized.
+test: setup
+	@$(MAKE) --no-print-directory unit
 	KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration
 
+# The unit tier: no root, no gVisor, no daemon. The sanitized C++ unit tests,
+# then the SDKs' own tests (sdk/python/tests; sdk/js/test/unit, which needs
+# Node >= 20 and npm, as `make setup` installs them).
 unit: asan
 	$(ASAN)/bin/kiln_unit_tests
+	$(PY) -m pytest -q sdk/python/tests
+	cd sdk/js && npm ci --no-audit --no-fund && npm run --silent test:unit
 
 integration: build
 	KILN_BIN_DIR=$(CURDIR)/$(BUILD)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration -m 'not hostile'

@@ -29,8 +29,10 @@ debian_mirror() {
   fi
 }
 
+# Boost 1.81, not the default libboost-dev (1.74): Boost.URL first came in 1.81.
 PKGS=(build-essential cmake ninja-build pkg-config clang-format
-      libboost-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libxxhash-dev libcli11-dev
+      libboost1.81-dev libboost-url1.81-dev
+      nlohmann-json3-dev libsqlite3-dev libssl-dev libxxhash-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       debootstrap iproute2 procps psmisc python3 python3-pytest python3-pip curl ca-certificates
       openssl git)  # openssl, git: the network tests' own test hosts (CA, git repository)

@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "api/errors.h"
+#include "api/json_body.h"
+#include "api/request_target.h"
 #include "common/ids.h"
 #include "common/log.h"
 
@@ -29,50 +31,6 @@ namespace {
 constexpr uint64_t kMaxBody = 1ull << 30;
 constexpr int kIdleSeconds = 300;
 
-std::string UrlDecode(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() &&
-               std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-// No API body needs deep nesting, and a deep one would overflow the stack
-// of anything that walks it recursively (dump, comparisons).
-constexpr int kMaxJsonDepth = 64;
-
-// The deepest [ / { nesting of a JSON text, brackets inside strings aside.
-int NestingDepth(const std::string& text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 class BeastExchange : public Exchange {
  public:
   BeastExchange(tcp::socket& sock, boost::beast::flat_buffer& buf,
@@ -80,24 +38,16 @@ class BeastExchange : public Exchange {
       : sock_(sock), buf_(buf), parser_(parser) {
     const auto& req = parser_.get();
     method_ = std::string(req.method_string());
-    std::string target(req.target());
-    size_t q = target.find('?');
-    path_ = UrlDecode(target.substr(0, q));
-    if (q != std::string::npos) {
-      std::string_view qs(target);
-      qs.remove_prefix(q + 1);
-      while (!qs.empty()) {
-        size_t amp = qs.find('&');
-        std::string_view part = qs.substr(0, amp);
-        size_t eq = part.find('=');
-        query_.emplace_back(UrlDecode(part.substr(0, eq)),
-                            eq == std::string_view::npos ? "" : UrlDecode(part.substr(eq + 1)));
-        if (amp == std::string_view::npos) break;
-        qs.remove_prefix(amp + 1);
-      }
-    }
     request_id_ = "req_" + NewUuid();
     keep_alive_ = req.keep_alive();
+  }
+
+  // Decodes the target into path() and the query; throws ApiError 400 for
+  // one that is not an origin-form path and query.
+  void ParseTarget() {
+    RequestTarget target = ParseRequestTarget(parser_.get().target());
+    path_ = std::move(target.path);
+    query_ = std::move(target.query);
   }
 
   const std::string& method() const override { return method_; }
@@ -171,12 +121,7 @@ class BeastExchange : public Exchange {
       }
     }
     if (body_error_) throw ApiError(Code::kInvalidRequest, "body: the request body ended early");
-    if (body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
-    if (NestingDepth(body) > kMaxJsonDepth)
-      throw InvalidField("body", "is nested more than " + std::to_string(kMaxJsonDepth) + " deep");
-    json j = json::parse(body, nullptr, false);
-    if (j.is_discarded()) throw InvalidField("body", "is not valid JSON");
-    return j;
+    return ParseJsonBody(body);
   }
 
   void SendJson(int status, const json& body) override {
@@ -354,6 +299,7 @@ struct HttpServer::Impl {
       }
       BeastExchange ex(sock, buf, parser);
       try {
+        ex.ParseTarget();
         handler(ex);
       } catch (const ApiError& e) {
         if (!ex.responded()) ex.SendJson(e.http_status(), ErrorBody(e.status(), ex.request_id()));

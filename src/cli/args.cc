@@ -8,38 +8,38 @@
 namespace kiln::cli {
 namespace {
 
-const FlagSpec* find_spec(const std::vector<FlagSpec>& specs, std::string_view name) {
+const FlagSpec* FindSpec(const std::vector<FlagSpec>& specs, std::string_view name) {
   for (const auto& s : specs) {
     if (s.name == name) return &s;
   }
   return nullptr;
 }
 
-[[noreturn]] void unknown_flag(std::string_view token, std::string_view name,
-                               const std::vector<FlagSpec>& specs) {
+[[noreturn]] void UnknownFlag(std::string_view token, std::string_view name,
+                              const std::vector<FlagSpec>& specs) {
   std::vector<std::string> names;
   for (const auto& s : specs) names.push_back(s.name);
   std::string msg = "unknown flag " + std::string(token);
-  if (auto best = suggest(name, names)) msg += " (did you mean --" + *best + "?)";
+  if (auto best = Suggest(name, names)) msg += " (did you mean --" + *best + "?)";
   throw UsageError(msg);
 }
 
 }  // namespace
 
-bool ParsedArgs::has(std::string_view name) const { return flags.find(name) != flags.end(); }
+bool ParsedArgs::Has(std::string_view name) const { return flags.find(name) != flags.end(); }
 
-std::optional<std::string> ParsedArgs::get(std::string_view name) const {
+std::optional<std::string> ParsedArgs::Get(std::string_view name) const {
   auto it = flags.find(name);
   if (it == flags.end() || it->second.empty()) return std::nullopt;
   return it->second.back();
 }
 
-std::vector<std::string> ParsedArgs::all(std::string_view name) const {
+std::vector<std::string> ParsedArgs::All(std::string_view name) const {
   auto it = flags.find(name);
   return it == flags.end() ? std::vector<std::string>{} : it->second;
 }
 
-ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs) {
+ParsedArgs ParseArgs(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs) {
   ParsedArgs out;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& tok = args[i];
@@ -59,15 +59,15 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Fl
       body.remove_prefix(2);
     } else {
       // Single-dash words (-m, -json) are not flags we know; suggest the long form.
-      unknown_flag(tok, body.substr(1), specs);
+      UnknownFlag(tok, body.substr(1), specs);
     }
     std::optional<std::string> inline_value;
     if (auto eq = body.find('='); eq != std::string_view::npos) {
       inline_value = std::string(body.substr(eq + 1));
       body = body.substr(0, eq);
     }
-    const FlagSpec* spec = find_spec(specs, body);
-    if (spec == nullptr) unknown_flag("--" + std::string(body), body, specs);
+    const FlagSpec* spec = FindSpec(specs, body);
+    if (spec == nullptr) UnknownFlag("--" + std::string(body), body, specs);
 
     std::string value;
     if (spec->takes_value) {
@@ -87,15 +87,15 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Fl
     }
     slot.push_back(std::move(value));
   }
-  if (!out.has("help")) {
+  if (!out.Has("help")) {
     for (const auto& s : specs) {
-      if (s.required && !out.has(s.name)) throw UsageError("missing --" + s.name);
+      if (s.required && !out.Has(s.name)) throw UsageError("missing --" + s.name);
     }
   }
   return out;
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
+std::size_t EditDistance(std::string_view a, std::string_view b) {
   const std::size_t n = a.size(), m = b.size();
   std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
   for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
@@ -112,7 +112,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return d[n][m];
 }
 
-std::optional<std::string> suggest(std::string_view word,
+std::optional<std::string> Suggest(std::string_view word,
                                    const std::vector<std::string>& candidates) {
   if (word.empty()) return std::nullopt;
   // Short words get less slack, or "-x" would "match" every two-letter flag.
@@ -120,7 +120,7 @@ std::optional<std::string> suggest(std::string_view word,
   std::optional<std::string> best;
   std::size_t best_distance = limit + 1;
   for (const auto& c : candidates) {
-    std::size_t dist = edit_distance(word, c);
+    std::size_t dist = EditDistance(word, c);
     if (dist < best_distance) {
       best_distance = dist;
       best = c;
@@ -138,7 +138,7 @@ std::optional<std::string> suggest(std::string_view word,
   return prefix_match;
 }
 
-std::pair<std::string, std::string> split_key_value(std::string_view flag, std::string_view text) {
+std::pair<std::string, std::string> SplitKeyValue(std::string_view flag, std::string_view text) {
   auto eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) {
     throw UsageError(std::string(flag) + " expects KEY=VALUE, got '" + std::string(text) + "'");
@@ -146,8 +146,8 @@ std::pair<std::string, std::string> split_key_value(std::string_view flag, std::
   return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
 }
 
-std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_t min,
-                       std::int64_t max) {
+std::int64_t ParseInt(std::string_view flag, std::string_view text, std::int64_t min,
+                      std::int64_t max) {
   std::int64_t n = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {

@@ -29,30 +29,30 @@ struct ParsedArgs {
   bool has_separator = false;
   std::map<std::string, std::vector<std::string>, std::less<>> flags;  // booleans hold ""
 
-  bool has(std::string_view name) const;
+  bool Has(std::string_view name) const;
   // The value of a single-valued flag, if given.
-  std::optional<std::string> get(std::string_view name) const;
+  std::optional<std::string> Get(std::string_view name) const;
   // Every value of a repeatable flag, in order.
-  std::vector<std::string> all(std::string_view name) const;
+  std::vector<std::string> All(std::string_view name) const;
 };
 
 // Throws UsageError naming the offending flag, with a "did you mean" when a
 // known flag is close, or a required flag that is missing (unless --help is
 // given). `-h` is read as --help when the spec knows "help".
-ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs);
+ParsedArgs ParseArgs(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs);
 
 // The closest candidate to `word` (typo or unique-ish prefix), if any is close enough.
-std::optional<std::string> suggest(std::string_view word,
+std::optional<std::string> Suggest(std::string_view word,
                                    const std::vector<std::string>& candidates);
 
 // Damerau (optimal string alignment) distance: a swap of two letters costs 1.
-std::size_t edit_distance(std::string_view a, std::string_view b);
+std::size_t EditDistance(std::string_view a, std::string_view b);
 
 // "K=V" → {K, V}; the key must be non-empty, the value may be empty or hold '='.
-std::pair<std::string, std::string> split_key_value(std::string_view flag, std::string_view text);
+std::pair<std::string, std::string> SplitKeyValue(std::string_view flag, std::string_view text);
 
 // A whole decimal integer in [min, max]; the message names the flag.
-std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_t min,
-                       std::int64_t max);
+std::int64_t ParseInt(std::string_view flag, std::string_view text, std::int64_t min,
+                      std::int64_t max);
 
 }  // namespace kiln::cli

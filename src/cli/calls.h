@@ -18,12 +18,12 @@ namespace kiln::cli {
 // request_in_progress while the daemon still works on a first attempt
 // whose answer we lost, is retried with the same key: the daemon then
 // replays the first answer instead of creating a second thing.
-nlohmann::json post_once(Context& ctx, std::string_view target, const nlohmann::json& body,
-                         RequestOptions options);
+nlohmann::json PostOnce(Context& ctx, std::string_view target, const nlohmann::json& body,
+                        RequestOptions options);
 
 // GETs every page of a list ({"data": [...], "nextCursor"}): `target`
 // builds each request from the cursor; `noun` names the list in errors.
 using PageTarget = std::function<std::string(const std::optional<std::string>& cursor)>;
-nlohmann::json list_all(Context& ctx, const PageTarget& target, std::string_view noun);
+nlohmann::json ListAll(Context& ctx, const PageTarget& target, std::string_view noun);
 
 }  // namespace kiln::cli

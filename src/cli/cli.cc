@@ -26,20 +26,20 @@ constexpr std::string_view kCommonOptions =
 
 constexpr std::size_t kHelpColumn = 20;  // where `kiln --help` starts a command's text
 
-std::vector<std::string> names_of(const std::vector<Verb>& verbs) {
+std::vector<std::string> NamesOf(const std::vector<Verb>& verbs) {
   std::vector<std::string> names;
   for (const auto& v : verbs) names.emplace_back(v.name);
   return names;
 }
 
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates,
-                         std::string_view prefix = "") {
-  auto best = suggest(word, candidates);
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates,
+                       std::string_view prefix = "") {
+  auto best = Suggest(word, candidates);
   return best ? " (did you mean " + std::string(prefix) + *best + "?)" : "";
 }
 
 // True when `flag` appears before any "--" (the rest is a command's argv).
-bool has_flag(const std::vector<std::string>& args, std::string_view flag) {
+bool HasFlag(const std::vector<std::string>& args, std::string_view flag) {
   for (const auto& a : args) {
     if (a == "--") return false;
     if (a == flag) return true;
@@ -47,16 +47,16 @@ bool has_flag(const std::vector<std::string>& args, std::string_view flag) {
   return false;
 }
 
-bool is_help(std::string_view word) { return word == "--help" || word == "-h" || word == "help"; }
-bool is_global_flag(std::string_view word) { return word == "--json" || word == "--quiet"; }
+bool IsHelp(std::string_view word) { return word == "--help" || word == "-h" || word == "help"; }
+bool IsGlobalFlag(std::string_view word) { return word == "--json" || word == "--quiet"; }
 
-std::size_t skip_global_flags(const std::vector<std::string>& args, std::size_t i) {
-  while (i < args.size() && is_global_flag(args[i])) ++i;
+std::size_t SkipGlobalFlags(const std::vector<std::string>& args, std::size_t i) {
+  while (i < args.size() && IsGlobalFlag(args[i])) ++i;
   return i;
 }
 
-const Verb* find_verb(const Group& group, std::string_view name) {
-  for (const auto& a : verb_aliases()) {
+const Verb* FindVerb(const Group& group, std::string_view name) {
+  for (const auto& a : VerbAliases()) {
     if (a.alias == name) name = a.verb;
   }
   for (const auto& v : group.verbs()) {
@@ -66,27 +66,27 @@ const Verb* find_verb(const Group& group, std::string_view name) {
 }
 
 // "kiln sandbox " for a group's verb, "kiln " for a top-level one.
-std::string prefix_of(const Group* group) {
+std::string PrefixOf(const Group* group) {
   return group ? "kiln " + std::string(group->name) + " " : "kiln ";
 }
 
 // Checks a verb's flags and arguments (everything after the verb's name).
-Invocation parse_verb(const Group* group, const Verb& verb, std::vector<std::string> rest,
-                      Invocation inv) {
-  const std::string hint = "see `" + prefix_of(group) + std::string(verb.name) + " --help`";
+Invocation ParseVerb(const Group* group, const Verb& verb, std::vector<std::string> rest,
+                     Invocation inv) {
+  const std::string hint = "see `" + PrefixOf(group) + std::string(verb.name) + " --help`";
   // --help wins even next to a bad flag: it is what a confused user types.
   for (const auto& tok : rest) {
     if (tok == "--") break;
     if (tok == "--help" || tok == "-h") {
-      inv.help = verb_help(group, verb);
+      inv.help = VerbHelp(group, verb);
       return inv;
     }
   }
   std::vector<FlagSpec> specs = verb.flags;
-  specs.insert(specs.end(), common_flags().begin(), common_flags().end());
+  specs.insert(specs.end(), CommonFlags().begin(), CommonFlags().end());
   ParsedArgs parsed;
   try {
-    parsed = parse_args(rest, specs);
+    parsed = ParseArgs(rest, specs);
   } catch (const UsageError& e) {
     // "run ls -la" fails on "-la": the real mistake is the missing "--".
     const bool no_separator = std::find(rest.begin(), rest.end(), "--") == rest.end();
@@ -112,7 +112,7 @@ Invocation parse_verb(const Group* group, const Verb& verb, std::vector<std::str
     throw UsageError("missing the command to run (put it after --)", hint);
   }
   if (!verb.takes_command && parsed.has_separator) {
-    throw UsageError(prefix_of(group) + std::string(verb.name) + " does not run a command", hint);
+    throw UsageError(PrefixOf(group) + std::string(verb.name) + " does not run a command", hint);
   }
   inv.action = Action::kVerb;
   inv.group = group;
@@ -121,27 +121,27 @@ Invocation parse_verb(const Group* group, const Verb& verb, std::vector<std::str
   return inv;
 }
 
-Invocation parse_group(const Group& group, const std::vector<std::string>& args, std::size_t i,
-                       Invocation inv) {
-  i = skip_global_flags(args, i);
-  if (i == args.size() || is_help(args[i])) {
-    inv.help = group_help(group);
+Invocation ParseGroup(const Group& group, const std::vector<std::string>& args, std::size_t i,
+                      Invocation inv) {
+  i = SkipGlobalFlags(args, i);
+  if (i == args.size() || IsHelp(args[i])) {
+    inv.help = GroupHelp(group);
     inv.help_is_error = i == args.size();
     return inv;
   }
   const std::string& name = args[i];
-  const Verb* verb = find_verb(group, name);
+  const Verb* verb = FindVerb(group, name);
   if (verb == nullptr) {
     throw UsageError("unknown " + std::string(group.name) + " verb '" + name + "'" +
-                         did_you_mean(name, names_of(group.verbs())),
+                         DidYouMean(name, NamesOf(group.verbs())),
                      "see `kiln " + std::string(group.name) + " --help`");
   }
   std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-  return parse_verb(&group, *verb, std::move(rest), std::move(inv));
+  return ParseVerb(&group, *verb, std::move(rest), std::move(inv));
 }
 
 // "  NAME ...  text" with the text's further lines under its first.
-std::string help_entry(std::string_view synopsis, std::string_view text) {
+std::string HelpEntry(std::string_view synopsis, std::string_view text) {
   std::string line = "  " + std::string(synopsis);
   // A synopsis too long for the column gets its text on the next line.
   if (line.size() + 1 > kHelpColumn) line += "\n";
@@ -156,11 +156,11 @@ std::string help_entry(std::string_view synopsis, std::string_view text) {
 
 }  // namespace
 
-bool wants_json(const std::vector<std::string>& args) { return has_flag(args, "--json"); }
+bool WantsJson(const std::vector<std::string>& args) { return HasFlag(args, "--json"); }
 
-std::string top_help() {
+std::string TopHelp() {
   std::string commands_text;
-  for (const auto& c : commands()) commands_text += help_entry(c.synopsis, c.brief);
+  for (const auto& c : Commands()) commands_text += HelpEntry(c.synopsis, c.brief);
   return "Usage: kiln COMMAND [ARGS...]\n"
          "\n"
          "kiln is the command-line client of kilnd, the kiln sandbox daemon.\n"
@@ -192,7 +192,7 @@ std::string top_help() {
          "  source <(kiln completion bash)   # tab completion in this shell\n";
 }
 
-std::string group_help(const Group& group) {
+std::string GroupHelp(const Group& group) {
   const std::string name(group.name);
   std::string out = "Usage: kiln " + name + " VERB [OPTIONS] [ARGS]\n\nVerbs:\n";
   for (const auto& v : group.verbs()) {
@@ -208,29 +208,29 @@ std::string group_help(const Group& group) {
   return out;
 }
 
-std::string sandbox_help() { return group_help(sandbox_group()); }
+std::string SandboxHelp() { return GroupHelp(SandboxGroup()); }
 
-std::string verb_help(const Group* group, const Verb& verb) {
-  std::string out = "Usage: " + prefix_of(group) + std::string(verb.synopsis) + "\n\n" +
+std::string VerbHelp(const Group* group, const Verb& verb) {
+  std::string out = "Usage: " + PrefixOf(group) + std::string(verb.synopsis) + "\n\n" +
                     std::string(verb.summary) + "\n\nOptions:\n" + std::string(verb.details) +
                     std::string(kCommonOptions);
   if (verb.takes_command) out += "\n" + std::string(kExitNotes);
   return out;
 }
 
-Invocation parse_command_line(const std::vector<std::string>& args) {
+Invocation ParseCommandLine(const std::vector<std::string>& args) {
   Invocation inv;
-  inv.json = wants_json(args);
-  inv.quiet = has_flag(args, "--quiet");
-  const std::size_t i = skip_global_flags(args, 0);
+  inv.json = WantsJson(args);
+  inv.quiet = HasFlag(args, "--quiet");
+  const std::size_t i = SkipGlobalFlags(args, 0);
   if (i == args.size()) {
-    inv.help = top_help();
+    inv.help = TopHelp();
     inv.help_is_error = true;
     return inv;
   }
   const std::string& word = args[i];
-  if (is_help(word)) {
-    inv.help = top_help();
+  if (IsHelp(word)) {
+    inv.help = TopHelp();
     return inv;
   }
   if (word == "--version") {
@@ -238,13 +238,13 @@ Invocation parse_command_line(const std::vector<std::string>& args) {
     return inv;
   }
   std::vector<std::string> names;
-  for (const auto& c : commands()) {
+  for (const auto& c : Commands()) {
     names.emplace_back(c.name);
     if (word != c.name) continue;
-    if (c.group) return parse_group(*c.group, args, i + 1, std::move(inv));
+    if (c.group) return ParseGroup(*c.group, args, i + 1, std::move(inv));
     if (c.verb) {
       std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      return parse_verb(nullptr, *c.verb, std::move(rest), std::move(inv));
+      return ParseVerb(nullptr, *c.verb, std::move(rest), std::move(inv));
     }
     inv.action = Action::kServer;
     inv.server_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
@@ -253,33 +253,32 @@ Invocation parse_command_line(const std::vector<std::string>& args) {
   if (word.starts_with("-")) {
     std::string_view bare = std::string_view(word).substr(word.find_first_not_of('-'));
     throw UsageError(
-        "unknown flag " + word + did_you_mean(bare, {"json", "quiet", "help", "version"}, "--"),
+        "unknown flag " + word + DidYouMean(bare, {"json", "quiet", "help", "version"}, "--"),
         "see `kiln --help`");
   }
-  throw UsageError("unknown command '" + word + "'" + did_you_mean(word, names),
-                   "see `kiln --help`");
+  throw UsageError("unknown command '" + word + "'" + DidYouMean(word, names), "see `kiln --help`");
 }
 
-int run_cli(const std::vector<std::string>& args) {
-  const bool json = wants_json(args);
+int RunCli(const std::vector<std::string>& args) {
+  const bool json = WantsJson(args);
   try {
-    Invocation inv = parse_command_line(args);
+    Invocation inv = ParseCommandLine(args);
     switch (inv.action) {
       case Action::kHelp:
-        write_all(inv.help_is_error ? STDERR_FILENO : STDOUT_FILENO, inv.help);
+        WriteAll(inv.help_is_error ? STDERR_FILENO : STDOUT_FILENO, inv.help);
         return inv.help_is_error ? 1 : 0;
       case Action::kVersion:
-        print_out("kiln " KILN_VERSION "\n");
+        PrintOut("kiln " KILN_VERSION "\n");
         return 0;
       case Action::kServer:
-        return cmd_server(inv.server_args);
+        return CmdServer(inv.server_args);
       case Action::kVerb: {
         Context ctx(inv.json, inv.quiet);
         return inv.verb->handler(ctx, inv.args);
       }
     }
   } catch (const std::exception& e) {
-    report_error(e, json);
+    ReportError(e, json);
   }
   return 1;
 }

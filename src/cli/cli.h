@@ -1,6 +1,6 @@
 // Command-line front: finds the verb, checks its flags, shows help, and
 // turns failures into messages and exit codes. The command table itself
-// (commands(), every verb and flag) lives in command_table.cc; help texts
+// (Commands(), every verb and flag) lives in command_table.cc; help texts
 // and shell completion are both generated from it.
 #pragma once
 
@@ -45,24 +45,24 @@ struct Command {
   const Verb* verb = nullptr;
 };
 
-const std::vector<Command>& commands();
-const std::vector<Verb>& sandbox_verbs();
-const std::vector<Verb>& snapshot_verbs();
-const std::vector<Verb>& key_verbs();
-const Group& sandbox_group();
-const Group& snapshot_group();
-const Group& keys_group();
-const Verb& usage_verb();
-const Verb& completion_verb();
+const std::vector<Command>& Commands();
+const std::vector<Verb>& SandboxVerbs();
+const std::vector<Verb>& SnapshotVerbs();
+const std::vector<Verb>& KeyVerbs();
+const Group& SandboxGroup();
+const Group& SnapshotGroup();
+const Group& KeysGroup();
+const Verb& UsageVerb();
+const Verb& CompletionVerb();
 
 // Flags every verb takes on top of its own.
-const std::vector<FlagSpec>& common_flags();
+const std::vector<FlagSpec>& CommonFlags();
 
 // Other spellings of verbs ("list" → "ls"), accepted in every group.
 struct Alias {
   std::string_view alias, verb;
 };
-const std::vector<Alias>& verb_aliases();
+const std::vector<Alias>& VerbAliases();
 
 enum class Action { kHelp, kVersion, kServer, kVerb };
 
@@ -79,17 +79,17 @@ struct Invocation {
 };
 
 // Everything short of talking to the daemon; throws UsageError.
-Invocation parse_command_line(const std::vector<std::string>& args);
+Invocation ParseCommandLine(const std::vector<std::string>& args);
 
 // True when --json appears before any "--" (known even if parsing fails).
-bool wants_json(const std::vector<std::string>& args);
+bool WantsJson(const std::vector<std::string>& args);
 
-std::string top_help();
-std::string group_help(const Group& group);
-std::string sandbox_help();
-std::string verb_help(const Group* group, const Verb& verb);  // group null: top-level verb
+std::string TopHelp();
+std::string GroupHelp(const Group& group);
+std::string SandboxHelp();
+std::string VerbHelp(const Group* group, const Verb& verb);  // group null: top-level verb
 
 // The whole program (main() minus argv conversion); returns the exit status.
-int run_cli(const std::vector<std::string>& args);
+int RunCli(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

@@ -1,25 +1,42 @@
 // The command table: every command, verb and flag kiln knows. Parsing, help
 // texts and the shell completion script are all generated from it.
+#include <cstdint>
+#include <string>
+
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "common/contract.h"
 
 namespace kiln::cli {
 namespace {
 
-FlagSpec value(std::string name, bool repeatable = false) {
+// "(default N)" for a default of the API contract, so help shows kilnd's.
+std::string DefaultOf(const contract::IntField& field) {
+  return "(default " + std::to_string(field.def) + ")";
+}
+
+// --vcpu, --memory and --disk of run and create.
+std::string ShapeDetails() {
+  return "  --vcpu N          virtual CPUs " + DefaultOf(contract::kVcpu) + "\n" +
+         "  --memory MiB      memory " + DefaultOf(contract::kMemoryMiB) + "\n" +
+         "  --disk MiB        size of the writable /workspace and /tmp " +
+         DefaultOf(contract::kDiskMiB) + "\n";
+}
+
+FlagSpec Value(std::string name, bool repeatable = false) {
   return {std::move(name), true, repeatable};
 }
-FlagSpec required(std::string name) { return {std::move(name), true, false, true}; }
-FlagSpec choice(std::string name, std::string choices) {
+FlagSpec Required(std::string name) { return {std::move(name), true, false, true}; }
+FlagSpec Choice(std::string name, std::string choices) {
   return {std::move(name), true, false, false, std::move(choices)};
 }
-FlagSpec toggle(std::string name) { return {std::move(name), false, false}; }
+FlagSpec Toggle(std::string name) { return {std::move(name), false, false}; }
 
 // The egress flags a new sandbox takes (create, fork) after `flags`.
-std::vector<FlagSpec> with_network(std::vector<FlagSpec> flags) {
-  flags.push_back(choice("internet", "on off"));
-  flags.push_back(value("allow", true));
-  flags.push_back(value("deny", true));
+std::vector<FlagSpec> WithNetwork(std::vector<FlagSpec> flags) {
+  flags.push_back(Choice("internet", "on off"));
+  flags.push_back(Value("allow", true));
+  flags.push_back(Value("deny", true));
   return flags;
 }
 
@@ -37,55 +54,60 @@ std::vector<FlagSpec> with_network(std::vector<FlagSpec> flags) {
   "                    --allow implies --internet on\n"                            \
   "  --deny H          never reach these hosts (repeatable, or comma-separated)\n"
 
-const std::vector<FlagSpec>& common_flags() {
-  static const std::vector<FlagSpec> flags = {toggle("json"), toggle("quiet"), toggle("help")};
+const std::vector<FlagSpec>& CommonFlags() {
+  static const std::vector<FlagSpec> flags = {Toggle("json"), Toggle("quiet"), Toggle("help")};
   return flags;
 }
 
-const std::vector<Alias>& verb_aliases() {
+const std::vector<Alias>& VerbAliases() {
   static const std::vector<Alias> aliases = {{"list", "ls"}, {"delete", "rm"}};
   return aliases;
 }
 
-const std::vector<Verb>& sandbox_verbs() {
+const std::vector<Verb>& SandboxVerbs() {
+  // Static like the table: a Verb only views its texts.
+  static const std::string run_details =
+      ShapeDetails() + "  --timeout-ms N    time limit for CMD " +
+      DefaultOf(contract::kExecTimeoutMs) + "\n" +
+      "  --env K=V         environment variable for the sandbox (repeatable)\n"
+      "  --cwd DIR         working directory of CMD (default /workspace)\n" KILN_WAIT_DETAILS;
+  static const std::string create_details =
+      ShapeDetails() + "  --timeout S       lease in seconds " +
+      DefaultOf(contract::kTimeoutSeconds) + "; it stops after that\n" +
+      "  --name NAME       a name ([A-Za-z0-9._-], up to 64)\n"
+      "  --label K=V       label (repeatable)\n"
+      "  --env K=V         environment variable for every command (repeatable)\n"
+      "  --snapshot ID     start a copy of this snapshot (its shape wins)\n" KILN_WAIT_DETAILS
+      "  --internet on|off reach the internet (default off)\n" KILN_RULE_DETAILS;
+  static const std::string exec_details =
+      "  --cwd DIR         working directory (default /workspace)\n"
+      "  --env K=V         environment variable (repeatable)\n"
+      "  --timeout-ms N    time limit " +
+      DefaultOf(contract::kExecTimeoutMs) + "\n" +
+      "  --stdin-file F    feed file F (or - for kiln's stdin, up to 12 MiB) to CMD\n";
   static const std::vector<Verb> verbs = {
       {.name = "run",
        .synopsis = "run [OPTIONS] -- CMD...",
        .brief = "run CMD in a fresh sandbox, then stop it",
        .summary = "Create a sandbox, run CMD in it (argv, no shell) with its output streamed,\n"
                   "then stop the sandbox, also on failure or Ctrl-C.",
-       .details =
-           "  --vcpu N          virtual CPUs (default 2)\n"
-           "  --memory MiB      memory (default 2048)\n"
-           "  --disk MiB        size of the writable /workspace and /tmp (default 4096)\n"
-           "  --timeout-ms N    time limit for CMD (default 60000)\n"
-           "  --env K=V         environment variable for the sandbox (repeatable)\n"
-           "  --cwd DIR         working directory of CMD (default /workspace)\n" KILN_WAIT_DETAILS,
-       .flags = {value("vcpu"), value("memory"), value("disk"), value("timeout-ms"),
-                 value("env", true), value("cwd"), value("wait")},
+       .details = run_details,
+       .flags = {Value("vcpu"), Value("memory"), Value("disk"), Value("timeout-ms"),
+                 Value("env", true), Value("cwd"), Value("wait")},
        .positionals = 0,
        .takes_command = true,
-       .handler = cmd_sandbox_run},
+       .handler = CmdSandboxRun},
       {.name = "create",
        .synopsis = "create [OPTIONS]",
        .brief = "create a sandbox, print its id",
        .summary = "Create a sandbox and print its id.",
-       .details =
-           "  --vcpu N          virtual CPUs (default 2)\n"
-           "  --memory MiB      memory (default 2048)\n"
-           "  --disk MiB        size of the writable /workspace and /tmp (default 4096)\n"
-           "  --timeout S       lease in seconds (default 1800); it stops after that\n"
-           "  --name NAME       a name ([A-Za-z0-9._-], up to 64)\n"
-           "  --label K=V       label (repeatable)\n"
-           "  --env K=V         environment variable for every command (repeatable)\n"
-           "  --snapshot ID     start a copy of this snapshot (its shape wins)\n" KILN_WAIT_DETAILS
-           "  --internet on|off reach the internet (default off)\n" KILN_RULE_DETAILS,
-       .flags = with_network({value("vcpu"), value("memory"), value("disk"), value("timeout"),
-                              value("name"), value("label", true), value("env", true),
-                              value("snapshot"), value("wait")}),
+       .details = create_details,
+       .flags = WithNetwork({Value("vcpu"), Value("memory"), Value("disk"), Value("timeout"),
+                             Value("name"), Value("label", true), Value("env", true),
+                             Value("snapshot"), Value("wait")}),
        .positionals = 0,
        .takes_command = false,
-       .handler = cmd_sandbox_create},
+       .handler = CmdSandboxCreate},
       {.name = "ls",
        .synopsis = "ls [--all] [--state S] [--label K=V]",
        .brief = "list sandboxes",
@@ -93,11 +115,11 @@ const std::vector<Verb>& sandbox_verbs() {
        .details = "  --all             include stopped sandboxes\n"
                   "  --state S         only this state: starting, running, stopping, stopped\n"
                   "  --label K=V       only sandboxes with this label (repeatable)\n",
-       .flags = {toggle("all"), choice("state", "starting running stopping stopped"),
-                 value("label", true)},
+       .flags = {Toggle("all"), Choice("state", "starting running stopping stopped"),
+                 Value("label", true)},
        .positionals = 0,
        .takes_command = false,
-       .handler = cmd_sandbox_ls},
+       .handler = CmdSandboxLs},
       {.name = "get",
        .synopsis = "get ID",
        .brief = "show one sandbox",
@@ -106,20 +128,17 @@ const std::vector<Verb>& sandbox_verbs() {
        .flags = {},
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_sandbox_get},
+       .handler = CmdSandboxGet},
       {.name = "exec",
        .synopsis = "exec ID [OPTIONS] -- CMD...",
        .brief = "run CMD in a running sandbox",
        .summary = "Run CMD (argv, no shell) in a running sandbox with its output streamed.",
-       .details = "  --cwd DIR         working directory (default /workspace)\n"
-                  "  --env K=V         environment variable (repeatable)\n"
-                  "  --timeout-ms N    time limit (default 60000)\n"
-                  "  --stdin-file F    feed file F (or - for kiln's stdin, up to 12 MiB) to CMD\n",
-       .flags = {value("cwd"), value("env", true), value("timeout-ms"),
-                 choice("stdin-file", std::string(kFileValue))},
+       .details = exec_details,
+       .flags = {Value("cwd"), Value("env", true), Value("timeout-ms"),
+                 Choice("stdin-file", std::string(kFileValue))},
        .positionals = 1,
        .takes_command = true,
-       .handler = cmd_sandbox_exec},
+       .handler = CmdSandboxExec},
       {.name = "extend",
        .synopsis = "extend ID --seconds N",
        .brief = "lengthen a running sandbox's lease",
@@ -127,10 +146,10 @@ const std::vector<Verb>& sandbox_verbs() {
                   "its old end and now, but at most one hour from now. Prints the id and the\n"
                   "new end.",
        .details = "  --seconds N       how much longer, 1-3600 (required)\n",
-       .flags = {required("seconds")},
+       .flags = {Required("seconds")},
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_sandbox_extend},
+       .handler = CmdSandboxExtend},
       {.name = "snapshot",
        .synopsis = "snapshot ID [--name N] [--retention-days N] [--label K=V]",
        .brief = "snapshot a running sandbox, print the snapshot id",
@@ -142,10 +161,10 @@ const std::vector<Verb>& sandbox_verbs() {
                   "  --retention-days N\n"
                   "                    keep it N days (1-365, default 7); then the daemon deletes "
                   "it\n",
-       .flags = {value("name"), value("label", true), value("retention-days")},
+       .flags = {Value("name"), Value("label", true), Value("retention-days")},
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_sandbox_snapshot},
+       .handler = CmdSandboxSnapshot},
       {.name = "fork",
        .synopsis = "fork ID [OPTIONS]",
        .brief = "start copies of a running sandbox, print their ids",
@@ -159,11 +178,11 @@ const std::vector<Verb>& sandbox_verbs() {
            "  --internet on|off the copies' internet access (needed unless --allow is\n"
            "                    given). With any of --internet, --allow and --deny, the\n"
            "                    copies get that policy instead of the source's\n" KILN_RULE_DETAILS,
-       .flags = with_network(
-           {value("count"), value("label", true), toggle("keep-snapshot"), value("wait")}),
+       .flags = WithNetwork(
+           {Value("count"), Value("label", true), Toggle("keep-snapshot"), Value("wait")}),
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_sandbox_fork},
+       .handler = CmdSandboxFork},
       {.name = "network",
        .synopsis = "network ID [--internet on|off] [--allow H]... [--deny H]... | --log",
        .brief = "show or set a sandbox's egress rules, or show its egress log",
@@ -176,11 +195,11 @@ const std::vector<Verb>& sandbox_verbs() {
                   "                    --allow is given\n" KILN_RULE_DETAILS
                   "  --log             print the egress log instead (every page of it)\n"
                   "  --limit N         with --log: entries per request, 1-500 (default 100)\n",
-       .flags = {choice("internet", "on off"), value("allow", true), value("deny", true),
-                 toggle("log"), value("limit")},
+       .flags = {Choice("internet", "on off"), Value("allow", true), Value("deny", true),
+                 Toggle("log"), Value("limit")},
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_sandbox_network},
+       .handler = CmdSandboxNetwork},
       {.name = "stop",
        .synopsis = "stop ID",
        .brief = "stop a sandbox",
@@ -189,7 +208,7 @@ const std::vector<Verb>& sandbox_verbs() {
        .flags = {},
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_sandbox_stop},
+       .handler = CmdSandboxStop},
       {.name = "rm",
        .synopsis = "rm ID",
        .brief = "delete a sandbox",
@@ -198,12 +217,12 @@ const std::vector<Verb>& sandbox_verbs() {
        .flags = {},
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_sandbox_rm},
+       .handler = CmdSandboxRm},
   };
   return verbs;
 }
 
-const std::vector<Verb>& snapshot_verbs() {
+const std::vector<Verb>& SnapshotVerbs() {
   static const std::vector<Verb> verbs = {
       {.name = "ls",
        .synopsis = "ls [--sandbox ID] [--name N]",
@@ -211,10 +230,10 @@ const std::vector<Verb>& snapshot_verbs() {
        .summary = "List snapshots.",
        .details = "  --sandbox ID      only snapshots of this sandbox\n"
                   "  --name N          only snapshots with this name\n",
-       .flags = {value("sandbox"), value("name")},
+       .flags = {Value("sandbox"), Value("name")},
        .positionals = 0,
        .takes_command = false,
-       .handler = cmd_snapshot_ls},
+       .handler = CmdSnapshotLs},
       {.name = "get",
        .synopsis = "get ID",
        .brief = "show one snapshot",
@@ -223,7 +242,7 @@ const std::vector<Verb>& snapshot_verbs() {
        .flags = {},
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_snapshot_get},
+       .handler = CmdSnapshotGet},
       {.name = "rm",
        .synopsis = "rm ID",
        .brief = "delete a snapshot",
@@ -232,12 +251,12 @@ const std::vector<Verb>& snapshot_verbs() {
        .flags = {},
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_snapshot_rm},
+       .handler = CmdSnapshotRm},
   };
   return verbs;
 }
 
-const std::vector<Verb>& key_verbs() {
+const std::vector<Verb>& KeyVerbs() {
   static const std::vector<Verb> verbs = {
       {.name = "create",
        .synopsis = "create [--name N] [--daily-limit-micros N] [--admin]",
@@ -248,10 +267,10 @@ const std::vector<Verb>& key_verbs() {
                   "  --daily-limit-micros N\n"
                   "                    the key's daily spending limit in micros (default: none)\n"
                   "  --admin           the key may manage keys too\n",
-       .flags = {value("name"), value("daily-limit-micros"), toggle("admin")},
+       .flags = {Value("name"), Value("daily-limit-micros"), Toggle("admin")},
        .positionals = 0,
        .takes_command = false,
-       .handler = cmd_keys_create},
+       .handler = CmdKeysCreate},
       {.name = "ls",
        .synopsis = "ls",
        .brief = "list API keys, revoked ones too",
@@ -260,7 +279,7 @@ const std::vector<Verb>& key_verbs() {
        .flags = {},
        .positionals = 0,
        .takes_command = false,
-       .handler = cmd_keys_ls},
+       .handler = CmdKeysLs},
       {.name = "revoke",
        .synopsis = "revoke ID",
        .brief = "revoke an API key",
@@ -270,12 +289,12 @@ const std::vector<Verb>& key_verbs() {
        .flags = {},
        .positionals = 1,
        .takes_command = false,
-       .handler = cmd_keys_revoke},
+       .handler = CmdKeysRevoke},
   };
   return verbs;
 }
 
-const Verb& usage_verb() {
+const Verb& UsageVerb() {
   static const Verb verb = {
       .name = "usage",
       .synopsis = "usage [--from T] [--to T] [--group-by key|label:NAME]",
@@ -289,14 +308,14 @@ const Verb& usage_verb() {
           "                    7d, 12h, 30m (default 30 days ago)\n"
           "  --to T            end, in the same forms (default now)\n"
           "  --group-by G      key (per API key) or label:NAME (per value of label NAME)\n",
-      .flags = {value("from"), value("to"), choice("group-by", "key label:")},
+      .flags = {Value("from"), Value("to"), Choice("group-by", "key label:")},
       .positionals = 0,
       .takes_command = false,
-      .handler = cmd_usage};
+      .handler = CmdUsage};
   return verb;
 }
 
-const Verb& completion_verb() {
+const Verb& CompletionVerb() {
   static const Verb verb = {
       .name = "completion",
       .synopsis = "completion bash",
@@ -309,42 +328,42 @@ const Verb& completion_verb() {
       .flags = {},
       .positionals = 1,
       .takes_command = false,
-      .handler = cmd_completion,
+      .handler = CmdCompletion,
       .arg_noun = "shell (bash)",
       .arg_choices = "bash"};
   return verb;
 }
 
-const Group& sandbox_group() {
+const Group& SandboxGroup() {
   static const Group group = {
       .name = "sandbox",
       .id_noun = "sandbox ID",
       .notes = "\nrun and exec exit with the command's status (see their --help).\n",
-      .verbs = sandbox_verbs};
+      .verbs = SandboxVerbs};
   return group;
 }
 
-const Group& snapshot_group() {
+const Group& SnapshotGroup() {
   static const Group group = {
       .name = "snapshot",
       .id_noun = "snapshot ID",
       .notes =
           "\n`kiln sandbox snapshot ID` takes a snapshot; `kiln sandbox create --snapshot ID`\n"
           "starts a copy of one.\n",
-      .verbs = snapshot_verbs};
+      .verbs = SnapshotVerbs};
   return group;
 }
 
-const Group& keys_group() {
+const Group& KeysGroup() {
   static const Group group = {
       .name = "keys",
       .id_noun = "key ID",
       .notes = "\nOnly admin keys may manage keys; `kiln --help` shows which key kiln sends.\n",
-      .verbs = key_verbs};
+      .verbs = KeyVerbs};
   return group;
 }
 
-const std::vector<Command>& commands() {
+const std::vector<Command>& Commands() {
   static const std::vector<Command> table = {
       {.name = "server",
        .synopsis = "server [ARGS...]",
@@ -354,23 +373,23 @@ const std::vector<Command>& commands() {
        .synopsis = "sandbox VERB ...",
        .brief = "create sandboxes, run commands in them, snapshot, fork,\n"
                 "set egress rules, list, stop, delete (`kiln sandbox --help`)",
-       .group = &sandbox_group()},
+       .group = &SandboxGroup()},
       {.name = "snapshot",
        .synopsis = "snapshot VERB ...",
        .brief = "list, show and delete snapshots (`kiln snapshot --help`)",
-       .group = &snapshot_group()},
+       .group = &SnapshotGroup()},
       {.name = "keys",
        .synopsis = "keys VERB ...",
        .brief = "create, list and revoke API keys (`kiln keys --help`)",
-       .group = &keys_group()},
+       .group = &KeysGroup()},
       {.name = "usage",
        .synopsis = "usage [OPTIONS]",
        .brief = "metered usage and cost (`kiln usage --help`)",
-       .verb = &usage_verb()},
+       .verb = &UsageVerb()},
       {.name = "completion",
        .synopsis = "completion bash",
        .brief = "print the bash completion script",
-       .verb = &completion_verb()},
+       .verb = &CompletionVerb()},
   };
   return table;
 }

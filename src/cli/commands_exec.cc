@@ -24,22 +24,22 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 // Streams (or, with --json, collects) one exec; returns kiln's exit status.
-int execute(Context& ctx, const std::string& id, const json& body, ExecStreamPrinter& printer) {
+int Execute(Context& ctx, const std::string& id, const json& body, ExecStreamPrinter& printer) {
   const RequestOptions options{
-      .timeout = exec_http_timeout(body), .interruptible = true, .idempotent = false};
-  const std::string target = sandbox_target(id, ":exec");
-  if (bool_field(body, "stream")) {
-    ctx.http().stream(Method::kPost, target, body, options,
-                      [&printer](const json& event) { printer.on_event(event); });
-    return printer.finish();
+      .timeout = ExecHttpTimeout(body), .interruptible = true, .idempotent = false};
+  const std::string target = SandboxTarget(id, ":exec");
+  if (BoolField(body, "stream")) {
+    ctx.http().Stream(Method::kPost, target, body, options,
+                      [&printer](const json& event) { printer.OnEvent(event); });
+    return printer.Finish();
   }
-  json result = ctx.http().call(Method::kPost, target, &body, options);
-  print_json(result);
-  return exit_code_for(result);
+  json result = ctx.http().Call(Method::kPost, target, &body, options);
+  PrintJson(result);
+  return ExitCodeFor(result);
 }
 
-std::optional<std::string> read_stdin_file(const ParsedArgs& args) {
-  auto path = args.get("stdin-file");
+std::optional<std::string> ReadStdinFile(const ParsedArgs& args) {
+  auto path = args.Get("stdin-file");
   if (!path) return std::nullopt;
   const bool use_stdin = *path == "-";
   int fd = use_stdin ? STDIN_FILENO : ::open(path->c_str(), O_RDONLY | O_CLOEXEC);
@@ -68,11 +68,11 @@ std::optional<std::string> read_stdin_file(const ParsedArgs& args) {
 
 // Best effort: the exec's connection is already gone, this asks the
 // process to end the way a terminal's Ctrl-C would. Unknown pid → ignored.
-void signal_process_quietly(Context& ctx, const std::string& id, const std::string& pid) {
+void SignalProcessQuietly(Context& ctx, const std::string& id, const std::string& pid) {
   try {
     const json body = {{"signal", "SIGTERM"}};
-    ctx.http().call(Method::kPost,
-                    sandbox_target(id, "/processes/" + percent_encode(pid) + ":signal"), &body,
+    ctx.http().Call(Method::kPost,
+                    SandboxTarget(id, "/processes/" + PercentEncode(pid) + ":signal"), &body,
                     RequestOptions{.timeout = 10s});
   } catch (const std::exception&) {
   }
@@ -80,53 +80,53 @@ void signal_process_quietly(Context& ctx, const std::string& id, const std::stri
 
 }  // namespace
 
-int cmd_sandbox_run(Context& ctx, const ParsedArgs& args) {
+int CmdSandboxRun(Context& ctx, const ParsedArgs& args) {
   // Build both requests first: a bad flag must fail before anything is created.
-  const json create = sandbox_create_body(args);
-  const int wait = wait_seconds(args);
-  json exec = exec_body(args, args.command, /*stream=*/!ctx.json(), std::nullopt);
+  const json create = SandboxCreateBody(args);
+  const int wait = WaitSeconds(args);
+  json exec = ExecBody(args, args.command, /*stream=*/!ctx.json(), std::nullopt);
   exec.erase("env");  // run's --env is a create option: it sets the sandbox's env
 
-  install_interrupt_handlers();
+  InstallInterruptHandlers();
   // Cleared before the command's output starts (or any message).
   Progress progress("creating sandbox", ctx.progress());
   // Not interruptible: cutting it short could leave a sandbox we know no id for.
-  json info = create_sandbox(ctx, create, wait);
-  const std::string id = string_field(info, "id");
+  json info = CreateSandbox(ctx, create, wait);
+  const std::string id = StringField(info, "id");
 
   ExecStreamPrinter printer(STDOUT_FILENO, STDERR_FILENO);
   int status = 0;
   try {
-    if (interrupt_requested()) throw Interrupted(interrupt_signal());
-    wait_until_running(ctx, std::move(info), /*interruptible=*/true);
-    progress.done();
-    status = execute(ctx, id, exec, printer);
+    if (InterruptRequested()) throw Interrupted(InterruptSignal());
+    WaitUntilRunning(ctx, std::move(info), /*interruptible=*/true);
+    progress.Done();
+    status = Execute(ctx, id, exec, printer);
   } catch (const Interrupted& e) {
-    progress.done();
+    progress.Done();
     if (!ctx.json() && e.signal != SIGPIPE) {
-      write_all(STDERR_FILENO, "kiln: interrupted; stopping sandbox " + id + "\n");
+      WriteAll(STDERR_FILENO, "kiln: interrupted; stopping sandbox " + id + "\n");
     }
-    stop_sandbox_quietly(ctx, id);
+    StopSandboxQuietly(ctx, id);
     return 128 + e.signal;
   } catch (...) {
-    progress.done();
-    stop_sandbox_quietly(ctx, id);
+    progress.Done();
+    StopSandboxQuietly(ctx, id);
     throw;
   }
-  stop_sandbox_quietly(ctx, id);
+  StopSandboxQuietly(ctx, id);
   return status;
 }
 
-int cmd_sandbox_exec(Context& ctx, const ParsedArgs& args) {
+int CmdSandboxExec(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
-  const json body = exec_body(args, args.command, /*stream=*/!ctx.json(), read_stdin_file(args));
+  const json body = ExecBody(args, args.command, /*stream=*/!ctx.json(), ReadStdinFile(args));
 
-  install_interrupt_handlers();
+  InstallInterruptHandlers();
   ExecStreamPrinter printer(STDOUT_FILENO, STDERR_FILENO);
   try {
-    return execute(ctx, id, body, printer);
+    return Execute(ctx, id, body, printer);
   } catch (const Interrupted& e) {
-    if (printer.process_id()) signal_process_quietly(ctx, id, *printer.process_id());
+    if (printer.process_id()) SignalProcessQuietly(ctx, id, *printer.process_id());
     return 128 + e.signal;
   }
 }

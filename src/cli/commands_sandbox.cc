@@ -25,128 +25,126 @@ constexpr auto kBootTime = 180s;
 constexpr auto kStartPoll = 250ms;
 constexpr auto kStartWait = 180s;
 
-std::string required_id(const json& info) {
-  std::string id = string_field(info, "id");
+std::string RequiredId(const json& info) {
+  std::string id = StringField(info, "id");
   if (id.empty()) throw ClientError("bad_response", "the daemon's answer has no sandbox id");
   return id;
 }
 
 }  // namespace
 
-std::chrono::milliseconds create_timeout(int wait_seconds) {
+std::chrono::milliseconds CreateTimeout(int wait_seconds) {
   return std::chrono::seconds(wait_seconds) + kBootTime;
 }
 
-json create_sandbox(Context& ctx, const json& body, int wait_seconds) {
-  RequestOptions options{.timeout = create_timeout(wait_seconds)};
+json CreateSandbox(Context& ctx, const json& body, int wait_seconds) {
+  RequestOptions options{.timeout = CreateTimeout(wait_seconds)};
   options.headers.emplace_back("Prefer", "wait=" + std::to_string(wait_seconds));
-  json info = post_once(ctx, "/v1/sandboxes", body, std::move(options));
-  required_id(info);
+  json info = PostOnce(ctx, "/v1/sandboxes", body, std::move(options));
+  RequiredId(info);
   return info;
 }
 
-json wait_until_running(Context& ctx, json info, bool interruptible) {
-  const std::string id = required_id(info);
+json WaitUntilRunning(Context& ctx, json info, bool interruptible) {
+  const std::string id = RequiredId(info);
   const auto deadline = std::chrono::steady_clock::now() + kStartWait;
-  while (string_field(info, "state") == "starting") {
+  while (StringField(info, "state") == "starting") {
     if (std::chrono::steady_clock::now() > deadline) {
       throw ClientError("start_failed", "sandbox " + id + " is still starting after 180 s");
     }
-    if (interruptible && interrupt_requested()) throw Interrupted(interrupt_signal());
+    if (interruptible && InterruptRequested()) throw Interrupted(InterruptSignal());
     std::this_thread::sleep_for(kStartPoll);
     RequestOptions poll = kQueryOptions;
     poll.interruptible = interruptible;
-    info = ctx.http().call(Method::kGet, sandbox_target(id), nullptr, poll);
+    info = ctx.http().Call(Method::kGet, SandboxTarget(id), nullptr, poll);
   }
-  if (std::string state = string_field(info, "state"); state != "running") {
-    std::string reason = string_field(info, "stopReason");
+  if (std::string state = StringField(info, "state"); state != "running") {
+    std::string reason = StringField(info, "stopReason");
     throw ClientError("start_failed", "sandbox " + id + " did not start (state " + state +
                                           (reason.empty() ? "" : ", " + reason) + ")");
   }
   return info;
 }
 
-void stop_sandbox_quietly(Context& ctx, const std::string& id) {
+void StopSandboxQuietly(Context& ctx, const std::string& id) {
   try {
     const json empty = json::object();
-    ctx.http().call(Method::kPost, sandbox_target(id, ":stop"), &empty, kLifecycleOptions);
+    ctx.http().Call(Method::kPost, SandboxTarget(id, ":stop"), &empty, kLifecycleOptions);
   } catch (const std::exception& e) {
-    warn("could not stop sandbox " + id + " (" + e.what() +
+    Warn("could not stop sandbox " + id + " (" + e.what() +
          "); it stops by itself when its lease ends");
   }
 }
 
-std::string sandbox_table(const json& sandboxes) {
+std::string SandboxTable(const json& sandboxes) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : sandboxes) {
-    auto memory = int_field(s, "memoryMiB");
-    rows.push_back({display_value(s.value("id", json())), display_value(s.value("state", json())),
-                    display_value(s.value("vcpu", json())),
+    auto memory = IntField(s, "memoryMiB");
+    rows.push_back({DisplayValue(s.value("id", json())), DisplayValue(s.value("state", json())),
+                    DisplayValue(s.value("vcpu", json())),
                     memory ? std::to_string(*memory) + "MiB" : "-",
-                    display_value(s.value("createdAt", json()))});
+                    DisplayValue(s.value("createdAt", json()))});
   }
-  return format_table({"ID", "STATE", "VCPU", "MEMORY", "CREATED"}, rows);
+  return FormatTable({"ID", "STATE", "VCPU", "MEMORY", "CREATED"}, rows);
 }
 
-int cmd_sandbox_create(Context& ctx, const ParsedArgs& args) {
-  const json body = sandbox_create_body(args);
-  const int wait = wait_seconds(args);
+int CmdSandboxCreate(Context& ctx, const ParsedArgs& args) {
+  const json body = SandboxCreateBody(args);
+  const int wait = WaitSeconds(args);
   Progress progress("creating sandbox", ctx.progress());
-  json info = create_sandbox(ctx, body, wait);
-  info = wait_until_running(ctx, std::move(info), /*interruptible=*/false);
-  progress.done();
+  json info = CreateSandbox(ctx, body, wait);
+  info = WaitUntilRunning(ctx, std::move(info), /*interruptible=*/false);
+  progress.Done();
   if (ctx.json()) {
-    print_json(info);
+    PrintJson(info);
     return 0;
   }
-  print_out(required_id(info) + "\n");
+  PrintOut(RequiredId(info) + "\n");
   return 0;
 }
 
-int cmd_sandbox_ls(Context& ctx, const ParsedArgs& args) {
-  json sandboxes = list_all(
-      ctx, [&args](const std::optional<std::string>& cursor) { return list_target(args, cursor); },
+int CmdSandboxLs(Context& ctx, const ParsedArgs& args) {
+  json sandboxes = ListAll(
+      ctx, [&args](const std::optional<std::string>& cursor) { return ListTarget(args, cursor); },
       "sandbox");
-  return print_answer(ctx, {{"data", sandboxes}, {"nextCursor", nullptr}},
-                      sandbox_table(sandboxes));
+  return PrintAnswer(ctx, {{"data", sandboxes}, {"nextCursor", nullptr}}, SandboxTable(sandboxes));
 }
 
-int cmd_sandbox_get(Context& ctx, const ParsedArgs& args) {
+int CmdSandboxGet(Context& ctx, const ParsedArgs& args) {
   json info =
-      ctx.http().call(Method::kGet, sandbox_target(args.positionals.at(0)), nullptr, kQueryOptions);
+      ctx.http().Call(Method::kGet, SandboxTarget(args.positionals.at(0)), nullptr, kQueryOptions);
   if (ctx.json()) {
-    print_json(info);
+    PrintJson(info);
     return 0;
   }
   // The useful fields first, in a stable order; anything newer after them.
   static const std::vector<std::string> kOrder = {
       "id",     "name",     "state",     "vcpu",    "memoryMiB", "diskMiB", "timeoutSeconds",
       "labels", "envNames", "createdAt", "readyAt", "expiresAt", "endedAt", "stopReason"};
-  print_out(format_fields(info, kOrder));
+  PrintOut(FormatFields(info, kOrder));
   return 0;
 }
 
-int cmd_sandbox_extend(Context& ctx, const ParsedArgs& args) {
+int CmdSandboxExtend(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
-  const json body = extend_body(args);
-  json info = ctx.http().call(Method::kPost, sandbox_target(id, ":extend"), &body, kQueryOptions);
-  return print_answer(ctx, info,
-                      format_key_values({{"id", string_field(info, "id", id)},
-                                         {"expiresAt", string_field(info, "expiresAt", "-")}}));
+  const json body = ExtendBody(args);
+  json info = ctx.http().Call(Method::kPost, SandboxTarget(id, ":extend"), &body, kQueryOptions);
+  return PrintAnswer(ctx, info,
+                     FormatKeyValues({{"id", StringField(info, "id", id)},
+                                      {"expiresAt", StringField(info, "expiresAt", "-")}}));
 }
 
-int cmd_sandbox_stop(Context& ctx, const ParsedArgs& args) {
+int CmdSandboxStop(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
   const json empty = json::object();
-  json info =
-      ctx.http().call(Method::kPost, sandbox_target(id, ":stop"), &empty, kLifecycleOptions);
-  return print_answer(ctx, info, id + "\n");
+  json info = ctx.http().Call(Method::kPost, SandboxTarget(id, ":stop"), &empty, kLifecycleOptions);
+  return PrintAnswer(ctx, info, id + "\n");
 }
 
-int cmd_sandbox_rm(Context& ctx, const ParsedArgs& args) {
+int CmdSandboxRm(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
-  json answer = ctx.http().call(Method::kDelete, sandbox_target(id), nullptr, kLifecycleOptions);
-  return print_answer(ctx, answer, id + "\n");
+  json answer = ctx.http().Call(Method::kDelete, SandboxTarget(id), nullptr, kLifecycleOptions);
+  return PrintAnswer(ctx, answer, id + "\n");
 }
 
 }  // namespace kiln::cli

@@ -11,11 +11,11 @@
 
 namespace kiln::cli {
 
-int cmd_server(const std::vector<std::string>& args) {
+int CmdServer(const std::vector<std::string>& args) {
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) {
-    write_all(STDERR_FILENO, "kiln: cannot find where kiln is installed: " + ec.message() + "\n");
+    WriteAll(STDERR_FILENO, "kiln: cannot find where kiln is installed: " + ec.message() + "\n");
     return 1;
   }
   const std::string daemon = (self.parent_path() / "kilnd").string();
@@ -27,8 +27,8 @@ int cmd_server(const std::vector<std::string>& args) {
   ::execv(daemon.c_str(), argv.data());
 
   // Only reached when exec failed.
-  write_all(STDERR_FILENO,
-            "kiln: cannot start the daemon " + daemon + ": " + std::strerror(errno) + "\n");
+  WriteAll(STDERR_FILENO,
+           "kiln: cannot start the daemon " + daemon + ": " + std::strerror(errno) + "\n");
   return 1;
 }
 

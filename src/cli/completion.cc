@@ -62,7 +62,7 @@ constexpr std::string_view kDriver = R"(_kiln() {
 complete -F _kiln kiln
 )";
 
-std::string join(const std::vector<std::string>& words) {
+std::string Join(const std::vector<std::string>& words) {
   std::string out;
   for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
   return out;
@@ -70,21 +70,21 @@ std::string join(const std::vector<std::string>& words) {
 
 // A case pattern for a verb and its aliases, with `suffix` after each:
 // `"sandbox ls --state"|"sandbox list --state"`.
-std::string verb_pattern(std::string_view group, std::string_view verb, std::string_view suffix) {
+std::string VerbPattern(std::string_view group, std::string_view verb, std::string_view suffix) {
   const std::string prefix = group.empty() ? "" : std::string(group) + " ";
   auto quoted = [&](std::string_view name) {
     return "\"" + prefix + std::string(name) + std::string(suffix) + "\"";
   };
   std::string out = quoted(verb);
-  for (const auto& a : verb_aliases()) {
+  for (const auto& a : VerbAliases()) {
     if (a.verb == verb && !group.empty()) out += "|" + quoted(a.alias);
   }
   return out;
 }
 
 // The case that completes one flag's value in _kiln_value.
-std::string value_case(std::string_view group, std::string_view verb, const FlagSpec& f) {
-  std::string out = "    " + verb_pattern(group, verb, " --" + f.name) + ")\n";
+std::string ValueCase(std::string_view group, std::string_view verb, const FlagSpec& f) {
+  std::string out = "    " + VerbPattern(group, verb, " --" + f.name) + ")\n";
   if (f.choices == kFileValue) {
     return out +
            "      local IFS=$'\\n'\n"
@@ -99,23 +99,23 @@ struct Script {
   std::string specs;   // _kiln_spec's cases
   std::string values;  // _kiln_value's cases
 
-  void add_group(std::string_view name, const std::vector<std::string>& verbs,
-                 std::string_view flags) {
-    specs += "    \"" + std::string(name) + "\")\n      verbs=\"" + join(verbs) +
+  void AddGroup(std::string_view name, const std::vector<std::string>& verbs,
+                std::string_view flags) {
+    specs += "    \"" + std::string(name) + "\")\n      verbs=\"" + Join(verbs) +
              "\"\n      flags=\"" + std::string(flags) + "\"\n      ;;\n";
   }
 
-  void add_verb(std::string_view group, const Verb& verb) {
+  void AddVerb(std::string_view group, const Verb& verb) {
     std::vector<std::string> flags, valued;
     std::vector<FlagSpec> all = verb.flags;
-    all.insert(all.end(), common_flags().begin(), common_flags().end());
+    all.insert(all.end(), CommonFlags().begin(), CommonFlags().end());
     for (const auto& f : all) {
       flags.push_back("--" + f.name);
       if (f.takes_value) valued.push_back("--" + f.name);
-      if (f.takes_value && !f.choices.empty()) values += value_case(group, verb.name, f);
+      if (f.takes_value && !f.choices.empty()) values += ValueCase(group, verb.name, f);
     }
-    specs += "    " + verb_pattern(group, verb.name, "") + ")\n      flags=\"" + join(flags) +
-             "\"\n      valued=\"" + join(valued) + "\"\n";
+    specs += "    " + VerbPattern(group, verb.name, "") + ")\n      flags=\"" + Join(flags) +
+             "\"\n      valued=\"" + Join(valued) + "\"\n";
     if (!verb.arg_choices.empty())
       specs += "      args=\"" + std::string(verb.arg_choices) + "\"\n";
     specs += "      ;;\n";
@@ -124,23 +124,23 @@ struct Script {
 
 }  // namespace
 
-std::string bash_completion_script() {
+std::string BashCompletionScript() {
   Script script;
   std::vector<std::string> names;
-  for (const auto& c : commands()) names.emplace_back(c.name);
-  script.add_group("", names, "--json --quiet --help --version");
-  for (const auto& c : commands()) {
+  for (const auto& c : Commands()) names.emplace_back(c.name);
+  script.AddGroup("", names, "--json --quiet --help --version");
+  for (const auto& c : Commands()) {
     if (c.group) {
       std::vector<std::string> verbs;
       for (const auto& v : c.group->verbs()) verbs.emplace_back(v.name);
-      script.add_group(c.name, verbs, "--json --quiet --help");
-      for (const auto& v : c.group->verbs()) script.add_verb(c.name, v);
+      script.AddGroup(c.name, verbs, "--json --quiet --help");
+      for (const auto& v : c.group->verbs()) script.AddVerb(c.name, v);
     } else if (c.verb) {
-      script.add_verb("", *c.verb);
+      script.AddVerb("", *c.verb);
     }
   }
   std::string aliases;
-  for (const auto& a : verb_aliases()) {
+  for (const auto& a : VerbAliases()) {
     aliases += "    " + std::string(a.alias) + ") word=" + std::string(a.verb) + " ;;\n";
   }
   return std::string(kHeader) +
@@ -173,14 +173,14 @@ std::string bash_completion_script() {
          std::string(kDriver);
 }
 
-int cmd_completion(Context& ctx, const ParsedArgs& args) {
+int CmdCompletion(Context& ctx, const ParsedArgs& args) {
   const std::string& shell = args.positionals.at(0);
   if (shell != "bash") {
     throw UsageError("kiln completes bash only, not '" + shell + "'",
                      "see `kiln completion --help`");
   }
-  const std::string script = bash_completion_script();
-  return print_answer(ctx, {{"shell", shell}, {"script", script}}, script);
+  const std::string script = BashCompletionScript();
+  return PrintAnswer(ctx, {{"shell", shell}, {"script", script}}, script);
 }
 
 }  // namespace kiln::cli

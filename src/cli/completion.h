@@ -7,6 +7,6 @@
 namespace kiln::cli {
 
 // The bash completion script: commands, verbs, flags and flag values.
-std::string bash_completion_script();
+std::string BashCompletionScript();
 
 }  // namespace kiln::cli

@@ -18,7 +18,7 @@ struct ClientConfig {
 };
 
 // KILN_API_URL / KILN_API_KEY values (null or empty = unset).
-ClientConfig config_from_env(const char* api_url, const char* api_key);
+ClientConfig ConfigFromEnv(const char* api_url, const char* api_key);
 
 // Where kilnd keeps the local admin key it creates for zero-configuration use.
 inline constexpr std::string_view kDefaultAdminKeyFile = "/var/lib/kiln/admin.key";
@@ -27,13 +27,13 @@ inline constexpr std::string_view kDefaultAdminKeyFile = "/var/lib/kiln/admin.ke
 // else the key file at KILN_ADMIN_KEY_FILE (default kDefaultAdminKeyFile)
 // if readable; else none. Arguments are the variables' values (null or
 // empty = unset).
-std::optional<std::string> select_api_key(const char* kiln_api_key, const char* runtime_api_key,
-                                          const char* admin_key_file);
+std::optional<std::string> SelectApiKey(const char* kiln_api_key, const char* runtime_api_key,
+                                        const char* admin_key_file);
 
 // The key in a key file: its first line without surrounding white space.
 // Null when the file is unreadable, empty or holds more than a token
 // (anything but printable ASCII), so a stray file never breaks a request.
-std::optional<std::string> read_key_file(const std::string& path);
+std::optional<std::string> ReadKeyFile(const std::string& path);
 
 class Context {
  public:
@@ -53,6 +53,6 @@ class Context {
 
 // The answer as one JSON line under --json, else `text` as is; returns 0,
 // the command's exit status.
-int print_answer(const Context& ctx, const nlohmann::json& answer, std::string_view text);
+int PrintAnswer(const Context& ctx, const nlohmann::json& answer, std::string_view text);
 
 }  // namespace kiln::cli

@@ -4,23 +4,22 @@
 
 namespace kiln::cli {
 
-ApiError::ApiError(unsigned status_, std::string code_, std::string message, nlohmann::json body_)
+ApiError::ApiError(unsigned status, std::string code, std::string message, nlohmann::json body)
     : std::runtime_error(std::move(message)),
-      status(status_),
-      code(std::move(code_)),
-      body(std::move(body_)) {}
+      status(status),
+      code(std::move(code)),
+      body(std::move(body)) {}
 
-UnreachableError::UnreachableError(std::string url_)
-    : std::runtime_error("cannot reach the kiln daemon at " + url_ +
-                         " (is `kiln server` running?)"),
-      url(std::move(url_)) {}
+UnreachableError::UnreachableError(std::string url)
+    : std::runtime_error("cannot reach the kiln daemon at " + url + " (is `kiln server` running?)"),
+      url(std::move(url)) {}
 
-ClientError::ClientError(std::string code_, std::string message)
-    : std::runtime_error(std::move(message)), code(std::move(code_)) {}
+ClientError::ClientError(std::string code, std::string message)
+    : std::runtime_error(std::move(message)), code(std::move(code)) {}
 
-Interrupted::Interrupted(int signal_) : std::runtime_error("interrupted"), signal(signal_) {}
+Interrupted::Interrupted(int signal) : std::runtime_error("interrupted"), signal(signal) {}
 
-ApiError make_api_error(unsigned status, std::string_view body) {
+ApiError MakeApiError(unsigned status, std::string_view body) {
   nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object()) {
     const auto& e = parsed["error"];

@@ -12,8 +12,8 @@ namespace kiln::cli {
 
 // Bad command line: always raised before any request is sent.
 struct UsageError : std::runtime_error {
-  explicit UsageError(const std::string& message, std::string hint_ = "")
-      : std::runtime_error(message), hint(std::move(hint_)) {}
+  explicit UsageError(const std::string& message, std::string hint = "")
+      : std::runtime_error(message), hint(std::move(hint)) {}
   std::string hint;  // e.g. "see `kiln sandbox run --help`"
 };
 
@@ -47,6 +47,6 @@ struct Interrupted : std::runtime_error {
 
 // Builds the ApiError for a non-2xx answer; copes with bodies that are not
 // the documented {"error": {...}} shape (proxies, older daemons).
-ApiError make_api_error(unsigned status, std::string_view body);
+ApiError MakeApiError(unsigned status, std::string_view body);
 
 }  // namespace kiln::cli

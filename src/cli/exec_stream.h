@@ -16,11 +16,11 @@ class ExecStreamPrinter {
  public:
   ExecStreamPrinter(int stdout_fd, int stderr_fd) : out_fd_(stdout_fd), err_fd_(stderr_fd) {}
 
-  void on_event(const nlohmann::json& event);
+  void OnEvent(const nlohmann::json& event);
 
   // After the stream: the exit status to use, or throws the stream's error
   // event (ApiError) / ClientError when the stream ended without a verdict.
-  int finish() const;
+  int Finish() const;
 
   const std::optional<std::string>& process_id() const { return process_id_; }
 

@@ -24,7 +24,7 @@ constexpr std::pair<std::string_view, int> kSignals[] = {
 
 }  // namespace
 
-int signal_number(std::string_view name) {
+int SignalNumber(std::string_view name) {
   int n = 0;
   auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
   if (!name.empty() && ec == std::errc() && end == name.data() + name.size()) {
@@ -37,14 +37,14 @@ int signal_number(std::string_view name) {
   return 0;
 }
 
-int exit_code_for(const nlohmann::json& result) {
+int ExitCodeFor(const nlohmann::json& result) {
   if (!result.is_object()) return 1;
-  const std::string state = string_field(result, "state");
-  if (bool_field(result, "timedOut") || state == "timed_out") {
+  const std::string state = StringField(result, "state");
+  if (BoolField(result, "timedOut") || state == "timed_out") {
     return kExitTimedOut;
   }
-  if (auto code = int_field(result, "exitCode")) return static_cast<int>(*code & 0xFF);
-  if (int n = signal_number(string_field(result, "signal")); n > 0) return 128 + n;
+  if (auto code = IntField(result, "exitCode")) return static_cast<int>(*code & 0xFF);
+  if (int n = SignalNumber(StringField(result, "signal")); n > 0) return 128 + n;
   if (state == "killed") return 128 + SIGKILL;
   return 1;
 }

@@ -10,10 +10,10 @@ namespace kiln::cli {
 inline constexpr int kExitTimedOut = 124;  // as timeout(1)
 
 // "SIGKILL", "KILL" or "9" → 9; 0 when unknown.
-int signal_number(std::string_view name);
+int SignalNumber(std::string_view name);
 
 // For a CommandResult or an exec stream's "exit" event: 124 when timed
 // out, else the exit code, else 128 + the signal number; 1 if none says.
-int exit_code_for(const nlohmann::json& result);
+int ExitCodeFor(const nlohmann::json& result);
 
 }  // namespace kiln::cli

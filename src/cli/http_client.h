@@ -44,21 +44,21 @@ class HttpClient {
   // Sends `body` as JSON (none when null) and parses the JSON answer.
   // Non-2xx answers throw ApiError; transport trouble throws
   // UnreachableError / ClientError.
-  nlohmann::json call(Method method, std::string_view target, const nlohmann::json* body,
+  nlohmann::json Call(Method method, std::string_view target, const nlohmann::json* body,
                       const RequestOptions& options = {});
 
-  // Like call(), but the answer is NDJSON: `on_event` sees each line's JSON
+  // Like Call(), but the answer is NDJSON: `on_event` sees each line's JSON
   // as soon as it arrives. Exceptions from `on_event` end the stream.
-  void stream(Method method, std::string_view target, const nlohmann::json& body,
+  void Stream(Method method, std::string_view target, const nlohmann::json& body,
               const RequestOptions& options,
               const std::function<void(const nlohmann::json&)>& on_event);
 
   // Raw bytes out (e.g. file content), handed to `sink` piece by piece.
-  void download(std::string_view target, const RequestOptions& options,
+  void Download(std::string_view target, const RequestOptions& options,
                 const std::function<void(std::string_view)>& sink);
 
   // Raw bytes in (application/octet-stream); the answer is JSON.
-  nlohmann::json upload(Method method, std::string_view target, std::string bytes,
+  nlohmann::json Upload(Method method, std::string_view target, std::string bytes,
                         const RequestOptions& options = {});
 
  private:

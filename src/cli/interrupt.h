@@ -9,12 +9,12 @@ namespace kiln::cli {
 // handler fires once: a second Ctrl-C kills as usual, an escape hatch if
 // the cleanup itself hangs. Also ignores SIGPIPE, so a closed stdout pipe
 // becomes a write error (see ExecStreamPrinter) and the sandbox still stops.
-void install_interrupt_handlers();
+void InstallInterruptHandlers();
 
-bool interrupt_requested();
-int interrupt_signal();  // the recorded signal number, 0 if none
+bool InterruptRequested();
+int InterruptSignal();  // the recorded signal number, 0 if none
 
 // Test hook; also usable by a command that has handled the signal.
-void clear_interrupt();
+void ClearInterrupt();
 
 }  // namespace kiln::cli

@@ -10,20 +10,20 @@
 
 namespace kiln::cli {
 
-inline std::string string_field(const nlohmann::json& j, std::string_view key,
-                                std::string fallback = "") {
+inline std::string StringField(const nlohmann::json& j, std::string_view key,
+                               std::string fallback = "") {
   if (!j.is_object()) return fallback;
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-inline bool bool_field(const nlohmann::json& j, std::string_view key) {
+inline bool BoolField(const nlohmann::json& j, std::string_view key) {
   if (!j.is_object()) return false;
   auto it = j.find(key);
   return it != j.end() && it->is_boolean() && it->get<bool>();
 }
 
-inline std::optional<long long> int_field(const nlohmann::json& j, std::string_view key) {
+inline std::optional<long long> IntField(const nlohmann::json& j, std::string_view key) {
   if (!j.is_object()) return std::nullopt;
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return std::nullopt;

@@ -11,9 +11,9 @@ namespace kiln::cli {
 class LineSplitter {
  public:
   // Appends bytes; returns the lines completed by them (without "\n" or "\r\n").
-  std::vector<std::string> feed(std::string_view bytes);
+  std::vector<std::string> Feed(std::string_view bytes);
   // The unterminated tail once the stream has ended, if any.
-  std::optional<std::string> finish();
+  std::optional<std::string> Finish();
 
  private:
   std::string pending_;

@@ -13,21 +13,21 @@ namespace {
 
 using json = nlohmann::json;
 
-std::size_t display_width(std::string_view s) {
+std::size_t DisplayWidth(std::string_view s) {
   return static_cast<std::size_t>(
       std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
 // Never throws on invalid UTF-8 from odd answers: replace it instead.
-std::string dump(const json& value) {
+std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-json error_json(std::string_view code, std::string_view message) {
+json ErrorJson(std::string_view code, std::string_view message) {
   return {{"error", {{"code", code}, {"message", message}}}};
 }
 
-std::string issues_text(const json& body) {
+std::string IssuesText(const json& body) {
   std::string out;
   const json* issues = nullptr;
   if (body.contains("error") && body["error"].is_object()) {
@@ -52,7 +52,7 @@ std::string issues_text(const json& body) {
 
 }  // namespace
 
-bool write_all(int fd, std::string_view bytes) {
+bool WriteAll(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0) {
@@ -64,20 +64,20 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
-void print_out(std::string_view text) { write_all(STDOUT_FILENO, text); }
+void PrintOut(std::string_view text) { WriteAll(STDOUT_FILENO, text); }
 
-void print_json(const json& value) { write_all(STDOUT_FILENO, dump(value) + "\n"); }
+void PrintJson(const json& value) { WriteAll(STDOUT_FILENO, Dump(value) + "\n"); }
 
-void warn(std::string_view message) {
-  write_all(STDERR_FILENO, "kiln: warning: " + std::string(message) + "\n");
+void Warn(std::string_view message) {
+  WriteAll(STDERR_FILENO, "kiln: warning: " + std::string(message) + "\n");
 }
 
-std::string format_table(const std::vector<std::string>& headers,
-                         const std::vector<std::vector<std::string>>& rows) {
+std::string FormatTable(const std::vector<std::string>& headers,
+                        const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths(headers.size(), 0);
   auto measure = [&](const std::vector<std::string>& row) {
     for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
-      widths[i] = std::max(widths[i], display_width(row[i]));
+      widths[i] = std::max(widths[i], DisplayWidth(row[i]));
     }
   };
   measure(headers);
@@ -89,7 +89,7 @@ std::string format_table(const std::vector<std::string>& headers,
     for (std::size_t i = 0; i < widths.size(); ++i) {
       const std::string cell = i < row.size() ? row[i] : "";
       line += cell;
-      if (i + 1 < widths.size()) line.append(widths[i] - display_width(cell) + 2, ' ');
+      if (i + 1 < widths.size()) line.append(widths[i] - DisplayWidth(cell) + 2, ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
@@ -99,19 +99,19 @@ std::string format_table(const std::vector<std::string>& headers,
   return out;
 }
 
-std::string format_key_values(const std::vector<std::pair<std::string, std::string>>& pairs) {
+std::string FormatKeyValues(const std::vector<std::pair<std::string, std::string>>& pairs) {
   std::size_t width = 0;
-  for (const auto& [k, v] : pairs) width = std::max(width, display_width(k));
+  for (const auto& [k, v] : pairs) width = std::max(width, DisplayWidth(k));
   std::string out;
   for (const auto& [k, v] : pairs) {
     out += k + ":";
-    out.append(width - display_width(k) + 1, ' ');
+    out.append(width - DisplayWidth(k) + 1, ' ');
     out += v + "\n";
   }
   return out;
 }
 
-std::string display_value(const json& value) {
+std::string DisplayValue(const json& value) {
   switch (value.type()) {
     case json::value_t::null:
       return "-";
@@ -124,7 +124,7 @@ std::string display_value(const json& value) {
       std::string out;
       for (const auto& [k, v] : value.items()) {
         if (!out.empty()) out += ", ";
-        out += k + "=" + (v.is_string() ? v.get<std::string>() : dump(v));
+        out += k + "=" + (v.is_string() ? v.get<std::string>() : Dump(v));
       }
       return out;
     }
@@ -133,29 +133,29 @@ std::string display_value(const json& value) {
       std::string out;
       for (const auto& v : value) {
         if (!out.empty()) out += ", ";
-        out += v.is_string() ? v.get<std::string>() : dump(v);
+        out += v.is_string() ? v.get<std::string>() : Dump(v);
       }
       return out;
     }
     default:
-      return dump(value);
+      return Dump(value);
   }
 }
 
-std::string format_fields(const json& info, const std::vector<std::string>& order) {
+std::string FormatFields(const json& info, const std::vector<std::string>& order) {
   std::vector<std::pair<std::string, std::string>> lines;
   if (!info.is_object()) return "";
   for (const auto& key : order) {
-    if (info.contains(key)) lines.emplace_back(key, display_value(info[key]));
+    if (info.contains(key)) lines.emplace_back(key, DisplayValue(info[key]));
   }
   for (const auto& [key, value] : info.items()) {
     if (key == "kind" || std::find(order.begin(), order.end(), key) != order.end()) continue;
-    lines.emplace_back(key, display_value(value));
+    lines.emplace_back(key, DisplayValue(value));
   }
-  return format_key_values(lines);
+  return FormatKeyValues(lines);
 }
 
-std::string format_bytes(const json& bytes) {
+std::string FormatBytes(const json& bytes) {
   if (!bytes.is_number()) return "-";
   const double n = bytes.get<double>();
   if (n < 1024) return std::to_string(bytes.get<long long>()) + "B";
@@ -171,37 +171,37 @@ std::string format_bytes(const json& bytes) {
   return out;
 }
 
-std::string format_number(const json& value, int decimals) {
+std::string FormatNumber(const json& value, int decimals) {
   if (!value.is_number()) return "-";
   char out[64];
   std::snprintf(out, sizeof out, "%.*f", decimals, value.get<double>());
   return out;
 }
 
-void report_error(const std::exception& error, bool json_mode) {
+void ReportError(const std::exception& error, bool json_mode) {
   std::string text;
   json as_json;
   if (const auto* api = dynamic_cast<const ApiError*>(&error)) {
-    text = "kiln: " + api->code + ": " + api->what() + "\n" + issues_text(api->body);
+    text = "kiln: " + api->code + ": " + api->what() + "\n" + IssuesText(api->body);
     as_json = api->body;  // the daemon's own {"error": {...}}
   } else if (const auto* usage = dynamic_cast<const UsageError*>(&error)) {
     text = "kiln: " + std::string(usage->what()) + "\n";
-    as_json = error_json("usage", usage->what());
+    as_json = ErrorJson("usage", usage->what());
     if (!usage->hint.empty()) {
       text += "(" + usage->hint + ")\n";
       as_json["error"]["hint"] = usage->hint;
     }
   } else if (const auto* down = dynamic_cast<const UnreachableError*>(&error)) {
     text = "kiln: " + std::string(down->what()) + "\n";
-    as_json = error_json("unreachable", down->what());
+    as_json = ErrorJson("unreachable", down->what());
   } else if (const auto* client = dynamic_cast<const ClientError*>(&error)) {
     text = "kiln: " + std::string(client->what()) + "\n";
-    as_json = error_json(client->code, client->what());
+    as_json = ErrorJson(client->code, client->what());
   } else {
     text = "kiln: " + std::string(error.what()) + "\n";
-    as_json = error_json("internal", error.what());
+    as_json = ErrorJson("internal", error.what());
   }
-  write_all(STDERR_FILENO, json_mode ? dump(as_json) + "\n" : text);
+  WriteAll(STDERR_FILENO, json_mode ? Dump(as_json) + "\n" : text);
 }
 
 }  // namespace kiln::cli

@@ -14,33 +14,33 @@
 namespace kiln::cli {
 
 // False once the reader has gone away (EPIPE) or another write error hit.
-bool write_all(int fd, std::string_view bytes);
+bool WriteAll(int fd, std::string_view bytes);
 
-void print_out(std::string_view text);         // stdout, as is
-void print_json(const nlohmann::json& value);  // stdout, one line
-void warn(std::string_view message);           // stderr: "kiln: warning: ..."
+void PrintOut(std::string_view text);         // stdout, as is
+void PrintJson(const nlohmann::json& value);  // stdout, one line
+void Warn(std::string_view message);          // stderr: "kiln: warning: ..."
 
 // Columns padded to the widest cell (in UTF-8 characters), two spaces apart.
-std::string format_table(const std::vector<std::string>& headers,
-                         const std::vector<std::vector<std::string>>& rows);
+std::string FormatTable(const std::vector<std::string>& headers,
+                        const std::vector<std::vector<std::string>>& rows);
 
 // "key:   value" lines with the values aligned.
-std::string format_key_values(const std::vector<std::pair<std::string, std::string>>& pairs);
+std::string FormatKeyValues(const std::vector<std::pair<std::string, std::string>>& pairs);
 
 // A JSON value as a table cell: null/empty → "-", {"k":"v"} → "k=v, …".
-std::string display_value(const nlohmann::json& value);
+std::string DisplayValue(const nlohmann::json& value);
 
-// An object's fields as format_key_values lines: those in `order` first
+// An object's fields as FormatKeyValues lines: those in `order` first
 // (when present), then any others but "kind", so newer fields still show.
-std::string format_fields(const nlohmann::json& info, const std::vector<std::string>& order);
+std::string FormatFields(const nlohmann::json& info, const std::vector<std::string>& order);
 
 // A byte count for people: "512B", "1.5KiB", "2.0GiB"; "-" when not a count.
-std::string format_bytes(const nlohmann::json& bytes);
+std::string FormatBytes(const nlohmann::json& bytes);
 
 // A JSON number with `decimals` digits after the point; "-" when not a number.
-std::string format_number(const nlohmann::json& value, int decimals);
+std::string FormatNumber(const nlohmann::json& value, int decimals);
 
 // Reports a failure on stderr: "kiln: code: message" (or JSON {"error": …}).
-void report_error(const std::exception& error, bool json);
+void ReportError(const std::exception& error, bool json);
 
 }  // namespace kiln::cli

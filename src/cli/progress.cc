@@ -18,9 +18,9 @@ constexpr std::string_view kEraseLine = "\r\x1b[K";
 
 }  // namespace
 
-bool progress_wanted(bool json, bool quiet, int fd) { return !json && !quiet && ::isatty(fd) == 1; }
+bool ProgressWanted(bool json, bool quiet, int fd) { return !json && !quiet && ::isatty(fd) == 1; }
 
-std::string progress_frame(std::string_view label, std::chrono::milliseconds elapsed, int tick) {
+std::string ProgressFrame(std::string_view label, std::chrono::milliseconds elapsed, int tick) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1fs", static_cast<double>(elapsed.count()) / 1000.0);
   return "\r" + std::string(kSpinner[static_cast<std::size_t>(tick) % kSpinner.size()]) + " " +
@@ -29,31 +29,29 @@ std::string progress_frame(std::string_view label, std::chrono::milliseconds ela
 
 Progress::Progress(std::string label, bool enabled, int fd)
     : label_(std::move(label)), fd_(fd), start_(std::chrono::steady_clock::now()) {
-  if (enabled) thread_ = std::thread([this] { draw_loop(); });
+  if (enabled) thread_ = std::jthread([this](std::stop_token stop) { DrawLoop(stop); });
 }
 
-Progress::~Progress() { done(); }
+Progress::~Progress() { Done(); }
 
-void Progress::done() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+void Progress::Done() {
+  // request_stop wakes the wait in DrawLoop.
+  thread_.request_stop();
   if (thread_.joinable()) thread_.join();
   std::lock_guard lock(mu_);
-  if (drawn_) write_all(fd_, kEraseLine);
+  if (drawn_) WriteAll(fd_, kEraseLine);
   drawn_ = false;
 }
 
-void Progress::draw_loop() {
+void Progress::DrawLoop(std::stop_token stop) {
   std::unique_lock lock(mu_);
   auto next = start_ + kFirstFrame;
   for (int tick = 0;; ++tick) {
-    if (cv_.wait_until(lock, next, [this] { return stopping_; })) return;
+    // Only a stop request (Done()) ends the wait before the next frame.
+    if (cv_.wait_until(lock, stop, next, [&stop] { return stop.stop_requested(); })) return;
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start_);
-    write_all(fd_, progress_frame(label_, elapsed, tick));
+    WriteAll(fd_, ProgressFrame(label_, elapsed, tick));
     drawn_ = true;
     next += kFrameInterval;
   }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -15,13 +16,13 @@
 namespace kiln::cli {
 
 // True when `fd` is a terminal and neither --json nor --quiet was given.
-bool progress_wanted(bool json, bool quiet, int fd);
+bool ProgressWanted(bool json, bool quiet, int fd);
 
 // One frame: "\r<spinner> LABEL… 2.3s" plus erase-to-end-of-line.
-std::string progress_frame(std::string_view label, std::chrono::milliseconds elapsed, int tick);
+std::string ProgressFrame(std::string_view label, std::chrono::milliseconds elapsed, int tick);
 
 // While alive (and enabled), a thread redraws the line every 100 ms; the
-// line is erased when done() is called or the object is destroyed, also
+// line is erased when Done() is called or the object is destroyed, also
 // during unwinding, so an error message never lands behind a spinner.
 class Progress {
  public:
@@ -30,19 +31,18 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  void done();  // erase the line now; later calls do nothing
+  void Done();  // erase the line now; later calls do nothing
 
  private:
-  void draw_loop();
+  void DrawLoop(std::stop_token stop);
 
   std::string label_;
   int fd_;
   std::chrono::steady_clock::time_point start_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool drawn_ = false;  // guarded by mu_
-  std::thread thread_;
+  std::condition_variable_any cv_;
+  bool drawn_ = false;   // guarded by mu_
+  std::jthread thread_;  // last: stopped and joined before the rest goes
 };
 
 }  // namespace kiln::cli

@@ -10,47 +10,49 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
+#include "common/contract.h"
 
 namespace kiln::cli {
 
 // Exec stdin travels base64 (4/3 larger) inside a JSON body of at most
 // 16 MiB; keep room for the rest of the body.
 inline constexpr std::size_t kMaxStdinBytes = 12 * 1024 * 1024 - 64 * 1024;
-inline constexpr long long kDefaultExecTimeoutMs = 60000;  // the daemon's default
+inline constexpr long long kDefaultExecTimeoutMs = contract::kExecTimeoutMs.def;
 
 // POST /v1/sandboxes body from --vcpu --memory --disk --timeout --name
 // --label k=v --env K=V --snapshot ID --internet --allow --deny (only the
 // flags given; the daemon fills defaults).
-nlohmann::json sandbox_create_body(const ParsedArgs& args);
+nlohmann::json SandboxCreateBody(const ParsedArgs& args);
 
 // POST …:exec body: argv (no shell), --cwd, --env K=V, --timeout-ms, stdin.
 // Streamed exec asks for base64 output so binary output survives intact.
-nlohmann::json exec_body(const ParsedArgs& args, const std::vector<std::string>& argv, bool stream,
-                         const std::optional<std::string>& stdin_bytes);
+nlohmann::json ExecBody(const ParsedArgs& args, const std::vector<std::string>& argv, bool stream,
+                        const std::optional<std::string>& stdin_bytes);
 
-// HTTP deadline for an exec: the command's own timeout plus 30 s of slack.
-std::chrono::milliseconds exec_http_timeout(const nlohmann::json& exec_body);
+// HTTP deadline for an exec: the command's own timeout plus the time kilnd
+// may take past it to answer (contract::kExecGraceMs).
+std::chrono::milliseconds ExecHttpTimeout(const nlohmann::json& exec_body);
 
 // POST /v1/keys body from --name, --daily-limit-micros N (>= 0), --admin.
-nlohmann::json key_create_body(const ParsedArgs& args);
+nlohmann::json KeyCreateBody(const ParsedArgs& args);
 
 // GET /v1/sandboxes target from --all --state --label k=v (sent as k:v).
-std::string list_target(const ParsedArgs& args, const std::optional<std::string>& cursor);
+std::string ListTarget(const ParsedArgs& args, const std::optional<std::string>& cursor);
 
 // How long a create or fork may wait in line for capacity: --wait S (0–120,
 // the daemon's cap; default 120), sent as `Prefer: wait=S`.
 inline constexpr int kDefaultWaitSeconds = 120;
-int wait_seconds(const ParsedArgs& args);
+int WaitSeconds(const ParsedArgs& args);
 
 // A random version 4 UUID, the Idempotency-Key of one create-like request.
-std::string new_idempotency_key();
+std::string NewIdempotencyKey();
 
 // POST …:snapshot body from --name, --label K=V, --retention-days N.
-nlohmann::json snapshot_body(const ParsedArgs& args);
+nlohmann::json SnapshotBody(const ParsedArgs& args);
 
 // POST …:fork body from --count N, --label K=V, --keep-snapshot, and
 // --internet/--allow/--deny (the copies' policy instead of the source's).
-nlohmann::json fork_body(const ParsedArgs& args);
+nlohmann::json ForkBody(const ParsedArgs& args);
 
 // A sandbox's network policy ({"internet", "allow", "deny"}) from
 // --internet on|off, --allow H and --deny H (both repeatable, and a value
@@ -59,25 +61,25 @@ nlohmann::json fork_body(const ParsedArgs& args);
 // refused. `replaces` says the policy replaces rules already in force
 // (fork, PUT): then --internet must be given unless --allow is, as a lone
 // --deny would otherwise turn the internet off; else it defaults to off.
-std::optional<nlohmann::json> network_policy(const ParsedArgs& args, bool replaces);
+std::optional<nlohmann::json> NetworkPolicy(const ParsedArgs& args, bool replaces);
 
 // `sandbox network`: the PUT …/network body, or nullopt to show the policy
 // (no --internet/--allow/--deny). Also refuses --log next to those flags,
 // and --limit without --log or out of 1-500.
-std::optional<nlohmann::json> network_put_body(const ParsedArgs& args);
+std::optional<nlohmann::json> NetworkPutBody(const ParsedArgs& args);
 
 // GET /v1/sandboxes/{id}/network/log target, with --limit N as the page size.
-std::string network_log_target(const std::string& id, const ParsedArgs& args,
-                               const std::optional<std::string>& cursor);
+std::string NetworkLogTarget(const std::string& id, const ParsedArgs& args,
+                             const std::optional<std::string>& cursor);
 
 // POST …:extend body from --seconds N.
-nlohmann::json extend_body(const ParsedArgs& args);
+nlohmann::json ExtendBody(const ParsedArgs& args);
 
 // GET /v1/snapshots target from --sandbox ID and --name N.
-std::string snapshot_list_target(const ParsedArgs& args, const std::optional<std::string>& cursor);
+std::string SnapshotListTarget(const ParsedArgs& args, const std::optional<std::string>& cursor);
 
 // GET /v1/usage target from --from/--to (RFC 3339, or "7d", "12h", "30m"
 // meaning that long before `now`) and --group-by key|label:NAME.
-std::string usage_target(const ParsedArgs& args, std::chrono::system_clock::time_point now);
+std::string UsageTarget(const ParsedArgs& args, std::chrono::system_clock::time_point now);
 
 }  // namespace kiln::cli

@@ -16,21 +16,21 @@ struct ApiUrl {
   std::string base_path;  // "" or "/prefix" (no trailing slash), prepended to every target
   std::string display;    // normalized "http://host:port/prefix", for messages
 
-  std::string host_header() const;
+  std::string HostHeader() const;
 };
 
 // Accepts "http://host[:port][/prefix]" or "host[:port]". https is refused:
 // the client speaks plain HTTP only. Throws UsageError naming KILN_API_URL.
-ApiUrl parse_api_url(std::string_view text);
+ApiUrl ParseApiUrl(std::string_view text);
 
 // RFC 3986 percent-encoding; only unreserved characters pass through.
-std::string percent_encode(std::string_view text);
+std::string PercentEncode(std::string_view text);
 
 // "?a=1&b=x%20y" (or "" when empty), keeping insertion order and repeats.
 class Query {
  public:
-  Query& add(std::string_view key, std::string_view value);
-  std::string str() const;
+  Query& Add(std::string_view key, std::string_view value);
+  std::string Str() const;
   bool empty() const { return params_.empty(); }
 
  private:
@@ -39,10 +39,10 @@ class Query {
 
 // "/v1/sandboxes/<id><suffix>" with the id encoded, so an odd id cannot
 // escape the path (suffix is trusted, e.g. ":stop" or "/processes").
-std::string sandbox_target(std::string_view id, std::string_view suffix = "");
+std::string SandboxTarget(std::string_view id, std::string_view suffix = "");
 // "/v1/keys/<id><suffix>", encoded the same way.
-std::string key_target(std::string_view id, std::string_view suffix = "");
+std::string KeyTarget(std::string_view id, std::string_view suffix = "");
 // "/v1/snapshots/<id><suffix>", encoded the same way.
-std::string snapshot_target(std::string_view id, std::string_view suffix = "");
+std::string SnapshotTarget(std::string_view id, std::string_view suffix = "");
 
 }  // namespace kiln::cli

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <stop_token>
 #include <vector>
 
 #include "common/time.h"
@@ -19,19 +20,16 @@ MemoryGuard::MemoryGuard()
   ev.events = EPOLLIN;
   ev.data.fd = wake_.get();
   epoll_ctl(epfd_, EPOLL_CTL_ADD, wake_.get(), &ev);
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
   armer_ = std::jthread([this](std::stop_token stop) { ArmLoop(stop); });
 }
 
 MemoryGuard::~MemoryGuard() {
   armer_.request_stop();
   armer_.join();
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
+  // Loop's stop callback wakes its epoll_wait. Joined here, not by the
+  // member's destructor, so that it is gone before epfd_ closes.
+  thread_.request_stop();
   thread_.join();
   ::close(epfd_);
 }
@@ -109,20 +107,25 @@ MemoryGuard::Verdict MemoryGuard::Assess(const Entry& e) {
   return ReadAnon(e.stat.get()) > e.threshold ? Verdict::kOver : Verdict::kCacheHigh;
 }
 
-void MemoryGuard::Loop() {
+void MemoryGuard::Loop(std::stop_token stop) {
+  // Runs on the thread that requests the stop: the loop may be in an
+  // epoll_wait with no timeout.
+  std::stop_callback wake(stop, [this] {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
+  });
   epoll_event events[16];
-  for (;;) {
+  while (!stop.stop_requested()) {
     int timeout_ms;
     {
       std::lock_guard lock(mu_);
-      if (stop_) return;
       timeout_ms = polling_ > 0 ? kPollMs : -1;
     }
     int n = epoll_wait(epfd_, events, 16, timeout_ms);
+    if (stop.stop_requested()) return;
     std::vector<std::function<void()>> act;
     {
       std::lock_guard lock(mu_);
-      if (stop_) return;
       int64_t now = MonotonicNowMs();
       auto check = [&](Entry& e) {
         Verdict v = Assess(e);

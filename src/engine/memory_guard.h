@@ -74,14 +74,14 @@ class MemoryGuard {
   };
   enum class Verdict { kFine, kOver, kCacheHigh };
   static Verdict Assess(const Entry& e);
-  void Loop();
+  void Loop(std::stop_token stop);
   void ArmLoop(std::stop_token stop);
   static int64_t ReadUsage(int usage_fd);
   static int64_t ReadAnon(int stat_fd);
 
   int epfd_;
   UniqueFd wake_;
-  std::thread thread_;
+  std::jthread thread_;  // Loop
   std::mutex mu_;
   std::map<std::string, Entry> entries_;
   std::map<int, std::string> by_fd_;
@@ -89,7 +89,6 @@ class MemoryGuard {
   int polling_ = 0;                 // entries with polling set
   int64_t last_poll_ms_ = 0;
   std::condition_variable_any arm_cv_;
-  bool stop_ = false;
   std::jthread armer_;  // last: stopped and joined first
 };
 

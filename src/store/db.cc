@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include "store/schema.h"
+
 namespace kiln::store {
 
 namespace {
@@ -80,9 +82,17 @@ Db::Db(const std::string& path) {
     throw DbError("open " + path + ": " + msg);
   }
   sqlite3_busy_timeout(db_, 5000);
-  // WAL: a committed transaction survives a kill -9 of the process;
-  // synchronous=NORMAL only risks the last commits on power loss.
-  Script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+  try {
+    // Before anything writes to the file: a newer kilnd's database is left as it is.
+    RefuseNewerSchema(*this, path);
+    // WAL: a committed transaction survives a kill -9 of the process;
+    // synchronous=NORMAL only risks the last commits on power loss.
+    Script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+    MigrateSchema(*this, path);
+  } catch (...) {
+    sqlite3_close(db_);
+    throw;
+  }
 }
 
 Db::~Db() { sqlite3_close_v2(db_); }

@@ -48,6 +48,8 @@ class DbRow {
 class Db {
  public:
   // Opens (creating if needed) the database at `path`; ":memory:" for tests.
+  // Brings its schema to the latest version (store/schema.h); throws
+  // DbError for one newer than this code knows, without changing it.
   explicit Db(const std::string& path);
   ~Db();
   Db(const Db&) = delete;

@@ -2,26 +2,7 @@
 
 namespace kiln::store {
 
-EgressLogStore::EgressLogStore(Db& db, int64_t per_sandbox_cap) : db_(db), cap_(per_sandbox_cap) {
-  db_.Script(R"sql(
-    CREATE TABLE IF NOT EXISTS egress_log (
-      seq         INTEGER PRIMARY KEY AUTOINCREMENT,
-      sandbox_id  TEXT NOT NULL,
-      start_ms    INTEGER NOT NULL,
-      method      TEXT NOT NULL,
-      host        TEXT NOT NULL,
-      address     TEXT NOT NULL,
-      port        INTEGER NOT NULL,
-      verdict     TEXT NOT NULL,
-      bytes_out   INTEGER NOT NULL DEFAULT 0,
-      bytes_in    INTEGER NOT NULL DEFAULT 0,
-      duration_ms INTEGER NOT NULL DEFAULT 0,
-      open        INTEGER NOT NULL DEFAULT 0,
-      closed_by   TEXT NOT NULL DEFAULT ''
-    );
-    CREATE INDEX IF NOT EXISTS egress_log_sandbox ON egress_log (sandbox_id, seq);
-  )sql");
-}
+EgressLogStore::EgressLogStore(Db& db, int64_t per_sandbox_cap) : db_(db), cap_(per_sandbox_cap) {}
 
 int64_t EgressLogStore::Add(const EgressEntry& e) {
   Db::Transaction tx(db_);

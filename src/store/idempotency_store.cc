@@ -8,18 +8,6 @@ namespace kiln::store {
 IdempotencyStore::IdempotencyStore(Db& db, int64_t ttl_ms, std::function<int64_t()> now)
     : db_(db), ttl_ms_(ttl_ms), now_(now ? std::move(now) : std::function<int64_t()>(NowMs)) {
   // status is NULL while the first request runs.
-  db_.Script(R"sql(
-    CREATE TABLE IF NOT EXISTS idempotency (
-      key_id      TEXT NOT NULL,
-      idem_key    TEXT NOT NULL,
-      fingerprint TEXT NOT NULL,
-      created_ms  INTEGER NOT NULL,
-      status      INTEGER,
-      body        TEXT,
-      PRIMARY KEY (key_id, idem_key)
-    );
-    CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency (created_ms);
-  )sql");
   db_.Exec("DELETE FROM idempotency WHERE status IS NULL");
 }
 

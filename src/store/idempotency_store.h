@@ -14,9 +14,9 @@ namespace kiln::store {
 
 class IdempotencyStore {
  public:
-  // Creates the table if missing. Entries still in progress are dropped: they
-  // belong to a previous run of the daemon and will never complete, and
-  // keeping them would answer every retry with kInProgress until they expire.
+  // Entries still in progress are dropped: they belong to a previous run of
+  // the daemon and will never complete, and keeping them would answer every
+  // retry with kInProgress until they expire.
   // `now` is the clock (Unix ms); tests substitute their own.
   explicit IdempotencyStore(Db& db, int64_t ttl_ms = 24LL * 3600 * 1000,
                             std::function<int64_t()> now = nullptr);

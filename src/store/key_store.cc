@@ -119,18 +119,7 @@ void WriteSecretFile(const std::string& path, const std::string& secret) {
 
 }  // namespace
 
-KeyStore::KeyStore(Db& db) : db_(db) {
-  // UNIQUE on the hash gives Authenticate its index.
-  db_.Script(
-      "CREATE TABLE IF NOT EXISTS api_keys ("
-      " id TEXT PRIMARY KEY,"
-      " name TEXT NOT NULL,"
-      " secret_sha256 TEXT NOT NULL UNIQUE,"
-      " admin INTEGER NOT NULL,"
-      " daily_limit_micros INTEGER,"
-      " created_ms INTEGER NOT NULL,"
-      " revoked_ms INTEGER)");
-}
+KeyStore::KeyStore(Db& db) : db_(db) {}
 
 std::pair<ApiKey, std::string> KeyStore::Create(const std::string& name, bool admin,
                                                 std::optional<int64_t> daily_limit_micros) {

@@ -26,7 +26,6 @@ struct ApiKey {
 
 class KeyStore {
  public:
-  // Creates the api_keys table if missing.
   explicit KeyStore(Db& db);
 
   // Returns the record and its secret ("kiln_" + 40 hex), shown only now.

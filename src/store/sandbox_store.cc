@@ -15,13 +15,7 @@ std::vector<json> Records(const std::vector<DbRow>& rows) {
 
 }  // namespace
 
-SandboxStore::SandboxStore(Db& db) : db_(db) {
-  db_.Script(
-      "CREATE TABLE IF NOT EXISTS sandboxes ("
-      "  id TEXT PRIMARY KEY, owner TEXT NOT NULL, state TEXT NOT NULL,"
-      "  created_ms INTEGER NOT NULL, ended_ms INTEGER NOT NULL, record TEXT NOT NULL);"
-      "CREATE INDEX IF NOT EXISTS sandboxes_state ON sandboxes (state, created_ms);");
-}
+SandboxStore::SandboxStore(Db& db) : db_(db) {}
 
 void SandboxStore::Put(const json& r) {
   db_.Exec(

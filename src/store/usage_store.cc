@@ -6,26 +6,7 @@
 
 namespace kiln::store {
 
-UsageStore::UsageStore(Db& db) : db_(db) {
-  // The end_ms index serves the admin's unfiltered Totals and retention.
-  db_.Script(R"sql(
-    CREATE TABLE IF NOT EXISTS usage (
-      sandbox_id  TEXT NOT NULL,
-      key_id      TEXT NOT NULL,
-      labels      TEXT NOT NULL DEFAULT '{}',
-      kind        TEXT NOT NULL CHECK (kind IN ('sandbox', 'snapshot')),
-      start_ms    INTEGER NOT NULL,
-      end_ms      INTEGER NOT NULL,
-      cpu_seconds REAL NOT NULL DEFAULT 0,
-      gib_hours   REAL NOT NULL DEFAULT 0,
-      gb_months   REAL NOT NULL DEFAULT 0,
-      micros      REAL NOT NULL DEFAULT 0
-    );
-    CREATE INDEX IF NOT EXISTS usage_key_end ON usage (key_id, end_ms);
-    CREATE INDEX IF NOT EXISTS usage_sandbox ON usage (sandbox_id);
-    CREATE INDEX IF NOT EXISTS usage_end ON usage (end_ms);
-  )sql");
-}
+UsageStore::UsageStore(Db& db) : db_(db) {}
 
 void UsageStore::Record(const std::vector<UsageRow>& rows) {
   if (rows.empty()) return;

@@ -24,7 +24,6 @@ struct UsageRow {
 
 class UsageStore {
  public:
-  // Creates the table and its indexes if missing.
   explicit UsageStore(Db& db);
 
   // Appends rows in one transaction: all or none. Throws DbError (e.g. on

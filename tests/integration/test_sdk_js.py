@@ -1,7 +1,8 @@
 """The TypeScript SDK (sdk/js) against a real kilnd.
 
 Builds the SDK once (`npm ci`, `npx tsc`, and tsc for the TypeScript test),
-then runs each node test script in sdk/js/test with KILN_API_URL /
+then runs each node test script in sdk/js/test (not test/unit/, which needs
+no daemon and runs in `make unit`) with KILN_API_URL /
 KILN_API_KEY pointing at the session's daemon, the CLI (`kiln-js sandbox run`)
 and capacity waiting against a second, small daemon filled and freed from
 here. Needs Node >= 20 (`node` on PATH, or KILN_NODE) and npm with access to

@@ -1,7 +1,8 @@
-"""Python SDK (sdk/python, packages `kiln` and `withruntime`) against a real kilnd.
+"""Python SDK (sdk/python, package `kiln`) against a real kilnd.
 
 The SDK is imported from the source tree (no install). Every call goes to the
 session's kilnd (or, for capacity, to one of this module's own); no mocks.
+Its tests without a daemon are in sdk/python/tests.
 """
 import asyncio
 import os
@@ -27,7 +28,6 @@ sys.path.append("/opt/kiln/pydeps")
 import kiln  # noqa: E402
 import kiln.gym  # noqa: E402
 import kiln.rewards  # noqa: E402
-import withruntime  # noqa: E402
 from kiln import AsyncRuntime, Runtime, Sandbox  # noqa: E402
 
 SMALL = {"vcpu": 1, "memory_mib": 256}
@@ -65,14 +65,6 @@ def _ts(text):
 
 
 # --- configuration and keys ----------------------------------------------------
-
-
-def test_withruntime_reexports_the_same_names():
-    from withruntime import AsyncRuntime as A, Runtime as R, Sandbox as S
-
-    assert (R, S, A) == (kiln.Runtime, kiln.Sandbox, kiln.AsyncRuntime)
-    assert withruntime.NotFoundError is kiln.NotFoundError
-    assert withruntime.__version__ == kiln.__version__
 
 
 def test_environment_selects_daemon_and_key(rt, kilnd, monkeypatch):

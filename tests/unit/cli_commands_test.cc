@@ -28,138 +28,136 @@ using Args = std::vector<std::string>;
 using namespace std::chrono_literals;
 
 using testutil::CliRun;
-using testutil::command_line_error;
-using testutil::run_captured;
-using testutil::verb_args;
+using testutil::CommandLineError;
+using testutil::RunCaptured;
+using testutil::VerbArgs;
 
 // --- command line ------------------------------------------------------------
 
 TEST(CliCommandsParse, NewVerbs) {
-  Invocation inv = parse_command_line(
+  Invocation inv = ParseCommandLine(
       {"sandbox", "snapshot", "sbx_1", "--name", "base", "--retention-days", "3", "--json"});
   ASSERT_EQ(inv.action, Action::kVerb);
-  EXPECT_EQ(inv.group, &sandbox_group());
+  EXPECT_EQ(inv.group, &SandboxGroup());
   EXPECT_EQ(inv.verb->name, "snapshot");
   EXPECT_TRUE(inv.json);
   EXPECT_EQ(inv.args.positionals, (Args{"sbx_1"}));
 
-  inv = parse_command_line({"sandbox", "fork", "sbx_1", "--count", "2", "--keep-snapshot"});
+  inv = ParseCommandLine({"sandbox", "fork", "sbx_1", "--count", "2", "--keep-snapshot"});
   EXPECT_EQ(inv.verb->name, "fork");
-  EXPECT_TRUE(inv.args.has("keep-snapshot"));
+  EXPECT_TRUE(inv.args.Has("keep-snapshot"));
 
-  inv = parse_command_line({"sandbox", "extend", "sbx_1", "--seconds=600"});
+  inv = ParseCommandLine({"sandbox", "extend", "sbx_1", "--seconds=600"});
   EXPECT_EQ(inv.verb->name, "extend");
-  EXPECT_EQ(inv.args.get("seconds"), "600");
+  EXPECT_EQ(inv.args.Get("seconds"), "600");
 
   for (const char* verb : {"ls", "list"}) {
-    inv = parse_command_line({"snapshot", verb, "--sandbox", "sbx_1"});
-    EXPECT_EQ(inv.group, &snapshot_group());
+    inv = ParseCommandLine({"snapshot", verb, "--sandbox", "sbx_1"});
+    EXPECT_EQ(inv.group, &SnapshotGroup());
     EXPECT_EQ(inv.verb->name, "ls");
   }
-  EXPECT_EQ(parse_command_line({"snapshot", "get", "snp_1"}).verb->name, "get");
-  EXPECT_EQ(parse_command_line({"snapshot", "delete", "snp_1"}).verb->name, "rm");
+  EXPECT_EQ(ParseCommandLine({"snapshot", "get", "snp_1"}).verb->name, "get");
+  EXPECT_EQ(ParseCommandLine({"snapshot", "delete", "snp_1"}).verb->name, "rm");
 
-  inv = parse_command_line({"usage", "--from", "7d", "--group-by", "label:team", "--json"});
+  inv = ParseCommandLine({"usage", "--from", "7d", "--group-by", "label:team", "--json"});
   ASSERT_EQ(inv.action, Action::kVerb);
   EXPECT_EQ(inv.group, nullptr);
-  EXPECT_EQ(inv.verb, &usage_verb());
+  EXPECT_EQ(inv.verb, &UsageVerb());
   EXPECT_TRUE(inv.json);
 
-  inv = parse_command_line({"completion", "bash"});
-  EXPECT_EQ(inv.verb, &completion_verb());
+  inv = ParseCommandLine({"completion", "bash"});
+  EXPECT_EQ(inv.verb, &CompletionVerb());
   EXPECT_EQ(inv.args.positionals, (Args{"bash"}));
 }
 
 TEST(CliCommandsParse, QuietAnywhereBeforeTheVerbOrAfter) {
-  EXPECT_TRUE(parse_command_line({"--quiet", "sandbox", "create"}).quiet);
-  EXPECT_TRUE(parse_command_line({"sandbox", "--quiet", "create"}).quiet);
-  EXPECT_TRUE(parse_command_line({"sandbox", "create", "--quiet"}).quiet);
-  EXPECT_TRUE(parse_command_line({"usage", "--quiet"}).quiet);
-  EXPECT_FALSE(parse_command_line({"sandbox", "create"}).quiet);
+  EXPECT_TRUE(ParseCommandLine({"--quiet", "sandbox", "create"}).quiet);
+  EXPECT_TRUE(ParseCommandLine({"sandbox", "--quiet", "create"}).quiet);
+  EXPECT_TRUE(ParseCommandLine({"sandbox", "create", "--quiet"}).quiet);
+  EXPECT_TRUE(ParseCommandLine({"usage", "--quiet"}).quiet);
+  EXPECT_FALSE(ParseCommandLine({"sandbox", "create"}).quiet);
   // After "--" it is the command's.
-  EXPECT_FALSE(parse_command_line({"sandbox", "run", "--", "x", "--quiet"}).quiet);
+  EXPECT_FALSE(ParseCommandLine({"sandbox", "run", "--", "x", "--quiet"}).quiet);
 }
 
 TEST(CliCommandsParse, UsageErrors) {
-  EXPECT_EQ(command_line_error({"sandbox", "extend", "sbx_1"}), "missing --seconds");
-  EXPECT_EQ(command_line_error({"sandbox", "extend", "--seconds", "5"}), "missing the sandbox ID");
-  EXPECT_EQ(command_line_error({"snapshot", "get"}), "missing the snapshot ID");
-  EXPECT_EQ(command_line_error({"snapshot", "rm", "a", "b"}), "unexpected argument 'b'");
-  EXPECT_EQ(command_line_error({"sandbox", "fork", "s", "--keep-snapshot=yes"}),
+  EXPECT_EQ(CommandLineError({"sandbox", "extend", "sbx_1"}), "missing --seconds");
+  EXPECT_EQ(CommandLineError({"sandbox", "extend", "--seconds", "5"}), "missing the sandbox ID");
+  EXPECT_EQ(CommandLineError({"snapshot", "get"}), "missing the snapshot ID");
+  EXPECT_EQ(CommandLineError({"snapshot", "rm", "a", "b"}), "unexpected argument 'b'");
+  EXPECT_EQ(CommandLineError({"sandbox", "fork", "s", "--keep-snapshot=yes"}),
             "--keep-snapshot takes no value");
-  EXPECT_EQ(command_line_error({"sandbox", "fork", "s", "--cout", "2"}),
+  EXPECT_EQ(CommandLineError({"sandbox", "fork", "s", "--cout", "2"}),
             "unknown flag --cout (did you mean --count?)");
-  EXPECT_EQ(command_line_error({"usage", "x"}), "unexpected argument 'x'");
-  EXPECT_EQ(command_line_error({"usage", "--form", "7d"}),
+  EXPECT_EQ(CommandLineError({"usage", "x"}), "unexpected argument 'x'");
+  EXPECT_EQ(CommandLineError({"usage", "--form", "7d"}),
             "unknown flag --form (did you mean --from?)");
-  EXPECT_EQ(command_line_error({"completion"}), "missing the shell (bash)");
-  EXPECT_EQ(command_line_error({"snapshots", "ls"}),
+  EXPECT_EQ(CommandLineError({"completion"}), "missing the shell (bash)");
+  EXPECT_EQ(CommandLineError({"snapshots", "ls"}),
             "unknown command 'snapshots' (did you mean snapshot?)");
-  EXPECT_EQ(command_line_error({"usge"}), "unknown command 'usge' (did you mean usage?)");
+  EXPECT_EQ(CommandLineError({"usge"}), "unknown command 'usge' (did you mean usage?)");
   try {
-    parse_command_line({"usage", "--bogus"});
+    ParseCommandLine({"usage", "--bogus"});
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_EQ(e.hint, "see `kiln usage --help`");
   }
   // --help wins over a missing required flag.
-  EXPECT_EQ(parse_command_line({"sandbox", "extend", "--help"}).action, Action::kHelp);
+  EXPECT_EQ(ParseCommandLine({"sandbox", "extend", "--help"}).action, Action::kHelp);
 }
 
 TEST(CliCommandsParse, Help) {
-  const std::string top = parse_command_line({"--help"}).help;
+  const std::string top = ParseCommandLine({"--help"}).help;
   for (const char* word : {"snapshot VERB", "usage [OPTIONS]", "completion bash", "--quiet",
                            "keys VERB", "server [ARGS...]"}) {
     EXPECT_NE(top.find(word), std::string::npos) << word;
   }
-  const std::string sandbox = parse_command_line({"sandbox", "--help"}).help;
+  const std::string sandbox = ParseCommandLine({"sandbox", "--help"}).help;
   for (const char* word : {"snapshot ID", "fork ID", "extend ID --seconds N"}) {
     EXPECT_NE(sandbox.find(word), std::string::npos) << word;
   }
-  Invocation inv = parse_command_line({"snapshot", "--help"});
+  Invocation inv = ParseCommandLine({"snapshot", "--help"});
   EXPECT_NE(inv.help.find("Usage: kiln snapshot VERB"), std::string::npos);
   EXPECT_NE(inv.help.find("rm ID"), std::string::npos);
-  EXPECT_TRUE(parse_command_line({"snapshot"}).help_is_error);
+  EXPECT_TRUE(ParseCommandLine({"snapshot"}).help_is_error);
 
-  inv = parse_command_line({"sandbox", "fork", "--help"});
+  inv = ParseCommandLine({"sandbox", "fork", "--help"});
   EXPECT_NE(inv.help.find("Usage: kiln sandbox fork ID"), std::string::npos);
   EXPECT_NE(inv.help.find("--keep-snapshot"), std::string::npos);
   EXPECT_NE(inv.help.find("--wait S"), std::string::npos);
-  EXPECT_NE(parse_command_line({"sandbox", "create", "-h"}).help.find("--wait S"),
-            std::string::npos);
-  inv = parse_command_line({"usage", "--help"});
+  EXPECT_NE(ParseCommandLine({"sandbox", "create", "-h"}).help.find("--wait S"), std::string::npos);
+  inv = ParseCommandLine({"usage", "--help"});
   EXPECT_NE(inv.help.find("Usage: kiln usage [--from T]"), std::string::npos);
   EXPECT_NE(inv.help.find("label:NAME"), std::string::npos);
   EXPECT_NE(inv.help.find("--json"), std::string::npos);
-  inv = parse_command_line({"completion", "--help"});
+  inv = ParseCommandLine({"completion", "--help"});
   EXPECT_NE(inv.help.find("Usage: kiln completion bash"), std::string::npos);
 }
 
 TEST(CliCommandsParse, Network) {
-  Invocation inv = parse_command_line(
+  Invocation inv = ParseCommandLine(
       {"sandbox", "network", "sbx_1", "--allow", "a.test", "--allow=b.test", "--deny", "c.test"});
   ASSERT_EQ(inv.action, Action::kVerb);
   EXPECT_EQ(inv.verb->name, "network");
   EXPECT_EQ(inv.args.positionals, (Args{"sbx_1"}));
-  EXPECT_EQ(inv.args.all("allow"), (Args{"a.test", "b.test"}));
-  inv = parse_command_line({"sandbox", "network", "sbx_1", "--log", "--limit", "2", "--json"});
-  EXPECT_TRUE(inv.args.has("log"));
+  EXPECT_EQ(inv.args.All("allow"), (Args{"a.test", "b.test"}));
+  inv = ParseCommandLine({"sandbox", "network", "sbx_1", "--log", "--limit", "2", "--json"});
+  EXPECT_TRUE(inv.args.Has("log"));
   EXPECT_TRUE(inv.json);
-  EXPECT_EQ(parse_command_line({"sandbox", "create", "--internet", "on", "--deny", "x"}).verb->name,
+  EXPECT_EQ(ParseCommandLine({"sandbox", "create", "--internet", "on", "--deny", "x"}).verb->name,
             "create");
-  EXPECT_EQ(parse_command_line({"sandbox", "fork", "s", "--allow", "x"}).verb->name, "fork");
+  EXPECT_EQ(ParseCommandLine({"sandbox", "fork", "s", "--allow", "x"}).verb->name, "fork");
 
-  EXPECT_EQ(command_line_error({"sandbox", "network"}), "missing the sandbox ID");
-  EXPECT_EQ(command_line_error({"sandbox", "network", "s", "--internet"}),
+  EXPECT_EQ(CommandLineError({"sandbox", "network"}), "missing the sandbox ID");
+  EXPECT_EQ(CommandLineError({"sandbox", "network", "s", "--internet"}),
             "--internet needs a value");
-  EXPECT_EQ(
-      command_line_error({"sandbox", "network", "s", "--internet", "on", "--internet", "off"}),
-      "--internet given more than once");
-  EXPECT_EQ(command_line_error({"sandbox", "network", "s", "--alow", "x"}),
+  EXPECT_EQ(CommandLineError({"sandbox", "network", "s", "--internet", "on", "--internet", "off"}),
+            "--internet given more than once");
+  EXPECT_EQ(CommandLineError({"sandbox", "network", "s", "--alow", "x"}),
             "unknown flag --alow (did you mean --allow?)");
-  EXPECT_EQ(command_line_error({"sandbox", "network", "s", "--log=yes"}), "--log takes no value");
+  EXPECT_EQ(CommandLineError({"sandbox", "network", "s", "--log=yes"}), "--log takes no value");
 
-  inv = parse_command_line({"sandbox", "network", "--help"});
+  inv = ParseCommandLine({"sandbox", "network", "--help"});
   EXPECT_EQ(inv.action, Action::kHelp);
   for (const char* word : {"Usage: kiln sandbox network ID [--internet on|off]", "--allow H",
                            "--allow implies --internet on", "comma-separated", "--deny H", "--log",
@@ -167,70 +165,70 @@ TEST(CliCommandsParse, Network) {
     EXPECT_NE(inv.help.find(word), std::string::npos) << word;
   }
   for (const char* verb : {"create", "fork"}) {
-    inv = parse_command_line({"sandbox", verb, "--help"});
+    inv = ParseCommandLine({"sandbox", verb, "--help"});
     for (const char* word :
          {"--internet on|off", "--allow H", "--allow implies --internet on", "--deny H"}) {
       EXPECT_NE(inv.help.find(word), std::string::npos) << verb << " " << word;
     }
   }
-  EXPECT_NE(parse_command_line({"sandbox", "--help"}).help.find("network ID"), std::string::npos);
-  EXPECT_NE(parse_command_line({"--help"}).help.find("egress rules"), std::string::npos);
+  EXPECT_NE(ParseCommandLine({"sandbox", "--help"}).help.find("network ID"), std::string::npos);
+  EXPECT_NE(ParseCommandLine({"--help"}).help.find("egress rules"), std::string::npos);
 }
 
 // --- flags → requests --------------------------------------------------------
 
 TEST(CliCommandsRequests, Bodies) {
-  EXPECT_EQ(snapshot_body(verb_args({"sandbox", "snapshot", "s", "--name", "base", "--label",
-                                     "team=ml", "--retention-days", "3"})),
+  EXPECT_EQ(SnapshotBody(VerbArgs({"sandbox", "snapshot", "s", "--name", "base", "--label",
+                                   "team=ml", "--retention-days", "3"})),
             json::parse(R"({"name": "base", "labels": {"team": "ml"}, "retentionDays": 3})"));
-  EXPECT_EQ(snapshot_body(verb_args({"sandbox", "snapshot", "s"})), json::object());
-  EXPECT_THROW(snapshot_body(verb_args({"sandbox", "snapshot", "s", "--retention-days", "1w"})),
+  EXPECT_EQ(SnapshotBody(VerbArgs({"sandbox", "snapshot", "s"})), json::object());
+  EXPECT_THROW(SnapshotBody(VerbArgs({"sandbox", "snapshot", "s", "--retention-days", "1w"})),
                UsageError);
 
-  EXPECT_EQ(fork_body(verb_args(
+  EXPECT_EQ(ForkBody(VerbArgs(
                 {"sandbox", "fork", "s", "--count", "2", "--keep-snapshot", "--label", "a=b"})),
             json::parse(R"({"count": 2, "keepSnapshot": true, "labels": {"a": "b"}})"));
-  EXPECT_EQ(fork_body(verb_args({"sandbox", "fork", "s"})), json::object());
-  EXPECT_THROW(fork_body(verb_args({"sandbox", "fork", "s", "--count", "0"})), UsageError);
+  EXPECT_EQ(ForkBody(VerbArgs({"sandbox", "fork", "s"})), json::object());
+  EXPECT_THROW(ForkBody(VerbArgs({"sandbox", "fork", "s", "--count", "0"})), UsageError);
 
-  EXPECT_EQ(extend_body(verb_args({"sandbox", "extend", "s", "--seconds", "600"})),
+  EXPECT_EQ(ExtendBody(VerbArgs({"sandbox", "extend", "s", "--seconds", "600"})),
             json::parse(R"({"seconds": 600})"));
-  EXPECT_THROW(extend_body(verb_args({"sandbox", "extend", "s", "--seconds", "ten"})), UsageError);
+  EXPECT_THROW(ExtendBody(VerbArgs({"sandbox", "extend", "s", "--seconds", "ten"})), UsageError);
 
-  EXPECT_EQ(sandbox_create_body(verb_args({"sandbox", "create", "--snapshot", "snp_1"})),
+  EXPECT_EQ(SandboxCreateBody(VerbArgs({"sandbox", "create", "--snapshot", "snp_1"})),
             json::parse(R"({"snapshot": "snp_1"})"));
 }
 
 TEST(CliCommandsRequests, Wait) {
-  EXPECT_EQ(wait_seconds(verb_args({"sandbox", "create"})), 120);
-  EXPECT_EQ(wait_seconds(verb_args({"sandbox", "create", "--wait", "0"})), 0);
-  EXPECT_EQ(wait_seconds(verb_args({"sandbox", "fork", "s", "--wait", "30"})), 30);
-  EXPECT_EQ(wait_seconds(verb_args({"sandbox", "run", "--wait=5", "--", "x"})), 5);
-  EXPECT_THROW(wait_seconds(verb_args({"sandbox", "create", "--wait", "121"})), UsageError);
-  EXPECT_THROW(wait_seconds(verb_args({"sandbox", "create", "--wait", "-1"})), UsageError);
+  EXPECT_EQ(WaitSeconds(VerbArgs({"sandbox", "create"})), 120);
+  EXPECT_EQ(WaitSeconds(VerbArgs({"sandbox", "create", "--wait", "0"})), 0);
+  EXPECT_EQ(WaitSeconds(VerbArgs({"sandbox", "fork", "s", "--wait", "30"})), 30);
+  EXPECT_EQ(WaitSeconds(VerbArgs({"sandbox", "run", "--wait=5", "--", "x"})), 5);
+  EXPECT_THROW(WaitSeconds(VerbArgs({"sandbox", "create", "--wait", "121"})), UsageError);
+  EXPECT_THROW(WaitSeconds(VerbArgs({"sandbox", "create", "--wait", "-1"})), UsageError);
 }
 
 TEST(CliCommandsRequests, IdempotencyKeysAreFreshUuids) {
   const std::regex uuid("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
-  const std::string a = new_idempotency_key(), b = new_idempotency_key();
+  const std::string a = NewIdempotencyKey(), b = NewIdempotencyKey();
   EXPECT_TRUE(std::regex_match(a, uuid)) << a;
   EXPECT_TRUE(std::regex_match(b, uuid)) << b;
   EXPECT_NE(a, b);
 }
 
 TEST(CliCommandsRequests, Targets) {
-  EXPECT_EQ(snapshot_target("snp_1", ":delete"), "/v1/snapshots/snp_1:delete");
-  EXPECT_EQ(snapshot_target("../keys"), "/v1/snapshots/..%2Fkeys");
-  EXPECT_EQ(snapshot_list_target(verb_args({"snapshot", "ls"}), std::nullopt), "/v1/snapshots");
-  EXPECT_EQ(snapshot_list_target(
-                verb_args({"snapshot", "ls", "--sandbox", "sbx 1", "--name", "base"}), "c2"),
+  EXPECT_EQ(SnapshotTarget("snp_1", ":delete"), "/v1/snapshots/snp_1:delete");
+  EXPECT_EQ(SnapshotTarget("../keys"), "/v1/snapshots/..%2Fkeys");
+  EXPECT_EQ(SnapshotListTarget(VerbArgs({"snapshot", "ls"}), std::nullopt), "/v1/snapshots");
+  EXPECT_EQ(SnapshotListTarget(VerbArgs({"snapshot", "ls", "--sandbox", "sbx 1", "--name", "base"}),
+                               "c2"),
             "/v1/snapshots?sandboxId=sbx%201&name=base&cursor=c2");
 }
 
 TEST(CliCommandsRequests, UsageTarget) {
   // 2026-11-29T10:00:00Z
   const auto now = std::chrono::system_clock::from_time_t(1795946400);
-  auto target = [&](const Args& args) { return usage_target(verb_args(args), now); };
+  auto target = [&](const Args& args) { return UsageTarget(VerbArgs(args), now); };
   EXPECT_EQ(target({"usage"}), "/v1/usage");
   EXPECT_EQ(target({"usage", "--from", "7d", "--to", "2h"}),
             "/v1/usage?from=2026-11-22T10%3A00%3A00Z&to=2026-11-29T08%3A00%3A00Z");
@@ -249,7 +247,7 @@ TEST(CliCommandsRequests, NetworkPolicy) {
   auto create = [](const Args& flags) {
     Args args = {"sandbox", "create"};
     args.insert(args.end(), flags.begin(), flags.end());
-    return sandbox_create_body(verb_args(args));
+    return SandboxCreateBody(VerbArgs(args));
   };
   EXPECT_FALSE(create({}).contains("network"));
   // --allow implies the internet; values may list several hosts.
@@ -265,17 +263,17 @@ TEST(CliCommandsRequests, NetworkPolicy) {
   EXPECT_EQ(create({"--deny", "x.test"})["network"],
             json::parse(R"({"internet": false, "allow": [], "deny": ["x.test"]})"));
 
-  EXPECT_EQ(fork_body(verb_args({"sandbox", "fork", "s", "--allow", "pkgs.test", "--count", "2"})),
+  EXPECT_EQ(ForkBody(VerbArgs({"sandbox", "fork", "s", "--allow", "pkgs.test", "--count", "2"})),
             json::parse(R"({"count": 2,
                             "network": {"internet": true, "allow": ["pkgs.test"], "deny": []}})"));
-  EXPECT_EQ(fork_body(verb_args({"sandbox", "fork", "s", "--internet", "on", "--deny", "x"})),
+  EXPECT_EQ(ForkBody(VerbArgs({"sandbox", "fork", "s", "--internet", "on", "--deny", "x"})),
             json::parse(R"({"network": {"internet": true, "allow": [], "deny": ["x"]}})"));
-  EXPECT_FALSE(fork_body(verb_args({"sandbox", "fork", "s"})).contains("network"));
+  EXPECT_FALSE(ForkBody(VerbArgs({"sandbox", "fork", "s"})).contains("network"));
 
   auto put = [](const Args& flags) {
     Args args = {"sandbox", "network", "s"};
     args.insert(args.end(), flags.begin(), flags.end());
-    return network_put_body(verb_args(args));
+    return NetworkPutBody(VerbArgs(args));
   };
   EXPECT_EQ(put({}), std::nullopt);  // show
   EXPECT_EQ(put({"--log", "--limit", "5"}), std::nullopt);
@@ -304,12 +302,12 @@ TEST(CliCommandsRequests, NetworkPolicy) {
   EXPECT_EQ(error([&] { put({"--internet", "off", "--allow", "a.test"}); }), contradiction);
   EXPECT_EQ(error([&] { create({"--allow", "a.test", "--internet", "off"}); }), contradiction);
   EXPECT_EQ(error([&] {
-              fork_body(verb_args({"sandbox", "fork", "s", "--internet", "off", "--allow", "a"}));
+              ForkBody(VerbArgs({"sandbox", "fork", "s", "--internet", "off", "--allow", "a"}));
             }),
             contradiction);
   EXPECT_EQ(error([&] { put({"--deny", "a.test"}); }), needs_internet);
   EXPECT_EQ(error([&] {
-              fork_body(verb_args({"sandbox", "fork", "s", "--deny", "a"}));
+              ForkBody(VerbArgs({"sandbox", "fork", "s", "--deny", "a"}));
             }),
             needs_internet);
   EXPECT_EQ(error([&] { put({"--internet", "yes"}); }), "--internet expects on or off, got 'yes'");
@@ -339,15 +337,15 @@ TEST(CliCommandsRequests, NetworkPolicy) {
             }),
             "--limit must be between 1 and 500, got 501");
 
-  const ParsedArgs plain = verb_args({"sandbox", "network", "s", "--log"});
-  EXPECT_EQ(network_log_target("sbx 1", plain, std::nullopt), "/v1/sandboxes/sbx%201/network/log");
-  const ParsedArgs limited = verb_args({"sandbox", "network", "s", "--log", "--limit", "500"});
-  EXPECT_EQ(network_log_target("s", limited, "17"),
+  const ParsedArgs plain = VerbArgs({"sandbox", "network", "s", "--log"});
+  EXPECT_EQ(NetworkLogTarget("sbx 1", plain, std::nullopt), "/v1/sandboxes/sbx%201/network/log");
+  const ParsedArgs limited = VerbArgs({"sandbox", "network", "s", "--log", "--limit", "500"});
+  EXPECT_EQ(NetworkLogTarget("s", limited, "17"),
             "/v1/sandboxes/s/network/log?limit=500&cursor=17");
   for (const char* bad : {"0", "501", "ten"}) {
     EXPECT_THROW(
-        network_log_target("s", verb_args({"sandbox", "network", "s", "--log", "--limit", bad}),
-                           std::nullopt),
+        NetworkLogTarget("s", VerbArgs({"sandbox", "network", "s", "--log", "--limit", bad}),
+                         std::nullopt),
         UsageError)
         << bad;
   }
@@ -383,13 +381,13 @@ class DaemonEnv {
 };
 
 // The value of a request header ("" when absent).
-std::string header(const std::string& request, const std::string& name) {
+std::string Header(const std::string& request, const std::string& name) {
   auto at = request.find("\r\n" + name + ": ");
   if (at == std::string::npos) return "";
   at += name.size() + 4;
   return request.substr(at, request.find("\r\n", at) - at);
 }
-std::string body_of(const std::string& request) {
+std::string BodyOf(const std::string& request) {
   return request.substr(request.find("\r\n\r\n") + 4);
 }
 
@@ -408,31 +406,31 @@ TEST(CliCommands, CreateWaitsForCapacityAndIsReplayedNotRepeated) {
       R"({"error": {"code": "request_in_progress", "status": 409, "message": "busy"}})";
   CannedServer server({{0, ""}, {409, in_progress}, {200, kSandbox}});
   DaemonEnv env(server.url());
-  CliRun r = run_captured({"sandbox", "create", "--wait", "30", "--vcpu", "2"});
+  CliRun r = RunCaptured({"sandbox", "create", "--wait", "30", "--vcpu", "2"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "sbx_new\n");
   EXPECT_EQ(r.err, "");  // not a terminal: no progress line
 
   const auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 3u);
-  const std::string key = header(reqs[0], "Idempotency-Key");
+  const std::string key = Header(reqs[0], "Idempotency-Key");
   EXPECT_EQ(key.size(), 36u) << reqs[0];
   for (const auto& req : reqs) {
     EXPECT_TRUE(req.starts_with("POST /v1/sandboxes HTTP/1.1\r\n")) << req;
-    EXPECT_EQ(header(req, "Prefer"), "wait=30");
-    EXPECT_EQ(header(req, "Idempotency-Key"), key);  // the same key each time
-    EXPECT_EQ(body_of(req), R"({"vcpu":2})");
+    EXPECT_EQ(Header(req, "Prefer"), "wait=30");
+    EXPECT_EQ(Header(req, "Idempotency-Key"), key);  // the same key each time
+    EXPECT_EQ(BodyOf(req), R"({"vcpu":2})");
   }
 
   // A second create is a new request: a new key, and the default wait.
   CannedServer second({{200, kSandbox}});
   DaemonEnv env2(second.url());
-  r = run_captured({"sandbox", "create", "--json"});
+  r = RunCaptured({"sandbox", "create", "--json"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["id"], "sbx_new");
   ASSERT_EQ(second.requests().size(), 1u);
-  EXPECT_EQ(header(second.requests()[0], "Prefer"), "wait=120");
-  EXPECT_NE(header(second.requests()[0], "Idempotency-Key"), key);
+  EXPECT_EQ(Header(second.requests()[0], "Prefer"), "wait=120");
+  EXPECT_NE(Header(second.requests()[0], "Idempotency-Key"), key);
 }
 
 TEST(CliCommands, SnapshotLsGetRm) {
@@ -448,18 +446,18 @@ TEST(CliCommands, SnapshotLsGetRm) {
   DaemonEnv env(server.url());
 
   CliRun r =
-      run_captured({"sandbox", "snapshot", "sbx_1", "--name", "base", "--retention-days", "7"});
+      RunCaptured({"sandbox", "snapshot", "sbx_1", "--name", "base", "--retention-days", "7"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "snp_1\n");
   EXPECT_EQ(r.err, "");
 
-  r = run_captured({"snapshot", "ls"});
+  r = RunCaptured({"snapshot", "ls"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "ID     NAME  SANDBOX  SIZE    CREATED                   EXPIRES\n"
             "snp_1  base  sbx_1    1.5GiB  2026-11-29T10:00:00.000Z  2026-12-06T10:00:00.000Z\n");
 
-  r = run_captured({"snapshot", "get", "snp_1"});
+  r = RunCaptured({"snapshot", "get", "snp_1"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.out.starts_with("id:              snp_1\nname:            base\n")) << r.out;
   EXPECT_NE(r.out.find("shape:           diskMiB=4096, memoryMiB=2048, vcpu=2\n"),
@@ -467,26 +465,26 @@ TEST(CliCommands, SnapshotLsGetRm) {
       << r.out;
   EXPECT_EQ(r.out.find("kind"), std::string::npos);
 
-  r = run_captured({"snapshot", "rm", "snp_1"});
+  r = RunCaptured({"snapshot", "rm", "snp_1"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "snp_1\n");
 
-  r = run_captured({"snapshot", "get", "snp_1", "--json"});
+  r = RunCaptured({"snapshot", "get", "snp_1", "--json"});
   EXPECT_EQ(json::parse(r.out), json::parse(kSnapshot));
 
-  r = run_captured({"snapshot", "get", "snp_x"});
+  r = RunCaptured({"snapshot", "get", "snp_x"});
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.err, "kiln: snapshot_not_found: snapshot snp_x not found\n");
 
   const auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 6u);
   EXPECT_TRUE(reqs[0].starts_with("POST /v1/sandboxes/sbx_1:snapshot HTTP/1.1\r\n")) << reqs[0];
-  EXPECT_EQ(body_of(reqs[0]), R"({"name":"base","retentionDays":7})");
-  EXPECT_EQ(header(reqs[0], "Idempotency-Key").size(), 36u);
+  EXPECT_EQ(BodyOf(reqs[0]), R"({"name":"base","retentionDays":7})");
+  EXPECT_EQ(Header(reqs[0], "Idempotency-Key").size(), 36u);
   EXPECT_TRUE(reqs[1].starts_with("GET /v1/snapshots HTTP/1.1\r\n")) << reqs[1];
   EXPECT_TRUE(reqs[2].starts_with("GET /v1/snapshots/snp_1 HTTP/1.1\r\n")) << reqs[2];
   EXPECT_TRUE(reqs[3].starts_with("POST /v1/snapshots/snp_1:delete HTTP/1.1\r\n")) << reqs[3];
-  EXPECT_EQ(body_of(reqs[3]), "{}");
+  EXPECT_EQ(BodyOf(reqs[3]), "{}");
 }
 
 TEST(CliCommands, Fork) {
@@ -496,7 +494,7 @@ TEST(CliCommands, Fork) {
   CannedServer server({{200, answer}, {200, answer}});
   DaemonEnv env(server.url());
 
-  CliRun r = run_captured({"sandbox", "fork", "sbx_1", "--count", "2", "--keep-snapshot"});
+  CliRun r = RunCaptured({"sandbox", "fork", "sbx_1", "--count", "2", "--keep-snapshot"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "ID       STATE    VCPU  MEMORY   CREATED\n"
@@ -504,18 +502,18 @@ TEST(CliCommands, Fork) {
             "sbx_two  running  2     2048MiB  2026-11-29T10:00:00.000Z\n");
   EXPECT_EQ(r.err, "");
 
-  r = run_captured({"sandbox", "fork", "sbx_1", "--count", "2", "--json", "--wait", "10"});
+  r = RunCaptured({"sandbox", "fork", "sbx_1", "--count", "2", "--json", "--wait", "10"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(json::parse(r.out), json::parse(answer));
 
   const auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_TRUE(reqs[0].starts_with("POST /v1/sandboxes/sbx_1:fork HTTP/1.1\r\n")) << reqs[0];
-  EXPECT_EQ(body_of(reqs[0]), R"({"count":2,"keepSnapshot":true})");
-  EXPECT_EQ(header(reqs[0], "Prefer"), "wait=120");
-  EXPECT_EQ(header(reqs[1], "Prefer"), "wait=10");
-  EXPECT_EQ(header(reqs[0], "Idempotency-Key").size(), 36u);
-  EXPECT_NE(header(reqs[0], "Idempotency-Key"), header(reqs[1], "Idempotency-Key"));
+  EXPECT_EQ(BodyOf(reqs[0]), R"({"count":2,"keepSnapshot":true})");
+  EXPECT_EQ(Header(reqs[0], "Prefer"), "wait=120");
+  EXPECT_EQ(Header(reqs[1], "Prefer"), "wait=10");
+  EXPECT_EQ(Header(reqs[0], "Idempotency-Key").size(), 36u);
+  EXPECT_NE(Header(reqs[0], "Idempotency-Key"), Header(reqs[1], "Idempotency-Key"));
 }
 
 TEST(CliCommands, ForkThatPartlyFailedNamesTheCopiesThatStarted) {
@@ -526,7 +524,7 @@ TEST(CliCommands, ForkThatPartlyFailedNamesTheCopiesThatStarted) {
                             kSandbox + R"j(], "requested": 2}}})j";
   CannedServer server({{409, error}, {409, error}});
   DaemonEnv env(server.url());
-  CliRun r = run_captured({"sandbox", "fork", "sbx_1", "--count", "2"});
+  CliRun r = RunCaptured({"sandbox", "fork", "sbx_1", "--count", "2"});
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("kiln: warning: these copies did start and keep running: sbx_new\n"),
@@ -534,7 +532,7 @@ TEST(CliCommands, ForkThatPartlyFailedNamesTheCopiesThatStarted) {
       << r.err;
   EXPECT_NE(r.err.find("kiln: no_capacity: host full"), std::string::npos) << r.err;
 
-  r = run_captured({"sandbox", "fork", "sbx_1", "--count", "2", "--json"});
+  r = RunCaptured({"sandbox", "fork", "sbx_1", "--count", "2", "--json"});
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(json::parse(r.err)["error"]["details"]["started"][0]["id"], "sbx_new");
 }
@@ -542,16 +540,16 @@ TEST(CliCommands, ForkThatPartlyFailedNamesTheCopiesThatStarted) {
 TEST(CliCommands, Extend) {
   CannedServer server({{200, kSandbox}, {200, kSandbox}});
   DaemonEnv env(server.url());
-  CliRun r = run_captured({"sandbox", "extend", "sbx_new", "--seconds", "600"});
+  CliRun r = RunCaptured({"sandbox", "extend", "sbx_new", "--seconds", "600"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "id:        sbx_new\nexpiresAt: 2026-11-29T10:30:00.000Z\n");
-  r = run_captured({"sandbox", "extend", "sbx_new", "--seconds", "600", "--json"});
+  r = RunCaptured({"sandbox", "extend", "sbx_new", "--seconds", "600", "--json"});
   EXPECT_EQ(json::parse(r.out)["expiresAt"], "2026-11-29T10:30:00.000Z");
 
   const auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_TRUE(reqs[0].starts_with("POST /v1/sandboxes/sbx_new:extend HTTP/1.1\r\n")) << reqs[0];
-  EXPECT_EQ(body_of(reqs[0]), R"({"seconds":600})");
+  EXPECT_EQ(BodyOf(reqs[0]), R"({"seconds":600})");
 }
 
 TEST(CliCommands, Usage) {
@@ -572,7 +570,7 @@ TEST(CliCommands, Usage) {
   CannedServer server({{200, grouped}, {200, ungrouped}, {200, ungrouped}});
   DaemonEnv env(server.url());
 
-  CliRun r = run_captured({"usage", "--group-by", "label:team"});
+  CliRun r = RunCaptured({"usage", "--group-by", "label:team"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "GROUP  SANDBOXES  CPU_SECONDS  GIB_HOURS  GB_MONTHS  COST_MICROS\n"
@@ -580,13 +578,13 @@ TEST(CliCommands, Usage) {
             "ml     3          100.0        2.000      0.001000   900\n"
             "TOTAL  4          112.3        2.500      0.001123   940\n");
 
-  r = run_captured({"usage"});
+  r = RunCaptured({"usage"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "GROUP  SANDBOXES  CPU_SECONDS  GIB_HOURS  GB_MONTHS  COST_MICROS\n"
             "total  2          1.0          0.000      0.000000   7\n");
 
-  r = run_captured({"usage", "--json", "--from", "2026-11-01T00:00:00Z"});
+  r = RunCaptured({"usage", "--json", "--from", "2026-11-01T00:00:00Z"});
   EXPECT_EQ(json::parse(r.out), json::parse(ungrouped));
 
   const auto reqs = server.requests();
@@ -613,7 +611,7 @@ TEST(CliCommands, NetworkShowAndSet) {
       {{200, kPolicy}, {200, kPolicy}, {200, off}, {200, kPolicy}, {409, not_running}});
   DaemonEnv env(server.url());
 
-  CliRun r = run_captured({"sandbox", "network", "sbx_1"});
+  CliRun r = RunCaptured({"sandbox", "network", "sbx_1"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "internet:  on\n"
@@ -623,11 +621,11 @@ TEST(CliCommands, NetworkShowAndSet) {
             "updatedAt: 2026-11-29T10:00:00.000Z\n");
   EXPECT_EQ(r.err, "");
 
-  r = run_captured({"sandbox", "network", "sbx_1", "--json"});
+  r = RunCaptured({"sandbox", "network", "sbx_1", "--json"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(json::parse(r.out), json::parse(kPolicy));
 
-  r = run_captured({"sandbox", "network", "sbx_1", "--internet", "off", "--deny", "x.test"});
+  r = RunCaptured({"sandbox", "network", "sbx_1", "--internet", "off", "--deny", "x.test"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "internet:  off\n"
@@ -636,11 +634,11 @@ TEST(CliCommands, NetworkShowAndSet) {
             "version:   3\n"
             "updatedAt: 2026-11-29T10:05:00.000Z\n");
 
-  r = run_captured({"sandbox", "network", "sbx_1", "--json", "--allow", "pkgs.test,*.pkgs.test"});
+  r = RunCaptured({"sandbox", "network", "sbx_1", "--json", "--allow", "pkgs.test,*.pkgs.test"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(json::parse(r.out), json::parse(kPolicy));
 
-  r = run_captured({"sandbox", "network", "sbx_1", "--internet", "on"});
+  r = RunCaptured({"sandbox", "network", "sbx_1", "--internet", "on"});
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.err, "kiln: not_running: sandbox sbx_1 is stopped\n");
 
@@ -649,13 +647,13 @@ TEST(CliCommands, NetworkShowAndSet) {
   EXPECT_TRUE(reqs[0].starts_with("GET /v1/sandboxes/sbx_1/network HTTP/1.1\r\n")) << reqs[0];
   EXPECT_TRUE(reqs[1].starts_with("GET /v1/sandboxes/sbx_1/network HTTP/1.1\r\n")) << reqs[1];
   EXPECT_TRUE(reqs[2].starts_with("PUT /v1/sandboxes/sbx_1/network HTTP/1.1\r\n")) << reqs[2];
-  EXPECT_EQ(json::parse(body_of(reqs[2])),
+  EXPECT_EQ(json::parse(BodyOf(reqs[2])),
             json::parse(R"({"internet": false, "allow": [], "deny": ["x.test"]})"));
   EXPECT_TRUE(reqs[3].starts_with("PUT /v1/sandboxes/sbx_1/network HTTP/1.1\r\n")) << reqs[3];
   EXPECT_EQ(
-      json::parse(body_of(reqs[3])),
+      json::parse(BodyOf(reqs[3])),
       json::parse(R"({"internet": true, "allow": ["pkgs.test", "*.pkgs.test"], "deny": []})"));
-  EXPECT_EQ(json::parse(body_of(reqs[4])),
+  EXPECT_EQ(json::parse(BodyOf(reqs[4])),
             json::parse(R"({"internet": true, "allow": [], "deny": []})"));
 }
 
@@ -664,7 +662,7 @@ TEST(CliCommands, NetworkShowsAPolicyNotYetInForce) {
   pending["enforcedVersion"] = 1;
   CannedServer server({{200, pending.dump()}});
   DaemonEnv env(server.url());
-  CliRun r = run_captured({"sandbox", "network", "sbx_1"});
+  CliRun r = RunCaptured({"sandbox", "network", "sbx_1"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(
       r.out.ends_with("version:         2\n"
@@ -687,7 +685,7 @@ TEST(CliCommands, NetworkLogReadsEveryPage) {
   CannedServer server({{200, first}, {200, second}, {200, first}, {200, second}});
   DaemonEnv env(server.url());
 
-  CliRun r = run_captured({"sandbox", "network", "sbx_1", "--log", "--limit", "1"});
+  CliRun r = RunCaptured({"sandbox", "network", "sbx_1", "--log", "--limit", "1"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "TIME                      METHOD   HOST          ADDRESS       PORT  VERDICT       "
@@ -698,7 +696,7 @@ TEST(CliCommands, NetworkLogReadsEveryPage) {
             "0B    0B      0\n");
   EXPECT_EQ(r.err, "");
 
-  r = run_captured({"sandbox", "network", "sbx_1", "--log", "--json"});
+  r = RunCaptured({"sandbox", "network", "sbx_1", "--log", "--json"});
   EXPECT_EQ(r.status, 0) << r.err;
   const json all = json::parse(r.out);
   EXPECT_EQ(all["nextCursor"], nullptr);
@@ -722,26 +720,26 @@ TEST(CliCommands, CreateAndForkSendTheNetworkPolicy) {
   const std::string answer = R"({"sandboxes": [)" + kSandbox + "]}";
   CannedServer server({{200, kSandbox}, {200, answer}});
   DaemonEnv env(server.url());
-  CliRun r = run_captured({"sandbox", "create", "--allow", "pkgs.test", "--deny", "bad.test"});
+  CliRun r = RunCaptured({"sandbox", "create", "--allow", "pkgs.test", "--deny", "bad.test"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "sbx_new\n");
-  r = run_captured({"sandbox", "fork", "sbx_new", "--internet", "off"});
+  r = RunCaptured({"sandbox", "fork", "sbx_new", "--internet", "off"});
   EXPECT_EQ(r.status, 0) << r.err;
 
   const auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_TRUE(reqs[0].starts_with("POST /v1/sandboxes HTTP/1.1\r\n")) << reqs[0];
-  EXPECT_EQ(json::parse(body_of(reqs[0])),
+  EXPECT_EQ(json::parse(BodyOf(reqs[0])),
             json::parse(R"({"network": {"internet": true, "allow": ["pkgs.test"],
                                         "deny": ["bad.test"]}})"));
   EXPECT_TRUE(reqs[1].starts_with("POST /v1/sandboxes/sbx_new:fork HTTP/1.1\r\n")) << reqs[1];
-  EXPECT_EQ(json::parse(body_of(reqs[1])),
+  EXPECT_EQ(json::parse(BodyOf(reqs[1])),
             json::parse(R"({"network": {"internet": false, "allow": [], "deny": []}})"));
 }
 
 // Runs kiln with stderr on a pseudo-terminal; returns what the terminal
 // got, or nullopt when the host has no pseudo-terminals.
-std::optional<std::string> run_on_terminal(const Args& args, int* status) {
+std::optional<std::string> RunOnTerminal(const Args& args, int* status) {
   int master = ::posix_openpt(O_RDWR | O_NOCTTY);
   if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0) return std::nullopt;
   int slave = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
@@ -751,7 +749,7 @@ std::optional<std::string> run_on_terminal(const Args& args, int* status) {
   int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
   ::dup2(null_fd, STDOUT_FILENO);
   ::dup2(slave, STDERR_FILENO);
-  *status = run_cli(args);
+  *status = RunCli(args);
   ::dup2(saved_out, STDOUT_FILENO);
   ::dup2(saved_err, STDERR_FILENO);
   std::string out;
@@ -771,20 +769,20 @@ TEST(CliCommands, ProgressLineOnATerminalOnly) {
                        {200, kSandbox, 500ms}});
   DaemonEnv env(server.url());
   int status = -1;
-  auto shown = run_on_terminal({"sandbox", "create"}, &status);
+  auto shown = RunOnTerminal({"sandbox", "create"}, &status);
   if (!shown) GTEST_SKIP() << "no pseudo-terminals here";
   EXPECT_EQ(status, 0);
   EXPECT_NE(shown->find("creating sandbox\xe2\x80\xa6 "), std::string::npos) << *shown;
   EXPECT_TRUE(shown->ends_with("\r\x1b[K")) << *shown;  // erased when done
 
-  shown = run_on_terminal({"sandbox", "snapshot", "sbx_1"}, &status);
+  shown = RunOnTerminal({"sandbox", "snapshot", "sbx_1"}, &status);
   EXPECT_EQ(status, 0);
   EXPECT_NE(shown->find("snapshotting sandbox sbx_1\xe2\x80\xa6"), std::string::npos) << *shown;
   EXPECT_TRUE(shown->ends_with("\r\x1b[K")) << *shown;
 
   // --json and --quiet keep the terminal clean.
-  EXPECT_EQ(run_on_terminal({"sandbox", "create", "--json"}, &status), "");
-  EXPECT_EQ(run_on_terminal({"--quiet", "sandbox", "create"}, &status), "");
+  EXPECT_EQ(RunOnTerminal({"sandbox", "create", "--json"}, &status), "");
+  EXPECT_EQ(RunOnTerminal({"--quiet", "sandbox", "create"}, &status), "");
   EXPECT_EQ(server.requests().size(), 4u);
 }
 
@@ -800,7 +798,7 @@ TEST(CliCommands, BadFlagValuesFailBeforeAnyRequest) {
         Args{"sandbox", "network", "s", "--log", "--limit", "0"},
         Args{"sandbox", "create", "--internet", "off", "--allow", "a.test"},
         Args{"sandbox", "fork", "s", "--deny", "a.test"}}) {
-    CliRun r = run_captured(args);
+    CliRun r = RunCaptured(args);
     EXPECT_EQ(r.status, 1) << args[0] << " " << args[1];
     EXPECT_EQ(r.out, "");
     EXPECT_TRUE(r.err.starts_with("kiln: ")) << r.err;

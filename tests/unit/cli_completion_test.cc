@@ -18,20 +18,20 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string slurp(const fs::path& p) {
+std::string Slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 // The repository root, from this file's path (CMake compiles absolute paths).
-fs::path repo_root() { return fs::path(__FILE__).parent_path().parent_path().parent_path(); }
+fs::path RepoRoot() { return fs::path(__FILE__).parent_path().parent_path().parent_path(); }
 
 TEST(CliCompletion, CoversTheCommandTable) {
-  const std::string script = bash_completion_script();
+  const std::string script = BashCompletionScript();
   EXPECT_TRUE(script.starts_with("# bash completion for kiln."));
   EXPECT_TRUE(script.ends_with("complete -F _kiln kiln\n"));
   auto has = [&](const std::string& text) { return script.find(text) != std::string::npos; };
-  for (const auto& c : commands()) {
+  for (const auto& c : Commands()) {
     EXPECT_TRUE(has(" " + std::string(c.name) + " ") || has(" " + std::string(c.name) + "\""))
         << c.name;
     const std::vector<Verb>* verbs = c.group ? &c.group->verbs() : nullptr;
@@ -50,9 +50,9 @@ TEST(CliCompletion, CoversTheCommandTable) {
 }
 
 TEST(CliCompletion, CommittedScriptIsCurrent) {
-  const fs::path committed = repo_root() / "scripts" / "kiln-completion.bash";
+  const fs::path committed = RepoRoot() / "scripts" / "kiln-completion.bash";
   ASSERT_TRUE(fs::exists(committed)) << committed;
-  EXPECT_EQ(slurp(committed), bash_completion_script())
+  EXPECT_EQ(Slurp(committed), BashCompletionScript())
       << "regenerate it: kiln completion bash > scripts/kiln-completion.bash";
 }
 
@@ -60,28 +60,28 @@ struct Captured {
   int status;
   std::string out;
 };
-Captured run_stdout(const std::vector<std::string>& args) {
+Captured RunStdout(const std::vector<std::string>& args) {
   const fs::path path =
       fs::temp_directory_path() / ("kiln-cli-completion-" + std::to_string(::getpid()));
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   int saved = ::dup(STDOUT_FILENO);
   ::dup2(fd, STDOUT_FILENO);
-  int status = run_cli(args);
+  int status = RunCli(args);
   ::dup2(saved, STDOUT_FILENO);
   ::close(fd);
   ::close(saved);
-  Captured c{status, slurp(path)};
+  Captured c{status, Slurp(path)};
   fs::remove(path);
   return c;
 }
 
 TEST(CliCompletion, Command) {
-  Captured c = run_stdout({"completion", "bash"});
+  Captured c = RunStdout({"completion", "bash"});
   EXPECT_EQ(c.status, 0);
-  EXPECT_EQ(c.out, bash_completion_script());
-  c = run_stdout({"completion", "bash", "--json"});
+  EXPECT_EQ(c.out, BashCompletionScript());
+  c = RunStdout({"completion", "bash", "--json"});
   EXPECT_EQ(c.status, 0);
-  EXPECT_EQ(json::parse(c.out), (json{{"shell", "bash"}, {"script", bash_completion_script()}}));
+  EXPECT_EQ(json::parse(c.out), (json{{"shell", "bash"}, {"script", BashCompletionScript()}}));
 }
 
 // What bash offers for a command line ("" = the word being completed is empty).
@@ -89,7 +89,7 @@ TEST(CliCompletion, BashCompletes) {
   if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no bash";
   const fs::path dir = fs::temp_directory_path() / ("kiln-cli-bash-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::ofstream(dir / "kiln.bash") << bash_completion_script();
+  std::ofstream(dir / "kiln.bash") << BashCompletionScript();
   std::ofstream(dir / "stdin.txt") << "";
   std::ofstream(dir / "test.sh") << "source " << (dir / "kiln.bash") << R"(
 t() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _kiln; echo "${COMPREPLY[*]}"; }

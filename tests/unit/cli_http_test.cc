@@ -35,8 +35,8 @@ class FakeServer {
   using Responder = std::function<Answer(const std::string& request)>;
 
   explicit FakeServer(Responder respond) : respond_(std::move(respond)) {
-    listener_ = testutil::listen_on_loopback(8, &port_);
-    thread_ = std::thread([this] { serve(); });
+    listener_ = testutil::ListenOnLoopback(8, &port_);
+    thread_ = std::thread([this] { Serve(); });
   }
 
   ~FakeServer() {
@@ -46,7 +46,7 @@ class FakeServer {
   }
 
   ApiUrl url(const std::string& prefix = "") const {
-    return parse_api_url("http://127.0.0.1:" + std::to_string(port_) + prefix);
+    return ParseApiUrl("http://127.0.0.1:" + std::to_string(port_) + prefix);
   }
   std::vector<std::string> requests() {
     std::lock_guard lock(mu_);
@@ -58,7 +58,7 @@ class FakeServer {
   }
 
  private:
-  void serve() {
+  void Serve() {
     for (;;) {
       int fd = ::accept(listener_, nullptr, nullptr);
       if (fd < 0) return;
@@ -66,16 +66,16 @@ class FakeServer {
         std::lock_guard lock(mu_);
         ++connections_;
       }
-      serve_connection(fd);
+      ServeConnection(fd);
       ::close(fd);
     }
   }
 
-  void serve_connection(int fd) {
+  void ServeConnection(int fd) {
     std::string buffered;
     for (;;) {
       std::string request;
-      if (!testutil::read_request(fd, buffered, request)) return;
+      if (!testutil::ReadRequest(fd, buffered, request)) return;
       {
         std::lock_guard lock(mu_);
         requests_.push_back(request);
@@ -104,13 +104,13 @@ class FakeServer {
   int connections_ = 0;
 };
 
-std::string json_answer(int status, const std::string& body, const std::string& reason = "OK") {
+std::string JsonAnswer(int status, const std::string& body, const std::string& reason = "OK") {
   return "HTTP/1.1 " + std::to_string(status) + " " + reason +
          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\n\r\n" + body;
 }
 
-std::string chunk(const std::string& data) {
+std::string Chunk(const std::string& data) {
   char size[16];
   std::snprintf(size, sizeof size, "%zx", data.size());
   return std::string(size) + "\r\n" + data + "\r\n";
@@ -121,11 +121,11 @@ const std::string kChunkedHead =
 
 TEST(CliHttp, CallSendsJsonAndHeaders) {
   FakeServer server([](const std::string&) {
-    return FakeServer::Answer{{json_answer(200, R"({"id":"sbx_1","state":"running"})")}};
+    return FakeServer::Answer{{JsonAnswer(200, R"({"id":"sbx_1","state":"running"})")}};
   });
   HttpClient client(server.url("/api"), "secret");
   json body = {{"vcpu", 2}};
-  json answer = client.call(Method::kPost, "/v1/sandboxes", &body);
+  json answer = client.Call(Method::kPost, "/v1/sandboxes", &body);
   EXPECT_EQ(answer["id"], "sbx_1");
   ASSERT_EQ(server.requests().size(), 1u);
   const std::string req = server.requests()[0];
@@ -136,51 +136,50 @@ TEST(CliHttp, CallSendsJsonAndHeaders) {
 }
 
 TEST(CliHttp, KeepsTheConnectionAlive) {
-  FakeServer server(
-      [](const std::string&) { return FakeServer::Answer{{json_answer(200, "{}")}}; });
+  FakeServer server([](const std::string&) { return FakeServer::Answer{{JsonAnswer(200, "{}")}}; });
   HttpClient client(server.url(), std::nullopt);
-  for (int i = 0; i < 3; ++i) client.call(Method::kGet, "/v1/health", nullptr);
+  for (int i = 0; i < 3; ++i) client.Call(Method::kGet, "/v1/health", nullptr);
   EXPECT_EQ(server.connections(), 1);
   EXPECT_EQ(server.requests()[0].find("Authorization"), std::string::npos);
 }
 
 TEST(CliHttp, ResendsIdempotentCallsWhenTheServerDroppedTheConnection) {
   FakeServer server([](const std::string&) {
-    return FakeServer::Answer{{json_answer(200, "{}")}, /*close_after=*/true};
+    return FakeServer::Answer{{JsonAnswer(200, "{}")}, /*close_after=*/true};
   });
   HttpClient client(server.url(), std::nullopt);
-  client.call(Method::kGet, "/v1/health", nullptr);
+  client.Call(Method::kGet, "/v1/health", nullptr);
   std::this_thread::sleep_for(50ms);  // let the close land
-  EXPECT_NO_THROW(client.call(Method::kGet, "/v1/health", nullptr));
+  EXPECT_NO_THROW(client.Call(Method::kGet, "/v1/health", nullptr));
   EXPECT_EQ(server.connections(), 2);
 }
 
 TEST(CliHttp, NeverResendsCallsThatCreateThings) {
   FakeServer server([](const std::string&) {
-    return FakeServer::Answer{{json_answer(200, "{}")}, /*close_after=*/true};
+    return FakeServer::Answer{{JsonAnswer(200, "{}")}, /*close_after=*/true};
   });
   HttpClient client(server.url(), std::nullopt);
-  client.call(Method::kGet, "/v1/health", nullptr);
+  client.Call(Method::kGet, "/v1/health", nullptr);
   std::this_thread::sleep_for(50ms);
   RequestOptions once;
   once.idempotent = false;
   const json body = json::object();
-  EXPECT_THROW(client.call(Method::kPost, "/v1/sandboxes", &body, once), ClientError);
+  EXPECT_THROW(client.Call(Method::kPost, "/v1/sandboxes", &body, once), ClientError);
   EXPECT_EQ(server.requests().size(), 1u);
   // The next call starts over on a fresh connection.
-  EXPECT_NO_THROW(client.call(Method::kGet, "/v1/health", nullptr));
+  EXPECT_NO_THROW(client.Call(Method::kGet, "/v1/health", nullptr));
 }
 
 TEST(CliHttp, ErrorAnswerBecomesApiError) {
   FakeServer server([](const std::string&) {
-    return FakeServer::Answer{{json_answer(
+    return FakeServer::Answer{{JsonAnswer(
         404,
         R"({"error":{"code":"not_found","status":404,"message":"no sandbox x","requestId":"r"}})",
         "Not Found")}};
   });
   HttpClient client(server.url(), std::nullopt);
   try {
-    client.call(Method::kGet, "/v1/sandboxes/x", nullptr);
+    client.Call(Method::kGet, "/v1/sandboxes/x", nullptr);
     FAIL();
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status, 404u);
@@ -188,57 +187,57 @@ TEST(CliHttp, ErrorAnswerBecomesApiError) {
     EXPECT_STREQ(e.what(), "no sandbox x");
   }
   // The connection stays usable after an error answer.
-  EXPECT_THROW(client.call(Method::kGet, "/v1/sandboxes/x", nullptr), ApiError);
+  EXPECT_THROW(client.Call(Method::kGet, "/v1/sandboxes/x", nullptr), ApiError);
   EXPECT_EQ(server.connections(), 1);
 }
 
 TEST(CliHttp, StreamsNdjsonAcrossChunkBoundaries) {
   FakeServer server([](const std::string&) {
-    return FakeServer::Answer{{kChunkedHead, chunk("{\"type\":\"start\",\"proc"),
-                               chunk("essId\":\"p1\"}\n{\"type\":\"stdout\",\"data\":\"a\"}\n\n"),
-                               chunk("{\"type\":\"exit\",\"exitCode\":0}"), chunk("\n"),
-                               chunk("")}};
+    return FakeServer::Answer{{kChunkedHead, Chunk("{\"type\":\"start\",\"proc"),
+                               Chunk("essId\":\"p1\"}\n{\"type\":\"stdout\",\"data\":\"a\"}\n\n"),
+                               Chunk("{\"type\":\"exit\",\"exitCode\":0}"), Chunk("\n"),
+                               Chunk("")}};
   });
   HttpClient client(server.url(), std::nullopt);
   std::vector<std::string> types;
-  client.stream(Method::kPost, "/v1/sandboxes/s:exec", json{{"argv", {"x"}}}, {},
+  client.Stream(Method::kPost, "/v1/sandboxes/s:exec", json{{"argv", {"x"}}}, {},
                 [&](const json& e) { types.push_back(e["type"]); });
   EXPECT_EQ(types, (std::vector<std::string>{"start", "stdout", "exit"}));
   EXPECT_NE(server.requests()[0].find("Accept: application/x-ndjson"), std::string::npos);
   // Fully read: the connection is reused.
-  client.stream(Method::kPost, "/v1/sandboxes/s:exec", json{{"argv", {"x"}}}, {},
+  client.Stream(Method::kPost, "/v1/sandboxes/s:exec", json{{"argv", {"x"}}}, {},
                 [](const json&) {});
   EXPECT_EQ(server.connections(), 1);
 }
 
 TEST(CliHttp, StreamErrorAnswerBeforeAnyEvent) {
   FakeServer server([](const std::string&) {
-    return FakeServer::Answer{{json_answer(
+    return FakeServer::Answer{{JsonAnswer(
         409, R"({"error":{"code":"not_running","status":409,"message":"stopped"}})", "Conflict")}};
   });
   HttpClient client(server.url(), std::nullopt);
-  EXPECT_THROW(client.stream(Method::kPost, "/x", json::object(), {}, [](const json&) {}),
+  EXPECT_THROW(client.Stream(Method::kPost, "/x", json::object(), {}, [](const json&) {}),
                ApiError);
 }
 
 TEST(CliHttp, StreamCutShortIsAnError) {
   FakeServer server([](const std::string&) {
-    return FakeServer::Answer{{kChunkedHead, chunk("{\"type\":\"start\"}\n")}, true};
+    return FakeServer::Answer{{kChunkedHead, Chunk("{\"type\":\"start\"}\n")}, true};
   });
   HttpClient client(server.url(), std::nullopt);
   int events = 0;
   EXPECT_THROW(
-      client.stream(Method::kPost, "/x", json::object(), {}, [&](const json&) { ++events; }),
+      client.Stream(Method::kPost, "/x", json::object(), {}, [&](const json&) { ++events; }),
       ClientError);
   EXPECT_EQ(events, 1);
 }
 
 TEST(CliHttp, BadStreamLineIsAnError) {
   FakeServer server([](const std::string&) {
-    return FakeServer::Answer{{kChunkedHead, chunk("not json\n"), chunk("")}};
+    return FakeServer::Answer{{kChunkedHead, Chunk("not json\n"), Chunk("")}};
   });
   HttpClient client(server.url(), std::nullopt);
-  EXPECT_THROW(client.stream(Method::kPost, "/x", json::object(), {}, [](const json&) {}),
+  EXPECT_THROW(client.Stream(Method::kPost, "/x", json::object(), {}, [](const json&) {}),
                ClientError);
 }
 
@@ -249,16 +248,16 @@ TEST(CliHttp, DownloadAndUploadRawBytes) {
       return FakeServer::Answer{
           {"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
            "Transfer-Encoding: chunked\r\n\r\n",
-           chunk(bytes.substr(0, 2)), chunk(bytes.substr(2)), chunk("")}};
+           Chunk(bytes.substr(0, 2)), Chunk(bytes.substr(2)), Chunk("")}};
     }
-    return FakeServer::Answer{{json_answer(200, R"({"path":"/f","size":5})")}};
+    return FakeServer::Answer{{JsonAnswer(200, R"({"path":"/f","size":5})")}};
   });
   HttpClient client(server.url(), std::nullopt);
   std::string got;
-  client.download("/v1/sandboxes/s/files/content?path=%2Ff", {},
+  client.Download("/v1/sandboxes/s/files/content?path=%2Ff", {},
                   [&](std::string_view s) { got.append(s); });
   EXPECT_EQ(got, bytes);
-  json answer = client.upload(Method::kPut, "/v1/sandboxes/s/files/content?path=%2Ff", bytes);
+  json answer = client.Upload(Method::kPut, "/v1/sandboxes/s/files/content?path=%2Ff", bytes);
   EXPECT_EQ(answer["size"], 5);
   const std::string put = server.requests()[1];
   EXPECT_NE(put.find("Content-Type: application/octet-stream"), std::string::npos);
@@ -273,7 +272,7 @@ TEST(CliHttp, NobodyListening) {
   }
   HttpClient client(url, std::nullopt);
   try {
-    client.call(Method::kGet, "/v1/health", nullptr);
+    client.Call(Method::kGet, "/v1/health", nullptr);
     FAIL();
   } catch (const UnreachableError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -291,7 +290,7 @@ TEST(CliHttp, Timeout) {
   RequestOptions options;
   options.timeout = 300ms;
   try {
-    client.call(Method::kGet, "/v1/health", nullptr, options);
+    client.Call(Method::kGet, "/v1/health", nullptr, options);
     FAIL();
   } catch (const ClientError& e) {
     EXPECT_EQ(e.code, "timeout");
@@ -301,22 +300,22 @@ TEST(CliHttp, Timeout) {
 TEST(CliHttp, InterruptAbortsAnInterruptibleStream) {
   FakeServer server([](const std::string&) {
     FakeServer::Answer a;
-    a.pieces = {kChunkedHead, chunk("{\"type\":\"start\"}\n")};
+    a.pieces = {kChunkedHead, Chunk("{\"type\":\"start\"}\n")};
     a.close_after = false;
     return a;  // then silence: the stream stays open
   });
-  install_interrupt_handlers();
+  InstallInterruptHandlers();
   HttpClient client(server.url(), std::nullopt);
   RequestOptions options;
   options.interruptible = true;
   try {
-    client.stream(Method::kPost, "/x", json::object(), options,
+    client.Stream(Method::kPost, "/x", json::object(), options,
                   [](const json&) { std::raise(SIGINT); });
     FAIL();
   } catch (const Interrupted& e) {
     EXPECT_EQ(e.signal, SIGINT);
   }
-  clear_interrupt();
+  ClearInterrupt();
   std::signal(SIGINT, SIG_DFL);
 }
 

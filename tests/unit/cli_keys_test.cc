@@ -25,9 +25,9 @@ using json = nlohmann::json;
 using Args = std::vector<std::string>;
 
 using testutil::CliRun;
-using testutil::command_line_error;
-using testutil::run_captured;
-using testutil::verb_args;
+using testutil::CommandLineError;
+using testutil::RunCaptured;
+using testutil::VerbArgs;
 
 // A fresh directory per test, removed afterwards.
 class TempDir {
@@ -54,96 +54,96 @@ class TempDir {
 // --- command line -----------------------------------------------------------
 
 TEST(CliKeys, Help) {
-  Invocation inv = parse_command_line({"--help"});
+  Invocation inv = ParseCommandLine({"--help"});
   EXPECT_NE(inv.help.find("keys VERB"), std::string::npos);
   EXPECT_NE(inv.help.find("RUNTIME_API_KEY"), std::string::npos);
   EXPECT_NE(inv.help.find("KILN_ADMIN_KEY_FILE"), std::string::npos);
   EXPECT_NE(inv.help.find("/var/lib/kiln/admin.key"), std::string::npos);
 
-  inv = parse_command_line({"keys", "--help"});
+  inv = ParseCommandLine({"keys", "--help"});
   EXPECT_EQ(inv.action, Action::kHelp);
   EXPECT_FALSE(inv.help_is_error);
   EXPECT_NE(inv.help.find("Usage: kiln keys VERB"), std::string::npos);
   EXPECT_NE(inv.help.find("revoke ID"), std::string::npos);
   EXPECT_NE(inv.help.find("--daily-limit-micros"), std::string::npos);
-  EXPECT_TRUE(parse_command_line({"keys"}).help_is_error);
+  EXPECT_TRUE(ParseCommandLine({"keys"}).help_is_error);
 
-  inv = parse_command_line({"keys", "create", "--help"});
+  inv = ParseCommandLine({"keys", "create", "--help"});
   EXPECT_NE(inv.help.find("Usage: kiln keys create"), std::string::npos);
   EXPECT_NE(inv.help.find("--admin"), std::string::npos);
 
   // The sandbox help is unchanged by the second group.
-  inv = parse_command_line({"sandbox", "rm", "--help"});
+  inv = ParseCommandLine({"sandbox", "rm", "--help"});
   EXPECT_NE(inv.help.find("Usage: kiln sandbox rm ID"), std::string::npos);
 }
 
 TEST(CliKeys, Verbs) {
-  Invocation inv = parse_command_line(
+  Invocation inv = ParseCommandLine(
       {"keys", "create", "--name", "ci", "--daily-limit-micros", "5000", "--admin", "--json"});
   ASSERT_EQ(inv.action, Action::kVerb);
-  EXPECT_EQ(inv.group, &keys_group());
+  EXPECT_EQ(inv.group, &KeysGroup());
   EXPECT_EQ(inv.verb->name, "create");
   EXPECT_TRUE(inv.json);
-  EXPECT_EQ(inv.args.get("name"), "ci");
-  EXPECT_TRUE(inv.args.has("admin"));
+  EXPECT_EQ(inv.args.Get("name"), "ci");
+  EXPECT_TRUE(inv.args.Has("admin"));
 
-  inv = parse_command_line({"keys", "ls"});
+  inv = ParseCommandLine({"keys", "ls"});
   EXPECT_EQ(inv.verb->name, "ls");
-  EXPECT_EQ(parse_command_line({"keys", "list"}).verb->name, "ls");
-  EXPECT_TRUE(parse_command_line({"--json", "keys", "ls"}).json);
+  EXPECT_EQ(ParseCommandLine({"keys", "list"}).verb->name, "ls");
+  EXPECT_TRUE(ParseCommandLine({"--json", "keys", "ls"}).json);
 
-  inv = parse_command_line({"keys", "revoke", "key_0123"});
+  inv = ParseCommandLine({"keys", "revoke", "key_0123"});
   EXPECT_EQ(inv.verb->name, "revoke");
   EXPECT_EQ(inv.args.positionals, (Args{"key_0123"}));
 
   // `sandbox create` is still the sandbox one.
-  inv = parse_command_line({"sandbox", "create"});
-  EXPECT_EQ(inv.group, &sandbox_group());
+  inv = ParseCommandLine({"sandbox", "create"});
+  EXPECT_EQ(inv.group, &SandboxGroup());
   EXPECT_EQ(inv.verb->synopsis, "create [OPTIONS]");
 }
 
 TEST(CliKeys, UsageErrors) {
-  EXPECT_EQ(command_line_error({"keys", "revoke"}), "missing the key ID");
-  EXPECT_EQ(command_line_error({"keys", "revoke", ""}), "the key ID is empty");
-  EXPECT_EQ(command_line_error({"keys", "revoke", "a", "b"}), "unexpected argument 'b'");
-  EXPECT_EQ(command_line_error({"keys", "ls", "x"}), "unexpected argument 'x'");
-  EXPECT_EQ(command_line_error({"keys", "ls", "--", "x"}), "kiln keys ls does not run a command");
-  EXPECT_EQ(command_line_error({"keys", "revok", "k"}),
+  EXPECT_EQ(CommandLineError({"keys", "revoke"}), "missing the key ID");
+  EXPECT_EQ(CommandLineError({"keys", "revoke", ""}), "the key ID is empty");
+  EXPECT_EQ(CommandLineError({"keys", "revoke", "a", "b"}), "unexpected argument 'b'");
+  EXPECT_EQ(CommandLineError({"keys", "ls", "x"}), "unexpected argument 'x'");
+  EXPECT_EQ(CommandLineError({"keys", "ls", "--", "x"}), "kiln keys ls does not run a command");
+  EXPECT_EQ(CommandLineError({"keys", "revok", "k"}),
             "unknown keys verb 'revok' (did you mean revoke?)");
-  EXPECT_EQ(command_line_error({"keys", "create", "--admn"}),
+  EXPECT_EQ(CommandLineError({"keys", "create", "--admn"}),
             "unknown flag --admn (did you mean --admin?)");
-  EXPECT_EQ(command_line_error({"keys", "create", "--admin=yes"}), "--admin takes no value");
-  EXPECT_EQ(command_line_error({"key", "ls"}), "unknown command 'key' (did you mean keys?)");
+  EXPECT_EQ(CommandLineError({"keys", "create", "--admin=yes"}), "--admin takes no value");
+  EXPECT_EQ(CommandLineError({"key", "ls"}), "unknown command 'key' (did you mean keys?)");
   try {
-    parse_command_line({"keys", "revoke"});
+    ParseCommandLine({"keys", "revoke"});
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_EQ(e.hint, "see `kiln keys revoke --help`");
   }
   // The sandbox messages keep naming the sandbox.
-  EXPECT_EQ(command_line_error({"sandbox", "get"}), "missing the sandbox ID");
+  EXPECT_EQ(CommandLineError({"sandbox", "get"}), "missing the sandbox ID");
 }
 
 // --- flags → requests ---------------------------------------------------------
 
 TEST(CliKeys, CreateBody) {
-  EXPECT_EQ(key_create_body(
-                verb_args({"keys", "create", "--name", "ci", "--daily-limit-micros=0", "--admin"})),
+  EXPECT_EQ(KeyCreateBody(
+                VerbArgs({"keys", "create", "--name", "ci", "--daily-limit-micros=0", "--admin"})),
             json::parse(R"({"name": "ci", "dailyLimitMicros": 0, "admin": true})"));
-  EXPECT_EQ(key_create_body(verb_args({"keys", "create"})), json::object());
-  EXPECT_EQ(key_create_body(verb_args({"keys", "create", "--daily-limit-micros",
-                                       "9223372036854775807"}))["dailyLimitMicros"],
+  EXPECT_EQ(KeyCreateBody(VerbArgs({"keys", "create"})), json::object());
+  EXPECT_EQ(KeyCreateBody(VerbArgs({"keys", "create", "--daily-limit-micros",
+                                    "9223372036854775807"}))["dailyLimitMicros"],
             INT64_MAX);
   for (const char* bad : {"-1", "1.5", "5k", "", "9223372036854775808"}) {
-    EXPECT_THROW(key_create_body(verb_args({"keys", "create", "--daily-limit-micros", bad})),
+    EXPECT_THROW(KeyCreateBody(VerbArgs({"keys", "create", "--daily-limit-micros", bad})),
                  UsageError)
         << bad;
   }
 }
 
 TEST(CliKeys, Target) {
-  EXPECT_EQ(key_target("key_1", ":revoke"), "/v1/keys/key_1:revoke");
-  EXPECT_EQ(key_target("../sandboxes", ":revoke"), "/v1/keys/..%2Fsandboxes:revoke");
+  EXPECT_EQ(KeyTarget("key_1", ":revoke"), "/v1/keys/key_1:revoke");
+  EXPECT_EQ(KeyTarget("../sandboxes", ":revoke"), "/v1/keys/..%2Fsandboxes:revoke");
 }
 
 // --- which key is sent --------------------------------------------------------
@@ -152,39 +152,39 @@ TEST(CliKeySelection, Order) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
   const std::string file = dir.file("admin.key", "kiln_fromfile\n");
-  EXPECT_EQ(select_api_key("k1", "r1", file.c_str()), "k1");
-  EXPECT_EQ(select_api_key("", "r1", file.c_str()), "r1");
-  EXPECT_EQ(select_api_key(nullptr, "r1", file.c_str()), "r1");
-  EXPECT_EQ(select_api_key(nullptr, "", file.c_str()), "kiln_fromfile");
-  EXPECT_EQ(select_api_key(nullptr, nullptr, file.c_str()), "kiln_fromfile");
+  EXPECT_EQ(SelectApiKey("k1", "r1", file.c_str()), "k1");
+  EXPECT_EQ(SelectApiKey("", "r1", file.c_str()), "r1");
+  EXPECT_EQ(SelectApiKey(nullptr, "r1", file.c_str()), "r1");
+  EXPECT_EQ(SelectApiKey(nullptr, "", file.c_str()), "kiln_fromfile");
+  EXPECT_EQ(SelectApiKey(nullptr, nullptr, file.c_str()), "kiln_fromfile");
   const std::string missing = dir.path() + "/none.key";
-  EXPECT_EQ(select_api_key(nullptr, nullptr, missing.c_str()), std::nullopt);
-  EXPECT_EQ(select_api_key("k1", nullptr, missing.c_str()), "k1");
+  EXPECT_EQ(SelectApiKey(nullptr, nullptr, missing.c_str()), std::nullopt);
+  EXPECT_EQ(SelectApiKey("k1", nullptr, missing.c_str()), "k1");
 }
 
 TEST(CliKeySelection, DefaultFile) {
   // Unset or empty KILN_ADMIN_KEY_FILE means the daemon's default file.
-  EXPECT_EQ(select_api_key(nullptr, nullptr, nullptr),
-            read_key_file(std::string(kDefaultAdminKeyFile)));
-  EXPECT_EQ(select_api_key(nullptr, nullptr, ""), read_key_file(std::string(kDefaultAdminKeyFile)));
+  EXPECT_EQ(SelectApiKey(nullptr, nullptr, nullptr),
+            ReadKeyFile(std::string(kDefaultAdminKeyFile)));
+  EXPECT_EQ(SelectApiKey(nullptr, nullptr, ""), ReadKeyFile(std::string(kDefaultAdminKeyFile)));
 }
 
 TEST(CliKeySelection, KeyFileContent) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  EXPECT_EQ(read_key_file(dir.file("a", "kiln_abc")), "kiln_abc");
-  EXPECT_EQ(read_key_file(dir.file("b", "  kiln_abc \r\nsecond line\n")), "kiln_abc");
-  EXPECT_EQ(read_key_file(dir.file("c", "")), std::nullopt);
-  EXPECT_EQ(read_key_file(dir.file("d", " \n")), std::nullopt);
-  EXPECT_EQ(read_key_file(dir.file("e", "two words\n")), std::nullopt);
-  EXPECT_EQ(read_key_file(dir.file("f", std::string("kiln_\x01x"))), std::nullopt);
-  EXPECT_EQ(read_key_file(dir.file("g", "kiln_\xc3\xa9")), std::nullopt);
-  EXPECT_EQ(read_key_file(dir.path()), std::nullopt);  // a directory
-  EXPECT_EQ(read_key_file(dir.path() + "/nothing"), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.file("a", "kiln_abc")), "kiln_abc");
+  EXPECT_EQ(ReadKeyFile(dir.file("b", "  kiln_abc \r\nsecond line\n")), "kiln_abc");
+  EXPECT_EQ(ReadKeyFile(dir.file("c", "")), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.file("d", " \n")), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.file("e", "two words\n")), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.file("f", std::string("kiln_\x01x"))), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.file("g", "kiln_\xc3\xa9")), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.path()), std::nullopt);  // a directory
+  EXPECT_EQ(ReadKeyFile(dir.path() + "/nothing"), std::nullopt);
   // A FIFO must not hang kiln.
   const std::string fifo = dir.path() + "/fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_EQ(read_key_file(fifo), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(fifo), std::nullopt);
 }
 
 // --- the commands against a canned daemon -------------------------------------
@@ -194,7 +194,7 @@ using testutil::CannedServer;
 // Sets environment variables for one test and restores them afterwards.
 class ScopedEnv {
  public:
-  void set(const char* name, const char* value) {
+  void Set(const char* name, const char* value) {
     const char* old = std::getenv(name);
     saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
     if (value) {
@@ -230,24 +230,24 @@ TEST(CliKeysCommands, CreateListRevoke) {
   TempDir dir;
   const std::string key_file = dir.file("admin.key", "kiln_local\n");
   ScopedEnv env;
-  env.set("KILN_API_URL", server.url().c_str());
-  env.set("KILN_API_KEY", nullptr);
-  env.set("RUNTIME_API_KEY", nullptr);
-  env.set("KILN_ADMIN_KEY_FILE", key_file.c_str());
+  env.Set("KILN_API_URL", server.url().c_str());
+  env.Set("KILN_API_KEY", nullptr);
+  env.Set("RUNTIME_API_KEY", nullptr);
+  env.Set("KILN_ADMIN_KEY_FILE", key_file.c_str());
 
-  CliRun r = run_captured({"keys", "create", "--name", "ci", "--daily-limit-micros", "5000"});
+  CliRun r = RunCaptured({"keys", "create", "--name", "ci", "--daily-limit-micros", "5000"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "id:     key_00ff\nsecret: kiln_s3cret\n");
   EXPECT_NE(r.err.find("only this once"), std::string::npos);
 
-  r = run_captured({"keys", "ls"});
+  r = RunCaptured({"keys", "ls"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("ID"), std::string::npos);
   EXPECT_NE(r.out.find("key_00ff  ci"), std::string::npos);
   EXPECT_NE(r.out.find("5000"), std::string::npos);
   EXPECT_EQ(r.out.find("s3cret"), std::string::npos);
 
-  r = run_captured({"keys", "revoke", "key_00ff", "--json"});
+  r = RunCaptured({"keys", "revoke", "key_00ff", "--json"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["revokedAt"], "2026-11-29T11:00:00.000Z");
 
@@ -268,12 +268,12 @@ TEST(CliKeysCommands, EnvironmentKeyWinsAndErrorsAreReported) {
       {201, kKeyJson + R"(, "secret": "kiln_s3cret"})"},
   });
   ScopedEnv env;
-  env.set("KILN_API_URL", server.url().c_str());
-  env.set("KILN_API_KEY", nullptr);
-  env.set("RUNTIME_API_KEY", "kiln_runtime");
-  env.set("KILN_ADMIN_KEY_FILE", "/nonexistent/admin.key");
+  env.Set("KILN_API_URL", server.url().c_str());
+  env.Set("KILN_API_KEY", nullptr);
+  env.Set("RUNTIME_API_KEY", "kiln_runtime");
+  env.Set("KILN_ADMIN_KEY_FILE", "/nonexistent/admin.key");
 
-  CliRun r = run_captured({"keys", "create", "--json"});
+  CliRun r = RunCaptured({"keys", "create", "--json"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["secret"], "kiln_s3cret");  // the full answer
   ASSERT_EQ(server.requests().size(), 1u);
@@ -285,10 +285,10 @@ TEST(CliKeysCommands, ForbiddenIsAnError) {
       {403, R"({"error": {"code": "forbidden", "status": 403, "message": "needs an admin key"}})"},
   });
   ScopedEnv env;
-  env.set("KILN_API_URL", server.url().c_str());
-  env.set("KILN_API_KEY", "kiln_plain");
+  env.Set("KILN_API_URL", server.url().c_str());
+  env.Set("KILN_API_KEY", "kiln_plain");
 
-  CliRun r = run_captured({"keys", "ls"});
+  CliRun r = RunCaptured({"keys", "ls"});
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "kiln: forbidden: needs an admin key\n");

@@ -20,43 +20,43 @@ using json = nlohmann::json;
 
 TEST(CliLines, SplitsAcrossFeeds) {
   LineSplitter s;
-  EXPECT_TRUE(s.feed("{\"a\":").empty());
-  EXPECT_EQ(s.feed("1}\n{\"b\""), std::vector<std::string>{"{\"a\":1}"});
-  EXPECT_EQ(s.feed(":2}\r\n\n{\"c\":3}\n"),
+  EXPECT_TRUE(s.Feed("{\"a\":").empty());
+  EXPECT_EQ(s.Feed("1}\n{\"b\""), std::vector<std::string>{"{\"a\":1}"});
+  EXPECT_EQ(s.Feed(":2}\r\n\n{\"c\":3}\n"),
             (std::vector<std::string>{"{\"b\":2}", "", "{\"c\":3}"}));
-  EXPECT_FALSE(s.finish());
-  s.feed("tail");
-  EXPECT_EQ(s.finish(), "tail");
-  EXPECT_FALSE(s.finish());
+  EXPECT_FALSE(s.Finish());
+  s.Feed("tail");
+  EXPECT_EQ(s.Finish(), "tail");
+  EXPECT_FALSE(s.Finish());
 }
 
 TEST(CliExitStatus, SignalNumbers) {
-  EXPECT_EQ(signal_number("SIGKILL"), 9);
-  EXPECT_EQ(signal_number("KILL"), 9);
-  EXPECT_EQ(signal_number("SIGTERM"), 15);
-  EXPECT_EQ(signal_number("SIGSEGV"), 11);
-  EXPECT_EQ(signal_number("6"), 6);
-  EXPECT_EQ(signal_number("SIGNOPE"), 0);
-  EXPECT_EQ(signal_number(""), 0);
+  EXPECT_EQ(SignalNumber("SIGKILL"), 9);
+  EXPECT_EQ(SignalNumber("KILL"), 9);
+  EXPECT_EQ(SignalNumber("SIGTERM"), 15);
+  EXPECT_EQ(SignalNumber("SIGSEGV"), 11);
+  EXPECT_EQ(SignalNumber("6"), 6);
+  EXPECT_EQ(SignalNumber("SIGNOPE"), 0);
+  EXPECT_EQ(SignalNumber(""), 0);
 }
 
 TEST(CliExitStatus, FromResults) {
-  EXPECT_EQ(exit_code_for(json::parse(R"({"exitCode":0,"signal":null,"timedOut":false})")), 0);
-  EXPECT_EQ(exit_code_for(json::parse(R"({"exitCode":42,"signal":null,"timedOut":false})")), 42);
+  EXPECT_EQ(ExitCodeFor(json::parse(R"({"exitCode":0,"signal":null,"timedOut":false})")), 0);
+  EXPECT_EQ(ExitCodeFor(json::parse(R"({"exitCode":42,"signal":null,"timedOut":false})")), 42);
   // Timed out wins over the SIGKILL that ended it.
   EXPECT_EQ(
-      exit_code_for(json::parse(
+      ExitCodeFor(json::parse(
           R"({"type":"exit","exitCode":null,"signal":"SIGKILL","state":"timed_out","timedOut":true})")),
       124);
-  EXPECT_EQ(exit_code_for(json::parse(R"({"exitCode":null,"signal":"SIGSEGV","timedOut":false})")),
+  EXPECT_EQ(ExitCodeFor(json::parse(R"({"exitCode":null,"signal":"SIGSEGV","timedOut":false})")),
             139);
-  EXPECT_EQ(exit_code_for(json::parse(R"({"exitCode":null,"signal":null,"state":"killed"})")), 137);
-  EXPECT_EQ(exit_code_for(json::parse(R"({"exitCode":null,"signal":null})")), 1);
-  EXPECT_EQ(exit_code_for(json()), 1);
+  EXPECT_EQ(ExitCodeFor(json::parse(R"({"exitCode":null,"signal":null,"state":"killed"})")), 137);
+  EXPECT_EQ(ExitCodeFor(json::parse(R"({"exitCode":null,"signal":null})")), 1);
+  EXPECT_EQ(ExitCodeFor(json()), 1);
 }
 
 TEST(CliErrors, DocumentedErrorBody) {
-  ApiError e = make_api_error(400, R"({"error":{"code":"invalid_request","status":400,
+  ApiError e = MakeApiError(400, R"({"error":{"code":"invalid_request","status":400,
       "message":"body.memoryMiB: too small","requestId":"req_1",
       "details":{"issues":[{"path":"body.memoryMiB","message":"too small"}]}}})");
   EXPECT_EQ(e.status, 400u);
@@ -66,42 +66,42 @@ TEST(CliErrors, DocumentedErrorBody) {
 }
 
 TEST(CliErrors, OtherBodies) {
-  ApiError e = make_api_error(502, "Bad Gateway\n");
+  ApiError e = MakeApiError(502, "Bad Gateway\n");
   EXPECT_EQ(e.code, "http_502");
   EXPECT_STREQ(e.what(), "the daemon answered HTTP 502: Bad Gateway");
   EXPECT_EQ(e.body["error"]["code"], "http_502");
-  ApiError empty = make_api_error(500, "");
+  ApiError empty = MakeApiError(500, "");
   EXPECT_STREQ(empty.what(), "the daemon answered HTTP 500");
-  ApiError partial = make_api_error(409, R"({"error":{"message":"busy"}})");
+  ApiError partial = MakeApiError(409, R"({"error":{"message":"busy"}})");
   EXPECT_EQ(partial.code, "http_409");
   EXPECT_STREQ(partial.what(), "busy");
 }
 
 TEST(CliOutput, Table) {
-  EXPECT_EQ(format_table({"ID", "STATE"}, {{"sbx_1", "running"}, {"sbx_22", "stopped"}}),
+  EXPECT_EQ(FormatTable({"ID", "STATE"}, {{"sbx_1", "running"}, {"sbx_22", "stopped"}}),
             "ID      STATE\n"
             "sbx_1   running\n"
             "sbx_22  stopped\n");
   // Widths count characters, not bytes.
-  EXPECT_EQ(format_table({"A", "B"}, {{"\xc3\xa9", "x"}}), "A  B\n\xc3\xa9  x\n");
-  EXPECT_EQ(format_table({"ID", "STATE"}, {}), "ID  STATE\n");
+  EXPECT_EQ(FormatTable({"A", "B"}, {{"\xc3\xa9", "x"}}), "A  B\n\xc3\xa9  x\n");
+  EXPECT_EQ(FormatTable({"ID", "STATE"}, {}), "ID  STATE\n");
 }
 
 TEST(CliOutput, KeyValues) {
-  EXPECT_EQ(format_key_values({{"id", "sbx_1"}, {"memoryMiB", "2048"}}),
+  EXPECT_EQ(FormatKeyValues({{"id", "sbx_1"}, {"memoryMiB", "2048"}}),
             "id:        sbx_1\n"
             "memoryMiB: 2048\n");
 }
 
 TEST(CliOutput, DisplayValue) {
-  EXPECT_EQ(display_value(json()), "-");
-  EXPECT_EQ(display_value(""), "-");
-  EXPECT_EQ(display_value("running"), "running");
-  EXPECT_EQ(display_value(2048), "2048");
-  EXPECT_EQ(display_value(true), "true");
-  EXPECT_EQ(display_value(json::object()), "-");
-  EXPECT_EQ(display_value(json{{"a", "1"}, {"b", 2}}), "a=1, b=2");
-  EXPECT_EQ(display_value(json::array({"A", "B"})), "A, B");
+  EXPECT_EQ(DisplayValue(json()), "-");
+  EXPECT_EQ(DisplayValue(""), "-");
+  EXPECT_EQ(DisplayValue("running"), "running");
+  EXPECT_EQ(DisplayValue(2048), "2048");
+  EXPECT_EQ(DisplayValue(true), "true");
+  EXPECT_EQ(DisplayValue(json::object()), "-");
+  EXPECT_EQ(DisplayValue(json{{"a", "1"}, {"b", 2}}), "a=1, b=2");
+  EXPECT_EQ(DisplayValue(json::array({"A", "B"})), "A, B");
 }
 
 // Reads what the printer wrote to a pipe.
@@ -116,7 +116,7 @@ class Pipe {
     if (fds_[1] >= 0) ::close(fds_[1]);
   }
   int write_fd() const { return fds_[1]; }
-  std::string drain() {
+  std::string Drain() {
     std::string out;
     char buf[4096];
     for (ssize_t n; (n = ::read(fds_[0], buf, sizeof buf)) > 0;) out.append(buf, n);
@@ -130,25 +130,25 @@ class Pipe {
 TEST(CliExecStream, RoutesOutputAndReportsExit) {
   Pipe out, err;
   ExecStreamPrinter p(out.write_fd(), err.write_fd());
-  p.on_event(json::parse(R"({"type":"start","processId":"p7"})"));
-  p.on_event(json::parse(R"({"type":"stdout","data":"aGkK","offset":0,"base64":true})"));
-  p.on_event(json::parse(R"({"type":"stderr","data":"oops\n","offset":3})"));  // utf8 form
-  p.on_event(json::parse(R"({"type":"stdout","data":"AP8=","offset":8,"base64":true})"));
-  p.on_event(json::parse(R"({"type":"future-event","x":1})"));  // ignored
-  p.on_event(json::parse(
+  p.OnEvent(json::parse(R"({"type":"start","processId":"p7"})"));
+  p.OnEvent(json::parse(R"({"type":"stdout","data":"aGkK","offset":0,"base64":true})"));
+  p.OnEvent(json::parse(R"({"type":"stderr","data":"oops\n","offset":3})"));  // utf8 form
+  p.OnEvent(json::parse(R"({"type":"stdout","data":"AP8=","offset":8,"base64":true})"));
+  p.OnEvent(json::parse(R"({"type":"future-event","x":1})"));  // ignored
+  p.OnEvent(json::parse(
       R"({"type":"exit","exitCode":3,"signal":null,"state":"exited","timedOut":false,"durationMs":5})"));
   EXPECT_EQ(p.process_id(), "p7");
-  EXPECT_EQ(out.drain(), std::string("hi\n\x00\xff", 5));
-  EXPECT_EQ(err.drain(), "oops\n");
-  EXPECT_EQ(p.finish(), 3);
+  EXPECT_EQ(out.Drain(), std::string("hi\n\x00\xff", 5));
+  EXPECT_EQ(err.Drain(), "oops\n");
+  EXPECT_EQ(p.Finish(), 3);
 }
 
 TEST(CliExecStream, ErrorEventBecomesApiError) {
   Pipe out, err;
   ExecStreamPrinter p(out.write_fd(), err.write_fd());
-  p.on_event(json::parse(R"({"type":"error","error":{"code":"not_running","message":"gone"}})"));
+  p.OnEvent(json::parse(R"({"type":"error","error":{"code":"not_running","message":"gone"}})"));
   try {
-    p.finish();
+    p.Finish();
     FAIL();
   } catch (const ApiError& e) {
     EXPECT_EQ(e.code, "not_running");
@@ -159,18 +159,18 @@ TEST(CliExecStream, ErrorEventBecomesApiError) {
 TEST(CliExecStream, EndWithoutExitIsAnError) {
   Pipe out, err;
   ExecStreamPrinter p(out.write_fd(), err.write_fd());
-  p.on_event(json::parse(R"({"type":"start","processId":"p1"})"));
-  EXPECT_THROW(p.finish(), ClientError);
+  p.OnEvent(json::parse(R"({"type":"start","processId":"p1"})"));
+  EXPECT_THROW(p.Finish(), ClientError);
 }
 
 TEST(CliExecStream, GoneReaderEndsTheExecLikeSigpipe) {
-  std::signal(SIGPIPE, SIG_IGN);  // as install_interrupt_handlers() does
+  std::signal(SIGPIPE, SIG_IGN);  // as InstallInterruptHandlers() does
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   ::close(fds[0]);  // `kiln … | head` after head exited
   ExecStreamPrinter p(fds[1], fds[1]);
   try {
-    p.on_event(json::parse(R"({"type":"stdout","data":"more\n"})"));
+    p.OnEvent(json::parse(R"({"type":"stdout","data":"more\n"})"));
     FAIL();
   } catch (const Interrupted& e) {
     EXPECT_EQ(e.signal, SIGPIPE);
@@ -181,7 +181,7 @@ TEST(CliExecStream, GoneReaderEndsTheExecLikeSigpipe) {
 TEST(CliExecStream, BadBase64IsRefused) {
   Pipe out, err;
   ExecStreamPrinter p(out.write_fd(), err.write_fd());
-  EXPECT_THROW(p.on_event(json::parse(R"({"type":"stdout","data":"***","base64":true})")),
+  EXPECT_THROW(p.OnEvent(json::parse(R"({"type":"stdout","data":"***","base64":true})")),
                ClientError);
 }
 

@@ -31,7 +31,7 @@ class Pty {
   }
   bool ok() const { return slave_ >= 0; }
   int slave() const { return slave_; }
-  std::string read_all() {
+  std::string ReadAll() {
     std::string out;
     char buf[4096];
     for (ssize_t n; (n = ::read(master_, buf, sizeof buf)) > 0;) {
@@ -52,7 +52,7 @@ class Pipe {
     ::close(fds_[1]);
   }
   int write_end() const { return fds_[1]; }
-  std::string read_all() {
+  std::string ReadAll() {
     std::string out;
     char buf[4096];
     for (ssize_t n; (n = ::read(fds_[0], buf, sizeof buf)) > 0;) {
@@ -66,25 +66,25 @@ class Pipe {
 };
 
 TEST(CliProgress, Frames) {
-  EXPECT_EQ(progress_frame("creating sandbox", 2300ms, 0),
+  EXPECT_EQ(ProgressFrame("creating sandbox", 2300ms, 0),
             "\r| creating sandbox\xe2\x80\xa6 2.3s\x1b[K");
-  EXPECT_EQ(progress_frame("forking sandbox s", 0ms, 1),
+  EXPECT_EQ(ProgressFrame("forking sandbox s", 0ms, 1),
             "\r/ forking sandbox s\xe2\x80\xa6 0.0s\x1b[K");
-  EXPECT_EQ(progress_frame("x", 61050ms, 6), "\r- x\xe2\x80\xa6 61.0s\x1b[K");
+  EXPECT_EQ(ProgressFrame("x", 61050ms, 6), "\r- x\xe2\x80\xa6 61.0s\x1b[K");
 }
 
 TEST(CliProgress, WantedOnATerminalOnly) {
   Pipe pipe;
-  EXPECT_FALSE(progress_wanted(false, false, pipe.write_end()));
+  EXPECT_FALSE(ProgressWanted(false, false, pipe.write_end()));
   int null_fd = ::open("/dev/null", O_WRONLY);
-  EXPECT_FALSE(progress_wanted(false, false, null_fd));
+  EXPECT_FALSE(ProgressWanted(false, false, null_fd));
   ::close(null_fd);
 
   Pty pty;
   if (!pty.ok()) GTEST_SKIP() << "no pseudo-terminals here";
-  EXPECT_TRUE(progress_wanted(false, false, pty.slave()));
-  EXPECT_FALSE(progress_wanted(true, false, pty.slave()));  // --json
-  EXPECT_FALSE(progress_wanted(false, true, pty.slave()));  // --quiet
+  EXPECT_TRUE(ProgressWanted(false, false, pty.slave()));
+  EXPECT_FALSE(ProgressWanted(true, false, pty.slave()));  // --json
+  EXPECT_FALSE(ProgressWanted(false, true, pty.slave()));  // --quiet
 }
 
 TEST(CliProgress, DrawsWhileRunningAndErasesWhenDone) {
@@ -92,14 +92,14 @@ TEST(CliProgress, DrawsWhileRunningAndErasesWhenDone) {
   {
     Progress progress("creating sandbox", /*enabled=*/true, pipe.write_end());
     std::this_thread::sleep_for(600ms);
-    progress.done();
-    const std::string out = pipe.read_all();
+    progress.Done();
+    const std::string out = pipe.ReadAll();
     EXPECT_TRUE(out.starts_with("\r| creating sandbox\xe2\x80\xa6 0.")) << out;
     EXPECT_NE(out.find("\r/ creating sandbox"), std::string::npos) << out;
     EXPECT_TRUE(out.ends_with("\x1b[K\r\x1b[K")) << out;  // the last frame, then erased
-    progress.done();                                      // a second done() writes nothing
+    progress.Done();                                      // a second Done() writes nothing
   }
-  EXPECT_EQ(pipe.read_all(), "");
+  EXPECT_EQ(pipe.ReadAll(), "");
 }
 
 TEST(CliProgress, SilentWhenDisabledOrQuick) {
@@ -108,12 +108,12 @@ TEST(CliProgress, SilentWhenDisabledOrQuick) {
     Progress progress("creating sandbox", /*enabled=*/false, pipe.write_end());
     std::this_thread::sleep_for(300ms);
   }
-  EXPECT_EQ(pipe.read_all(), "");
+  EXPECT_EQ(pipe.ReadAll(), "");
   {
     // Done before the first frame: no flicker, not even an erase.
     Progress progress("creating sandbox", /*enabled=*/true, pipe.write_end());
   }
-  EXPECT_EQ(pipe.read_all(), "");
+  EXPECT_EQ(pipe.ReadAll(), "");
 }
 
 TEST(CliProgress, ErasedWhenAnExceptionUnwinds) {
@@ -124,7 +124,7 @@ TEST(CliProgress, ErasedWhenAnExceptionUnwinds) {
     throw std::runtime_error("boom");
   } catch (const std::runtime_error&) {
   }
-  const std::string out = pipe.read_all();
+  const std::string out = pipe.ReadAll();
   EXPECT_NE(out.find("snapshotting sandbox"), std::string::npos);
   EXPECT_TRUE(out.ends_with("\r\x1b[K")) << out;
 }

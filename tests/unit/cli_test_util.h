@@ -17,9 +17,9 @@
 namespace kiln::testutil {
 
 // The usage error parse_command_line gives for args, or "(no error)".
-inline std::string command_line_error(const std::vector<std::string>& args) {
+inline std::string CommandLineError(const std::vector<std::string>& args) {
   try {
-    cli::parse_command_line(args);
+    cli::ParseCommandLine(args);
   } catch (const cli::UsageError& e) {
     return e.what();
   }
@@ -27,8 +27,8 @@ inline std::string command_line_error(const std::vector<std::string>& args) {
 }
 
 // The verb's parsed flags and positionals.
-inline cli::ParsedArgs verb_args(const std::vector<std::string>& args) {
-  return cli::parse_command_line(args).args;
+inline cli::ParsedArgs VerbArgs(const std::vector<std::string>& args) {
+  return cli::ParseCommandLine(args).args;
 }
 
 // Runs kiln with stdout and stderr in files (so neither is a terminal).
@@ -36,7 +36,7 @@ struct CliRun {
   int status;
   std::string out, err;
 };
-inline CliRun run_captured(const std::vector<std::string>& args) {
+inline CliRun RunCaptured(const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
   std::string dir_template = (fs::temp_directory_path() / "kiln-cli-cmd-XXXXXX").string();
   const std::string dir = ::mkdtemp(dir_template.data());
@@ -46,7 +46,7 @@ inline CliRun run_captured(const std::vector<std::string>& args) {
   int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(err_fd, STDERR_FILENO);
-  int status = cli::run_cli(args);
+  int status = cli::RunCli(args);
   ::dup2(saved_out, STDOUT_FILENO);
   ::dup2(saved_err, STDERR_FILENO);
   for (int fd : {out_fd, err_fd, saved_out, saved_err}) ::close(fd);

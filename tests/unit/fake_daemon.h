@@ -20,7 +20,7 @@
 namespace kiln::testutil {
 
 // A socket listening on 127.0.0.1 at a free port; stores the port in *port.
-inline int listen_on_loopback(int backlog, int* port) {
+inline int ListenOnLoopback(int backlog, int* port) {
   int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -34,7 +34,7 @@ inline int listen_on_loopback(int backlog, int* port) {
 }
 
 // Test scaffolding only: header block plus a Content-Length body.
-inline bool read_request(int fd, std::string& buffered, std::string& request) {
+inline bool ReadRequest(int fd, std::string& buffered, std::string& request) {
   char buf[4096];
   for (;;) {
     auto end = buffered.find("\r\n\r\n");
@@ -66,8 +66,8 @@ struct Canned {
 class CannedServer {
  public:
   explicit CannedServer(std::vector<Canned> answers) : answers_(std::move(answers)) {
-    listener_ = listen_on_loopback(4, &port_);
-    thread_ = std::thread([this] { serve(); });
+    listener_ = ListenOnLoopback(4, &port_);
+    thread_ = std::thread([this] { Serve(); });
   }
   ~CannedServer() {
     ::shutdown(listener_, SHUT_RDWR);
@@ -81,13 +81,13 @@ class CannedServer {
   }
 
  private:
-  void serve() {
+  void Serve() {
     std::size_t next = 0;
     while (next < answers_.size()) {
       int fd = ::accept(listener_, nullptr, nullptr);
       if (fd < 0) return;
       std::string buffered, request;
-      while (next < answers_.size() && read_request(fd, buffered, request)) {
+      while (next < answers_.size() && ReadRequest(fd, buffered, request)) {
         {
           std::lock_guard lock(mu_);
           requests_.push_back(request);

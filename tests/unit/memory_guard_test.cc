@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 namespace kiln::engine {
 namespace {
 
@@ -22,6 +24,17 @@ TEST(MemoryGuardTest, AnonBytesLeaveFilePageCacheOut) {
   EXPECT_EQ(ParseAnonBytes(""), 0);
   // Keys are matched whole: total_rss_huge is not total_rss.
   EXPECT_EQ(ParseAnonBytes("total_rss_huge 5\ntotal_shmem 7\n"), 7);
+}
+
+// Destruction stops both threads at once, the loop's epoll_wait without a
+// timeout included (nothing is watched, so it would otherwise wait forever).
+TEST(MemoryGuardTest, StopsPromptly) {
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 50; ++i) {
+    MemoryGuard guard;
+    EXPECT_FALSE(guard.Watch("sbx", "/nonexistent/cgroup", 1 << 20, [] {}));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 }  // namespace

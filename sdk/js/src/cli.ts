@@ -5,6 +5,7 @@
 //   kiln-js sandbox exec ID [--cwd D] [--env K=V]... [--timeout S] [--json] -- CMD...
 //   kiln-js sandbox ls [--all] [--state S] [--label k=v]... [--json]
 //   kiln-js sandbox get ID | stop ID | extend ID SECONDS
+import { MAX_EXEC_TIMEOUT_MS } from "./contract.js";
 import { RuntimeError } from "./errors.js";
 import { type CreateOptions, Runtime } from "./runtime.js";
 import type { Sandbox } from "./sandbox.js";
@@ -166,7 +167,7 @@ async function runCommand(
     ...(cwd !== undefined ? { cwd } : {}),
     ...(env ? { env } : {}),
     ...(stream
-      ? { onStdout: (t: string) => write(process.stdout, t), onStderr: (t: string) => write(process.stderr, t), ...(timeout === undefined ? { timeoutMs: 86_400_000 } : {}) }
+      ? { onStdout: (t: string) => write(process.stdout, t), onStderr: (t: string) => write(process.stderr, t), ...(timeout === undefined ? { timeoutMs: MAX_EXEC_TIMEOUT_MS } : {}) }
       : {}),
     signal: abort,
   });

@@ -2,6 +2,7 @@
 // network rules. `await using sbx = await Sandbox.create()` stops it at the
 // end of the scope.
 import { type CallSpec, newIdempotencyKey } from "./client.js";
+import { DEFAULT_EXEC_TIMEOUT_MS, EXEC_GRACE_MS, MAX_EXEC_TIMEOUT_MS } from "./contract.js";
 import { CommandError, ConnectionError, RuntimeError } from "./errors.js";
 import { Collector, b64, toEvent } from "./events.js";
 import { Files } from "./files.js";
@@ -70,10 +71,8 @@ export interface ForkOptions extends RequestOptions {
   network?: NetworkRules;
 }
 
-const STREAMED_EXEC_TIMEOUT_MS = 86_400_000;
-const JSON_EXEC_TIMEOUT_MS = 60_000;
-/** Extra time a call gets past its command's own timeout. */
-const EXEC_GRACE_MS = 60_000;
+/** A streamed exec is not limited unless asked: the longest timeout the API allows. */
+const STREAMED_EXEC_TIMEOUT_MS = MAX_EXEC_TIMEOUT_MS;
 
 function enc(id: string): string {
   return encodeURIComponent(id);
@@ -195,11 +194,12 @@ export class Sandbox implements AsyncDisposable {
    * (`timedOut: true`), not an error, unless `check` is set.
    */
   async exec(command: Command, options: ExecOptions = {}): Promise<CommandResult> {
+    // A command allowed to run longer than the default timeout streams too.
     const streamed =
       options.stream === true ||
       options.onStdout !== undefined ||
       options.onStderr !== undefined ||
-      (options.timeoutMs ?? 0) > JSON_EXEC_TIMEOUT_MS;
+      (options.timeoutMs ?? 0) > DEFAULT_EXEC_TIMEOUT_MS;
     if (streamed) {
       const started = Date.now();
       const c = new Collector(options.onStdout, options.onStderr);
@@ -207,7 +207,7 @@ export class Sandbox implements AsyncDisposable {
       const r = c.result(Date.now() - started);
       return options.check ? checkResult(command, r) : r;
     }
-    const timeoutMs = options.timeoutMs ?? JSON_EXEC_TIMEOUT_MS;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
     const raw = await this.call<CommandResult>({
       method: "POST",
       path: ":exec",

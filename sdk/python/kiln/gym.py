@@ -7,6 +7,7 @@ from __future__ import annotations
 import string
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
+from .contract import DEFAULT_EXEC_TIMEOUT_MS
 from .results import CommandResult
 from .runtime import Runtime, default_runtime
 from .sandbox import Sandbox
@@ -94,7 +95,7 @@ class SandboxEnv(_Base):  # type: ignore[misc,valid-type]
     def __init__(self, snapshot: Optional[str] = None, *, runtime: Optional[Runtime] = None,
                  reward_fn: Optional[RewardFn] = None, terminated_fn: Optional[DoneFn] = None,
                  max_steps: int = 32, create: Optional[Mapping[str, Any]] = None,
-                 exec_timeout_ms: int = 60_000, cwd: Optional[str] = None,
+                 exec_timeout_ms: int = DEFAULT_EXEC_TIMEOUT_MS, cwd: Optional[str] = None,
                  env: Optional[Mapping[str, str]] = None,
                  observation_fn: Optional[Callable[[CommandResult], str]] = None,
                  reset_command: Optional[str] = None, max_observation_length: int = 16_384,

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Union
 
 from .client import new_idempotency_key
+from .contract import MAX_OUTPUT_WAIT_MS
 from .results import CommandResult
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class Process:
 
     def read_output(self, cursor: int = 0, *, wait_ms: int = 0) -> Dict[str, Any]:
         """One page of output after `cursor`: `{chunks, nextCursor, complete, state, ...}`;
-        `wait_ms` (≤ 30000) waits for new output or the end."""
+        `wait_ms` (at most MAX_OUTPUT_WAIT_MS) waits for new output or the end."""
         return self._t.request("GET", self._path + "/output", query={"cursor": cursor, "waitMs": wait_ms},
                                timeout=self._t.timeout + wait_ms / 1000.0).json()
 
@@ -55,7 +56,7 @@ class Process:
         err: List[str] = []
         cursor = 0
         while True:
-            wait_ms = 30000
+            wait_ms = MAX_OUTPUT_WAIT_MS
             if deadline is not None:
                 wait_ms = max(0, min(wait_ms, int((deadline - time.monotonic()) * 1000)))
             page = self.read_output(cursor, wait_ms=wait_ms)

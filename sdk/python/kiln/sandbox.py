@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, 
 
 from . import errors
 from .client import new_idempotency_key
+from .contract import DEFAULT_EXEC_TIMEOUT_MS, EXEC_GRACE_MS
 from .files import Files
 from .network import Network
 from .process import Process
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 Command = Union[str, Sequence[str]]
-DEFAULT_EXEC_TIMEOUT_MS = 60_000
 
 
 def command_body(command: Command, *, cwd: Optional[str], env: Optional[Mapping[str, str]],
@@ -129,7 +129,7 @@ class Sandbox:
         body = command_body(command, cwd=cwd, env=env, stdin=stdin, timeout_ms=timeout_ms)
         if stop_at_output_cap:
             body["stopAtOutputCap"] = True
-        http_timeout = (timeout_ms or DEFAULT_EXEC_TIMEOUT_MS) / 1000.0 + 60.0
+        http_timeout = ((timeout_ms or DEFAULT_EXEC_TIMEOUT_MS) + EXEC_GRACE_MS) / 1000.0
         if on_stdout is not None or on_stderr is not None:
             result = self._exec_streamed(body, http_timeout, on_stdout, on_stderr, idempotency_key)
         else:
@@ -147,7 +147,7 @@ class Sandbox:
         """Runs a command and yields its NDJSON events (`start`, `stdout`, `stderr`, `exit`)."""
         body = command_body(command, cwd=cwd, env=env, stdin=stdin, timeout_ms=timeout_ms)
         body["stream"] = True
-        http_timeout = (timeout_ms or DEFAULT_EXEC_TIMEOUT_MS) / 1000.0 + 60.0
+        http_timeout = ((timeout_ms or DEFAULT_EXEC_TIMEOUT_MS) + EXEC_GRACE_MS) / 1000.0
         with self._t.stream("POST", self._path + ":exec", json=body, timeout=http_timeout,
                             headers={"Accept": "application/x-ndjson"},
                             idempotency_key=idempotency_key) as s:

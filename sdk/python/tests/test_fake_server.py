@@ -5,20 +5,15 @@ headers, JSON body) and answers from a per-test script of canned responses.
 """
 import json
 import socket
-import sys
 import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-SDK_DIR = Path(__file__).resolve().parents[2] / "sdk" / "python"
-sys.path.insert(0, str(SDK_DIR))
-
-import kiln  # noqa: E402
-from kiln import Runtime  # noqa: E402
+import kiln
+from kiln import Runtime
 
 KEY = "test-key-123"
 SID = "sbx_unit1"
