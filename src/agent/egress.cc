@@ -11,6 +11,7 @@
 #include <string>
 
 #include "proto/frame.h"
+#include "proto/ops.h"
 
 namespace kiln::agent {
 
@@ -156,7 +157,7 @@ class EgressConnStream : public Stream {
   void End(const char* how) {
     if (done_) return;
     done_ = true;
-    agent_.channel().SendResponse(stream_, json{{"closed", how}});
+    agent_.channel().SendResponse(stream_, proto::EgressClosed{.closed = how});
     agent_.Finish(stream_);
   }
 
@@ -213,7 +214,7 @@ void Egress::OnAccept() {
       pending_.erase(it);
     });
     pending_[id] = Pending{std::move(fd), timer};
-    agent_.channel().SendEvent(listen_stream_, json{{"conn", id}});
+    agent_.channel().SendEvent(listen_stream_, proto::EgressConn{.conn = id});
   }
 }
 
