@@ -15,8 +15,6 @@
 
 namespace kiln::agent {
 
-using nlohmann::json;
-
 const char* const kEgressEnv[5] = {
     "HTTP_PROXY=http://127.0.0.1:10800", "HTTPS_PROXY=http://127.0.0.1:10800",
     "http_proxy=http://127.0.0.1:10800", "https_proxy=http://127.0.0.1:10800",
