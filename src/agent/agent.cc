@@ -73,46 +73,48 @@ void Agent::OnNewSession() {
 }
 
 void Agent::OnRequest(uint32_t stream, json req) {
-  std::string op = req.value("op", "");
+  std::string op = req.value(proto::kOpKey, "");
   try {
-    if (op == "exec") return HandleExec(stream, req);
-    if (op == "ping") {
-      return channel_->SendResponse(stream, {{"ok", true}, {"time", WallClockMs()}});
-    }
-    if (op == "oom") {
+    if (op == proto::kExec) return HandleExec(stream, req.get<proto::ExecRequest>());
+    if (op == proto::kPing)
+      return channel_->SendResponse(stream, proto::Pong{.ok = true, .time_ms = WallClockMs()});
+    if (op == proto::kOom) {
       pid_t victim = LargestProcess();
       if (victim > 1) ::kill(victim, SIGKILL);
-      return channel_->SendResponse(stream, {{"killed", victim}});
+      return channel_->SendResponse(stream, proto::OomKilled{.killed = victim});
     }
-    if (op == "egress.listen") return egress_->HandleListen(stream);
-    if (op == "egress.attach") return egress_->HandleAttach(stream, req.at("conn").get<uint64_t>());
-    if (op == "archive.get") return HandleArchive(stream, req, false);
-    if (op == "archive.put") return HandleArchive(stream, req, true);
-    if (op.rfind("proc.", 0) == 0) return processes_->Handle(stream, op, req);
-    if (op.rfind("file.", 0) == 0) return HandleFileOp(*this, stream, op, req);
+    if (op == proto::kEgressListen) return egress_->HandleListen(stream);
+    if (op == proto::kEgressAttach)
+      return egress_->HandleAttach(stream, req.get<proto::EgressAttachRequest>().conn);
+    if (op == proto::kArchiveGet) {
+      auto get = req.get<proto::ArchiveGetRequest>();
+      return HandleArchive(stream, get.path, get.gzip, /*put=*/false);
+    }
+    if (op == proto::kArchivePut) {
+      auto put = req.get<proto::ArchivePutRequest>();
+      return HandleArchive(stream, put.path, put.gzip, /*put=*/true);
+    }
+    if (processes_->Handle(stream, op, req) || HandleFileOp(*this, stream, op, req)) return;
     channel_->SendError(stream, "invalid_request", "unknown op '" + op + "'");
   } catch (const json::exception& e) {
     channel_->SendError(stream, "invalid_request", std::string("bad request: ") + e.what());
   }
 }
 
-void Agent::HandleExec(uint32_t stream, const json& req) {
+void Agent::HandleExec(uint32_t stream, const proto::ExecRequest& req) {
   SpawnSpec spec;
   std::string error = UserSpawnSpec(req, &spec);
   if (!error.empty()) return channel_->SendError(stream, "invalid_request", error);
   ExecOptions opts;
-  opts.stdin_data = req.value("stdin", false);
-  opts.timeout_ms = req.value("timeoutMs", int64_t{60000});
-  opts.capture_limit = req.value("captureLimit", uint64_t{0});
-  opts.kill_past_limit = req.value("killPastLimit", false);
+  opts.stdin_data = req.stdin_data;
+  opts.timeout_ms = req.timeout_ms;
+  opts.capture_limit = req.capture_limit;
+  opts.kill_past_limit = req.kill_past_limit;
   ExecStream::Start(*this, stream, std::move(spec), opts);
 }
 
-void Agent::HandleArchive(uint32_t stream, const json& req, bool put) {
-  std::string path = req.value("path", "");
-  bool gzip = req.value("gzip", false);
-  std::string err = PrepareArchiveDir(path, put);
-  if (!err.empty()) return channel_->SendResponse(stream, json::parse(err));
+void Agent::HandleArchive(uint32_t stream, const std::string& path, bool gzip, bool put) {
+  if (auto error = PrepareArchiveDir(path, put)) return channel_->SendResponse(stream, *error);
   SpawnSpec spec;
   spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/workspace"};
   spec.cwd = "/";
@@ -131,16 +133,16 @@ void Agent::HandleArchive(uint32_t stream, const json& req, bool put) {
   ExecStream::Start(*this, stream, std::move(spec), opts, json{{"path", path}});
 }
 
-std::string UserSpawnSpec(const json& req, SpawnSpec* spec) {
-  if (req.contains("argv")) {
-    for (const auto& a : req["argv"]) spec->argv.push_back(a.get<std::string>());
+std::string UserSpawnSpec(const proto::CommandSpec& req, SpawnSpec* spec) {
+  if (req.argv) {
+    spec->argv = *req.argv;
     if (spec->argv.empty()) return "argv is empty";
-  } else if (req.contains("command")) {
-    spec->argv = {"/bin/bash", "-c", req["command"].get<std::string>()};
+  } else if (req.command) {
+    spec->argv = {"/bin/bash", "-c", *req.command};
   } else {
     return "argv or command is required";
   }
-  spec->cwd = req.value("cwd", std::string("/workspace"));
+  spec->cwd = req.cwd.value_or("/workspace");
   spec->uid = kUserUid;
   spec->gid = kUserGid;
   spec->env = {"PATH=/workspace/.local/bin:/usr/local/bin:/usr/bin:/bin",
@@ -151,13 +153,10 @@ std::string UserSpawnSpec(const json& req, SpawnSpec* spec) {
                "LANG=C.UTF-8",
                "PWD=" + spec->cwd};
   spec->env.insert(spec->env.end(), std::begin(kEgressEnv), std::end(kEgressEnv));
-  if (req.contains("env")) {
-    for (const auto& [k, v] : req["env"].items()) {
-      std::string kv = k + "=" + v.get<std::string>();
-      auto same = [&](const std::string& e) { return e.compare(0, k.size() + 1, k + "=") == 0; };
-      std::erase_if(spec->env, same);
-      spec->env.push_back(std::move(kv));
-    }
+  for (const auto& [k, v] : req.env) {
+    auto same = [&](const std::string& e) { return e.compare(0, k.size() + 1, k + "=") == 0; };
+    std::erase_if(spec->env, same);
+    spec->env.push_back(k + "=" + v);
   }
   return "";
 }

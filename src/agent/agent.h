@@ -14,6 +14,7 @@
 #include "agent/command.h"
 #include "agent/event_loop.h"
 #include "agent/spawn.h"
+#include "proto/ops.h"
 
 namespace kiln::agent {
 
@@ -56,8 +57,8 @@ class Agent : public Channel::Handler {
   std::string NewToken(char kind);
 
  private:
-  void HandleExec(uint32_t stream, const nlohmann::json& req);
-  void HandleArchive(uint32_t stream, const nlohmann::json& req, bool put);
+  void HandleExec(uint32_t stream, const proto::ExecRequest& req);
+  void HandleArchive(uint32_t stream, const std::string& path, bool gzip, bool put);
 
   EventLoop& loop_;
   CommandRegistry registry_;
@@ -72,7 +73,7 @@ class Agent : public Channel::Handler {
 // Builds the spawn spec of a user command from argv/command, env, cwd:
 // runs as `user` with the standard environment. Returns "" or an error
 // message naming the field.
-std::string UserSpawnSpec(const nlohmann::json& req, SpawnSpec* spec);
+std::string UserSpawnSpec(const proto::CommandSpec& req, SpawnSpec* spec);
 
 // Describes a failure to start as a shell would, for a command's stderr.
 std::string SpawnFailureText(const SpawnSpec& spec, const SpawnResult& r);

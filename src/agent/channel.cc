@@ -1,5 +1,7 @@
 #include "agent/channel.h"
 
+#include "proto/ops.h"
+
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -99,7 +101,8 @@ void Channel::SendResponse(uint32_t stream, const json& response) {
 }
 
 void Channel::SendError(uint32_t stream, std::string_view code, std::string_view message) {
-  SendResponse(stream, json{{"error", {{"code", code}, {"message", message}}}});
+  SendResponse(stream,
+               proto::AgentError{.code = std::string(code), .message = std::string(message)});
 }
 
 void Channel::SendWindow(uint32_t stream, uint32_t bytes) {

@@ -11,10 +11,9 @@
 #include <string>
 
 #include "proto/frame.h"
+#include "proto/ops.h"
 
 namespace kiln::agent {
-
-using nlohmann::json;
 
 const char* const kEgressEnv[5] = {
     "HTTP_PROXY=http://127.0.0.1:10800", "HTTPS_PROXY=http://127.0.0.1:10800",
@@ -156,7 +155,7 @@ class EgressConnStream : public Stream {
   void End(const char* how) {
     if (done_) return;
     done_ = true;
-    agent_.channel().SendResponse(stream_, json{{"closed", how}});
+    agent_.channel().SendResponse(stream_, proto::EgressClosed{.closed = how});
     agent_.Finish(stream_);
   }
 
@@ -213,7 +212,7 @@ void Egress::OnAccept() {
       pending_.erase(it);
     });
     pending_[id] = Pending{std::move(fd), timer};
-    agent_.channel().SendEvent(listen_stream_, json{{"conn", id}});
+    agent_.channel().SendEvent(listen_stream_, proto::EgressConn{.conn = id});
   }
 }
 

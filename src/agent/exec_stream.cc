@@ -1,6 +1,7 @@
 #include "agent/exec_stream.h"
 
 #include "proto/frame.h"
+#include "proto/ops.h"
 #include "proto/signals.h"
 
 namespace kiln::agent {
@@ -25,18 +26,14 @@ void ExecStream::Start(Agent& agent, uint32_t stream, SpawnSpec spec, ExecOption
     // Answer as a shell would: the failure is the command's result.
     std::string text = SpawnFailureText(spec, err);
     agent.channel().SendData(stream, proto::kStderr, text);
-    json r = {{"exitCode", err.error == ENOENT ? 127 : 126},
-              {"signal", nullptr},
-              {"timedOut", false},
-              {"durationMs", 0},
-              {"stdoutBytes", 0},
-              {"stderrBytes", text.size()},
-              {"startError", text}};
+    json r = proto::ExecExit{.exit_code = err.error == ENOENT ? 127 : 126,
+                             .stderr_bytes = text.size(),
+                             .start_error = text};
     r.update(raw->extra_);
     agent.channel().SendResponse(stream, r);
     return;
   }
-  agent.channel().SendEvent(stream, json{{"type", "start"}, {"pid", raw->command_->pid()}});
+  agent.channel().SendEvent(stream, proto::ExecStarted{.pid = raw->command_->pid()});
   if (options.timeout_ms > 0) {
     raw->timer_ = agent.loop().AddTimer(options.timeout_ms, [raw] {
       raw->timer_ = 0;
@@ -77,19 +74,19 @@ void ExecStream::OnData(uint8_t channel, std::string data, bool end) {
 void ExecStream::OnDone(const CommandResult& r) {
   if (timer_) agent_.loop().CancelTimer(timer_);
   timer_ = 0;
-  json resp = {
-      {"exitCode", r.exited ? json(r.exit_code) : json(nullptr)},
-      {"signal", r.exited ? json(nullptr) : json(proto::SignalName(r.signal))},
-      {"timedOut", r.timed_out},
-      {"durationMs", r.duration_ms},
-      {"stdoutBytes", bytes_[1]},
-      {"stderrBytes", bytes_[2]},
-      {"stdinBytes", command_ ? command_->stdin_offset() : 0},
-  };
+  proto::ExecExit exit{
+      .exit_code = r.exited ? std::optional<int>(r.exit_code) : std::nullopt,
+      .signal = r.exited ? std::nullopt : std::optional<std::string>(proto::SignalName(r.signal)),
+      .timed_out = r.timed_out,
+      .duration_ms = r.duration_ms,
+      .stdout_bytes = bytes_[1],
+      .stderr_bytes = bytes_[2],
+      .stdin_bytes = command_ ? command_->stdin_offset() : 0};
   if (options_.capture_limit > 0) {
-    resp["stdoutTruncated"] = bytes_[1] > options_.capture_limit;
-    resp["stderrTruncated"] = bytes_[2] > options_.capture_limit;
+    exit.stdout_truncated = bytes_[1] > options_.capture_limit;
+    exit.stderr_truncated = bytes_[2] > options_.capture_limit;
   }
+  json resp = exit;
   resp.update(extra_);
   agent_.channel().SendResponse(stream_, resp);
   agent_.Finish(stream_);

@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "common/unique_fd.h"
 #include "proto/frame.h"
+#include "proto/ops.h"
 
 namespace kiln::agent {
 namespace {
@@ -46,20 +47,20 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
-json Entry(const std::string& path, const struct stat& st) {
-  json e = {
-      {"name", BaseName(path)},
-      {"path", path},
-      {"type", TypeName(st.st_mode)},
-      {"size", static_cast<uint64_t>(st.st_size)},
-      {"mode", Octal(st.st_mode)},
-      {"modifiedMs", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000},
-      {"uid", st.st_uid},
-      {"gid", st.st_gid}};
+proto::FileEntry Entry(const std::string& path, const struct stat& st) {
+  proto::FileEntry e{
+      .name = BaseName(path),
+      .path = path,
+      .type = TypeName(st.st_mode),
+      .size = static_cast<uint64_t>(st.st_size),
+      .mode = Octal(st.st_mode),
+      .modified_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000,
+      .uid = st.st_uid,
+      .gid = st.st_gid};
   if (S_ISLNK(st.st_mode)) {
     char target[4096];
     ssize_t n = readlink(path.c_str(), target, sizeof target);
-    if (n >= 0) e["symlinkTarget"] = std::string(target, static_cast<size_t>(n));
+    if (n >= 0) e.symlink_target = std::string(target, static_cast<size_t>(n));
   }
   return e;
 }
@@ -85,7 +86,7 @@ int MakeParents(const std::string& dir) {
   return 0;
 }
 
-void ListInto(const std::string& dir, int depth, json& out, size_t limit) {
+void ListInto(const std::string& dir, int depth, std::vector<proto::FileEntry>& out, size_t limit) {
   DIR* d = opendir(dir.c_str());
   if (!d) return;
   std::vector<std::string> names;
@@ -128,7 +129,7 @@ class FileReader : public Stream {
       }
       if (n == 0) {
         agent_.channel().SendData(stream_, proto::kStdout, "", true);
-        agent_.channel().SendResponse(stream_, json{{"size", total_}});
+        agent_.channel().SendResponse(stream_, proto::FileReadDone{.size = total_});
         return agent_.Finish(stream_);
       }
       agent_.channel().SendData(stream_, proto::kStdout,
@@ -181,7 +182,7 @@ class FileWriter : public Stream {
     fd_.reset();
     if (::rename(tmp_.c_str(), path_.c_str()) < 0) return Fail(errno);
     tmp_.clear();
-    agent_.channel().SendResponse(stream_, json{{"path", path_}, {"size", size_}});
+    agent_.channel().SendResponse(stream_, proto::FileWritten{.path = path_, .size = size_});
     agent_.Finish(stream_);
   }
 
@@ -206,8 +207,8 @@ void Read(Agent& agent, uint32_t stream, const std::string& path) {
   struct stat st;
   fstat(fd.get(), &st);
   if (S_ISDIR(st.st_mode)) return agent.channel().SendResponse(stream, FileError(EISDIR, path));
-  agent.channel().SendEvent(
-      stream, json{{"size", static_cast<uint64_t>(st.st_size)}, {"mode", Octal(st.st_mode)}});
+  agent.channel().SendEvent(stream, proto::FileReadStart{.size = static_cast<uint64_t>(st.st_size),
+                                                         .mode = Octal(st.st_mode)});
   auto reader = std::make_unique<FileReader>(agent, stream, std::move(fd));
   FileReader* raw = reader.get();
   agent.Attach(stream, std::move(reader));
@@ -232,21 +233,20 @@ void Write(Agent& agent, uint32_t stream, const std::string& path, mode_t mode) 
 json Stat(const std::string& path) {
   struct stat st;
   if (lstat(path.c_str(), &st) < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return json{{"exists", false}, {"path", path}};
+    if (errno == ENOENT || errno == ENOTDIR)
+      return proto::FileStat{.exists = false, .entry = {.path = path}};
     return FileError(errno, path);
   }
-  json e = Entry(path, st);
-  e["exists"] = true;
-  return e;
+  return proto::FileStat{.exists = true, .entry = Entry(path, st)};
 }
 
 json List(const std::string& path, int depth) {
   struct stat st;
   if (stat(path.c_str(), &st) < 0) return FileError(errno, path);
   if (!S_ISDIR(st.st_mode)) return FileError(ENOTDIR, path);
-  json out = json::array();
-  ListInto(path, depth, out, 10000);
-  return json{{"data", out}};
+  proto::FileList out;
+  ListInto(path, depth, out.data, 10000);
+  return out;
 }
 
 json Mkdir(const std::string& path, bool parents) {
@@ -271,7 +271,7 @@ json Mkdir(const std::string& path, bool parents) {
 json Remove(const std::string& path, bool recursive) {
   struct stat st;
   if (lstat(path.c_str(), &st) < 0) {
-    if (errno == ENOENT) return json{{"removed", false}};
+    if (errno == ENOENT) return proto::FileRemoved{.removed = false};
     return FileError(errno, path);
   }
   if (path == "/") return FileError(EBUSY, path);
@@ -282,7 +282,7 @@ json Remove(const std::string& path, bool recursive) {
     err = errno;
   }
   if (err) return FileError(err, path);
-  return json{{"removed", true}};
+  return proto::FileRemoved{.removed = true};
 }
 
 json Rename(const std::string& from, const std::string& to, bool overwrite) {
@@ -298,7 +298,7 @@ json Rename(const std::string& from, const std::string& to, bool overwrite) {
 
 }  // namespace
 
-json FileError(int err, const std::string& path) {
+proto::AgentError FileError(int err, const std::string& path) {
   const char* code = "io_error";
   switch (err) {
     case ENOENT:
@@ -328,42 +328,59 @@ json FileError(int err, const std::string& path) {
       code = "busy";
       break;
   }
-  return json{
-      {"error", {{"code", code}, {"message", path + ": " + std::strerror(err)}, {"path", path}}}};
+  return proto::AgentError{.code = code, .message = path + ": " + std::strerror(err), .path = path};
 }
 
-std::string PrepareArchiveDir(const std::string& path, bool create) {
+std::optional<proto::AgentError> PrepareArchiveDir(const std::string& path, bool create) {
   std::string bad = CheckPath(path);
   if (!bad.empty())
-    return json{{"error", {{"code", "invalid_request"}, {"message", bad}, {"path", path}}}}.dump();
+    return proto::AgentError{.code = "invalid_request", .message = bad, .path = path};
   struct stat st;
   if (stat(path.c_str(), &st) == 0) {
-    return S_ISDIR(st.st_mode) ? "" : FileError(ENOTDIR, path).dump();
+    if (S_ISDIR(st.st_mode)) return std::nullopt;
+    return FileError(ENOTDIR, path);
   }
-  if (!create) return FileError(errno, path).dump();
+  if (!create) return FileError(errno, path);
   int err = MakeParents(path);
-  return err ? FileError(err, path).dump() : "";
+  if (err) return FileError(err, path);
+  return std::nullopt;
 }
 
-void HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const json& req) {
+bool HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const json& req) {
   auto& ch = agent.channel();
-  std::string path = req.value("path", "");
-  std::string bad = CheckPath(op == "file.rename" ? req.value("from", "") : path);
-  if (op == "file.rename" && bad.empty()) bad = CheckPath(req.value("to", ""));
-  if (!bad.empty()) return ch.SendError(stream, "invalid_request", bad);
-  if (op == "file.read") return Read(agent, stream, path);
-  if (op == "file.write")
-    return Write(agent, stream, path, static_cast<mode_t>(req.value("mode", 0644)) & 07777);
-  if (op == "file.stat") return ch.SendResponse(stream, Stat(path));
-  if (op == "file.list")
-    return ch.SendResponse(stream, List(path, std::clamp(req.value("depth", 1), 1, 16)));
-  if (op == "file.mkdir") return ch.SendResponse(stream, Mkdir(path, req.value("parents", true)));
-  if (op == "file.remove")
-    return ch.SendResponse(stream, Remove(path, req.value("recursive", false)));
-  if (op == "file.rename")
-    return ch.SendResponse(
-        stream, Rename(req.value("from", ""), req.value("to", ""), req.value("overwrite", false)));
-  ch.SendError(stream, "invalid_request", "unknown op '" + op + "'");
+  // Answers now, unless `path` is one the kernel would misread.
+  auto answer = [&](const std::string& path, auto&& handle) {
+    std::string bad = CheckPath(path);
+    if (!bad.empty()) return ch.SendError(stream, "invalid_request", bad);
+    handle();
+  };
+  if (op == proto::kFileRead) {
+    auto r = req.get<proto::FileReadRequest>();
+    answer(r.path, [&] { Read(agent, stream, r.path); });
+  } else if (op == proto::kFileWrite) {
+    auto r = req.get<proto::FileWriteRequest>();
+    answer(r.path, [&] { Write(agent, stream, r.path, static_cast<mode_t>(r.mode) & 07777); });
+  } else if (op == proto::kFileStat) {
+    auto r = req.get<proto::FileStatRequest>();
+    answer(r.path, [&] { ch.SendResponse(stream, Stat(r.path)); });
+  } else if (op == proto::kFileList) {
+    auto r = req.get<proto::FileListRequest>();
+    answer(r.path, [&] { ch.SendResponse(stream, List(r.path, std::clamp(r.depth, 1, 16))); });
+  } else if (op == proto::kFileMkdir) {
+    auto r = req.get<proto::FileMkdirRequest>();
+    answer(r.path, [&] { ch.SendResponse(stream, Mkdir(r.path, r.parents)); });
+  } else if (op == proto::kFileRemove) {
+    auto r = req.get<proto::FileRemoveRequest>();
+    answer(r.path, [&] { ch.SendResponse(stream, Remove(r.path, r.recursive)); });
+  } else if (op == proto::kFileRename) {
+    auto r = req.get<proto::FileRenameRequest>();
+    std::string bad = CheckPath(r.from);
+    answer(bad.empty() ? r.to : r.from,
+           [&] { ch.SendResponse(stream, Rename(r.from, r.to, r.overwrite)); });
+  } else {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace kiln::agent

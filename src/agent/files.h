@@ -3,23 +3,26 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "proto/ops.h"
 
 namespace kiln::agent {
 
 class Agent;
 
-// file.read, file.write, file.stat, file.list, file.mkdir, file.remove,
-// file.rename. Answers on `stream`, now or after the transfer.
-void HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const nlohmann::json& req);
+// The file ops (proto::kFileRead ... kFileRename): answers on `stream`, now
+// or after the transfer. False if `op` is none of them.
+bool HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const nlohmann::json& req);
 
-// Checks `path` for an archive transfer (creating it for a put). Returns ""
-// or an error answer as JSON text.
-std::string PrepareArchiveDir(const std::string& path, bool create);
+// Checks `path` for an archive transfer (creating it for a put); the error
+// answer if it will not do.
+std::optional<proto::AgentError> PrepareArchiveDir(const std::string& path, bool create);
 
-// {"error": {code, message, path}} for an errno of an operation on `path`.
-nlohmann::json FileError(int err, const std::string& path);
+// The error answer for an errno of an operation on `path`.
+proto::AgentError FileError(int err, const std::string& path);
 
 }  // namespace kiln::agent

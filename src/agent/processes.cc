@@ -2,6 +2,7 @@
 
 #include "agent/agent.h"
 #include "proto/base64.h"
+#include "proto/ops.h"
 #include "proto/signals.h"
 
 namespace kiln::agent {
@@ -17,7 +18,7 @@ struct ProcessTable::Process {
   std::string id;
   uint64_t seq = 0;
   pid_t pid = 0;
-  json argv;
+  std::vector<std::string> argv;
   std::string command;
   std::string cwd;
   int64_t timeout_ms = 0;
@@ -40,54 +41,73 @@ ProcessTable::Process* ProcessTable::Find(const std::string& id) {
   return it == procs_.end() ? nullptr : it->second.get();
 }
 
-void ProcessTable::Handle(uint32_t stream, const std::string& op, const json& req) {
+bool ProcessTable::Handle(uint32_t stream, const std::string& op, const json& req) {
   auto& ch = agent_.channel();
-  if (op == "proc.start") return Start(stream, req);
-  if (op == "proc.list") {
-    json data = json::array();
-    for (const auto& [id, p] : procs_) data.push_back(Info(*p));
-    std::sort(data.begin(), data.end(),
-              [](const json& a, const json& b) { return a["seq"] < b["seq"]; });
-    return ch.SendResponse(stream, json{{"data", data}});
+  if (op == proto::kProcStart) {
+    Start(stream, req.get<proto::ProcStartRequest>());
+  } else if (op == proto::kProcList) {
+    proto::ProcessList list;
+    for (const auto& [id, p] : procs_) list.data.push_back(Info(*p));
+    std::sort(list.data.begin(), list.data.end(),
+              [](const auto& a, const auto& b) { return a.seq < b.seq; });
+    ch.SendResponse(stream, list);
+  } else if (op == proto::kProcGet) {
+    if (Process* p = Find(stream, req.get<proto::ProcGetRequest>().id))
+      ch.SendResponse(stream, Info(*p));
+  } else if (op == proto::kProcOutput) {
+    auto r = req.get<proto::ProcOutputRequest>();
+    if (Process* p = Find(stream, r.id)) Output(stream, *p, r);
+  } else if (op == proto::kProcWrite) {
+    auto r = req.get<proto::ProcWriteRequest>();
+    if (Process* p = Find(stream, r.id)) Write(stream, *p, r);
+  } else if (op == proto::kProcSignal) {
+    auto r = req.get<proto::ProcSignalRequest>();
+    if (Process* p = Find(stream, r.id)) Signal(stream, *p, r.signal);
+  } else {
+    return false;
   }
-  Process* p = Find(req.value("id", ""));
-  if (!p) return ch.SendError(stream, "not_found", "no process '" + req.value("id", "") + "'");
-  if (op == "proc.get") return ch.SendResponse(stream, Info(*p));
-  if (op == "proc.output") return Output(stream, *p, req);
-  if (op == "proc.write") {
-    if (!p->cmd || !p->cmd->stdin_open())
-      return ch.SendError(stream, "stdin_closed", "the process's stdin is closed");
-    auto data = proto::Base64Decode(req.value("base64", ""));
-    if (!data) return ch.SendError(stream, "invalid_request", "base64 is not valid base64");
-    p->cmd->WriteStdin(*data);
-    uint64_t offset = p->cmd->stdin_offset();
-    if (req.value("eof", false)) p->cmd->CloseStdin();
-    return ch.SendResponse(stream, json{{"offset", offset}});
-  }
-  if (op == "proc.signal") {
-    int sig = proto::SignalNumber(req.value("signal", ""));
-    if (sig == 0) return ch.SendError(stream, "invalid_request", "unknown signal");
-    if (p->cmd) p->cmd->Signal(sig);
-    return ch.SendResponse(stream, Info(*p));
-  }
-  ch.SendError(stream, "invalid_request", "unknown op '" + op + "'");
+  return true;
 }
 
-void ProcessTable::Start(uint32_t stream, const json& req) {
+ProcessTable::Process* ProcessTable::Find(uint32_t stream, const std::string& id) {
+  Process* p = Find(id);
+  if (!p) agent_.channel().SendError(stream, "not_found", "no process '" + id + "'");
+  return p;
+}
+
+void ProcessTable::Signal(uint32_t stream, Process& p, const std::string& name) {
+  int sig = proto::SignalNumber(name);
+  if (sig == 0) return agent_.channel().SendError(stream, "invalid_request", "unknown signal");
+  if (p.cmd) p.cmd->Signal(sig);
+  agent_.channel().SendResponse(stream, Info(p));
+}
+
+void ProcessTable::Write(uint32_t stream, Process& p, const proto::ProcWriteRequest& req) {
+  auto& ch = agent_.channel();
+  if (!p.cmd || !p.cmd->stdin_open())
+    return ch.SendError(stream, "stdin_closed", "the process's stdin is closed");
+  auto data = proto::Base64Decode(req.base64);
+  if (!data) return ch.SendError(stream, "invalid_request", "base64 is not valid base64");
+  p.cmd->WriteStdin(*data);
+  uint64_t offset = p.cmd->stdin_offset();
+  if (req.eof) p.cmd->CloseStdin();
+  ch.SendResponse(stream, proto::ProcWritten{.offset = offset});
+}
+
+void ProcessTable::Start(uint32_t stream, const proto::ProcStartRequest& req) {
   SpawnSpec spec;
   std::string error = UserSpawnSpec(req, &spec);
   if (!error.empty()) return agent_.channel().SendError(stream, "invalid_request", error);
   auto p = std::make_unique<Process>();
   p->seq = next_id_++;
   p->id = "p" + std::to_string(p->seq);
-  p->argv = req.contains("argv") ? req["argv"] : json::array({"/bin/bash", "-c", req["command"]});
-  p->command = req.contains("command") ? req["command"].get<std::string>() : "";
+  p->argv = spec.argv;
+  p->command = req.command.value_or("");
   if (p->command.empty()) {
-    for (const auto& a : p->argv)
-      p->command += (p->command.empty() ? "" : " ") + a.get<std::string>();
+    for (const auto& a : p->argv) p->command += (p->command.empty() ? "" : " ") + a;
   }
   p->cwd = spec.cwd;
-  p->timeout_ms = req.value("timeoutMs", int64_t{0});
+  p->timeout_ms = req.timeout_ms;
   p->started_ms = WallClockMs();
   Process* raw = p.get();
   Command::Callbacks cb;
@@ -110,7 +130,7 @@ void ProcessTable::Start(uint32_t stream, const json& req) {
     });
   };
   Command::Options opts;
-  opts.stdin_pipe = req.value("stdin", std::string()) == "pipe";
+  opts.stdin_pipe = req.stdin_pipe;
   opts.cleanup_on_exit = false;  // a server may leave daemons behind on purpose
   SpawnResult err;
   p->cmd =
@@ -136,33 +156,31 @@ void ProcessTable::Start(uint32_t stream, const json& req) {
   procs_[p->id] = std::move(p);
 }
 
-json ProcessTable::Info(const Process& p) const {
+proto::ProcessInfo ProcessTable::Info(const Process& p) const {
   bool running = p.state == "running";
-  return json{
-      {"id", p.id},
-      {"seq", p.seq},
-      {"pid", p.pid},
-      {"state", p.state},
-      {"exitCode", !running && p.result.exited ? json(p.result.exit_code) : json(nullptr)},
-      {"signal",
-       !running && !p.result.exited ? json(proto::SignalName(p.result.signal)) : json(nullptr)},
-      {"command", p.command},
-      {"argv", p.argv},
-      {"cwd", p.cwd},
-      {"stdinOpen", p.cmd && p.cmd->stdin_open()},
-      {"stdinOffset", p.cmd ? p.cmd->stdin_offset() : 0},
-      {"timeoutMs", p.timeout_ms},
-      {"startedMs", p.started_ms},
-      {"endedMs", running ? json(nullptr) : json(p.ended_ms)},
-      {"outputBytes", p.ring.end_offset()},
-      {"firstOffset", p.ring.first_offset()},
-  };
+  proto::ProcessInfo info{.id = p.id,
+                          .seq = p.seq,
+                          .pid = p.pid,
+                          .state = p.state,
+                          .command = p.command,
+                          .argv = p.argv,
+                          .cwd = p.cwd,
+                          .stdin_open = p.cmd && p.cmd->stdin_open(),
+                          .stdin_offset = p.cmd ? p.cmd->stdin_offset() : 0,
+                          .timeout_ms = p.timeout_ms,
+                          .started_ms = p.started_ms,
+                          .output_bytes = p.ring.end_offset(),
+                          .first_offset = p.ring.first_offset()};
+  if (!running && p.result.exited) info.exit_code = p.result.exit_code;
+  if (!running && !p.result.exited) info.signal = proto::SignalName(p.result.signal);
+  if (!running) info.ended_ms = p.ended_ms;
+  return info;
 }
 
-void ProcessTable::Output(uint32_t stream, Process& p, const json& req) {
-  uint64_t cursor = req.value("cursor", uint64_t{0});
-  size_t max_bytes = std::min<size_t>(req.value("maxBytes", kRingBytes), kRingBytes);
-  int64_t wait_ms = std::min<int64_t>(req.value("waitMs", int64_t{0}), 60000);
+void ProcessTable::Output(uint32_t stream, Process& p, const proto::ProcOutputRequest& req) {
+  uint64_t cursor = req.cursor;
+  size_t max_bytes = std::min<size_t>(req.max_bytes.value_or(kRingBytes), kRingBytes);
+  int64_t wait_ms = std::min<int64_t>(req.wait_ms, 60000);
   bool has_data = p.ring.end_offset() > cursor;
   if (has_data || p.state != "running" || wait_ms <= 0)
     return AnswerOutput(stream, p, cursor, max_bytes);
@@ -184,21 +202,21 @@ void ProcessTable::Output(uint32_t stream, Process& p, const json& req) {
 void ProcessTable::AnswerOutput(uint32_t stream, Process& p, uint64_t cursor, size_t max_bytes) {
   uint64_t dropped = 0;
   auto chunks = p.ring.Read(cursor, max_bytes, &dropped);
-  json out = json::array();
+  proto::OutputPage page;
   uint64_t next = std::max(cursor, p.ring.first_offset());
-  for (const auto& c : chunks) {
-    out.push_back(json{{"offset", c.offset},
-                       {"stream", c.channel == 1 ? "stdout" : "stderr"},
-                       {"base64", proto::Base64Encode(c.data)}});
+  for (auto& c : chunks) {
     next = c.offset + c.data.size();
+    page.chunks.push_back(proto::OutputChunk{.offset = c.offset,
+                                             .stream = c.channel == 1 ? "stdout" : "stderr",
+                                             .data = std::move(c.data)});
   }
   bool running = p.state == "running";
-  agent_.channel().SendResponse(stream, json{{"chunks", out},
-                                             {"nextCursor", next},
-                                             {"firstOffset", p.ring.first_offset()},
-                                             {"droppedBytes", dropped},
-                                             {"complete", !running && next >= p.ring.end_offset()},
-                                             {"process", Info(p)}});
+  page.next_cursor = next;
+  page.first_offset = p.ring.first_offset();
+  page.dropped_bytes = dropped;
+  page.complete = !running && next >= p.ring.end_offset();
+  page.process = Info(p);
+  agent_.channel().SendResponse(stream, page);
 }
 
 void ProcessTable::WakeWaiters(Process& p) {

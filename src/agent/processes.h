@@ -12,6 +12,7 @@
 
 #include "agent/command.h"
 #include "agent/output_ring.h"
+#include "proto/ops.h"
 
 namespace kiln::agent {
 
@@ -22,8 +23,9 @@ class ProcessTable {
   explicit ProcessTable(Agent& agent);
   ~ProcessTable();
 
-  // proc.start, proc.list, proc.get, proc.output, proc.write, proc.signal
-  void Handle(uint32_t stream, const std::string& op, const nlohmann::json& req);
+  // The process ops (proto::kProcStart ... kProcSignal); false if `op` is
+  // none of them.
+  bool Handle(uint32_t stream, const std::string& op, const nlohmann::json& req);
   void CancelWaiter(uint32_t stream);
   void CancelAllWaiters();
 
@@ -36,12 +38,16 @@ class ProcessTable {
     EventLoop::TimerId timer;
   };
 
-  void Start(uint32_t stream, const nlohmann::json& req);
-  void Output(uint32_t stream, Process& p, const nlohmann::json& req);
+  void Start(uint32_t stream, const proto::ProcStartRequest& req);
+  void Output(uint32_t stream, Process& p, const proto::ProcOutputRequest& req);
+  void Write(uint32_t stream, Process& p, const proto::ProcWriteRequest& req);
+  void Signal(uint32_t stream, Process& p, const std::string& name);
   void AnswerOutput(uint32_t stream, Process& p, uint64_t cursor, size_t max_bytes);
   void WakeWaiters(Process& p);
-  nlohmann::json Info(const Process& p) const;
+  proto::ProcessInfo Info(const Process& p) const;
   Process* Find(const std::string& id);
+  // The process, or nullptr having answered not_found.
+  Process* Find(uint32_t stream, const std::string& id);
   void EvictEnded();
 
   Agent& agent_;

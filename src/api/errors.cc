@@ -79,16 +79,4 @@ ApiError InvalidField(const std::string& path, const std::string& message) {
                   json{{"issues", json::array({json{{"path", path}, {"message", message}}})}});
 }
 
-ApiError FromAgentError(const json& answer) {
-  static const json kEmpty = json::object();
-  const json& raw = answer.is_object() && answer.contains("error") ? answer["error"] : answer;
-  // The agent runs in the sandbox: never trust the shape of what it sends.
-  const json& e = raw.is_object() ? raw : kEmpty;
-  std::string name = e.value("code", "internal_error");
-  std::string message = e.value("message", "the sandbox failed the request");
-  json details = nullptr;
-  if (e.contains("path")) details = json{{"path", e["path"]}};
-  return ApiError(CodeFromName(name).value_or(Code::kInternal), message, details);
-}
-
 }  // namespace kiln::api

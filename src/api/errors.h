@@ -44,8 +44,4 @@ T ValueOrThrow(Result<T> r) {
 ApiError NotFound(const std::string& what);
 ApiError InvalidField(const std::string& path, const std::string& message);
 
-// An {"error": {...}} answer of the agent as an ApiError (file_not_found ->
-// 404, is_a_directory -> 409, ...); an unknown code is an internal error.
-ApiError FromAgentError(const nlohmann::json& answer);
-
 }  // namespace kiln::api

@@ -1,5 +1,6 @@
 #include "api/presenters.h"
 
+#include "api/utf8.h"
 #include "common/time.h"
 
 namespace kiln::api {
@@ -8,6 +9,10 @@ using nlohmann::json;
 
 namespace {
 json TimeOrNull(int64_t ms) { return ms ? json(FormatTime(ms)) : json(nullptr); }
+template <typename T>
+json OrNull(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 }  // namespace
 
 json SandboxJson(const control::SandboxRecord& r) {
@@ -96,6 +101,52 @@ json DeletedSnapshotJson(const store::SnapshotRecord& r, int64_t deleted_ms) {
   out["status"] = "deleted";
   out["deletedAt"] = FormatTime(deleted_ms);
   return out;
+}
+
+json FileEntryJson(const proto::FileEntry& e) {
+  json j{{"name", e.name}, {"path", e.path}, {"type", e.type},
+         {"size", e.size}, {"mode", e.mode}, {"modifiedAt", FormatTime(e.modified_ms)},
+         {"uid", e.uid},   {"gid", e.gid}};
+  if (e.symlink_target) j["symlinkTarget"] = *e.symlink_target;
+  return j;
+}
+
+json FileStatJson(const proto::FileStat& stat) {
+  json j = stat.exists ? FileEntryJson(stat.entry) : json{{"path", stat.entry.path}};
+  j["exists"] = stat.exists;
+  return j;
+}
+
+json ProcessJson(const proto::ProcessInfo& p) {
+  return json{{"id", p.id},
+              {"kind", "process"},
+              {"pid", p.pid},
+              {"state", p.state},
+              {"exitCode", OrNull(p.exit_code)},
+              {"signal", OrNull(p.signal)},
+              {"command", p.command},
+              {"argv", p.argv},
+              {"cwd", p.cwd},
+              {"stdinOpen", p.stdin_open},
+              {"stdinOffset", p.stdin_offset},
+              {"timeoutMs", p.timeout_ms},
+              {"startedAt", FormatTime(p.started_ms)},
+              {"endedAt", p.ended_ms ? json(FormatTime(*p.ended_ms)) : json(nullptr)},
+              {"outputBytes", p.output_bytes},
+              {"firstOffset", p.first_offset}};
+}
+
+json OutputPageJson(const proto::OutputPage& page) {
+  json chunks = json::array();
+  for (const auto& c : page.chunks)
+    chunks.push_back(
+        json{{"offset", c.offset}, {"stream", c.stream}, {"data", SanitizeUtf8(c.data)}});
+  return json{{"chunks", chunks},
+              {"nextCursor", page.next_cursor},
+              {"firstOffset", page.first_offset},
+              {"droppedBytes", page.dropped_bytes},
+              {"complete", page.complete},
+              {"state", page.process.state}};
 }
 
 json ApiKeyJson(const store::ApiKey& k) {

@@ -8,6 +8,7 @@
 #include "control/sandbox.h"
 #include "control/sandbox_manager.h"
 #include "control/warm_pool.h"
+#include "proto/ops.h"
 #include "store/key_store.h"
 #include "store/snapshot_store.h"
 
@@ -24,6 +25,15 @@ nlohmann::json NetworkPolicyJson(const control::SandboxRecord& record);
 nlohmann::json SnapshotJson(const store::SnapshotRecord& record, const control::PoolStatus& pool);
 // The answer to :delete of a snapshot (it has no pool any more).
 nlohmann::json DeletedSnapshotJson(const store::SnapshotRecord& record, int64_t deleted_ms);
+
+// FileEntry: the agent's entry, its time as modifiedAt.
+nlohmann::json FileEntryJson(const proto::FileEntry& entry);
+// The answer to files/stat: a FileEntry with exists, or {exists: false, path}.
+nlohmann::json FileStatJson(const proto::FileStat& stat);
+// ProcessInfo.
+nlohmann::json ProcessJson(const proto::ProcessInfo& process);
+// ProcessOutputPage: the chunks as (sanitized) text.
+nlohmann::json OutputPageJson(const proto::OutputPage& page);
 
 // ApiKey: {id, name, admin, dailyLimitMicros|null, createdAt, revokedAt|null}.
 nlohmann::json ApiKeyJson(const store::ApiKey& key);

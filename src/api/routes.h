@@ -9,6 +9,8 @@
 #include "api/router.h"
 #include "api/validate.h"
 #include "control/sandbox_manager.h"
+#include "engine/agent_client.h"
+#include "proto/ops.h"
 #include "store/egress_log_store.h"
 #include "store/key_store.h"
 
@@ -44,15 +46,12 @@ std::optional<std::string> OwnerScope(const Exchange& ex);
 
 // The `Prefer: wait=N` header as a deadline (N capped at 120 s; none = now).
 control::Deadline PreferWaitDeadline(const Exchange& ex);
-// Its agent channel; 409 not_running unless it runs.
-std::shared_ptr<engine::AgentChannel> RunningConn(const control::Sandbox& s);
-// A request/response exchange with the agent; an error answer is thrown.
-nlohmann::json CallAgent(engine::AgentChannel& conn, const nlohmann::json& request,
-                         int timeout_ms = 30000);
+// Its agent; 409 not_running unless it runs.
+engine::AgentClient RunningAgent(const control::Sandbox& s);
 
 // Reads argv/command, env, cwd of a command body into an agent request,
 // merging the sandbox's env under the command's.
-void ReadCommandFields(FieldReader& f, const control::Sandbox& s, nlohmann::json* request);
+void ReadCommandFields(FieldReader& f, const control::Sandbox& s, proto::CommandSpec* command);
 
 // An optional integer query parameter in [min, max]; 400 naming it otherwise.
 int64_t QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max, int64_t def);

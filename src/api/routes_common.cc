@@ -47,45 +47,37 @@ control::Deadline PreferWaitDeadline(const Exchange& ex) {
   return now + std::chrono::seconds(std::min<int64_t>(seconds, 120));
 }
 
-std::shared_ptr<engine::AgentChannel> RunningConn(const control::Sandbox& s) {
+engine::AgentClient RunningAgent(const control::Sandbox& s) {
   auto conn = s.channel();
   if (!conn || !conn->alive()) {
     ThrowIfError(s.RequireRunning());
     throw ApiError(Code::kNotRunning, "sandbox " + s.id() + " is stopping");
   }
-  return conn;
+  return engine::AgentClient(std::move(conn));
 }
 
-json CallAgent(engine::AgentChannel& conn, const json& request, int timeout_ms) {
-  json answer = engine::RoundTrip(conn, request, timeout_ms);
-  if (answer.is_object() && answer.contains("error")) throw FromAgentError(answer);
-  return answer;
-}
-
-void ReadCommandFields(FieldReader& f, const control::Sandbox& s, json* req) {
-  auto argv = f.StringList("argv", 4096);
-  auto command = f.String("command", 1 << 20);
-  if (argv && command) f.Issue("argv", "give either argv or command, not both");
-  if (!argv && !command && !f.has("argv") && !f.has("command"))
+void ReadCommandFields(FieldReader& f, const control::Sandbox& s, proto::CommandSpec* command) {
+  auto argv = f.StringList("argv", contract::kArgvMax);
+  auto line = f.String("command", contract::kCommandMax);
+  if (argv && line) f.Issue("argv", "give either argv or command, not both");
+  if (!argv && !line && !f.has("argv") && !f.has("command"))
     f.Issue("command", "argv or command is required");
   if (argv && argv->empty()) f.Issue("argv", "must not be empty");
   if (argv && !argv->empty() && (*argv)[0].empty()) f.Issue("argv[0]", "must not be empty");
-  if (argv) (*req)["argv"] = *argv;
-  if (command) (*req)["command"] = *command;
-  auto env = f.StringMap("env", 256, 256, 128 * 1024);
-  json merged = json::object();
-  for (const auto& [k, v] : s.spec().env) merged[k] = v;
+  command->argv = std::move(argv);
+  command->command = std::move(line);
+  auto env = f.StringMap("env", 256, 256, contract::kCommandEnvValueMax);
+  command->env = s.spec().env;
   if (env) {
-    for (const auto& [k, v] : *env) {
+    for (auto& [k, v] : *env) {
       if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");
       if (v.find('\0') != std::string::npos) f.Issue("env." + k, "must not contain a NUL byte");
-      merged[k] = v;
+      command->env[k] = std::move(v);
     }
   }
-  (*req)["env"] = merged;
-  if (auto cwd = f.String("cwd", 4096)) {
+  if (auto cwd = f.String("cwd", contract::kPathMax)) {
     if (cwd->empty() || (*cwd)[0] != '/') f.Issue("cwd", "must be an absolute path");
-    (*req)["cwd"] = *cwd;
+    command->cwd = std::move(cwd);
   }
 }
 

@@ -4,44 +4,37 @@
 #include "api/routes.h"
 #include "api/utf8.h"
 #include "api/validate.h"
+#include "common/contract.h"
 #include "common/time.h"
 #include "proto/base64.h"
-#include "proto/frame.h"
 
 namespace kiln::api {
 
-using AgentOp = engine::AgentStream;
+using engine::ExecEvent;
 using nlohmann::json;
 
 namespace {
 
-constexpr uint64_t kOutputCap = 64 * 1024;
-// How long past its own timeout a command may take to answer (killing a
-// large process tree inside gVisor is not instant).
-constexpr int kGraceMs = 30000;
-
-struct ExecRequest {
-  json agent;
+struct ExecCall {
+  proto::ExecRequest agent;
   std::optional<std::string> stdin_bytes;
   bool stream = false;
   bool base64 = false;
-  int64_t timeout_ms = 60000;
 };
 
-ExecRequest ReadExec(const json& body, const control::Sandbox& s) {
+ExecCall ReadExec(const json& body, const control::Sandbox& s) {
   FieldReader f(body);
-  ExecRequest r;
-  r.agent = json{{"op", "exec"}};
+  ExecCall r;
   ReadCommandFields(f, s, &r.agent);
-  auto text = f.String("stdin", 64 << 20);
-  auto b64 = f.String("stdinBase64", 96 << 20);
+  auto text = f.String("stdin", contract::kStdinMax);
+  auto b64 = f.String("stdinBase64", contract::kStdinBase64Max);
   if (text && b64) f.Issue("stdin", "give either stdin or stdinBase64, not both");
   if (text) r.stdin_bytes = *text;
   if (b64) {
     r.stdin_bytes = proto::Base64Decode(*b64);
     if (!r.stdin_bytes) f.Issue("stdinBase64", "is not valid base64");
   }
-  if (auto t = f.Int("timeoutMs", 1, 86400000)) r.timeout_ms = *t;
+  r.agent.timeout_ms = f.Int("timeoutMs", contract::kExecTimeoutMs);
   r.stream = f.Bool("stream").value_or(false);
   // kiln's own: a command whose output passes the answer's cap is killed at
   // once (graders: its answer is already wrong, and a flood costs CPU).
@@ -52,50 +45,56 @@ ExecRequest ReadExec(const json& body, const control::Sandbox& s) {
     r.base64 = *enc == "base64";
   }
   f.Finish();
-  r.agent["timeoutMs"] = r.timeout_ms;
-  r.agent["stdin"] = r.stdin_bytes.has_value();
-  r.agent["captureLimit"] = r.stream ? 0 : kOutputCap;
-  r.agent["killPastLimit"] = stop_at_cap;
+  r.agent.capture_limit = r.stream ? 0 : contract::kExecOutputCap;
+  r.agent.kill_past_limit = stop_at_cap;
   return r;
 }
 
-json ExitFields(const json& resp) {
-  return json{{"exitCode", resp.value("exitCode", json(nullptr))},
-              {"signal", resp.value("signal", json(nullptr))},
-              {"timedOut", resp.value("timedOut", false)},
-              {"durationMs", resp.value("durationMs", 0)}};
+// When to give up on an answer: the command's own timeout and some grace.
+int64_t AnswerDeadline(const ExecCall& req) {
+  return MonotonicNowMs() + req.agent.timeout_ms + contract::kExecGraceMs;
 }
 
-void RunJson(Exchange& ex, AgentOp& op, const ExecRequest& req) {
+json ExitFields(const proto::ExecExit& exit) {
+  return json{{"exitCode", exit.exit_code ? json(*exit.exit_code) : json(nullptr)},
+              {"signal", exit.signal ? json(*exit.signal) : json(nullptr)},
+              {"timedOut", exit.timed_out},
+              {"durationMs", exit.duration_ms}};
+}
+
+void RunJson(Exchange& ex, engine::ExecRun& run, const ExecCall& req) {
   std::string out[3];
   std::string pid;
-  AgentOp::Message m;
-  int64_t deadline = MonotonicNowMs() + req.timeout_ms + kGraceMs;
-  for (;;) {
+  int64_t deadline = AnswerDeadline(req);
+  for (ExecEvent ev;;) {
     int64_t left = deadline - MonotonicNowMs();
     if (left <= 0)
       throw ApiError(Code::kAgentTimeout, "the command did not finish within its timeout");
-    if (!op.Next(&m, static_cast<int>(std::min<int64_t>(left, 250)))) {
+    if (!run.Next(&ev, static_cast<int>(std::min<int64_t>(left, 250)))) {
       // Nobody will read the result: stop the command and all it started.
-      if (ex.ClientGone()) return op.Cancel();
+      if (ex.ClientGone()) return run.Cancel();
       continue;
     }
-    if (m.kind == AgentOp::Message::kData) {
-      op.Ack(static_cast<uint32_t>(m.data.size()));
-      if (m.channel <= 2) out[m.channel] += m.data;
-    } else if (m.kind == AgentOp::Message::kEvent) {
-      pid = std::to_string(m.body.value("pid", 0));
-    } else if (m.kind == AgentOp::Message::kResponse) {
-      if (m.body.contains("error")) throw FromAgentError(m.body);
-      json result = ExitFields(m.body);
-      result["stdout"] = SanitizeUtf8(out[1]);
-      result["stderr"] = SanitizeUtf8(out[2]);
-      result["stdoutTruncated"] = m.body.value("stdoutTruncated", false);
-      result["stderrTruncated"] = m.body.value("stderrTruncated", false);
-      result["processId"] = pid;
-      return ex.SendJson(200, result);
-    } else {
-      throw ApiError(Code::kNotRunning, "the sandbox stopped while the command ran");
+    switch (ev.kind) {
+      case ExecEvent::kStarted:
+        pid = std::to_string(ev.pid);
+        break;
+      case ExecEvent::kOutput:
+        out[ev.stream] += ev.data;
+        break;
+      case ExecEvent::kExit: {
+        json result = ExitFields(ev.exit);
+        result["stdout"] = SanitizeUtf8(out[1]);
+        result["stderr"] = SanitizeUtf8(out[2]);
+        result["stdoutTruncated"] = ev.exit.stdout_truncated;
+        result["stderrTruncated"] = ev.exit.stderr_truncated;
+        result["processId"] = pid;
+        return ex.SendJson(200, result);
+      }
+      case ExecEvent::kError:
+        throw ApiError(ev.error);
+      case ExecEvent::kClosed:
+        throw ApiError(Code::kNotRunning, "the sandbox stopped while the command ran");
     }
   }
 }
@@ -115,7 +114,7 @@ std::string Base64EventLine(uint8_t channel, uint64_t offset, std::string_view d
   return line;
 }
 
-void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
+void RunStream(Exchange& ex, engine::ExecRun& run, const ExecCall& req) {
   auto line = [&](const json& j) {
     return ex.WriteChunk(j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
   };
@@ -128,47 +127,47 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
     return ex.BeginStream(200, "application/x-ndjson") &&
            line(json{{"type", "start"}, {"processId", pid}});
   };
+  // An error after the stream began: its last line.
+  auto fail = [&](std::string_view code, std::string_view message) {
+    line(json{{"type", "error"}, {"error", {{"code", code}, {"message", message}}}});
+    ex.EndStream();
+  };
   // Bytes of a character split across chunks, held back with the offset of
   // their first byte in the combined output.
   std::string carry[3];
   uint64_t carry_offset[3] = {0, 0, 0};
   uint64_t offset = 0;
-  AgentOp::Message m;
-  int64_t deadline = MonotonicNowMs() + req.timeout_ms + kGraceMs;
-  for (;;) {
+  int64_t deadline = AnswerDeadline(req);
+  for (ExecEvent ev;;) {
     if (MonotonicNowMs() > deadline) {
       if (!started) throw ApiError(Code::kAgentTimeout, "the command did not start");
-      line(json{{"type", "error"},
-                {"error", {{"code", "agent_timeout"}, {"message", "no answer from the sandbox"}}}});
-      return ex.EndStream();
+      return fail("agent_timeout", "no answer from the sandbox");
     }
-    if (!op.Next(&m, 250)) {
-      if (ex.ClientGone()) return op.Cancel();  // a silent command, and nobody listens
+    if (!run.Next(&ev, 250)) {
+      if (ex.ClientGone()) return run.Cancel();  // a silent command, and nobody listens
       continue;
     }
-    if (m.kind == AgentOp::Message::kEvent) {
-      if (!begin(std::to_string(m.body.value("pid", 0)))) return op.Cancel();
-    } else if (m.kind == AgentOp::Message::kData && m.channel >= 1 && m.channel <= 2) {
-      uint8_t ch = m.channel;
+    if (ev.kind == ExecEvent::kStarted) {
+      if (!begin(std::to_string(ev.pid))) return run.Cancel();
+    } else if (ev.kind == ExecEvent::kOutput) {
+      uint8_t ch = ev.stream;
       if (req.base64) {
-        if (!begin("0") || !ex.WriteChunk(Base64EventLine(ch, offset, m.data))) return op.Cancel();
-        offset += m.data.size();
-        op.Ack(static_cast<uint32_t>(m.data.size()));
+        if (!begin("0") || !ex.WriteChunk(Base64EventLine(ch, offset, ev.data)))
+          return run.Cancel();
+        offset += ev.data.size();
         continue;
       }
       uint64_t first = carry[ch].empty() ? offset : carry_offset[ch];
-      std::string text = carry[ch] + m.data;
+      std::string text = carry[ch] + ev.data;
       size_t whole = CompleteUtf8Prefix(text);
       carry[ch] = text.substr(whole);
       carry_offset[ch] = first + whole;
-      json ev{{"type", ch == 1 ? "stdout" : "stderr"},
-              {"offset", first},
-              {"data", SanitizeUtf8(std::string_view(text).substr(0, whole))}};
-      offset += m.data.size();
-      if (!begin("0") || !line(ev)) return op.Cancel();  // the client left: stop the command
-      op.Ack(static_cast<uint32_t>(m.data.size()));
-    } else if (m.kind == AgentOp::Message::kResponse) {
-      if (m.body.contains("error") && !started) throw FromAgentError(m.body);
+      json out{{"type", ch == 1 ? "stdout" : "stderr"},
+               {"offset", first},
+               {"data", SanitizeUtf8(std::string_view(text).substr(0, whole))}};
+      offset += ev.data.size();
+      if (!begin("0") || !line(out)) return run.Cancel();  // the client left: stop the command
+    } else if (ev.kind == ExecEvent::kExit) {
       if (!begin("0")) return;
       for (uint8_t ch = 1; ch <= 2; ++ch) {
         if (!carry[ch].empty())
@@ -176,18 +175,17 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
                     {"offset", carry_offset[ch]},
                     {"data", SanitizeUtf8(carry[ch])}});
       }
-      json exit = ExitFields(m.body);
+      json exit = ExitFields(ev.exit);
       exit["type"] = "exit";
-      exit["state"] = exit["timedOut"].get<bool>() ? "timed_out"
-                      : exit["exitCode"].is_null() ? "killed"
-                                                   : "exited";
+      exit["state"] = ev.exit.timed_out ? "timed_out" : !ev.exit.exit_code ? "killed" : "exited";
       line(exit);
       return ex.EndStream();
-    } else if (m.kind == AgentOp::Message::kClosed) {
+    } else if (ev.kind == ExecEvent::kError) {
+      if (!started) throw ApiError(ev.error);
+      return fail(CodeName(ev.error.code()), ev.error.message());
+    } else {  // kClosed
       if (!started) throw ApiError(Code::kNotRunning, "the sandbox stopped while the command ran");
-      line(json{{"type", "error"},
-                {"error", {{"code", "not_running"}, {"message", "the sandbox stopped"}}}});
-      return ex.EndStream();
+      return fail("not_running", "the sandbox stopped");
     }
   }
 }
@@ -197,14 +195,12 @@ void RunStream(Exchange& ex, AgentOp& op, const ExecRequest& req) {
 void AddExecRoutes(Router& r, ApiContext& ctx) {
   r.Add("POST", "/v1/sandboxes/{id}:exec", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    ExecRequest req = ReadExec(ex.JsonBody(16 << 20), *s);
-    auto conn = RunningConn(*s);
-    auto op = conn->Start(req.agent);
-    if (req.stdin_bytes) op->SendData(proto::kStdin, *req.stdin_bytes, true);
+    ExecCall req = ReadExec(ex.JsonBody(16 << 20), *s);
+    engine::ExecRun run = RunningAgent(*s).Exec(req.agent, req.stdin_bytes);
     if (req.stream) {
-      RunStream(ex, *op, req);
+      RunStream(ex, run, req);
     } else {
-      RunJson(ex, *op, req);
+      RunJson(ex, run, req);
     }
     ctx.sandboxes.CommandFinished(s);
   });

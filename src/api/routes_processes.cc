@@ -1,9 +1,10 @@
 // Background processes: /v1/sandboxes/{id}/processes[/{pid}[/output|:write|:signal]].
 #include "api/errors.h"
+#include "api/presenters.h"
 #include "api/routes.h"
 #include "api/utf8.h"
 #include "api/validate.h"
-#include "common/time.h"
+#include "common/contract.h"
 #include "proto/base64.h"
 #include "proto/signals.h"
 
@@ -13,76 +14,36 @@ using nlohmann::json;
 
 namespace {
 
-json ProcessInfo(const json& a) {
-  auto time_or_null = [](const json& ms) {
-    return ms.is_number() ? json(FormatTime(ms.get<int64_t>())) : json(nullptr);
-  };
-  return json{{"id", a["id"]},
-              {"kind", "process"},
-              {"pid", a["pid"]},
-              {"state", a["state"]},
-              {"exitCode", a["exitCode"]},
-              {"signal", a["signal"]},
-              {"command", a["command"]},
-              {"argv", a["argv"]},
-              {"cwd", a["cwd"]},
-              {"stdinOpen", a["stdinOpen"]},
-              {"stdinOffset", a["stdinOffset"]},
-              {"timeoutMs", a["timeoutMs"]},
-              {"startedAt", time_or_null(a["startedMs"])},
-              {"endedAt", time_or_null(a["endedMs"])},
-              {"outputBytes", a["outputBytes"]},
-              {"firstOffset", a["firstOffset"]}};
-}
-
-json OutputPage(const json& a) {
-  json chunks = json::array();
-  for (const auto& c : a["chunks"]) {
-    auto bytes = proto::Base64Decode(c["base64"].get<std::string>()).value_or("");
-    chunks.push_back(
-        json{{"offset", c["offset"]}, {"stream", c["stream"]}, {"data", SanitizeUtf8(bytes)}});
-  }
-  return json{{"chunks", chunks},
-              {"nextCursor", a["nextCursor"]},
-              {"firstOffset", a["firstOffset"]},
-              {"droppedBytes", a["droppedBytes"]},
-              {"complete", a["complete"]},
-              {"state", a["process"]["state"]}};
-}
-
 // follow=true: NDJSON events until the process ends, by long polls.
-void Follow(Exchange& ex, engine::AgentChannel& conn, const std::string& id, uint64_t cursor) {
+void Follow(Exchange& ex, const engine::AgentClient& agent, const std::string& id,
+            uint64_t cursor) {
   bool begun = false;
   for (;;) {
-    json a = CallAgent(
-        conn, json{{"op", "proc.output"}, {"id", id}, {"cursor", cursor}, {"waitMs", 20000}},
-        40000);
+    proto::OutputPage page = ValueOrThrow(agent.ProcessOutput(id, cursor, 20000, 40000));
     if (!begun) {
       if (!ex.BeginStream(200, "application/x-ndjson")) return;
       begun = true;
     }
     std::string out;
-    if (a["droppedBytes"].get<uint64_t>() > 0)
+    if (page.dropped_bytes > 0)
       out += json{{"type", "truncated"},
-                  {"droppedBytes", a["droppedBytes"]},
-                  {"resumeAt", a["firstOffset"]}}
+                  {"droppedBytes", page.dropped_bytes},
+                  {"resumeAt", page.first_offset}}
                  .dump() +
              "\n";
-    for (const auto& c : a["chunks"]) {
-      auto bytes = proto::Base64Decode(c["base64"].get<std::string>()).value_or("");
-      out +=
-          json{{"type", c["stream"]}, {"offset", c["offset"]}, {"data", SanitizeUtf8(bytes)}}.dump(
-              -1, ' ', false, json::error_handler_t::replace) +
-          "\n";
+    for (const auto& c : page.chunks) {
+      out += json{{"type", c.stream}, {"offset", c.offset}, {"data", SanitizeUtf8(c.data)}}.dump(
+                 -1, ' ', false, json::error_handler_t::replace) +
+             "\n";
     }
-    cursor = a["nextCursor"].get<uint64_t>();
-    if (a["complete"].get<bool>()) {
-      const json& p = a["process"];
+    cursor = page.next_cursor;
+    if (page.complete) {
+      const proto::ProcessInfo& p = page.process;
       out += json{{"type", "exit"},
-                  {"exitCode", p["exitCode"]},
-                  {"signal", p["signal"]},
-                  {"state", p["state"]},
-                  {"timedOut", p["state"] == "timed_out"}}
+                  {"exitCode", p.exit_code ? json(*p.exit_code) : json(nullptr)},
+                  {"signal", p.signal ? json(*p.signal) : json(nullptr)},
+                  {"state", p.state},
+                  {"timedOut", p.state == "timed_out"}}
                  .dump() +
              "\n";
       ex.WriteChunk(out);
@@ -99,68 +60,62 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     auto s = FindSandbox(ctx, ex);
     json body = ex.JsonBody();
     FieldReader f(body);
-    json req{{"op", "proc.start"}};
+    proto::ProcStartRequest req;
     ReadCommandFields(f, *s, &req);
     if (auto mode = f.String("stdinMode", 16)) {
       if (*mode != "pipe" && *mode != "none") f.Issue("stdinMode", "must be pipe or none");
-      req["stdin"] = *mode;
+      req.stdin_pipe = *mode == "pipe";
     }
-    if (auto t = f.Int("timeoutMs", 0, 86400000)) req["timeoutMs"] = *t;
+    req.timeout_ms = f.Int("timeoutMs", contract::kProcessTimeoutMs);
     f.Finish();
-    ex.SendJson(200, ProcessInfo(CallAgent(*RunningConn(*s), req)));
+    ex.SendJson(200, ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessStart(req))));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/processes", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    json a = CallAgent(*RunningConn(*s), json{{"op", "proc.list"}});
     json data = json::array();
-    for (const auto& p : a["data"]) data.push_back(ProcessInfo(p));
+    for (const auto& p : ValueOrThrow(RunningAgent(*s).ProcessList()))
+      data.push_back(ProcessJson(p));
     ex.SendJson(200, json{{"data", data}});
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/processes/{pid}", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    ex.SendJson(200, ProcessInfo(CallAgent(*RunningConn(*s),
-                                           json{{"op", "proc.get"}, {"id", ex.params["pid"]}})));
+    ex.SendJson(200, ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessGet(ex.params["pid"]))));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/processes/{pid}/output", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    auto conn = RunningConn(*s);
+    engine::AgentClient agent = RunningAgent(*s);
     uint64_t cursor = static_cast<uint64_t>(QueryInt(ex, "cursor", 0, INT64_MAX, 0));
-    int64_t wait_ms = QueryInt(ex, "waitMs", 0, 30000, 0);
+    int64_t wait_ms = QueryInt(ex, "waitMs", contract::kOutputWaitMs.min,
+                               contract::kOutputWaitMs.max, contract::kOutputWaitMs.def);
     std::string follow = ex.Query("follow").value_or("false");
     if (follow != "true" && follow != "false")
       throw InvalidField("query.follow", "must be true or false");
     if (follow == "true") {
       // Check the process exists before answering 200.
-      CallAgent(*conn, json{{"op", "proc.get"}, {"id", ex.params["pid"]}});
-      return Follow(ex, *conn, ex.params["pid"], cursor);
+      ValueOrThrow(agent.ProcessGet(ex.params["pid"]));
+      return Follow(ex, agent, ex.params["pid"], cursor);
     }
-    json a = CallAgent(*conn,
-                       json{{"op", "proc.output"},
-                            {"id", ex.params["pid"]},
-                            {"cursor", cursor},
-                            {"waitMs", wait_ms}},
-                       static_cast<int>(wait_ms) + 30000);
-    ex.SendJson(200, OutputPage(a));
+    ex.SendJson(200, OutputPageJson(ValueOrThrow(agent.ProcessOutput(
+                         ex.params["pid"], cursor, wait_ms, static_cast<int>(wait_ms) + 30000))));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/processes/{pid}:write", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     json body = ex.JsonBody(16 << 20);
     FieldReader f(body);
-    auto data = f.String("data", 64 << 20);
-    auto b64 = f.String("base64", 96 << 20);
+    auto data = f.String("data", contract::kStdinMax);
+    auto b64 = f.String("base64", contract::kStdinBase64Max);
     bool eof = f.Bool("eof").value_or(false);
     if (data && b64) f.Issue("data", "give either data or base64, not both");
-    if (b64 && !proto::Base64Decode(*b64)) f.Issue("base64", "is not valid base64");
+    std::optional<std::string> decoded = b64 ? proto::Base64Decode(*b64) : std::nullopt;
+    if (b64 && !decoded) f.Issue("base64", "is not valid base64");
     f.Finish();
-    std::string encoded = b64 ? *b64 : proto::Base64Encode(data.value_or(""));
-    json a = CallAgent(
-        *RunningConn(*s),
-        json{{"op", "proc.write"}, {"id", ex.params["pid"]}, {"base64", encoded}, {"eof", eof}});
-    ex.SendJson(200, json{{"offset", a["offset"]}});
+    std::string bytes = b64 ? *decoded : data.value_or("");
+    uint64_t offset = ValueOrThrow(RunningAgent(*s).ProcessWrite(ex.params["pid"], bytes, eof));
+    ex.SendJson(200, json{{"offset", offset}});
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/processes/{pid}:signal", [&ctx](Exchange& ex) {
@@ -174,9 +129,8 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
       f.Issue("signal",
               "must be one of SIGTERM, SIGKILL, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2");
     f.Finish();
-    ex.SendJson(200, ProcessInfo(CallAgent(
-                         *RunningConn(*s),
-                         json{{"op", "proc.signal"}, {"id", ex.params["pid"]}, {"signal", sig}})));
+    ex.SendJson(200,
+                ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessSignal(ex.params["pid"], sig))));
   });
 }
 

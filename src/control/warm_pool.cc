@@ -3,6 +3,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "engine/agent_client.h"
 
 namespace kiln::control {
 
@@ -61,9 +62,9 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
     // Handed out once, and only alive: a copy whose agent does not answer
     // (it died while waiting) is discarded. The answer also tells the
     // copy's clock, which gVisor takes from the host on restore.
-    auto pong = engine::RoundTrip(*copy.channel, {{"op", "ping"}}, 2000);
-    if (pong.contains("time")) {
-      int64_t skew = pong["time"].get<int64_t>() - NowMs();
+    auto pong = engine::AgentClient(copy.channel).Ping(2000);
+    if (pong.ok()) {
+      int64_t skew = pong->time_ms - NowMs();
       if (skew > 100 || skew < -100)
         LogWarn("pooled copy's clock is off", {{"sandboxId", copy.id}, {"skewMs", skew}});
       return copy;

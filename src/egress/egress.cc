@@ -6,8 +6,6 @@
 
 namespace kiln::egress {
 
-using AgentOp = engine::AgentStream;
-
 EgressService::EgressService(std::unique_ptr<Resolver> resolver, store::EgressLogStore& log,
                              EgressOptions options)
     : resolver_(std::move(resolver)), log_(log), options_(options) {
@@ -23,7 +21,7 @@ std::shared_ptr<Gate> Gate::Open(EgressService& service, std::string sandbox_id,
                                  std::shared_ptr<engine::AgentChannel> conn,
                                  const network::Policy& policy) {
   std::shared_ptr<Gate> g(new Gate(service, std::move(sandbox_id), std::move(conn), policy));
-  g->listen_op_ = g->conn_->Start({{"op", "egress.listen"}});
+  g->listen_.emplace(g->agent_.EgressListen());
   g->listener_ = std::thread([raw = g.get()] { raw->ListenLoop(); });
   return g;
 }
@@ -32,7 +30,7 @@ Gate::Gate(EgressService& service, std::string sandbox_id,
            std::shared_ptr<engine::AgentChannel> conn, const network::Policy& policy)
     : service_(service),
       sandbox_id_(std::move(sandbox_id)),
-      conn_(std::move(conn)),
+      agent_(std::move(conn)),
       matcher_(std::make_shared<const network::Matcher>(policy)) {}
 
 Gate::~Gate() {
@@ -71,18 +69,13 @@ void Gate::Unregister(const Tunnel* t) {
 }
 
 void Gate::ListenLoop() {
-  for (;;) {
-    AgentOp::Message m;
-    listen_op_->Next(&m);
-    if (m.kind == AgentOp::Message::kResponse || m.kind == AgentOp::Message::kClosed) break;
-    if (m.kind != AgentOp::Message::kEvent || !m.body.contains("conn")) continue;
-    uint64_t id = m.body["conn"].get<uint64_t>();
+  for (uint64_t id; listen_->Next(&id);) {
     std::lock_guard lock(mu_);
     if (closed_) break;
     if (workers_ >= service_.options().max_open_per_sandbox) {
       // A sandbox opening connections without end gets no thread for each:
       // attaching and cancelling at once makes the agent close the socket.
-      conn_->Start({{"op", "egress.attach"}, {"conn", id}})->Cancel();
+      agent_.EgressAttach(id).Cancel();
       metrics::Inc("kiln_egress_connections_total", {{"verdict", "too-many-connections"}});
       continue;
     }
@@ -92,8 +85,7 @@ void Gate::ListenLoop() {
 }
 
 void Gate::Serve(uint64_t conn_id) {
-  auto tunnel =
-      std::make_shared<Tunnel>(*this, conn_->Start({{"op", "egress.attach"}, {"conn", conn_id}}));
+  auto tunnel = std::make_shared<Tunnel>(*this, agent_.EgressAttach(conn_id));
   tunnel->Run();
   tunnel.reset();
   std::lock_guard lock(mu_);
@@ -109,7 +101,7 @@ void Gate::Close() {
     closed_ = true;
     for (auto& [raw, t] : open_) open.push_back(t);
   }
-  if (listen_op_) listen_op_->Cancel();
+  if (listen_) listen_->Cancel();
   for (auto& t : open) t->Cut("sandbox");
   open.clear();
   if (listener_.joinable() && listener_.get_id() != std::this_thread::get_id()) listener_.join();

@@ -13,12 +13,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "egress/resolver.h"
 #include "engine/agent_channel.h"
+#include "engine/agent_client.h"
 #include "network/policy.h"
 #include "store/egress_log_store.h"
 
@@ -81,12 +83,12 @@ class Gate : public std::enable_shared_from_this<Gate> {
 
   EgressService& service_;
   const std::string sandbox_id_;
-  std::shared_ptr<engine::AgentChannel> conn_;
+  engine::AgentClient agent_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<const network::Matcher> matcher_;
   std::map<const Tunnel*, std::shared_ptr<Tunnel>> open_;
-  std::unique_ptr<engine::AgentStream> listen_op_;
+  std::optional<engine::EgressListener> listen_;
   std::thread listener_;
   int workers_ = 0;  // threads serving a connection
   bool closed_ = false;

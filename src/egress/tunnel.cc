@@ -16,18 +16,14 @@
 #include "common/time.h"
 #include "egress/egress.h"
 #include "egress/proxy_request.h"
-#include "proto/frame.h"
 
 namespace kiln::egress {
 
-using AgentOp = engine::AgentStream;
+using engine::EgressLink;
 using network::Address;
 using network::Verdict;
 
 namespace {
-
-constexpr uint8_t kFromSandbox = proto::kStdout;
-constexpr uint8_t kToSandbox = proto::kStdin;
 
 bool SendAll(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -74,8 +70,8 @@ std::string RefusalText(Verdict v, const std::string& host, const std::string& a
 
 }  // namespace
 
-Tunnel::Tunnel(Gate& gate, std::unique_ptr<AgentOp> op)
-    : gate_(gate), op_(std::move(op)), start_mono_ms_(MonotonicNowMs()) {
+Tunnel::Tunnel(Gate& gate, EgressLink link)
+    : gate_(gate), link_(std::move(link)), start_mono_ms_(MonotonicNowMs()) {
   entry_.sandbox_id = gate.sandbox_id();
   entry_.start_ms = NowMs();
 }
@@ -126,25 +122,25 @@ bool Tunnel::cut() {
 bool Tunnel::ReadHead(std::string* rest) {
   ProxyRequestParser parser;
   int64_t deadline = MonotonicNowMs() + gate_.service().options().head_timeout_ms;
-  for (;;) {
-    AgentOp::Message m;
+  for (std::string data;;) {
     int64_t left = deadline - MonotonicNowMs();
-    if (left <= 0 || !op_->Next(&m, static_cast<int>(left))) {
+    bool end = false;
+    auto got =
+        left <= 0 ? EgressLink::Got::kTimeout : link_.Receive(&data, &end, static_cast<int>(left));
+    if (got == EgressLink::Got::kTimeout) {
       entry_.method = "?";
       Refuse(408, "bad-request", "kiln: no proxy request within the time allowed");
       return false;
     }
-    if (m.kind == AgentOp::Message::kResponse || m.kind == AgentOp::Message::kClosed) return false;
-    if (m.kind != AgentOp::Message::kData || m.channel != kFromSandbox) continue;
-    op_->Ack(static_cast<uint32_t>(m.data.size()));
-    auto r = parser.Feed(m.data);
+    if (got == EgressLink::Got::kEnded) return false;
+    auto r = parser.Feed(data);
     if (r == ProxyRequestParser::Result::kBad) {
       entry_.method = "?";
       Refuse(400, "bad-request", "kiln: " + parser.error());
       return false;
     }
     if (r == ProxyRequestParser::Result::kComplete) break;
-    if (m.end) return false;  // the client gave up mid-head
+    if (end) return false;  // the client gave up mid-head
   }
   const ProxyRequest& req = parser.request();
   entry_.method = req.method;
@@ -260,15 +256,15 @@ void Tunnel::Refuse(int status, std::string_view verdict, const std::string& tex
   entry_.closed_by = "proxy";
   gate_.service().log().Add(entry_);
   metrics::Inc("kiln_egress_connections_total", {{"verdict", std::string(verdict)}});
-  if (!op_->SendDataWindowed(kToSandbox, ProxyAnswer(status, verdict, text), /*end=*/true)) return;
+  if (!link_.Send(ProxyAnswer(status, verdict, text), /*end=*/true)) return;
   // Let the client read the answer and hang up before the agent drops the
   // socket: closing it with unread input would reset the answer away.
   int64_t deadline = MonotonicNowMs() + 2000;
-  for (AgentOp::Message m;;) {
+  for (std::string data;;) {
     int64_t left = deadline - MonotonicNowMs();
-    if (left <= 0 || !op_->Next(&m, static_cast<int>(left))) return;
-    if (m.kind == AgentOp::Message::kResponse || m.kind == AgentOp::Message::kClosed) return;
-    if (m.kind == AgentOp::Message::kData) op_->Ack(static_cast<uint32_t>(m.data.size()));
+    bool end = false;
+    if (left <= 0 || link_.Receive(&data, &end, static_cast<int>(left)) != EgressLink::Got::kData)
+      return;
   }
 }
 
@@ -289,13 +285,12 @@ void Tunnel::Cut(const std::string& closed_by) {
     cut_by_ = closed_by;
     if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
   }
-  op_->Cancel();
+  link_.Cancel();
 }
 
 void Tunnel::Pump(const std::string& early_bytes) {
   int fd = fd_;
-  bool ok = connect_ ? op_->SendDataWindowed(kToSandbox, ConnectEstablished(), false)
-                     : SendAll(fd, upstream_head_);
+  bool ok = connect_ ? link_.Send(ConnectEstablished(), false) : SendAll(fd, upstream_head_);
   if (!connect_) bytes_out_ += static_cast<int64_t>(upstream_head_.size());
   if (ok && !early_bytes.empty()) {
     ok = SendAll(fd, early_bytes);
@@ -311,36 +306,34 @@ void Tunnel::Pump(const std::string& early_bytes) {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         server_ended = true;
-        op_->SendDataWindowed(kToSandbox, "", /*end=*/true);
+        link_.Send("", /*end=*/true);
         return;
       }
       bytes_in_ += n;
       metrics::Inc("kiln_egress_bytes_total", {{"direction", "in"}}, static_cast<double>(n));
-      if (!op_->SendDataWindowed(kToSandbox, std::string_view(buf.data(), n), false)) return;
+      if (!link_.Send(std::string_view(buf.data(), n), false)) return;
     }
   });
-  // Sandbox -> host here, acknowledging what the host accepted.
+  // Sandbox -> host here; what the host accepted is acknowledged when the
+  // next piece is asked for.
   bool client_ended = false;
-  for (;;) {
-    AgentOp::Message m;
-    op_->Next(&m);
-    if (m.kind == AgentOp::Message::kResponse || m.kind == AgentOp::Message::kClosed) break;
-    if (m.kind != AgentOp::Message::kData || m.channel != kFromSandbox) continue;
-    if (!m.data.empty()) {
-      if (!SendAll(fd, m.data)) break;
-      bytes_out_ += static_cast<int64_t>(m.data.size());
+  for (std::string data;;) {
+    bool end = false;
+    if (link_.Receive(&data, &end) != EgressLink::Got::kData) break;
+    if (!data.empty()) {
+      if (!SendAll(fd, data)) break;
+      bytes_out_ += static_cast<int64_t>(data.size());
       metrics::Inc("kiln_egress_bytes_total", {{"direction", "out"}},
-                   static_cast<double>(m.data.size()));
-      op_->Ack(static_cast<uint32_t>(m.data.size()));
+                   static_cast<double>(data.size()));
     }
-    if (m.end && !client_ended) {
+    if (end && !client_ended) {
       client_ended = true;
       ::shutdown(fd, SHUT_WR);
     }
   }
   // The client side is over: end the host side too, which ends `down`.
   ::shutdown(fd, SHUT_RDWR);
-  op_->Cancel();
+  link_.Cancel();
   down.join();
   entry_.closed_by = server_ended && !client_ended ? "server" : "client";
 }

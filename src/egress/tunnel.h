@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "engine/agent_channel.h"
+#include "engine/agent_streams.h"
 #include "network/address.h"
 #include "network/policy.h"
 #include "store/egress_log_store.h"
@@ -20,7 +20,7 @@ class Gate;
 
 class Tunnel : public std::enable_shared_from_this<Tunnel> {
  public:
-  Tunnel(Gate& gate, std::unique_ptr<engine::AgentStream> op);
+  Tunnel(Gate& gate, engine::EgressLink link);
   ~Tunnel();
 
   // Serves the connection to its end; returns when both directions ended.
@@ -42,7 +42,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   void Pump(const std::string& early_bytes);
 
   Gate& gate_;
-  std::unique_ptr<engine::AgentStream> op_;
+  engine::EgressLink link_;
   int64_t start_mono_ms_;
   store::EgressEntry entry_;
   std::string upstream_head_;

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "common/time.h"
+#include "engine/agent_client.h"
 #include "engine/oci_spec.h"
 
 namespace kiln::engine {
@@ -194,9 +195,10 @@ void RunscEngine::GuardMemory(const std::string& id, const Shape& shape,
   bool guarded = guard_.Watch(id, CgroupDir("memory", id), threshold, [weak, id] {
     auto c = weak.lock();
     if (!c) return;
-    auto r = RoundTrip(*c, {{"op", "oom"}}, 5000);
+    auto r = AgentClient(std::move(c)).Oom(5000);
     LogWarn("sandbox over its memory: killed its largest process",
-            {{"sandboxId", id}, {"agent", r}});
+            {{"sandboxId", id},
+             {"agent", r.ok() ? nlohmann::json(*r) : nlohmann::json(r.status().ToString())}});
   });
   if (!guarded)
     LogWarn("no memory guard (cgroup v1 memory controller missing)", {{"sandboxId", id}});

@@ -3,11 +3,17 @@
 #include <gtest/gtest.h>
 
 #include "api/errors.h"
+#include "engine/agent_answer.h"
 
 namespace kiln::api {
 namespace {
 
 using nlohmann::json;
+
+// An agent's error answer as the API answers it.
+ApiError AgentAnswerError(const json& answer) {
+  return ApiError(engine::StatusFromAgentError(answer));
+}
 
 TEST(ErrorsTest, ErrorBodyShapeWithoutDetails) {
   ApiError e(Code::kNotFound, "sandbox abc not found");
@@ -61,7 +67,7 @@ TEST(ErrorsTest, InvalidFieldCarriesOneIssue) {
   EXPECT_EQ(err["details"]["issues"][0]["path"], "query.path");
 }
 
-TEST(ErrorsTest, FromAgentErrorStatusMapping) {
+TEST(ErrorsTest, AgentErrorStatusMapping) {
   const std::pair<const char*, int> cases[] = {
       {"file_not_found", 404},    {"not_found", 404},       {"is_a_directory", 409},
       {"not_a_directory", 409},   {"file_exists", 409},     {"directory_not_empty", 409},
@@ -71,7 +77,7 @@ TEST(ErrorsTest, FromAgentErrorStatusMapping) {
   };
   for (const auto& [code, status] : cases) {
     ApiError e =
-        FromAgentError(json{{"error", {{"code", code}, {"message", std::string("m-") + code}}}});
+        AgentAnswerError(json{{"error", {{"code", code}, {"message", std::string("m-") + code}}}});
     EXPECT_EQ(e.http_status(), status) << code;
     EXPECT_EQ(CodeName(e.status().code()), code);
     EXPECT_EQ(std::string(e.what()), std::string("m-") + code);
@@ -80,7 +86,7 @@ TEST(ErrorsTest, FromAgentErrorStatusMapping) {
 }
 
 TEST(ErrorsTest, AnUnknownAgentCodeIsAnInternalError) {
-  ApiError e = FromAgentError(json{{"error", {{"code", "made_up"}, {"message", "m"}}}});
+  ApiError e = AgentAnswerError(json{{"error", {{"code", "made_up"}, {"message", "m"}}}});
   EXPECT_EQ(e.status().code(), Code::kInternal);
   EXPECT_EQ(e.http_status(), 500);
   EXPECT_STREQ(e.what(), "m");
@@ -100,8 +106,8 @@ TEST(ErrorsTest, EveryCodeHasOneNameAndAStatus) {
   }
 }
 
-TEST(ErrorsTest, FromAgentErrorPathBecomesDetails) {
-  ApiError e = FromAgentError(
+TEST(ErrorsTest, AgentErrorPathBecomesDetails) {
+  ApiError e = AgentAnswerError(
       json{{"error",
             {{"code", "file_not_found"}, {"message", "no such file"}, {"path", "/workspace/x"}}}});
   EXPECT_EQ(e.http_status(), 404);
@@ -109,27 +115,27 @@ TEST(ErrorsTest, FromAgentErrorPathBecomesDetails) {
   EXPECT_EQ(ErrorBody(e.status(), "r")["error"]["details"]["path"], "/workspace/x");
 }
 
-TEST(ErrorsTest, FromAgentErrorAcceptsTheBareErrorObject) {
-  ApiError e = FromAgentError(json{{"code", "permission_denied"}, {"message", "nope"}});
+TEST(ErrorsTest, AgentErrorAcceptsTheBareErrorObject) {
+  ApiError e = AgentAnswerError(json{{"code", "permission_denied"}, {"message", "nope"}});
   EXPECT_EQ(e.http_status(), 403);
   EXPECT_EQ(CodeName(e.status().code()), "permission_denied");
   EXPECT_STREQ(e.what(), "nope");
 }
 
-TEST(ErrorsTest, FromAgentErrorDefaults) {
-  ApiError e = FromAgentError(json{{"error", json::object()}});
+TEST(ErrorsTest, AgentErrorDefaults) {
+  ApiError e = AgentAnswerError(json{{"error", json::object()}});
   EXPECT_EQ(e.http_status(), 500);
   EXPECT_EQ(CodeName(e.status().code()), "internal_error");
   EXPECT_STREQ(e.what(), "the sandbox failed the request");
 }
 
-}  // namespace
-}  // namespace kiln::api
-
-TEST(FromAgentErrorRegression, NonObjectErrorIsAnInternalError) {
-  auto e = kiln::api::FromAgentError(nlohmann::json{{"error", "boom"}});
+TEST(AgentErrorRegression, NonObjectErrorIsAnInternalError) {
+  auto e = AgentAnswerError(json{{"error", "boom"}});
   EXPECT_EQ(e.http_status(), 500);
   EXPECT_EQ(CodeName(e.status().code()), "internal_error");
-  auto f = kiln::api::FromAgentError(nlohmann::json("just a string"));
+  auto f = AgentAnswerError(json("just a string"));
   EXPECT_EQ(f.http_status(), 500);
 }
+
+}  // namespace
+}  // namespace kiln::api
