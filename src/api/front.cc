@@ -149,7 +149,7 @@ void ApiFront::Handle(Exchange& ex) {
       {"/v1/sandboxes/{id}:snapshot", "snapshot"},
       {"/v1/sandboxes/{id}:fork", "fork"}};
   if (auto op = kOps.find(route); op != kOps.end() && status < 400)
-    metrics::Observe("kiln_operation_seconds", {{"op", op->second}}, seconds);
+    metrics::ObserveOperation(op->second, seconds);
   if (status >= 400) {
     const std::string* sent = ex.sent_json();
     std::string code = sent ? ErrorCodeOf(*sent, "unknown") : "unknown";

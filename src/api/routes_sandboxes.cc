@@ -85,8 +85,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     int64_t t0 = MonotonicNowMs();
     auto s = ValueOrThrow(
         ctx.sandboxes.Create(std::move(spec), deadline, [&ex] { return ex.ClientGone(); }));
-    metrics::Observe("kiln_operation_seconds", {{"op", op}},
-                     static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
+    metrics::ObserveOperation(op, static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
     ex.SendJson(200, SandboxJson(*s));
   });
 

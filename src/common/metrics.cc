@@ -230,4 +230,8 @@ void ResetForTest() {
   reg.families.clear();
 }
 
+void ObserveOperation(const std::string& name, double seconds) {
+  Observe("kiln_operation_seconds", {{"op", name}}, seconds);
+}
+
 }  // namespace kiln::metrics

@@ -23,6 +23,9 @@ void Inc(const std::string& name, const Labels& labels = {}, double by = 1);  //
 void Set(const std::string& name, const Labels& labels, double value);        // gauge
 // Histogram with fixed buckets from 1ms to 60s (kBucketBounds in metrics.cc).
 void Observe(const std::string& name, const Labels& labels, double seconds);
+// kiln_operation_seconds{op=NAME}: the latency of one kind of API operation
+// (create, restore, exec, snapshot, fork).
+void ObserveOperation(const std::string& name, double seconds);
 
 // Gauges computed at scrape time: the callback calls `emit(labels, value)` for
 // each series of `name`. It runs without the registry lock held, so it may
