@@ -48,6 +48,20 @@ TEST(EgressProxyRequestTest, AbsoluteUriBecomesOriginFormWithoutProxyHeaders) {
   EXPECT_EQ(p.rest(), "body");
 }
 
+// Known bug, found by egress_gate_test: a head whose first piece ends after
+// a whole line (the request line, or a header) is refused as "malformed
+// request: bad field" once the rest arrives. Feed() hands Beast the whole
+// buffer again after need_more, but Beast has already consumed the start
+// line. A client that writes its request line and headers separately, or a
+// head the channel splits there, gets a 400.
+TEST(EgressProxyRequestTest, DISABLED_HeadSplitAfterAWholeLine) {
+  for (const char* second : {"\r\n", "Host: a.com\r\n\r\n"}) {
+    ProxyRequestParser p;
+    EXPECT_EQ(p.Feed("CONNECT a.com:443 HTTP/1.1\r\n"), Result::kIncomplete);
+    EXPECT_EQ(p.Feed(second), Result::kComplete) << p.error();
+  }
+}
+
 TEST(EgressProxyRequestTest, DefaultsPortAndPath) {
   ProxyRequestParser p;
   ASSERT_EQ(p.Feed("GET http://pkgs.test HTTP/1.1\r\n\r\n"), Result::kComplete);
