@@ -444,8 +444,10 @@ TEST_F(SandboxManagerTest, LeaseExpiresAndExtendMovesIt) {
   ASSERT_TRUE(moved.ok());
   EXPECT_EQ(*moved, b_end + 1000);
   EXPECT_EQ(Stored(b->id())->expires_ms, b_end + 1000);
-  ASSERT_TRUE(WaitUntil([&] { return a->state() == SandboxState::kStopped; }, milliseconds(1500)));
+  // Stopped once its second is up (the lease loop looks every 100 ms).
+  ASSERT_TRUE(WaitUntil([&] { return a->state() == SandboxState::kStopped; }, milliseconds(2500)));
   EXPECT_EQ(a->Record().stop_reason, "lease_expired");
+  EXPECT_GE(a->Record().ended_ms, a->expires_ms());
   EXPECT_FALSE(engine_.Has(a->id()));
   // b's lease ends a second later than a's did.
   EXPECT_EQ(b->state(), SandboxState::kRunning);
