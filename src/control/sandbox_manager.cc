@@ -42,6 +42,9 @@ SandboxManager::~SandboxManager() {
   lease_thread_.join();
   meter_thread_.join();
   Shutdown("host_stopped");
+  // Stops begun on their own threads use this manager: wait them out.
+  std::unique_lock lock(mu_);
+  background_cv_.wait(lock, [&] { return background_stops_ == 0; });
 }
 
 void SandboxManager::Shutdown(const std::string& reason) {
@@ -125,6 +128,18 @@ void SandboxManager::Recover() {
   order_.insert(order_.begin(), old_order.begin(), old_order.end());
 }
 
+void SandboxManager::StopInBackground(std::shared_ptr<Sandbox> sandbox, std::string reason) {
+  {
+    std::lock_guard lock(mu_);
+    ++background_stops_;
+  }
+  std::thread([this, sandbox = std::move(sandbox), reason = std::move(reason)] {
+    Stop(sandbox, reason);
+    std::lock_guard lock(mu_);
+    if (--background_stops_ == 0) background_cv_.notify_all();
+  }).detach();
+}
+
 void SandboxManager::Save(const Sandbox& sandbox) {
   try {
     records_.Put(nlohmann::json(sandbox.Record()));
@@ -138,9 +153,7 @@ void SandboxManager::Track(const std::shared_ptr<Sandbox>& sandbox,
   std::weak_ptr<Sandbox> weak = sandbox;
   conn->OnClose([this, weak] {
     // Called on the channel's reader thread: clean up elsewhere.
-    std::thread([this, weak] {
-      if (auto s = weak.lock(); s && s->running()) Stop(s, "sandbox_died");
-    }).detach();
+    if (auto s = weak.lock(); s && s->running()) StopInBackground(s, "sandbox_died");
   });
   if (egress_)
     sandbox->SetGate(egress::Gate::Open(*egress_, sandbox->id(), conn, sandbox->network()));
@@ -512,7 +525,7 @@ void SandboxManager::LeaseLoop(std::stop_token stop) {
           engine_.GetUsage(s->id()).cpu_ns - s->boost_base_cpu_ns() >= kStartupBoostCpuNs)
         EndStartupBoost(s);
     }
-    for (auto& s : expired) std::thread([this, s] { Stop(s, "lease_expired"); }).detach();
+    for (auto& s : expired) StopInBackground(s, "lease_expired");
     for (const auto& id : snapshots_.DeleteExpired(now)) {
       pool_.Drop(id);
       LogInfo("snapshot expired", {{"event", "snapshot.expired"}, {"snapshotId", id}});

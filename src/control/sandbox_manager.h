@@ -168,6 +168,9 @@ class SandboxManager {
   void Track(const std::shared_ptr<Sandbox>& sandbox,
              std::shared_ptr<engine::AgentChannel> channel);
   void Save(const Sandbox& sandbox);
+  // Stops it on a thread of its own (lease end, death: noticed on threads
+  // that must not wait for a runsc delete); the destructor waits for these.
+  void StopInBackground(std::shared_ptr<Sandbox> sandbox, std::string reason);
   // Drops a restored copy's start-up CPU weight (once).
   void EndStartupBoost(const std::shared_ptr<Sandbox>& sandbox);
   // Prices the interval since the sandbox's last reading; the ledger row.
@@ -202,6 +205,8 @@ class SandboxManager {
   bool closing_ = false;                                // Shutdown began: no more creates
   int creating_ = 0;  // creates past the capacity line, not yet answered
   std::condition_variable created_cv_;
+  int background_stops_ = 0;  // StopInBackground threads still running
+  std::condition_variable background_cv_;
   std::jthread lease_thread_;
   std::jthread meter_thread_;
 };

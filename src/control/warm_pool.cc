@@ -7,8 +7,9 @@
 
 namespace kiln::control {
 
-WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots)
-    : engine_(engine), rootfs_(std::move(rootfs)), snapshots_(snapshots) {
+WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots,
+                   WarmPoolOptions options)
+    : engine_(engine), rootfs_(std::move(rootfs)), snapshots_(snapshots), options_(options) {
   for (int i = 0; i < kFillers; ++i)
     fillers_.emplace_back([this](std::stop_token stop) { FillLoop(stop); });
 }
@@ -62,7 +63,7 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
     // Handed out once, and only alive: a copy whose agent does not answer
     // (it died while waiting) is discarded. The answer also tells the
     // copy's clock, which gVisor takes from the host on restore.
-    auto pong = engine::AgentClient(copy.channel).Ping(2000);
+    auto pong = engine::AgentClient(copy.channel).Ping(options_.ping_timeout_ms);
     if (pong.ok()) {
       int64_t skew = pong->time_ms - NowMs();
       if (skew > 100 || skew < -100)

@@ -25,6 +25,12 @@ struct PooledCopy {
   bool frozen = false;  // thawed when handed out
 };
 
+struct WarmPoolOptions {
+  // A copy whose agent does not answer a ping within this long at hand-out
+  // is discarded.
+  int ping_timeout_ms = 2000;
+};
+
 struct PoolStatus {
   int size = 0;   // target
   int ready = 0;  // restored and waiting
@@ -33,7 +39,8 @@ struct PoolStatus {
 
 class WarmPool {
  public:
-  WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots);
+  WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots,
+           WarmPoolOptions options = {});
   ~WarmPool();  // destroys every pooled copy
 
   // Sets how many ready copies to keep for `snapshot_id` (0 = none).
@@ -58,6 +65,7 @@ class WarmPool {
   engine::Engine& engine_;
   const std::string rootfs_;
   store::SnapshotStore& snapshots_;
+  const WarmPoolOptions options_;
   std::mutex mu_;
   std::condition_variable_any cv_;
   std::map<std::string, Pool> pools_;

@@ -75,11 +75,12 @@ ProxyRequestParser::Result ProxyRequestParser::Feed(std::string_view bytes) {
   buffer_.append(bytes);
   if (buffer_.size() > kMaxHead + 64 * 1024) return Bad("request head too large");
   boost::beast::error_code ec;
-  // Beast consumes only whole header text; feed the full buffer until done.
+  // Beast consumes whole lines of the head and keeps them; what it used is
+  // dropped even when it needs more, or the next call would feed it again.
   size_t used = impl_->parser.put(boost::asio::buffer(buffer_), ec);
+  buffer_.erase(0, used);
   if (ec == http::error::need_more) return Result::kIncomplete;
   if (ec) return Bad("malformed request: " + ec.message());
-  buffer_.erase(0, used);
   if (!impl_->parser.is_header_done()) return Result::kIncomplete;
   return Finish();
 }

@@ -20,6 +20,16 @@ Shape Mib(int mib) {
   return s;
 }
 
+// Polls until `pred` holds; false after 2 s.
+bool WaitUntil(const std::function<bool()>& pred) {
+  auto deadline = Clock::now() + std::chrono::seconds(2);
+  while (!pred()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return true;
+}
+
 CapacityLimits Host(int64_t mib, int key_limit = 100) {
   CapacityLimits l;
   l.host_memory_mib = mib;
@@ -177,6 +187,91 @@ TEST(CapacityTest, CloseRefusesWaitersAndLaterAcquires) {
   EXPECT_EQ(c.Acquire("k", Mib(128), Clock::now() + std::chrono::seconds(30)),
             Capacity::Result::kNoCapacity);
   EXPECT_EQ(c.stats().running, 0);
+}
+
+TEST(CapacityTest, CloseWakesEveryWaiter) {
+  Capacity c(Host(512));
+  ASSERT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  std::atomic<int> refused{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 3; ++i)
+    waiters.emplace_back([&, i] {
+      if (c.Acquire(i == 0 ? "k" : "other", Mib(256), Clock::now() + std::chrono::seconds(30)) ==
+          Capacity::Result::kNoCapacity)
+        ++refused;
+    });
+  ASSERT_TRUE(WaitUntil([&] { return c.stats().waiting == 3; }));
+  auto start = Clock::now();
+  c.Close();
+  for (auto& t : waiters) t.join();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(refused, 3);
+  EXPECT_EQ(c.stats().waiting, 0);
+  EXPECT_EQ(c.stats().running, 1);
+}
+
+TEST(CapacityTest, AHeadThatHungUpIsPassedOverWhenRoomFrees) {
+  // Room freed right after the hang-up, before the watcher's next look:
+  // the grant itself must notice, or room goes to nobody.
+  Capacity c(Host(512));
+  ASSERT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  std::atomic<bool> hung_up{false};
+  std::function<bool()> cancelled = [&] { return hung_up.load(); };
+  std::atomic<int> head_result{-1}, second_result{-1};
+  std::thread head([&] {
+    head_result =
+        static_cast<int>(c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(30), cancelled));
+  });
+  ASSERT_TRUE(WaitUntil([&] { return c.stats().waiting == 1; }));
+  std::thread second([&] {
+    second_result = static_cast<int>(c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(30)));
+  });
+  ASSERT_TRUE(WaitUntil([&] { return c.stats().waiting == 2; }));
+  hung_up = true;
+  c.Release("k", Mib(512));
+  head.join();
+  second.join();
+  EXPECT_EQ(head_result, static_cast<int>(Capacity::Result::kNoCapacity));
+  EXPECT_EQ(second_result, static_cast<int>(Capacity::Result::kGranted));
+  EXPECT_EQ(c.stats().running, 1);
+  EXPECT_EQ(c.stats().reserved_memory_mib, 512);
+}
+
+TEST(CapacityTest, AHeadThatTimesOutLetsTheSmallerOnesBehindIt) {
+  Capacity c(Host(1024));
+  ASSERT_EQ(c.Acquire("k", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  std::atomic<int> big_result{-1};
+  std::thread big([&] {
+    big_result = static_cast<int>(c.Acquire("k", Mib(1024), Clock::now() + milliseconds(100)));
+  });
+  ASSERT_TRUE(WaitUntil([&] { return c.stats().waiting == 1; }));
+  auto start = Clock::now();
+  // Fits now, but waits behind the big head until that one gives up.
+  EXPECT_EQ(c.Acquire("k", Mib(256), Clock::now() + std::chrono::seconds(5)),
+            Capacity::Result::kGranted);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
+  big.join();
+  EXPECT_EQ(big_result, static_cast<int>(Capacity::Result::kNoCapacity));
+  EXPECT_EQ(c.stats().reserved_memory_mib, 768);
+}
+
+TEST(CapacityTest, AWaiterHeldByItsKeyLimitStartsWhenItsKeyFrees) {
+  Capacity c(Host(4096, 1));
+  ASSERT_EQ(c.Acquire("a", Mib(256), Clock::now()), Capacity::Result::kGranted);
+  std::atomic<int> result{-1};
+  std::thread waiter([&] {
+    result = static_cast<int>(c.Acquire("a", Mib(256), Clock::now() + std::chrono::seconds(5)));
+  });
+  ASSERT_TRUE(WaitUntil([&] { return c.stats().waiting == 1; }));
+  auto start = Clock::now();
+  c.Release("a", Mib(256));
+  waiter.join();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(result, static_cast<int>(Capacity::Result::kGranted));
+  EXPECT_EQ(c.stats().running, 1);
+  // Its key is at its limit again.
+  EXPECT_EQ(c.Acquire("a", Mib(256), Clock::now() + milliseconds(20)),
+            Capacity::Result::kQuotaExceeded);
 }
 
 }  // namespace

@@ -1,0 +1,202 @@
+// The real WarmPool over a FakeEngine and a real SnapshotStore holding a
+// snapshot captured by the fake and sealed for real.
+#include "control/warm_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "fakes/fake_engine.h"
+
+namespace kiln::control {
+namespace {
+
+using fakes::FakeEngine;
+using fakes::TempDir;
+using fakes::WaitUntil;
+using std::chrono::milliseconds;
+
+class WarmPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // A sandbox to capture, captured and sealed as the manager does.
+    engine::CreateParams params{"source", Shape{}, "/fake/rootfs"};
+    ASSERT_TRUE(engine_.Create(params).ok());
+    auto stats = engine_.Checkpoint("source", snapshots_.CheckpointDir("snap"));
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    store::SnapshotRecord rec;
+    rec.id = "snap";
+    rec.owner = "key_a";
+    rec.source_sandbox_id = "source";
+    rec.shape.memory_mib = 512;
+    rec.created_ms = 1;
+    rec.expires_ms = rec.created_ms + 86400000;
+    rec.size_bytes = stats->bytes;
+    Status sealed = snapshots_.Seal(rec);
+    ASSERT_TRUE(sealed.ok()) << sealed.ToString();
+    engine_.Destroy("source");
+    pool_ = std::make_unique<WarmPool>(engine_, "/fake/rootfs", snapshots_,
+                                       WarmPoolOptions{.ping_timeout_ms = 100});
+  }
+  void TearDown() override { pool_.reset(); }
+
+  bool Ready(int n) {
+    return WaitUntil([&] { return pool_->StatusOf("snap").ready == n; });
+  }
+  std::vector<std::string> Restored() { return engine_.calls().restored; }
+  // Copies on the host now (the pool's), by id.
+  std::set<std::string> Live() {
+    auto ids = engine_.List();
+    return {ids.begin(), ids.end()};
+  }
+
+  FakeEngine engine_;
+  TempDir dir_;
+  store::SnapshotStore snapshots_{dir_.path()};
+  std::unique_ptr<WarmPool> pool_;
+};
+
+TEST_F(WarmPoolTest, ResizeFillsAndFreezesEveryCopyButTheFirst) {
+  pool_->Resize("snap", 3);
+  ASSERT_TRUE(Ready(3));
+  PoolStatus st = pool_->StatusOf("snap");
+  EXPECT_EQ(st.size, 3);
+  auto restored = Restored();
+  ASSERT_EQ(restored.size(), 3u);
+  EXPECT_EQ(Live(), std::set<std::string>(restored.begin(), restored.end()));
+  for (const auto& dir : engine_.calls().restore_dirs)
+    EXPECT_EQ(dir, snapshots_.CheckpointDir("snap"));
+  int frozen = 0;
+  for (const auto& id : restored) frozen += engine_.IsFrozen(id);
+  EXPECT_EQ(frozen, 2);
+  // Memory is reported from the engine.
+  for (const auto& id : restored) engine_.SetMemory(id, 1000);
+  EXPECT_EQ(pool_->StatusOf("snap").memory_bytes, 3000u);
+  EXPECT_EQ(pool_->StatusAll().count("snap"), 1u);
+}
+
+TEST_F(WarmPoolTest, TakeHandsOutAThawedCopyThatAnsweredAndRefills) {
+  pool_->Resize("snap", 2);
+  ASSERT_TRUE(Ready(2));
+  auto copy = pool_->Take("snap");
+  ASSERT_TRUE(copy);
+  EXPECT_FALSE(engine_.IsFrozen(copy->id));
+  EXPECT_EQ(engine_.channel(copy->id)->Count("ping"), 1);
+  EXPECT_EQ(copy->channel, std::shared_ptr<engine::AgentChannel>(engine_.channel(copy->id)));
+  // The next in line was thawed for a prompt hand-out.
+  auto restored = Restored();
+  std::string next = restored[0] == copy->id ? restored[1] : restored[0];
+  EXPECT_FALSE(engine_.IsFrozen(next));
+  // Refilled in the background; the copy handed out is no longer the pool's.
+  ASSERT_TRUE(WaitUntil([&] { return Restored().size() == 3; }));
+  ASSERT_TRUE(Ready(2));
+  pool_->Drop("snap");
+  EXPECT_EQ(Live(), std::set<std::string>{copy->id});
+}
+
+TEST_F(WarmPoolTest, TakeFromAnEmptyOrUnknownPoolIsNothing) {
+  EXPECT_FALSE(pool_->Take("snap"));
+  EXPECT_FALSE(pool_->Take("other"));
+  EXPECT_TRUE(Restored().empty());
+}
+
+TEST_F(WarmPoolTest, DropDestroysEveryPooledCopy) {
+  pool_->Resize("snap", 3);
+  ASSERT_TRUE(Ready(3));
+  pool_->Drop("snap");
+  EXPECT_TRUE(Live().empty());
+  auto destroyed = engine_.calls().destroyed;
+  for (const auto& id : Restored())
+    EXPECT_NE(std::find(destroyed.begin(), destroyed.end(), id), destroyed.end()) << id;
+  EXPECT_EQ(pool_->StatusOf("snap").size, 0);
+  EXPECT_TRUE(pool_->StatusAll().empty());
+  EXPECT_FALSE(pool_->Take("snap"));
+}
+
+TEST_F(WarmPoolTest, ShrinkingDestroysTheExtraCopies) {
+  pool_->Resize("snap", 3);
+  ASSERT_TRUE(Ready(3));
+  pool_->Resize("snap", 1);
+  EXPECT_EQ(pool_->StatusOf("snap").ready, 1);
+  EXPECT_EQ(Live().size(), 1u);
+  pool_->Resize("snap", 0);
+  EXPECT_TRUE(Live().empty());
+  EXPECT_TRUE(pool_->StatusAll().empty());
+}
+
+TEST_F(WarmPoolTest, ADeadCopyIsDiscardedAndTheNextHandedOut) {
+  pool_->Resize("snap", 2);
+  ASSERT_TRUE(Ready(2));
+  auto restored = Restored();
+  // The thawed one is first in line.
+  std::string first = engine_.IsFrozen(restored[0]) ? restored[1] : restored[0];
+  std::string second = first == restored[0] ? restored[1] : restored[0];
+  ASSERT_TRUE(engine_.Kill(first));  // its gVisor exited while it waited
+  auto copy = pool_->Take("snap");
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(copy->id, second);
+  EXPECT_FALSE(engine_.Has(first));  // destroyed, not handed out
+  EXPECT_FALSE(engine_.IsFrozen(second));
+}
+
+TEST_F(WarmPoolTest, ACopyWhoseAgentDoesNotAnswerIsDiscarded) {
+  pool_->Resize("snap", 2);
+  ASSERT_TRUE(Ready(2));
+  auto restored = Restored();
+  std::string first = engine_.IsFrozen(restored[0]) ? restored[1] : restored[0];
+  std::string second = first == restored[0] ? restored[1] : restored[0];
+  engine_.channel(first)->Handle("ping", nullptr);  // a wedged agent
+  auto t0 = std::chrono::steady_clock::now();
+  auto copy = pool_->Take("snap");
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(copy->id, second);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(100));  // waited its ping out
+  EXPECT_FALSE(engine_.Has(first));
+}
+
+TEST_F(WarmPoolTest, AnErrorAnswerToPingDiscardsTheCopy) {
+  engine_.OnNewChannel([](const std::string&, fakes::FakeAgentChannel& ch) {
+    ch.Handle("ping", [](const std::shared_ptr<fakes::FakeAgentOp>& op) {
+      op->Respond({{"error", {{"code", "internal"}}}});
+    });
+  });
+  pool_->Resize("snap", 1);
+  ASSERT_TRUE(Ready(1));
+  std::string first = Restored()[0];
+  EXPECT_FALSE(pool_->Take("snap"));  // the only copy did not answer
+  EXPECT_FALSE(engine_.Has(first));
+}
+
+TEST_F(WarmPoolTest, ABrokenSnapshotSetsThePoolToZeroWithoutSpinning) {
+  engine_.FailNextRestores(1000);
+  pool_->Resize("snap", 3);
+  ASSERT_TRUE(WaitUntil([&] { return pool_->StatusAll().empty(); }));
+  EXPECT_EQ(pool_->StatusOf("snap").size, 0);
+  size_t attempts = Restored().size();
+  EXPECT_GE(attempts, 1u);
+  EXPECT_LE(attempts, 2u);  // one per filler at most
+  // Nothing retries behind it.
+  EXPECT_FALSE(WaitUntil([&] { return Restored().size() > attempts; }, milliseconds(100)));
+  EXPECT_TRUE(Live().empty());
+}
+
+TEST_F(WarmPoolTest, ACorruptedSnapshotIsNeverRestored) {
+  std::ofstream(snapshots_.CheckpointDir("snap") + "/checkpoint.img", std::ios::app) << "x";
+  pool_->Resize("snap", 2);
+  ASSERT_TRUE(WaitUntil([&] { return pool_->StatusAll().empty(); }));
+  EXPECT_TRUE(Restored().empty());
+}
+
+TEST_F(WarmPoolTest, DestructionDestroysThePooledCopies) {
+  pool_->Resize("snap", 2);
+  ASSERT_TRUE(Ready(2));
+  pool_.reset();
+  EXPECT_TRUE(Live().empty());
+}
+
+}  // namespace
+}  // namespace kiln::control
