@@ -22,7 +22,7 @@ void AddUnique(std::vector<Address>* out, const Address& a) {
 
 class GetaddrinfoResolver : public Resolver {
  public:
-  std::vector<Address> Resolve(const std::string& host, std::string* error) override {
+  Result<std::vector<Address>> Resolve(const std::string& host) override {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -30,15 +30,12 @@ class GetaddrinfoResolver : public Resolver {
     addrinfo* res = nullptr;
     int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
     std::vector<Address> out;
-    if (rc != 0) {
-      *error = gai_strerror(rc);
-      return out;
-    }
+    if (rc != 0) return Status(Code::kNotFound, gai_strerror(rc));
     for (addrinfo* p = res; p; p = p->ai_next) {
       if (auto a = Address::FromSockaddr(p->ai_addr)) AddUnique(&out, *a);
     }
     freeaddrinfo(res);
-    if (out.empty()) *error = "no address";
+    if (out.empty()) return Status(Code::kNotFound, "no address");
     return out;
   }
 };
@@ -47,7 +44,7 @@ class TestFileResolver : public Resolver {
  public:
   explicit TestFileResolver(std::string path) : path_(std::move(path)) {}
 
-  std::vector<Address> Resolve(const std::string& host, std::string* error) override {
+  Result<std::vector<Address>> Resolve(const std::string& host) override {
     std::ifstream in(path_);
     std::string line;
     while (std::getline(in, line)) {
@@ -59,11 +56,10 @@ class TestFileResolver : public Resolver {
       while (words >> addr) {
         if (auto a = network::ParseIpLiteral(addr)) AddUnique(&out, *a);
       }
-      if (out.empty()) *error = "no address";
+      if (out.empty()) return Status(Code::kNotFound, "no address");
       return out;
     }
-    *error = "Name or service not known";
-    return {};
+    return Status(Code::kNotFound, "Name or service not known");
   }
 
  private:

@@ -15,9 +15,9 @@ namespace kiln::egress {
 class Resolver {
  public:
   virtual ~Resolver() = default;
-  // The addresses of `host` (a normalized name), in the order to try them;
-  // empty with *error set when there are none.
-  virtual std::vector<network::Address> Resolve(const std::string& host, std::string* error) = 0;
+  // The addresses of `host` (a normalized name), in the order to try them
+  // (never empty); kNotFound with the resolver's words when there are none.
+  virtual Result<std::vector<network::Address>> Resolve(const std::string& host) = 0;
 };
 
 // The host's resolver (getaddrinfo).

@@ -156,31 +156,35 @@ bool Tunnel::Decide() {
   EgressService& svc = gate_.service();
   std::shared_ptr<const network::Matcher> matcher = gate_.matcher();
   std::vector<Address> addresses;
-  std::string error;
   if (auto literal = network::ParseIpLiteral(entry_.host)) {
     entry_.host = literal->ToString();
     addresses.push_back(*literal);
   } else {
-    std::string host = network::NormalizeHost(entry_.host, &error);
-    if (host.empty()) {
-      Refuse(400, "bad-request", "kiln: bad host '" + entry_.host + "': " + error);
+    auto normal = network::NormalizeHost(entry_.host);
+    if (!normal.ok()) {
+      Refuse(400, "bad-request",
+             "kiln: bad host '" + entry_.host + "': " + normal.status().message());
       return false;
     }
+    std::string host = *normal;
     entry_.host = host;
     // Refusals that need no lookup make none: a DNS query leaks data too.
     if (auto v = matcher->CheckName(host)) {
       Refuse(403, network::VerdictName(*v), RefusalText(*v, host, ""));
       return false;
     }
-    addresses = svc.resolver().Resolve(host, &error);
-    if (addresses.empty()) {
-      Refuse(502, "resolve-failed", "kiln: cannot resolve " + host + ": " + error);
+    auto resolved = svc.resolver().Resolve(host);
+    if (!resolved.ok()) {
+      Refuse(502, "resolve-failed",
+             "kiln: cannot resolve " + host + ": " + resolved.status().message());
       return false;
     }
+    addresses = std::move(*resolved);
   }
   std::vector<Address> own = svc.host_addresses().Get();
   Verdict refusal = Verdict::kAllowed;
-  std::string refused_address, connect_error;
+  std::string refused_address;
+  Status connect_error;
   bool tried = false;
   for (const Address& a : addresses) {
     Verdict v = matcher->Check(entry_.host, a, own);
@@ -193,7 +197,7 @@ bool Tunnel::Decide() {
     }
     tried = true;
     entry_.address = a.ToString();
-    if (Dial(a, &connect_error)) {
+    if ((connect_error = Dial(a)).ok()) {
       entry_.verdict = "allowed";
       dialled_ = a;
       return true;
@@ -205,19 +209,17 @@ bool Tunnel::Decide() {
   } else {
     Refuse(502, "connect-failed",
            "kiln: cannot connect to " + entry_.host + " port " + std::to_string(entry_.port) +
-               ": " + connect_error);
+               ": " + connect_error.message());
   }
   return false;
 }
 
-bool Tunnel::Dial(const Address& a, std::string* error) {
+Status Tunnel::Dial(const Address& a) {
+  auto fail = [](std::string why) { return Status(Code::kIoError, std::move(why)); };
   sockaddr_storage sa{};
   socklen_t len = a.ToSockaddr(static_cast<uint16_t>(entry_.port), &sa);
   int fd = ::socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    *error = std::strerror(errno);
-    return false;
-  }
+  if (fd < 0) return fail(std::strerror(errno));
   int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&sa), len);
   if (rc < 0 && errno == EINPROGRESS) {
     // In slices, so that a cut (the sandbox stopping) need not wait for it.
@@ -227,8 +229,7 @@ bool Tunnel::Dial(const Address& a, std::string* error) {
     }
     if (rc <= 0) {
       ::close(fd);
-      *error = rc == 0 && cut() ? "cut" : "timed out";
-      return false;
+      return fail(rc == 0 && cut() ? "cut" : "timed out");
     }
     int err = 0;
     socklen_t elen = sizeof err;
@@ -237,9 +238,9 @@ bool Tunnel::Dial(const Address& a, std::string* error) {
     errno = err;
   }
   if (rc < 0) {
-    *error = std::strerror(errno);
+    std::string why = std::strerror(errno);
     ::close(fd);
-    return false;
+    return fail(why);
   }
   int flags = 0;
   ::ioctl(fd, FIONBIO, &flags);
@@ -247,7 +248,7 @@ bool Tunnel::Dial(const Address& a, std::string* error) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   std::lock_guard lock(mu_);
   fd_ = fd;
-  return true;
+  return Status::Ok();
 }
 
 void Tunnel::Refuse(int status, std::string_view verdict, const std::string& text) {

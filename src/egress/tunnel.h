@@ -38,7 +38,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   void Refuse(int status, std::string_view verdict, const std::string& text);
   // Dials the first allowed address; sets entry_.verdict/address.
   bool Decide();
-  bool Dial(const network::Address& a, std::string* error);
+  Status Dial(const network::Address& a);
   void Pump(const std::string& early_bytes);
 
   Gate& gate_;

@@ -211,11 +211,8 @@ std::optional<Address> ParseIpLiteral(std::string_view host) {
   return a;
 }
 
-std::string NormalizeHost(std::string_view host, std::string* error) {
-  auto fail = [error](const char* why) {
-    if (error != nullptr) *error = why;
-    return std::string();
-  };
+Result<std::string> NormalizeHost(std::string_view host) {
+  auto fail = [](const char* why) { return Status(Code::kInvalidRequest, why); };
   if (host.empty()) return fail("is empty");
   for (char c : host) {
     if (c == '\0') return fail("contains a NUL byte");
@@ -264,11 +261,8 @@ bool Cidr::Contains(const Address& a) const {
 
 std::string Cidr::ToString() const { return base.ToString() + "/" + std::to_string(prefix); }
 
-std::optional<Cidr> ParseCidr(std::string_view s, std::string* error) {
-  auto fail = [error](std::string why) -> std::optional<Cidr> {
-    if (error != nullptr) *error = std::move(why);
-    return std::nullopt;
-  };
+Result<Cidr> ParseCidr(std::string_view s) {
+  auto fail = [](std::string why) { return Status(Code::kInvalidRequest, std::move(why)); };
   if (s.find('\0') != std::string_view::npos) return fail("contains a NUL byte");
   size_t slash = s.find('/');
   std::string addr(s.substr(0, slash));

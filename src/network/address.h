@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/status.h"
+
 namespace kiln::network {
 
 // An IP address, v4 kept as v4 (never as mapped v6), so that a rule on 10.0.0.0/8 and a
@@ -40,12 +42,12 @@ Address Unmapped(const Address& a);
 // Case-insensitive. nullopt for anything else, including a v6 zone id ("fe80::1%eth0").
 std::optional<Address> ParseIpLiteral(std::string_view host);
 
-// Lower-cases a host and strips one trailing dot and v6 brackets. Returns "" and sets
-// *error for something that is not a valid host: empty, longer than 253, an empty label
-// or one over 63 characters, characters outside [a-z0-9-_.] in a name, '%', '/', '@',
-// whitespace or NUL, or a name whose last label is a number (0x7g.0.0.1, 1.2.3.4.5):
+// Lower-cases a host and strips one trailing dot and v6 brackets. kInvalidRequest, its
+// message completing "the host ...", for something that is not a valid host: empty, longer than
+// 253, an empty label or one over 63 characters, characters outside [a-z0-9-_.] in a name, '%',
+// '/', '@', whitespace or NUL, or a name whose last label is a number (0x7g.0.0.1, 1.2.3.4.5):
 // resolvers and browsers read those as IPv4 and would not agree on which.
-std::string NormalizeHost(std::string_view host, std::string* error);
+Result<std::string> NormalizeHost(std::string_view host);
 
 // A range of addresses of one family; `base` has every bit past `prefix` cleared.
 struct Cidr {
@@ -58,8 +60,8 @@ struct Cidr {
 
 // "203.0.113.0/24", "2001:db8::/32"; a bare address is a /32 or /128. The address part
 // must be a strict dotted quad or v6 (inet_pton); host bits are cleared. An IPv4-mapped
-// v6 range of /96 or longer becomes the v4 range. nullopt and *error on bad syntax.
-std::optional<Cidr> ParseCidr(std::string_view s, std::string* error);
+// v6 range of /96 or longer becomes the v4 range. kInvalidRequest on bad syntax.
+Result<Cidr> ParseCidr(std::string_view s);
 
 // Why connections to `a` are always refused, or "" for a public address. One of
 // "unspecified", "loopback", "private", "shared", "link-local", "multicast", "broadcast",

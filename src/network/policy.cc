@@ -41,14 +41,14 @@ std::optional<std::string> NormalizeEntry(std::string_view entry, bool allow, st
   if (entry.find("://") != std::string_view::npos) {
     return fail(Quote(entry) + " is a URL; " + std::string(kAccepted));
   }
-  std::string error;
   if (entry.substr(0, 2) == "*.") {
     std::string_view rest = entry.substr(2);
     if (rest.find('*') == std::string_view::npos && !ParseIpLiteral(rest) &&
         rest.find(':') == std::string_view::npos) {
-      std::string host = NormalizeHost(rest, &error);
-      if (!host.empty()) return "*." + host;
-      return fail(Quote(entry) + " is not a valid wildcard: the domain after '*.' " + error);
+      auto host = NormalizeHost(rest);
+      if (host.ok()) return "*." + *host;
+      return fail(Quote(entry) + " is not a valid wildcard: the domain after '*.' " +
+                  host.status().message());
     }
     return fail(Quote(entry) + " is not a valid wildcard; a wildcard is '*.' and a domain");
   }
@@ -56,8 +56,9 @@ std::optional<std::string> NormalizeEntry(std::string_view entry, bool allow, st
     return fail(Quote(entry) + ": '*' is only accepted as the whole first label (*.example.com)");
   }
   if (entry.find('/') != std::string_view::npos) {
-    std::optional<Cidr> cidr = ParseCidr(entry, &error);
-    if (!cidr) return fail(Quote(entry) + " is not a valid CIDR range: " + error);
+    auto cidr = ParseCidr(entry);
+    if (!cidr.ok())
+      return fail(Quote(entry) + " is not a valid CIDR range: " + cidr.status().message());
     std::string category = RefusedCategory(*cidr);
     if (allow && !category.empty()) return fail(RefusedMessage(entry, category, true));
     return cidr->ToString();
@@ -72,9 +73,9 @@ std::optional<std::string> NormalizeEntry(std::string_view entry, bool allow, st
     return fail(Quote(entry) + " is not a valid host (ports are not accepted); " +
                 std::string(kAccepted));
   }
-  std::string host = NormalizeHost(entry, &error);
-  if (host.empty()) return fail(Quote(entry) + " is not a valid host: it " + error);
-  return host;
+  auto host = NormalizeHost(entry);
+  if (!host.ok()) return fail(Quote(entry) + " is not a valid host: it " + host.status().message());
+  return *host;
 }
 
 // Parses body[member] into *out (normalized, duplicates dropped); false with *error.
@@ -184,7 +185,7 @@ Matcher::Matcher(const Policy& p) : internet_(p.internet), allow_empty_(p.allow.
       if (e.starts_with("*.")) {
         rules->suffixes.insert(e.substr(1));
       } else if (e.find('/') != std::string::npos) {
-        if (auto c = ParseCidr(e, nullptr)) rules->ranges.push_back(*c);
+        if (auto c = ParseCidr(e); c.ok()) rules->ranges.push_back(*c);
       } else if (auto ip = ParseIpLiteral(e)) {
         rules->ranges.push_back(Cidr{*ip, ip->v6 ? 128 : 32});
       } else {

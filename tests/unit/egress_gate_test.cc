@@ -31,14 +31,11 @@ class FakeResolver : public Resolver {
   FakeResolver(std::map<std::string, std::string> names, std::atomic<int>* lookups)
       : names_(std::move(names)), lookups_(lookups) {}
 
-  std::vector<network::Address> Resolve(const std::string& host, std::string* error) override {
+  Result<std::vector<network::Address>> Resolve(const std::string& host) override {
     ++*lookups_;
     auto it = names_.find(host);
-    if (it == names_.end()) {
-      *error = "Name or service not known";
-      return {};
-    }
-    return {*network::ParseIpLiteral(it->second)};
+    if (it == names_.end()) return Status(Code::kNotFound, "Name or service not known");
+    return std::vector<network::Address>{*network::ParseIpLiteral(it->second)};
   }
 
  private:
