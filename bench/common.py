@@ -468,6 +468,17 @@ def read_until(fd, needle, timeout=180):
     return buf
 
 
+def unmount_under(workdir):
+    """runsc pins the empty network namespace its sandboxes share at
+    <root>/null-netns (a bind mount); the raw peers' roots are under our
+    temp dir, so unmount whatever is mounted there before removing it."""
+    prefix = os.path.realpath(workdir) + "/"
+    with open("/proc/self/mounts") as f:
+        points = [line.split()[1] for line in f]
+    for point in sorted((p for p in points if p.startswith(prefix)), reverse=True):
+        subprocess.run(["umount", "-l", point], check=False)
+
+
 def kill_leftovers(workdir):
     """Processes whose command line names our temp dir (runsc sandboxes,
     gofers) must be gone by now; kill any that are not, by pid."""
@@ -595,6 +606,7 @@ class KilndSession:
             self.rc = 1
         if kill_leftovers(self.workdir):
             self.rc = 1
+        unmount_under(self.workdir)
         shutil.rmtree(self.workdir, ignore_errors=True)
         log(f"total {time.monotonic() - self._started:.1f} s")
         return True

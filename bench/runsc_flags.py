@@ -181,6 +181,7 @@ def main():
             if p is not None:
                 p.cleanup()
         common.kill_leftovers(workdir)
+        common.unmount_under(workdir)
         shutil.rmtree(workdir, ignore_errors=True)
     return rc
 
