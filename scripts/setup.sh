@@ -35,7 +35,10 @@ PKGS=(build-essential cmake ninja-build pkg-config clang-format
       nlohmann-json3-dev libsqlite3-dev libssl-dev libxxhash-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       debootstrap iproute2 procps psmisc python3 python3-pytest python3-pip curl ca-certificates
-      openssl git)  # openssl, git: the network tests' own test hosts (CA, git repository)
+      openssl git  # openssl, git: the network tests' own test hosts (CA, git repository)
+      # Images: layers and build contexts (libarchive); pulls (skopeo); the
+      # image tests' registry, image packer and shell-less or musl programs.
+      libarchive-dev skopeo umoci docker-registry musl-tools busybox-static)
 
 step_packages() {
   local backports=/etc/apt/sources.list.d/kiln-bookworm-backports.sources updated=0

@@ -10,6 +10,7 @@ int HttpStatus(Code code) {
       return 200;
     case Code::kInvalidRequest:
     case Code::kInvalidArchive:
+    case Code::kInvalidImage:
       return 400;
     case Code::kUnauthorized:
       return 401;
@@ -22,6 +23,7 @@ int HttpStatus(Code code) {
     case Code::kRouteNotFound:
     case Code::kSnapshotNotFound:
     case Code::kFileNotFound:
+    case Code::kImageNotFound:
       return 404;
     case Code::kMethodNotAllowed:
       return 405;
@@ -35,6 +37,7 @@ int HttpStatus(Code code) {
     case Code::kSnapshotCorrupted:
     case Code::kBudgetExceeded:
     case Code::kRequestInProgress:
+    case Code::kBuildInProgress:
     case Code::kNoCapacity:
     case Code::kQuotaExceeded:
       return 409;
@@ -46,6 +49,8 @@ int HttpStatus(Code code) {
       return 503;
     case Code::kAgentTimeout:
       return 504;
+    case Code::kRegistryError:
+      return 502;
     case Code::kNoSpace:
       return 507;
     case Code::kStartupFailed:

@@ -34,6 +34,7 @@ enum class Code {
   kMethodNotAllowed,
   kSnapshotNotFound,
   kFileNotFound,
+  kImageNotFound,
   // The state forbids it now.
   kNotRunning,
   kIsADirectory,
@@ -47,6 +48,7 @@ enum class Code {
   kBudgetExceeded,
   kIdempotencyKeyReused,
   kRequestInProgress,
+  kBuildInProgress,  // the image is still being built
   // Room: clears on its own; retry_after_s says when to try again.
   kNoCapacity,
   kQuotaExceeded,
@@ -55,6 +57,9 @@ enum class Code {
   // Something broke.
   kAgentTimeout,
   kStartupFailed,
+  // A registry could not be reached, refused, or sent something invalid.
+  kRegistryError,
+  kInvalidImage,  // an image's manifest, config or layer is malformed or corrupted
   kSnapshotFailed,
   kUploadIncomplete,
   kIoError,
