@@ -22,7 +22,7 @@ mirror=$(mirror_of)
 tmp="$out.tmp.$$"
 trap 'rm -rf "$tmp"' EXIT
 debootstrap --variant=minbase \
-  --include=bash,coreutils,python3,tar,gzip,ca-certificates,procps,sudo,curl,git,python3-pip,python3-venv \
+  --include=bash,coreutils,python3,python-is-python3,tar,gzip,ca-certificates,procps,sudo,curl,git,python3-pip,python3-venv \
   bookworm "$tmp" "$mirror"
 # Node and npm in a second step: debootstrap cannot configure npm's hundreds
 # of node-* packages in its own dependency order.
@@ -44,6 +44,13 @@ install -m 0444 /dev/null "$tmp/tmp/.kiln-disk"
 # what a command leaves behind); sudo must not strip it.
 printf '%s\n' 'Defaults env_keep += "KILN_OWNER"' 'user ALL=(ALL) NOPASSWD:ALL' > "$tmp/etc/sudoers.d/user"
 chmod 0440 "$tmp/etc/sudoers.d/user"
+# What users of the image expect (PEP 668 aside): `pip install` and
+# `pip install --user` work for `user` (into ~/.local, first on PATH), and
+# `npm install -g` goes to the user's prefix (~/.npm-global/bin, on PATH).
+printf '[global]\nbreak-system-packages = true\n' > "$tmp/etc/pip.conf"
+printf 'prefix=/workspace/.npm-global\n' > "$tmp/workspace/.npmrc"
+mkdir -p "$tmp/workspace/.npm-global/bin" "$tmp/workspace/.local/bin"
+chown -R 1000:1000 "$tmp/workspace"
 # No package caches or logs in the image: smaller, and identical every build.
 rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/* "$tmp"/var/log/*.log
 mkdir -p "$tmp/opt/kiln"

@@ -116,12 +116,13 @@ void Agent::HandleExec(uint32_t stream, const proto::ExecRequest& req) {
 void Agent::HandleArchive(uint32_t stream, const std::string& path, bool gzip, bool put) {
   if (auto error = PrepareArchiveDir(path, put)) return channel_->SendResponse(stream, *error);
   SpawnSpec spec;
-  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/workspace"};
+  const RunAs& run_as = TheRunAs();
+  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + run_as.home};
   spec.cwd = "/";
   if (put) {
     // Unpacked with the user's rights, so the files are the user's.
-    spec.uid = kUserUid;
-    spec.gid = kUserGid;
+    spec.uid = run_as.uid;
+    spec.gid = run_as.gid;
     spec.argv = {"tar", "-C", path, "-x", "-p", "--no-same-owner", "-f", "-"};
   } else {
     spec.argv = {"tar", "-C", path, "-c", "-f", "-", "."};
@@ -137,27 +138,30 @@ std::string UserSpawnSpec(const proto::CommandSpec& req, SpawnSpec* spec) {
   if (req.argv) {
     spec->argv = *req.argv;
     if (spec->argv.empty()) return "argv is empty";
-  } else if (req.command) {
-    spec->argv = {"/bin/bash", "-c", *req.command};
-  } else {
-    return "argv or command is required";
   }
-  spec->cwd = req.cwd.value_or("/workspace");
-  spec->uid = kUserUid;
-  spec->gid = kUserGid;
-  spec->env = {"PATH=/workspace/.local/bin:/usr/local/bin:/usr/bin:/bin",
-               "HOME=/workspace",
-               "USER=user",
-               "LOGNAME=user",
-               "SHELL=/bin/bash",
-               "LANG=C.UTF-8",
-               "PWD=" + spec->cwd};
-  spec->env.insert(spec->env.end(), std::begin(kEgressEnv), std::end(kEgressEnv));
-  for (const auto& [k, v] : req.env) {
-    auto same = [&](const std::string& e) { return e.compare(0, k.size() + 1, k + "=") == 0; };
-    std::erase_if(spec->env, same);
-    spec->env.push_back(k + "=" + v);
+  const RunAs& run_as = TheRunAs();
+  std::string shell = Shell();
+  if (!req.argv) {
+    if (!req.command) return "argv or command is required";
+    if (shell.empty()) return "this image has no shell (/bin/bash or /bin/sh): use argv instead of command";
+    spec->argv = {shell, "-c", *req.command};
   }
+  spec->cwd = req.cwd.value_or(run_as.workdir);
+  spec->uid = run_as.uid;
+  spec->gid = run_as.gid;
+  spec->env = {"HOME=" + run_as.home, "USER=" + run_as.user, "LOGNAME=" + run_as.user,
+               "LANG=C.UTF-8"};
+  if (!shell.empty()) spec->env.push_back("SHELL=" + shell);
+  // The image's ENV over kiln's, the request's over both.
+  auto put = [&](const std::string& kv) {
+    std::string key = kv.substr(0, kv.find('=') + 1);
+    std::erase_if(spec->env, [&](const std::string& e) { return e.compare(0, key.size(), key) == 0; });
+    spec->env.push_back(kv);
+  };
+  for (const auto& kv : run_as.env) put(kv);
+  put("PWD=" + spec->cwd);
+  for (const char* kv : kEgressEnv) put(kv);
+  for (const auto& [k, v] : req.env) put(k + "=" + v);
   return "";
 }
 

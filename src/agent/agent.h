@@ -13,13 +13,11 @@
 #include "agent/channel.h"
 #include "agent/command.h"
 #include "agent/event_loop.h"
+#include "agent/run_as.h"
 #include "agent/spawn.h"
 #include "proto/ops.h"
 
 namespace kiln::agent {
-
-constexpr uid_t kUserUid = 1000;
-constexpr gid_t kUserGid = 1000;
 
 class ProcessTable;
 class Egress;

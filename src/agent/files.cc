@@ -82,7 +82,7 @@ int MakeParents(const std::string& dir) {
     if (err) return err;
   }
   if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) return errno;
-  if (chown(dir.c_str(), kUserUid, kUserGid) < 0) return errno;
+  if (chown(dir.c_str(), TheRunAs().uid, TheRunAs().gid) < 0) return errno;
   return 0;
 }
 
@@ -177,7 +177,7 @@ class FileWriter : public Stream {
     }
     size_ += data.size();
     if (!end) return;
-    if (fchmod(fd_.get(), mode_) < 0 || fchown(fd_.get(), kUserUid, kUserGid) < 0)
+    if (fchmod(fd_.get(), mode_) < 0 || fchown(fd_.get(), TheRunAs().uid, TheRunAs().gid) < 0)
       return Fail(errno);
     fd_.reset();
     if (::rename(tmp_.c_str(), path_.c_str()) < 0) return Fail(errno);
@@ -260,7 +260,7 @@ json Mkdir(const std::string& path, bool parents) {
   if (!parents) {
     if (mkdir(path.c_str(), 0755) < 0)
       err = errno;
-    else if (chown(path.c_str(), kUserUid, kUserGid) < 0)
+    else if (chown(path.c_str(), TheRunAs().uid, TheRunAs().gid) < 0)
       err = errno;
   }
   if (err) return FileError(err, path);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "agent/agent.h"
@@ -19,10 +20,16 @@ int main(int argc, char** argv) {
   // One binary, two roles: PID 1 of the sandbox, and /usr/bin/sudo in it.
   const char* base = std::strrchr(argv[0], '/');
   if (std::strcmp(base ? base + 1 : argv[0], "sudo") == 0) return kiln::agent::SudoMain(argc, argv);
+  // `kiln-agent --wait-port PORT MS`: waits until something listens on
+  // 127.0.0.1:PORT (an image's start command is ready); works in images
+  // without a shell.
+  if (argc == 4 && std::strcmp(argv[1], "--wait-port") == 0)
+    return kiln::agent::WaitForPort(std::atoi(argv[2]), std::atoll(argv[3]));
   if (argc > 1 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("kiln-agent %s\n", KILN_VERSION);
     return 0;
   }
+  kiln::agent::TheRunAs();  // read (and drop) KILN_RUN_AS before anything runs
   // PID 1 must not die of a stray signal; commands get defaults back.
   for (int sig :
        {SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU})

@@ -1,5 +1,7 @@
 #include "agent/sudo.h"
 
+#include "agent/run_as.h"
+
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -208,7 +210,12 @@ int SudoMain(int argc, char** argv) {
       std::fprintf(stderr, "usage: sudo [-n] [-E] [-H] [-u root] [-i|-s] [--] command [args...]\n");
       return 1;
     }
-    cmd = {"/bin/bash", "-l"};
+    std::string shell = Shell();
+    if (shell.empty()) {
+      std::fprintf(stderr, "sudo: this image has no shell\n");
+      return 1;
+    }
+    cmd = {shell, "-l"};
   }
   json env = json::array();
   for (char** e = environ; *e; ++e) {
@@ -218,8 +225,11 @@ int SudoMain(int argc, char** argv) {
     }
     if (!kv.empty()) env.push_back(kv);
   }
-  for (const char* kv : {"HOME=/root", "USER=root", "LOGNAME=root", "SUDO_USER=user",
-                         "SUDO_UID=1000", "SUDO_GID=1000"})
+  const char* user = getenv("USER");
+  for (const std::string& kv :
+       {std::string("HOME=/root"), std::string("USER=root"), std::string("LOGNAME=root"),
+        "SUDO_USER=" + std::string(user ? user : "user"), "SUDO_UID=" + std::to_string(getuid()),
+        "SUDO_GID=" + std::to_string(getgid())})
     env.push_back(kv);
   char cwd[4096];
   json req = {{"argv", cmd}, {"env", env}, {"cwd", getcwd(cwd, sizeof cwd) ? cwd : "/"}};

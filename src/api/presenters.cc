@@ -38,6 +38,7 @@ json SandboxJson(const control::SandboxRecord& r) {
               {"endedAt", TimeOrNull(r.ended_ms)},
               {"stopReason", r.stop_reason.empty() ? json(nullptr) : json(r.stop_reason)},
               {"envNames", env_names},
+              {"image", spec.image ? json(*spec.image) : json(nullptr)},
               {"network", r.network.ToJson()}};
 }
 

@@ -16,10 +16,15 @@
 
 namespace kiln::api {
 
+namespace images {
+class ImageManager;
+}
+
 struct ApiContext {
   control::SandboxManager& sandboxes;
   store::KeyStore& keys;
   store::EgressLogStore& egress_log;
+  images::ImageManager* images = nullptr;  // null: no image routes (unit tests)
 };
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx);
@@ -33,6 +38,7 @@ std::optional<network::Policy> ReadNetworkField(FieldReader& f);
 // A `labels` body member (create, snapshot, fork) within the contract's bounds.
 std::optional<std::map<std::string, std::string>> ReadLabels(FieldReader& f);
 
+void AddImageRoutes(Router& r, ApiContext& ctx);
 void AddUsageRoutes(Router& r, ApiContext& ctx);
 void AddMetricsRoutes(Router& r, ApiContext& ctx);
 

@@ -24,7 +24,8 @@ std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex) {
 store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const std::string& id) {
   auto rec = ctx.sandboxes.FindSnapshot(id);
   auto scope = OwnerScope(ex);
-  if (!rec || (scope && rec->owner != *scope))
+  // An image's warm copy is the image's, reached through the image.
+  if (!rec || rec->image_warm || (scope && rec->owner != *scope))
     throw ApiError(Code::kSnapshotNotFound, "snapshot " + id + " not found");
   return *rec;
 }

@@ -9,6 +9,7 @@
 #include "common/contract.h"
 #include "common/metrics.h"
 #include "common/time.h"
+#include "images/image_manager.h"
 
 namespace kiln::api {
 
@@ -16,7 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-control::SandboxSpec ReadCreate(const json& body) {
+control::SandboxSpec ReadCreate(const json& body, std::optional<std::string>* image) {
   FieldReader f(body);
   control::SandboxSpec spec;
   spec.shape.vcpu = static_cast<int>(f.Int("vcpu", contract::kVcpu));
@@ -48,6 +49,11 @@ control::SandboxSpec ReadCreate(const json& body) {
     spec.env = *v;
   }
   spec.network = ReadNetworkField(f);
+  if (auto v = f.String("image", 256)) {
+    if (v->empty()) f.Issue("image", "must name an image: an id, name, name:tag or name@version");
+    if (spec.snapshot) f.Issue("image", "give an image or a snapshot, not both");
+    *image = *v;
+  }
   f.Finish();
   return spec;
 }
@@ -68,11 +74,22 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {
-    control::SandboxSpec spec = ReadCreate(ex.JsonBody());
+    std::optional<std::string> image;
+    control::SandboxSpec spec = ReadCreate(ex.JsonBody(), &image);
     auto deadline = PreferWaitDeadline(ex);
     const Caller& caller = CallerOf(ex);
     spec.owner = caller.key_id;
     if (spec.snapshot) FindSnapshot(ctx, ex, *spec.snapshot);  // another key's is not found
+    std::optional<images::ImageLaunch> launch;
+    if (image) {
+      if (!ctx.images) throw ApiError(Code::kImageNotFound, "this kilnd serves no images");
+      launch = ValueOrThrow(ctx.images->ForSandbox(*image, OwnerScope(ex), spec.shape));
+      spec.image = launch->image_id;
+      spec.rootfs = launch->rootfs;
+      spec.run_as = launch->run_as;
+      // A default-size sandbox of a ready image is a restore of its warm copy.
+      spec.snapshot = launch->warm_snapshot;
+    }
     if (caller.daily_limit_micros) {
       double spent = ctx.sandboxes.SpentMicrosSince(caller.key_id, StableNowMs() - 86400000);
       if (spent >= static_cast<double>(*caller.daily_limit_micros))
@@ -86,7 +103,19 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     auto s = ValueOrThrow(
         ctx.sandboxes.Create(std::move(spec), deadline, [&ex] { return ex.ClientGone(); }));
     metrics::ObserveOperation(op, static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
-    ex.SendJson(200, SandboxJson(*s));
+    json answer = SandboxJson(*s);
+    if (launch && launch->start) {
+      if (launch->warm_snapshot) {
+        // The warm copy's start command is running: it was ready when the
+        // copy was taken, and is ready now that the copy is restored.
+        answer["start"] = {{"state", launch->warm_start.value("state", std::string("ready"))},
+                           {"processId", launch->warm_start.value("processId", json(nullptr))},
+                           {"readyMs", MonotonicNowMs() - t0}};
+      } else {
+        answer["start"] = ctx.images->StartIn(s, *launch->start);
+      }
+    }
+    ex.SendJson(200, answer);
   });
 
   r.Add("POST", "/v1/sandboxes/{id}:extend", [&ctx](Exchange& ex) {

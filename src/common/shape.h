@@ -8,6 +8,7 @@ struct Shape {
   int vcpu = 2;
   int memory_mib = 2048;
   int disk_mib = 4096;  // size of its writable root (the overlay's upper layer)
+  bool operator==(const Shape&) const = default;
 };
 
 }  // namespace kiln

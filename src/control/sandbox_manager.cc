@@ -191,6 +191,9 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
     from = snapshots_.Get(*spec.snapshot);
     if (!from) return Status(Code::kSnapshotNotFound, "snapshot " + *spec.snapshot + " not found");
     spec.shape = from->shape;  // a copy has the shape of what it copies
+    // and runs the same image: a restore needs the root it was captured on.
+    spec.image = from->image;
+    spec.rootfs = from->rootfs;
     if (spec.labels.empty()) spec.labels = from->labels;
     if (!spec.network && !from->network.is_null()) {
       network::PolicyError error;
@@ -261,7 +264,9 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
   }
   Save(*sandbox);  // "starting": a restart knows to look for it
   int64_t t0 = MonotonicNowMs();
-  engine::CreateParams params{sandbox->id(), sandbox->spec().shape, rootfs_};
+  const SandboxSpec& s = sandbox->spec();
+  engine::CreateParams params{sandbox->id(), s.shape, s.rootfs.empty() ? rootfs_ : s.rootfs,
+                              engine::kCpuWeight, s.run_as};
   Result<std::shared_ptr<engine::AgentChannel>> started =
       pooled ? Result<std::shared_ptr<engine::AgentChannel>>(pooled->channel)
       : from ? engine_.Restore(params, snapshots_.CheckpointDir(from->id))
@@ -306,6 +311,9 @@ Result<store::SnapshotRecord> SandboxManager::Snapshot(const std::shared_ptr<San
   rec.shape = sandbox->spec().shape;
   rec.retention_days = options.retention_days;
   rec.network = sandbox->network().ToJson();
+  rec.image = sandbox->spec().image;
+  rec.rootfs = sandbox->spec().rootfs;
+  rec.image_warm = options.image_warm;
   auto captured = engine_.Checkpoint(sandbox->id(), snapshots_.CheckpointDir(rec.id));
   if (!captured.ok()) {
     snapshots_.Discard(rec.id);
@@ -487,7 +495,9 @@ std::optional<store::SnapshotRecord> SandboxManager::FindSnapshot(const std::str
 }
 
 std::vector<store::SnapshotRecord> SandboxManager::ListSnapshots() const {
-  return snapshots_.List();
+  std::vector<store::SnapshotRecord> all = snapshots_.List();
+  std::erase_if(all, [](const store::SnapshotRecord& r) { return r.image_warm; });
+  return all;
 }
 
 PoolStatus SandboxManager::SnapshotPool(const std::string& id) { return pool_.StatusOf(id); }

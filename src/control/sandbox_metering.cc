@@ -101,6 +101,7 @@ void SandboxManager::MeterAll(bool flush_all) {
     std::lock_guard lock(mu_);
     std::map<std::string, int64_t> still;
     for (const auto& snap : snaps) {
+      if (snap.image_warm) continue;  // image storage, metered as the image
       int64_t since = snapshot_metered_ms_.count(snap.id) ? snapshot_metered_ms_[snap.id]
                                                           : std::max(snap.created_ms, now - 60000);
       store::UsageRow row;

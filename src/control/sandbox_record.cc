@@ -54,6 +54,9 @@ void to_json(json& j, const SandboxRecord& r) {
              {"micros", r.meter.micros}}}};
   if (spec.name) j["name"] = *spec.name;
   if (spec.snapshot) j["snapshot"] = *spec.snapshot;
+  if (spec.image) j["image"] = *spec.image;
+  if (!spec.rootfs.empty()) j["rootfs"] = spec.rootfs;
+  if (spec.run_as != RunAs{}) j["runAs"] = spec.run_as;
   if (spec.max_cost_micros) j["maxCostMicros"] = *spec.max_cost_micros;
 }
 
@@ -70,6 +73,9 @@ void from_json(const json& j, SandboxRecord& r) {
   spec.env = j.value("env", std::map<std::string, std::string>{});
   if (j.contains("name")) spec.name = j["name"].get<std::string>();
   if (j.contains("snapshot")) spec.snapshot = j["snapshot"].get<std::string>();
+  if (j.contains("image")) spec.image = j["image"].get<std::string>();
+  spec.rootfs = j.value("rootfs", "");
+  if (j.contains("runAs")) spec.run_as = j["runAs"].get<RunAs>();
   if (j.contains("maxCostMicros")) spec.max_cost_micros = j["maxCostMicros"].get<int64_t>();
   if (j.contains("network")) {
     // Written by us, so valid; a record from before egress rules is "off".

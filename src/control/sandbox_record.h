@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/run_as.h"
 #include "common/shape.h"
 #include "network/policy.h"
 
@@ -34,6 +35,11 @@ struct SandboxSpec {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> env;
   std::optional<std::string> snapshot;  // start from this snapshot (its shape wins)
+  // The image it runs (an id; unset = the daemon's base image), the root
+  // filesystem the image resolved to ("" = the daemon's) and its user.
+  std::optional<std::string> image;
+  std::string rootfs;
+  RunAs run_as;
   // Egress rules; unset = the snapshot's (for a copy) or internet off.
   std::optional<network::Policy> network;
 };

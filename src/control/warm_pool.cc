@@ -143,7 +143,8 @@ void WarmPool::FillLoop(std::stop_token stop) {
     Status error(Code::kSnapshotNotFound, "snapshot is gone");
     std::shared_ptr<engine::AgentChannel> conn;
     auto rec = snapshots_.Get(want);
-    engine::CreateParams params{NewUuid(), rec ? rec->shape : Shape{}, rootfs_};
+    engine::CreateParams params{NewUuid(), rec ? rec->shape : Shape{},
+                                rec && !rec->rootfs.empty() ? rec->rootfs : rootfs_};
     if (rec) error = snapshots_.Verify(want);
     if (error.ok()) {
       // No warm-up command: it would advance the copy's pid counter, and a

@@ -20,6 +20,13 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
   app.add_option("--agent", f->agent, "kiln-agent binary (default: beside kilnd)");
   app.add_option("--image-recipe", f->image_recipe,
                  "base image recipe (default: images/base/build.sh of the source tree)");
+  app.add_option("--image-storage-mib", f->image_storage_mib,
+                 "image layers may use this much disk in all (0: no limit)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--image-builds", f->image_builds, "image builds run at once (others queue)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--pool-size", f->pool_size, "ready copies kept for every new snapshot")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();

@@ -33,6 +33,9 @@
 #include "store/db.h"
 #include "store/egress_log_store.h"
 #include "store/idempotency_store.h"
+#include "common/contract.h"
+#include "images/image_manager.h"
+#include "store/image_catalog.h"
 #include "store/image_store.h"
 #include "store/key_store.h"
 #include "store/sandbox_store.h"
@@ -199,7 +202,17 @@ int main(int argc, char** argv) {
   // Re-adopts what an earlier kilnd left running (see SandboxManager).
   kiln::control::SandboxManager sandboxes(
       {engine, rootfs, snapshots, records, usage, capacity, &egress}, options);
-  kiln::api::ApiContext ctx{sandboxes, keys, egress_log};
+  kiln::store::ImageCatalog image_catalog(*db);
+  kiln::images::ImageManagerOptions image_options;
+  image_options.store_dir = flags.state_dir + "/image-store";
+  image_options.base_rootfs = rootfs;
+  image_options.storage_limit_mib = static_cast<uint64_t>(flags.image_storage_mib);
+  image_options.builds_at_once = flags.image_builds;
+  image_options.warm_shape = kiln::Shape{static_cast<int>(kiln::contract::kVcpu.def),
+                                         static_cast<int>(kiln::contract::kMemoryMiB.def),
+                                         static_cast<int>(kiln::contract::kDiskMiB.def)};
+  kiln::images::ImageManager images(image_options, image_catalog, sandboxes, engine);
+  kiln::api::ApiContext ctx{sandboxes, keys, egress_log, &images};
   kiln::api::Router router;
   kiln::api::AddSandboxRoutes(router, ctx);
   kiln::api::AddExecRoutes(router, ctx);
@@ -208,6 +221,7 @@ int main(int argc, char** argv) {
   kiln::api::AddSnapshotRoutes(router, ctx);
   kiln::api::AddNetworkRoutes(router, ctx);
   kiln::api::AddKeyRoutes(router, ctx);
+  kiln::api::AddImageRoutes(router, ctx);
   kiln::api::AddUsageRoutes(router, ctx);
   kiln::api::AddMetricsRoutes(router, ctx);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
@@ -248,6 +262,7 @@ int main(int argc, char** argv) {
   server->Run();
   // Stopping the sandboxes first ends requests blocked on them; then the
   // connections drain before anything they use is destroyed.
+  images.Shutdown();
   sandboxes.Shutdown("host_stopped");
   engine.ReleaseSharedState();
   if (!server->Drain(10000)) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/run_as.h"
 #include "common/shape.h"
 #include "common/status.h"
 #include "engine/agent_channel.h"
@@ -30,6 +31,7 @@ struct CreateParams {
   Shape shape;
   std::string rootfs;  // read-only image root; writes stay in the sandbox
   int cpu_weight = kCpuWeight;
+  RunAs run_as;  // the agent gets it as KILN_RUN_AS; a restored agent keeps its own
 };
 
 struct CheckpointStats {
@@ -87,6 +89,12 @@ class Engine {
   // if the host cannot freeze it (it then keeps running, which is correct).
   virtual bool Freeze(const std::string& id) = 0;
   virtual bool Thaw(const std::string& id) = 0;
+
+  // Writes what the sandbox changed in its root filesystem (its overlay's
+  // upper layer) to `tar_path` as a tar in overlayfs form: a deleted path is
+  // a 0/0 character device, a directory that hides its lower one carries
+  // the xattr trusted.overlay.opaque=y. An image build's step is this.
+  virtual Status ExportUpper(const std::string& id, const std::string& tar_path) = 0;
 
   // Sets the sandbox's CPU weight (see kCpuWeight).
   virtual void SetCpuWeight(const std::string& id, int weight) = 0;

@@ -120,6 +120,17 @@ Result<CheckpointStats> RunscEngine::Checkpoint(const std::string& id, const std
   return stats;
 }
 
+Status RunscEngine::ExportUpper(const std::string& id, const std::string& tar_path) {
+  // Measured (runsc 2026-09-05, a Debian root with a few changes): 70 ms,
+  // against a `tar` run by the agent over the whole root, which cannot see
+  // deletions at all. The sandbox keeps running.
+  auto args = RunscArgs();
+  args.insert(args.end(), {"tar", "rootfs-upper", "--file", tar_path, id});
+  ProcessOutput r = RunProcess(args, 600000);
+  if (!r.ok()) return Status(Code::kIoError, "runsc tar rootfs-upper failed: " + r.Describe());
+  return Status::Ok();
+}
+
 Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
                                                           const std::vector<std::string>& verb) {
   auto fail = [](std::string message) { return Status(Code::kStartupFailed, std::move(message)); };

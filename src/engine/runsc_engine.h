@@ -53,6 +53,7 @@ class RunscEngine : public Engine {
   Result<std::shared_ptr<AgentChannel>> Attach(const std::string& id, const Shape& shape) override;
   bool Freeze(const std::string& id) override;
   bool Thaw(const std::string& id) override;
+  Status ExportUpper(const std::string& id, const std::string& tar_path) override;
   void SetCpuWeight(const std::string& id, int weight) override;
   Usage GetUsage(const std::string& id) override;
   std::vector<std::string> List() override;

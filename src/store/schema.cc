@@ -80,6 +80,42 @@ constexpr Migration kMigrations[] = {
     );
     CREATE INDEX IF NOT EXISTS egress_log_sandbox ON egress_log (sandbox_id, seq);
   )sql"},
+    // 2: images (one JSON record each; versions count per key and name),
+    // their tags, the build step cache and registry credentials.
+    {2, R"sql(
+    CREATE TABLE images (
+      id         TEXT PRIMARY KEY,
+      owner      TEXT NOT NULL,
+      name       TEXT NOT NULL,
+      version    INTEGER NOT NULL,
+      state      TEXT NOT NULL,
+      created_ms INTEGER NOT NULL,
+      record     TEXT NOT NULL,
+      UNIQUE (owner, name, version)
+    );
+    CREATE TABLE image_tags (
+      owner    TEXT NOT NULL,
+      name     TEXT NOT NULL,
+      tag      TEXT NOT NULL,
+      image_id TEXT NOT NULL,
+      PRIMARY KEY (owner, name, tag)
+    );
+    CREATE INDEX image_tags_image ON image_tags (image_id);
+    CREATE TABLE build_cache (
+      step_key   TEXT PRIMARY KEY,
+      layer      TEXT NOT NULL,
+      created_ms INTEGER NOT NULL,
+      used_ms    INTEGER NOT NULL
+    );
+    CREATE TABLE registry_credentials (
+      owner      TEXT NOT NULL,
+      registry   TEXT NOT NULL,
+      username   TEXT NOT NULL,
+      password   TEXT NOT NULL,
+      created_ms INTEGER NOT NULL,
+      PRIMARY KEY (owner, registry)
+    );
+  )sql"},
 };
 
 }  // namespace

@@ -40,6 +40,9 @@ void to_json(json& j, const SnapshotRecord& r) {
            {"sizeBytes", r.size_bytes},
            {"captureMs", r.capture_ms},
            {"network", r.network}};
+  if (r.image) j["image"] = *r.image;
+  if (!r.rootfs.empty()) j["rootfs"] = r.rootfs;
+  if (r.image_warm) j["imageWarm"] = true;
 }
 
 void from_json(const json& j, SnapshotRecord& r) {
@@ -58,6 +61,9 @@ void from_json(const json& j, SnapshotRecord& r) {
   j.at("sizeBytes").get_to(r.size_bytes);
   j.at("captureMs").get_to(r.capture_ms);
   r.network = j.value("network", json());
+  if (j.contains("image")) r.image = j["image"].get<std::string>();
+  r.rootfs = j.value("rootfs", "");
+  r.image_warm = j.value("imageWarm", false);
 }
 
 SnapshotStore::SnapshotStore(std::string dir) : dir_(std::move(dir)) {

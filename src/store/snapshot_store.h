@@ -41,6 +41,13 @@ struct SnapshotRecord {
   // The source's egress rules ({internet, allow, deny}), which copies keep
   // unless their create or fork names others; null = internet off.
   nlohmann::json network;
+  // The image the source ran (unset = the daemon's base image) and its root
+  // filesystem ("" = the daemon's), which every restore must use again.
+  std::optional<std::string> image;
+  std::string rootfs;
+  // An image's warm copy (its booted, ready state): kept and deleted with
+  // the image, never listed or billed as the key's snapshot, no expiry.
+  bool image_warm = false;
 };
 
 // The manifest's "record" (the key names are the stored format).

@@ -67,6 +67,7 @@ class FakeEngine : public engine::Engine {
                                                        const Shape& shape) override;
   bool Freeze(const std::string& id) override;
   bool Thaw(const std::string& id) override;
+  Status ExportUpper(const std::string& id, const std::string& tar_path) override;
   void SetCpuWeight(const std::string& id, int weight) override;
   engine::Usage GetUsage(const std::string& id) override;
   std::vector<std::string> List() override;

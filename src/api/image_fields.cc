@@ -1,0 +1,111 @@
+// POST /v1/images: the body, field by field, into an images::ImageRequest.
+#include "api/image_fields.h"
+
+#include "api/routes.h"
+
+namespace kiln::api {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxDockerfile = 256 * 1024;
+
+images::BuildLimits ReadBuild(FieldReader& parent) {
+  images::BuildLimits b;
+  const json* raw = parent.Raw("build");
+  if (!raw || raw->is_null()) return b;
+  if (!raw->is_object()) {
+    parent.Issue("build", "must be an object {vcpu, memoryMiB, diskMiB, maxImageMiB, timeoutSeconds}");
+    return b;
+  }
+  FieldReader f(*raw, "body.build");
+  b.vcpu = static_cast<int>(f.Int("vcpu", 1, 8).value_or(b.vcpu));
+  b.memory_mib = static_cast<int>(f.Int("memoryMiB", 256, 16384).value_or(b.memory_mib));
+  b.disk_mib = static_cast<int>(f.Int("diskMiB", 512, 32768).value_or(b.disk_mib));
+  b.max_image_mib = static_cast<int>(f.Int("maxImageMiB", 512, 20480).value_or(b.max_image_mib));
+  b.timeout_seconds = static_cast<int>(f.Int("timeoutSeconds", 60, 3600).value_or(b.timeout_seconds));
+  f.Finish();
+  return b;
+}
+
+}  // namespace
+
+std::optional<images::StartSpec> ReadStart(const json* raw, const std::string& prefix) {
+  if (!raw || raw->is_null()) return std::nullopt;
+  if (!raw->is_object()) throw InvalidField(prefix, "must be an object or null");
+  FieldReader f(*raw, prefix);
+  images::StartSpec s;
+  if (auto v = f.StringList("argv", 256)) s.argv = *v;
+  if (auto v = f.String("command", 64 * 1024)) s.command = *v;
+  if (s.argv && s.argv->empty()) f.Issue("argv", "must not be empty");
+  if (!s.argv == !s.command) f.Issue("command", "give exactly one of command and argv");
+  if (auto v = f.String("cwd", 4096)) s.cwd = *v;
+  if (auto v = f.StringMap("env", 256, 256, 64 * 1024)) s.env = *v;
+  if (auto v = f.String("readyCommand", 64 * 1024)) s.ready_command = *v;
+  if (auto v = f.Int("readyPort", 1, 65535)) s.ready_port = static_cast<int>(*v);
+  if (s.ready_command && s.ready_port) f.Issue("readyPort", "give at most one of readyCommand and readyPort");
+  s.ready_timeout_seconds = static_cast<int>(f.Int("readyTimeoutSeconds", 1, 300).value_or(60));
+  f.Finish();
+  return s;
+}
+
+images::ImageRequest ReadImageRequest(const json& body, const std::string& owner) {
+  FieldReader f(body);
+  images::ImageRequest req;
+  req.owner = owner;
+  const json* recipe = f.Raw("recipe");
+  auto dockerfile = f.String("dockerfile", kMaxDockerfile + 1);
+  auto image = f.String("image", 1024);
+  int sources = (recipe && !recipe->is_null()) + dockerfile.has_value() + image.has_value();
+  if (sources != 1) f.Issue("recipe", "give exactly one source: recipe, dockerfile or image");
+  if (dockerfile && dockerfile->size() > kMaxDockerfile)
+    throw ApiError(Code::kPayloadTooLarge, "body.dockerfile: larger than 256 KiB");
+  if (auto v = f.String("name", 128)) req.name = *v;
+  if (recipe && !recipe->is_null()) {
+    if (!recipe->is_object()) f.Issue("recipe", "must be an object");
+    req.source = images::ImageSource::kRecipe;
+    req.recipe = *recipe;
+  } else if (dockerfile) {
+    req.source = images::ImageSource::kDockerfile;
+    req.dockerfile = *dockerfile;
+  } else if (image) {
+    req.source = images::ImageSource::kImage;
+    req.image_ref = *image;
+    if (req.name.empty()) {
+      std::string path = image->substr(0, image->find_first_of("@"));
+      size_t slash = path.rfind('/');
+      std::string last = slash == std::string::npos ? path : path.substr(slash + 1);
+      req.name = last.substr(0, last.find(':'));
+    }
+  }
+  if (req.name.empty() && sources == 1) f.Issue("name", "is required (except for an image source)");
+  if (auto v = f.String("context", 80)) {
+    if (!dockerfile) f.Issue("context", "only goes with dockerfile");
+    std::string hex = v->starts_with("sha256:") ? v->substr(7) : *v;
+    if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+      f.Issue("context", "must be \"sha256:<64 hex>\" of an uploaded context");
+    req.context = hex;
+  }
+  if (auto v = f.StringMap("buildArgs", 256, 256, 64 * 1024)) req.build_args = *v;
+  if (auto v = f.String("target", 128)) req.target = *v;
+  if (auto v = f.String("dockerignore", 256 * 1024)) req.dockerignore = *v;
+  if (!dockerfile) {
+    for (const char* only : {"buildArgs", "target", "dockerignore"})
+      if (body.is_object() && body.contains(only)) f.Issue(only, "only goes with dockerfile");
+  }
+  if (auto v = f.StringList("tags", 32)) req.tags = *v;
+  if (auto v = ReadLabels(f)) req.labels = *v;
+  if (auto v = f.StringMap("env", 256, 256, 64 * 1024)) req.env = *v;
+  for (const auto& [k, _] : req.env)
+    if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");
+  req.build = ReadBuild(f);
+  if (const json* start = f.Raw("start"); start && !start->is_null()) req.start = ReadStart(start, "body.start");
+  if (auto v = f.Bool("cache")) req.cache = *v;
+  if (auto policy = ReadNetworkField(f)) req.network = *policy;
+  f.Raw("region");  // one host: accepted, meaningless
+  f.Finish();
+  return req;
+}
+
+}  // namespace kiln::api

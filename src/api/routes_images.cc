@@ -1,0 +1,205 @@
+// Images: POST/GET /v1/images, GET /v1/images/{id}, .../logs, :tag,
+// :untag, :delete, :pool, GET /v1/images/resolve, build contexts
+// (POST /v1/images/context/missing, PUT /v1/images/context/{digest}),
+// registry credentials (GET/POST /v1/images/registries, :delete) and
+// POST /v1/images:prune.
+#include <filesystem>
+#include <fstream>
+
+#include "api/auth.h"
+#include "api/errors.h"
+#include "api/image_fields.h"
+#include "api/routes.h"
+#include "common/time.h"
+#include "images/image_manager.h"
+
+namespace kiln::api {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMaxContext = 100ull << 20;  // compressed, as the reference
+constexpr size_t kMaxRegistries = 20;
+
+images::ImageManager& Images(ApiContext& ctx) {
+  if (!ctx.images) throw ApiError(Code::kRouteNotFound, "this kilnd serves no images");
+  return *ctx.images;
+}
+
+json RegistryJson(const store::RegistryCredential& c) {
+  return json{{"registry", c.registry}, {"username", c.username}, {"createdAt", FormatTime(c.created_ms)}};
+}
+
+}  // namespace
+
+void AddImageRoutes(Router& r, ApiContext& ctx) {
+  r.Add("POST", "/v1/images", [&ctx](Exchange& ex) {
+    images::ImageRequest req = ReadImageRequest(ex.JsonBody(), CallerOf(ex).key_id);
+    json record = ValueOrThrow(Images(ctx).Submit(std::move(req)));
+    ex.SendJson(202, Images(ctx).Present(record));
+  });
+
+  r.Add("GET", "/v1/images", [&ctx](Exchange& ex) {
+    json data = json::array();
+    int64_t limit = QueryInt(ex, "limit", 1, 100, 100);
+    for (const auto& rec : Images(ctx).List(OwnerScope(ex), ex.Query("name"), ex.Query("state"))) {
+      if (static_cast<int64_t>(data.size()) >= limit) break;
+      data.push_back(Images(ctx).Present(rec));
+    }
+    ex.SendJson(200, json{{"data", data}, {"nextCursor", nullptr}});
+  });
+
+  r.Add("GET", "/v1/images/resolve", [&ctx](Exchange& ex) {
+    auto ref = ex.Query("ref");
+    if (!ref || ref->empty()) throw InvalidField("query.ref", "is required");
+    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Resolve(*ref, OwnerScope(ex)))));
+  });
+
+  r.Add("GET", "/v1/images/registries", [&ctx](Exchange& ex) {
+    json data = json::array();
+    for (const auto& c : Images(ctx).Registries(CallerOf(ex).key_id)) data.push_back(RegistryJson(c));
+    ex.SendJson(200, json{{"data", data}});
+  });
+
+  r.Add("POST", "/v1/images/registries", [&ctx](Exchange& ex) {
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    store::RegistryCredential c;
+    auto registry = f.String("registry", 255);
+    auto username = f.String("username", 255);
+    auto password = f.String("password", 8192);
+    if (!registry || registry->empty()) f.Issue("registry", "is required (host[:port])");
+    if (!username) f.Issue("username", "is required");
+    if (!password) f.Issue("password", "is required");
+    f.Finish();
+    c.registry = *registry;
+    c.username = *username;
+    c.password = *password;
+    if (c.registry.find('/') != std::string::npos)
+      throw InvalidField("body.registry", "is a host[:port], without a scheme or path");
+    std::string owner = CallerOf(ex).key_id;
+    auto have = Images(ctx).Registries(owner);
+    bool known = std::any_of(have.begin(), have.end(), [&](const auto& h) { return h.registry == c.registry; });
+    if (!known && have.size() >= kMaxRegistries)
+      throw ApiError(Code::kQuotaExceeded, "a key keeps at most 20 registry credentials");
+    ex.SendJson(200, RegistryJson(Images(ctx).SetRegistry(owner, c)));
+  });
+
+  r.Add("POST", "/v1/images/registries:delete", [&ctx](Exchange& ex) {
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    auto registry = f.String("registry", 255);
+    if (!registry) f.Issue("registry", "is required");
+    f.Finish();
+    if (!Images(ctx).DeleteRegistry(CallerOf(ex).key_id, *registry))
+      throw ApiError(Code::kNotFound, "no credential for registry " + *registry);
+    ex.SendJson(200, json{{"registry", *registry}, {"deleted", true}});
+  });
+
+  r.Add("POST", "/v1/images/context/missing", [&ctx](Exchange& ex) {
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    auto digests = f.StringList("digests", 1000);
+    if (!digests) f.Issue("digests", "is required: [\"sha256:<hex>\", ...]");
+    f.Finish();
+    ex.SendJson(200, json{{"missing", Images(ctx).MissingContexts(*digests)}});
+  });
+
+  r.Add("PUT", "/v1/images/context/{digest}", [&ctx](Exchange& ex) {
+    std::string digest = ex.params["digest"];
+    std::string hex = digest.starts_with("sha256:") ? digest.substr(7) : digest;
+    if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw InvalidField("path.digest", "must be sha256:<64 lowercase hex>");
+    if (auto n = ex.content_length(); n && *n > kMaxContext)
+      throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
+                     json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
+    std::string path = Images(ctx).UploadPath();
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      std::string chunk;
+      uint64_t total = 0;
+      while (ex.ReadBodyChunk(&chunk)) {
+        total += chunk.size();
+        if (total > kMaxContext) {
+          out.close();
+          std::filesystem::remove(path);
+          throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
+                         json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
+        }
+        out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      }
+      if (ex.body_error() || !out) {
+        out.close();
+        std::filesystem::remove(path);
+        throw ApiError(Code::kInvalidRequest, "body: the upload ended early");
+      }
+    }
+    images::ContextUpload up = ValueOrThrow(Images(ctx).PutContext("sha256:" + hex, path));
+    ex.SendJson(200, json{{"digest", up.digest}, {"sizeBytes", up.size_bytes}});
+  });
+
+  r.Add("POST", "/v1/images:prune", [&ctx](Exchange& ex) {
+    FieldReader(ex.JsonBody()).Finish();
+    if (!CallerOf(ex).admin)
+      throw ApiError(Code::kForbidden, "pruning the host's image storage needs the admin key");
+    ex.SendJson(200, Images(ctx).Prune());
+  });
+
+  r.Add("GET", "/v1/images/{id}", [&ctx](Exchange& ex) {
+    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)))));
+  });
+
+  r.Add("GET", "/v1/images/{id}/logs", [&ctx](Exchange& ex) {
+    int64_t after = QueryInt(ex, "after", 0, INT64_MAX, 0);
+    int64_t limit = QueryInt(ex, "limit", 1, 10000, 1000);
+    auto follow = ex.Query("follow");
+    std::optional<std::chrono::steady_clock::time_point> until;
+    if (follow && (*follow == "true" || *follow == "1"))
+      until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    images::LogPage page = ValueOrThrow(
+        Images(ctx).Logs(ex.params["id"], OwnerScope(ex), after, static_cast<size_t>(limit), until));
+    json rec = ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)));
+    ex.SendJson(200, json{{"lines", page.lines},
+                          {"nextAfter", page.next_after},
+                          {"state", rec["state"]},
+                          {"truncated", page.truncated},
+                          {"done", page.done}});
+  });
+
+  r.Add("POST", "/v1/images/{id}:tag", [&ctx](Exchange& ex) {
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    auto tag = f.String("tag", 128);
+    if (!tag) f.Issue("tag", "is required");
+    f.Finish();
+    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Tag(ex.params["id"], *tag, OwnerScope(ex)))));
+  });
+
+  r.Add("POST", "/v1/images/{id}:untag", [&ctx](Exchange& ex) {
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    auto tag = f.String("tag", 128);
+    if (!tag) f.Issue("tag", "is required");
+    f.Finish();
+    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Untag(ex.params["id"], *tag, OwnerScope(ex)))));
+  });
+
+  r.Add("POST", "/v1/images/{id}:delete", [&ctx](Exchange& ex) {
+    FieldReader(ex.JsonBody()).Finish();
+    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Delete(ex.params["id"], OwnerScope(ex)))));
+  });
+
+  r.Add("POST", "/v1/images/{id}:pool", [&ctx](Exchange& ex) {
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    auto size = f.Int("size", contract::kPoolSize.min, contract::kPoolSize.max);
+    if (!size) f.Issue("size", "is required");
+    f.Finish();
+    control::PoolStatus p =
+        ValueOrThrow(Images(ctx).Pool(ex.params["id"], OwnerScope(ex), static_cast<int>(*size)));
+    ex.SendJson(200, json{{"size", p.size}, {"ready", p.ready}});
+  });
+}
+
+}  // namespace kiln::api

@@ -1,0 +1,172 @@
+// Images as a per-key resource: builds from recipes and Dockerfiles, pulls
+// of OCI images, their versions and tags, logs, warm copies, storage and
+// clean-up. The API calls it; it builds with sandboxes of the control plane
+// (each RUN is a kiln sandbox, under the same capacity, metering and egress
+// rules as any other) and stores layers in ImageStorage.
+//
+// An image record is JSON, the API's ImageInfo plus internal keys (layers,
+// chainId, runAs, warmSnapshot) that the presenter drops.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/run_as.h"
+#include "common/shape.h"
+#include "common/status.h"
+#include "control/sandbox_manager.h"
+#include "engine/engine.h"
+#include "images/build_log.h"
+#include "images/image_request.h"
+#include "images/image_storage.h"
+#include "store/image_catalog.h"
+
+namespace kiln::images {
+
+struct ImageManagerOptions {
+  std::string store_dir;           // <state dir>/image-store
+  std::string base_rootfs;         // the built-in image's root (kiln's base)
+  uint64_t storage_limit_mib = 0;  // --image-storage-mib; 0 = no limit
+  int builds_at_once = 2;
+  Shape warm_shape;                // creates of this shape restore the warm copy
+  std::string skopeo = "skopeo";
+};
+
+// What a sandbox made from an image needs.
+struct ImageLaunch {
+  std::string image_id;
+  std::string rootfs;
+  RunAs run_as;
+  // The warm copy to restore, when the create's shape is the warm shape.
+  std::optional<std::string> warm_snapshot;
+  std::optional<StartSpec> start;  // run at a cold boot (a warm copy has it running)
+  nlohmann::json warm_start;       // {processId, readyMs} of the warm copy's start
+};
+
+struct ContextUpload {
+  std::string digest;  // "sha256:<hex>"
+  uint64_t size_bytes = 0;
+};
+
+class ImageManager {
+ public:
+  // Registers the built-in image, marks builds a stopped daemon left
+  // unfinished as failed, and starts the build workers.
+  ImageManager(ImageManagerOptions options, store::ImageCatalog& catalog,
+               control::SandboxManager& sandboxes, engine::Engine& engine);
+  ~ImageManager();  // Shutdown()
+
+  // Daemon shutdown (before the sandboxes stop): builds in progress stop
+  // and are recorded as interrupted; waits for them.
+  void Shutdown();
+
+  // Checks the request (a Dockerfile's syntax with line numbers, that its
+  // bases and context exist) and queues the build. Returns the record.
+  Result<nlohmann::json> Submit(ImageRequest request);
+
+  // An image visible to `owner` (its own or the built-in), by id; nullopt
+  // owner = any. kImageNotFound.
+  Result<nlohmann::json> Get(const std::string& id, const std::optional<std::string>& owner);
+  // By id, "name" (its latest), "name:tag" or "name@version".
+  Result<nlohmann::json> Resolve(const std::string& ref, const std::optional<std::string>& owner);
+  std::vector<nlohmann::json> List(const std::optional<std::string>& owner,
+                                   const std::optional<std::string>& name,
+                                   const std::optional<std::string>& state);
+  Result<nlohmann::json> Tag(const std::string& id, const std::string& tag,
+                             const std::optional<std::string>& owner);
+  Result<nlohmann::json> Untag(const std::string& id, const std::string& tag,
+                               const std::optional<std::string>& owner);
+  // Cancels a build in progress; drops the warm copy and tags; layers stay
+  // while sandboxes or snapshots use the image.
+  Result<nlohmann::json> Delete(const std::string& id, const std::optional<std::string>& owner);
+
+  Result<LogPage> Logs(const std::string& id, const std::optional<std::string>& owner,
+                       int64_t after, size_t limit,
+                       std::optional<std::chrono::steady_clock::time_point> follow_until);
+
+  // Warm pool of a ready image (its warm copy's pool).
+  Result<control::PoolStatus> Pool(const std::string& id, const std::optional<std::string>& owner,
+                                   std::optional<int> size);
+
+  // Build contexts by digest ("sha256:<hex>").
+  std::vector<std::string> MissingContexts(const std::vector<std::string>& digests);
+  // Takes the uploaded file at `path` (moved) if its sha256 is `digest`.
+  Result<ContextUpload> PutContext(const std::string& digest, const std::string& path);
+  std::string UploadPath();
+
+  std::vector<store::RegistryCredential> Registries(const std::string& owner);
+  store::RegistryCredential SetRegistry(const std::string& owner, store::RegistryCredential cred);
+  bool DeleteRegistry(const std::string& owner, const std::string& registry);
+
+  // Drops the build cache, unused layers, roots and contexts.
+  nlohmann::json Prune();
+
+  // Resolves a create's `image`; kImageNotFound, kBuildInProgress (not
+  // ready yet) or kInvalidRequest (failed or deleted).
+  Result<ImageLaunch> ForSandbox(const std::string& ref, const std::optional<std::string>& owner,
+                                 const Shape& shape);
+  // Starts an image's start command in a freshly booted sandbox and waits
+  // until it is ready; the create answer's `start`.
+  nlohmann::json StartIn(const std::shared_ptr<control::Sandbox>& sandbox, const StartSpec& start);
+
+  // The image's ImageInfo (internal keys dropped, pool added).
+  nlohmann::json Present(const nlohmann::json& record);
+
+  ImageStorage& storage() { return storage_; }
+
+ private:
+  struct Job;
+  void RegisterBuiltin();
+  void Recover();
+  void Worker(std::stop_token stop);
+  void RunJob(const std::shared_ptr<Job>& job);
+  Status Build(Job& job, nlohmann::json& record);
+  Status Warm(Job& job, nlohmann::json& record);
+  Status Fail(Job& job, nlohmann::json& record, const Status& why);
+  std::shared_ptr<BuildLog> LogOf(const std::string& image_id);
+  bool Visible(const nlohmann::json& record, const std::optional<std::string>& owner) const;
+  Result<nlohmann::json> Owned(const std::string& id, const std::optional<std::string>& owner);
+  // Removes layers and roots nothing uses (see Prune); with cache, the
+  // build cache too.
+  nlohmann::json CollectGarbage(bool cache, bool contexts);
+  Status CheckQuota();
+  // Keeps a layer from collection while builds run.
+  void Pin(const std::string& layer);
+  // Warms the built-in image once, in the background.
+  void WarmBuiltinLater();
+
+  friend class Builder;
+
+  ImageManagerOptions options_;
+  store::ImageCatalog& catalog_;
+  control::SandboxManager& sandboxes_;
+  engine::Engine& engine_;
+  ImageStorage storage_;
+  std::string builtin_id_;
+
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::map<std::string, std::shared_ptr<Job>> jobs_;  // queued or running, by image id
+  std::map<std::string, std::shared_ptr<BuildLog>> logs_;
+  std::set<std::string> pinned_layers_;  // used by running builds
+  bool warming_base_ = false;
+  std::atomic<bool> closing_{false};
+  std::jthread warmer_;
+  std::vector<std::jthread> workers_;  // last: stopped and joined first
+};
+
+}  // namespace kiln::images

@@ -1,0 +1,224 @@
+// ImageManager: reading, naming and deleting images; contexts; registries.
+#include <filesystem>
+
+#include "common/digest.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "images/image_manager.h"
+#include "images/image_ref.h"
+
+namespace kiln::images {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+Status NotFound(const std::string& what) {
+  return Status(Code::kImageNotFound, "image " + what + " not found");
+}
+
+json TimeOrNull(const json& record, const char* key) {
+  int64_t ms = record.value(key, int64_t{0});
+  return ms > 0 ? json(FormatTime(ms)) : json(nullptr);
+}
+
+}  // namespace
+
+Result<json> ImageManager::Get(const std::string& id, const std::optional<std::string>& owner) {
+  auto record = catalog_.Get(id);
+  if (!record || !Visible(*record, owner)) return NotFound(id);
+  return *record;
+}
+
+Result<json> ImageManager::Resolve(const std::string& ref, const std::optional<std::string>& owner) {
+  if (ref == "base" || ref == "runtime") return Get(builtin_id_, owner);
+  Result<KilnImageRef> parsed = ParseKilnImageRef(ref);
+  if (!parsed.ok()) return Status(Code::kInvalidRequest, parsed.status().message());
+  if (parsed->is_id) return Get(parsed->name, owner);
+  // Another key's images are not found, whatever their name.
+  std::string scope = owner.value_or("");
+  std::optional<json> found;
+  auto lookup = [&](const std::string& o) {
+    if (parsed->version) return catalog_.ByVersion(o, parsed->name, *parsed->version);
+    return catalog_.ByTag(o, parsed->name, parsed->tag.value_or("latest"));
+  };
+  if (owner) {
+    found = lookup(*owner);
+  } else {  // the admin: any key's, newest first
+    for (const auto& rec : catalog_.List(std::nullopt, parsed->name, std::nullopt)) {
+      found = lookup(rec["owner"]);
+      if (found) break;
+    }
+  }
+  if (!found) return NotFound(ref);
+  return *found;
+}
+
+std::vector<json> ImageManager::List(const std::optional<std::string>& owner,
+                                     const std::optional<std::string>& name,
+                                     const std::optional<std::string>& state) {
+  std::vector<json> out;
+  for (auto& rec : catalog_.List(std::nullopt, name, state))
+    if (Visible(rec, owner)) out.push_back(std::move(rec));
+  return out;
+}
+
+Result<json> ImageManager::Tag(const std::string& id, const std::string& tag,
+                               const std::optional<std::string>& owner) {
+  Result<json> rec = Owned(id, owner);
+  if (!rec.ok()) return rec;
+  if (Status s = ValidateTag(tag); !s.ok()) return Status(Code::kInvalidRequest, "body.tag: " + s.message());
+  if ((*rec)["state"] != "ready")
+    return Status(Code::kBuildInProgress, "image " + id + " is " + (*rec)["state"].get<std::string>() +
+                                              ": only a ready image can be tagged");
+  catalog_.Tag((*rec)["owner"], (*rec)["name"], tag, id);
+  return *catalog_.Get(id);
+}
+
+Result<json> ImageManager::Untag(const std::string& id, const std::string& tag,
+                                 const std::optional<std::string>& owner) {
+  Result<json> rec = Owned(id, owner);
+  if (!rec.ok()) return rec;
+  auto tagged = catalog_.ByTag((*rec)["owner"], (*rec)["name"], tag);
+  if (!tagged || (*tagged)["id"] != id)
+    return Status(Code::kNotFound, "image " + id + " has no tag " + tag, json{{"tag", tag}});
+  catalog_.Untag((*rec)["owner"], (*rec)["name"], tag);
+  return *catalog_.Get(id);
+}
+
+Result<json> ImageManager::Delete(const std::string& id, const std::optional<std::string>& owner) {
+  Result<json> found = Owned(id, owner);
+  if (!found.ok()) return found;
+  json record = *found;
+  if (record["state"] == "deleted") return record;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = jobs_.find(id); it != jobs_.end()) {
+      // The build stops at its next step (a running RUN is cancelled) and
+      // records the image as deleted.
+      it->second->cancelled = true;
+      record["state"] = "deleting";
+      catalog_.Update(record);
+      return record;
+    }
+  }
+  record["state"] = "deleting";
+  catalog_.Update(record);
+  for (const auto& tag : record["tags"]) catalog_.Untag(record["owner"], record["name"], tag);
+  if (record.contains("warmSnapshot") && record["warmSnapshot"].is_string())
+    sandboxes_.DeleteSnapshot(record["warmSnapshot"]);
+  record["state"] = "deleted";
+  record["endedMs"] = NowMs();
+  record.erase("tags");
+  catalog_.Update(record);
+  // Layers stay while sandboxes or snapshots of the image run or exist.
+  CollectGarbage(false, false);
+  LogInfo("image deleted", {{"event", "image.deleted"}, {"imageId", id}});
+  return *catalog_.Get(id);
+}
+
+Result<LogPage> ImageManager::Logs(const std::string& id, const std::optional<std::string>& owner,
+                                   int64_t after, size_t limit,
+                                   std::optional<std::chrono::steady_clock::time_point> follow_until) {
+  Result<json> rec = Get(id, owner);
+  if (!rec.ok()) return rec.status();
+  auto log = LogOf(id);
+  std::string state = (*rec)["state"];
+  if (state != "queued" && state != "building") log->Close();
+  return log->Read(after, limit, follow_until);
+}
+
+Result<control::PoolStatus> ImageManager::Pool(const std::string& id,
+                                               const std::optional<std::string>& owner,
+                                               std::optional<int> size) {
+  Result<json> rec = Get(id, owner);
+  if (!rec.ok()) return rec.status();
+  if (!rec->contains("warmSnapshot") || !(*rec)["warmSnapshot"].is_string()) {
+    if ((*rec)["state"] == "ready" && (*rec)["source"] == "builtin") {
+      WarmBuiltinLater();
+      return Status(Code::kBuildInProgress, "the built-in image is warming; retry in a few seconds")
+          .WithRetryAfter(2);
+    }
+    return Status(Code::kBuildInProgress,
+                  "image " + id + " has no warm copy (it is " + (*rec)["state"].get<std::string>() + ")");
+  }
+  std::string snap = (*rec)["warmSnapshot"];
+  if (size) sandboxes_.ResizePool(snap, *size);
+  return sandboxes_.SnapshotPool(snap);
+}
+
+std::string ImageManager::UploadPath() { return storage_.TempPath("upload"); }
+
+std::vector<std::string> ImageManager::MissingContexts(const std::vector<std::string>& digests) {
+  std::vector<std::string> missing;
+  for (const auto& d : digests) {
+    std::string hex = d.starts_with("sha256:") ? d.substr(7) : d;
+    if (!fs::exists(storage_.ContextPath(hex))) missing.push_back(d);
+  }
+  return missing;
+}
+
+Result<ContextUpload> ImageManager::PutContext(const std::string& digest, const std::string& path) {
+  std::string hex = digest.starts_with("sha256:") ? digest.substr(7) : digest;
+  std::error_code ec;
+  std::string actual = FileSha256Hex(path);
+  uint64_t size = fs::file_size(path, ec);
+  if (actual != hex) {
+    fs::remove(path, ec);
+    return Status(Code::kInvalidRequest,
+                  "the body's sha256 is " + actual + ", not the " + hex + " its path names",
+                  json{{"expected", "sha256:" + hex}, {"actual", "sha256:" + actual}});
+  }
+  fs::rename(path, storage_.ContextPath(hex), ec);
+  if (ec) return Status(Code::kIoError, "cannot store the context: " + ec.message());
+  return ContextUpload{"sha256:" + hex, size};
+}
+
+std::vector<store::RegistryCredential> ImageManager::Registries(const std::string& owner) {
+  return catalog_.Registries(owner);
+}
+
+store::RegistryCredential ImageManager::SetRegistry(const std::string& owner,
+                                                    store::RegistryCredential cred) {
+  cred.created_ms = NowMs();
+  catalog_.PutRegistry(owner, cred);
+  return cred;
+}
+
+bool ImageManager::DeleteRegistry(const std::string& owner, const std::string& registry) {
+  return catalog_.DeleteRegistry(owner, registry);
+}
+
+json ImageManager::Present(const json& r) {
+  json pool{{"size", 0}, {"ready", 0}};
+  if (r.contains("warmSnapshot") && r["warmSnapshot"].is_string()) {
+    control::PoolStatus p = sandboxes_.SnapshotPool(r["warmSnapshot"]);
+    pool = {{"size", p.size}, {"ready", p.ready}};
+  }
+  return json{{"id", r["id"]},
+              {"kind", "image"},
+              {"name", r["name"]},
+              {"version", r["version"]},
+              {"tags", r.value("tags", json::array())},
+              {"labels", r.value("labels", json::object())},
+              {"state", r["state"]},
+              {"source", r["source"]},
+              {"ref", r.value("ref", json(nullptr))},
+              {"digest", r.value("digest", json(nullptr))},
+              {"sizeBytes", r.value("sizeBytes", 0)},
+              {"layers", r.contains("layers") ? json(r["layers"].size()) : json(0)},
+              {"stepsTotal", r.value("stepsTotal", 0)},
+              {"stepsCached", r.value("stepsCached", 0)},
+              {"config", r.value("config", json(nullptr))},
+              {"start", r.value("start", json(nullptr))},
+              {"build", r.value("build", json(nullptr))},
+              {"pool", pool},
+              {"warm", r.contains("warmSnapshot") && r["warmSnapshot"].is_string()},
+              {"error", r.value("error", json(nullptr))},
+              {"createdAt", TimeOrNull(r, "createdMs")},
+              {"readyAt", TimeOrNull(r, "readyMs")},
+              {"endedAt", TimeOrNull(r, "endedMs")}};
+}
+
+}  // namespace kiln::images

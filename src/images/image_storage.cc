@@ -1,0 +1,178 @@
+#include "images/image_storage.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/digest.h"
+#include "images/flatten.h"
+
+namespace kiln::images {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+ImageStorage::ImageStorage(std::string dir) : dir_(std::move(dir)) {
+  for (const char* sub : {"layers", "roots", "contexts", "logs", "tmp"})
+    fs::create_directories(dir_ + "/" + sub);
+  // What a stopped daemon was writing is never complete.
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_ + "/tmp", ec)) (void)RemoveTree(e.path());
+  for (const auto& e : fs::directory_iterator(dir_ + "/roots", ec)) {
+    if (e.path().filename().string().ends_with(".partial")) (void)RemoveTree(e.path());
+  }
+}
+
+std::string ImageStorage::TempPath(const std::string& what) {
+  std::lock_guard lock(mu_);
+  return dir_ + "/tmp/" + what + "-" + std::to_string(getpid()) + "-" + std::to_string(++tmp_seq_);
+}
+
+std::optional<LayerInfo> ImageStorage::Layer(const std::string& id) const {
+  std::ifstream f(LayerDir(id) + ".json");
+  if (!f) return std::nullopt;
+  json j = json::parse(f, nullptr, false);
+  if (!j.is_object() || !fs::is_directory(LayerDir(id))) return std::nullopt;
+  return LayerInfo{id, j.value("bytes", uint64_t{0}), j.value("files", uint64_t{0})};
+}
+
+namespace {
+
+Status WriteMeta(const std::string& path, const LayerInfo& info) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << json{{"bytes", info.bytes}, {"files", info.files}}.dump();
+    if (!f) return Status(Code::kNoSpace, "cannot write " + path);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status(Code::kIoError, "cannot write " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<LayerInfo> ImageStorage::AddLayerTar(const std::string& tar_path, UnpackOptions options) {
+  std::string tmp = TempPath("layer");
+  Result<LayerStats> unpacked = UnpackLayer(tar_path, tmp, options);
+  if (!unpacked.ok()) return unpacked.status();
+  LayerInfo info{unpacked->diff_id, unpacked->bytes, unpacked->files};
+  std::lock_guard lock(mu_);
+  if (auto have = Layer(info.id)) {
+    (void)RemoveTree(tmp);
+    return *have;
+  }
+  std::error_code ec;
+  fs::remove_all(LayerDir(info.id), ec);  // a half-added one (no .json)
+  fs::rename(tmp, LayerDir(info.id), ec);
+  if (ec) {
+    (void)RemoveTree(tmp);
+    return Status(Code::kIoError, "cannot store layer " + info.id + ": " + ec.message());
+  }
+  if (Status s = WriteMeta(LayerDir(info.id) + ".json", info); !s.ok()) return s;
+  return info;
+}
+
+Result<LayerInfo> ImageStorage::AddLayerDir(const std::string& dir, const std::string& id) {
+  LayerInfo info{id, 0, 0};
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) {
+      info.bytes += it->file_size(ec);
+      ++info.files;
+    }
+  }
+  std::lock_guard lock(mu_);
+  if (auto have = Layer(id)) {
+    (void)RemoveTree(dir);
+    return *have;
+  }
+  fs::remove_all(LayerDir(id), ec);
+  fs::rename(dir, LayerDir(id), ec);
+  if (ec) {
+    (void)RemoveTree(dir);
+    return Status(Code::kIoError, "cannot store layer " + id + ": " + ec.message());
+  }
+  if (Status s = WriteMeta(LayerDir(id) + ".json", info); !s.ok()) return s;
+  return info;
+}
+
+std::string ImageStorage::ChainId(const std::vector<std::string>& layers) {
+  std::string all;
+  for (const auto& l : layers) all += l + "\n";
+  return Sha256Hex(all);
+}
+
+Result<std::string> ImageStorage::EnsureRoot(const std::vector<std::string>& layers) {
+  // A layer that links to a whole root (kiln's built-in base) is its own root.
+  if (layers.size() == 1 && fs::is_symlink(LayerDir(layers[0])))
+    return fs::read_symlink(LayerDir(layers[0])).string();
+  std::string root = RootDir(ChainId(layers));
+  std::lock_guard lock(mu_);
+  if (fs::is_directory(root)) return root;
+  std::vector<std::string> dirs;
+  for (const auto& l : layers) {
+    if (!fs::is_directory(LayerDir(l))) return Status(Code::kInvalidImage, "layer " + l + " is missing");
+    dirs.push_back(LayerDir(l));
+  }
+  // Flattened beside its final name and renamed, so a root that exists is whole.
+  std::string partial = root + ".partial";
+  (void)RemoveTree(partial);
+  Result<FlattenStats> made = Flatten(dirs, partial);
+  if (!made.ok()) return made.status();
+  std::error_code ec;
+  fs::rename(partial, root, ec);
+  if (ec) {
+    (void)RemoveTree(partial);
+    return Status(Code::kIoError, "cannot place root " + root + ": " + ec.message());
+  }
+  return root;
+}
+
+uint64_t ImageStorage::LayerBytes() const {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_ + "/layers", ec)) {
+    std::string name = e.path().filename();
+    if (!name.ends_with(".json")) continue;
+    if (auto l = Layer(name.substr(0, name.size() - 5))) total += l->bytes;
+  }
+  return total;
+}
+
+uint64_t ImageStorage::DiskBytes() const { return DiskUsage(dir_); }
+
+PruneStats ImageStorage::Prune(const std::set<std::string>& keep_layers,
+                               const std::set<std::string>& keep_roots, bool contexts) {
+  PruneStats stats;
+  std::lock_guard lock(mu_);
+  uint64_t before = DiskUsage(dir_);
+  std::error_code ec;
+  // Roots first: they hold links into the layers.
+  for (const auto& e : fs::directory_iterator(dir_ + "/roots", ec)) {
+    if (keep_roots.count(e.path().filename())) continue;
+    if (RemoveTree(e.path()).ok()) ++stats.roots_removed;
+  }
+  for (const auto& e : fs::directory_iterator(dir_ + "/layers", ec)) {
+    std::string name = e.path().filename();
+    if (name.ends_with(".json")) continue;
+    if (keep_layers.count(name)) continue;
+    fs::remove(e.path().string() + ".json", ec);
+    if (RemoveTree(e.path()).ok()) ++stats.layers_removed;
+  }
+  if (contexts) {
+    for (const auto& e : fs::directory_iterator(dir_ + "/contexts", ec)) {
+      if (fs::remove(e.path(), ec)) ++stats.contexts_removed;
+    }
+  }
+  uint64_t after = DiskUsage(dir_);
+  stats.bytes_freed = before > after ? before - after : 0;
+  return stats;
+}
+
+}  // namespace kiln::images

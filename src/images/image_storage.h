@@ -1,0 +1,76 @@
+// Where images live on the host, under <state dir>/image-store:
+//   layers/<id>/         a layer, unpacked (see layer_unpack.h), stored once
+//                        and shared by every image that has it
+//   layers/<id>.json     its size and file count
+//   roots/<chain id>/    an image's root filesystem: hard links into its
+//                        layers (flatten.h), so a root costs directories,
+//                        not file bytes; shared by images with the same layers
+//   contexts/<sha256>    uploaded build contexts, by digest
+//   logs/<image id>.ndjson, tmp/
+// A layer's id is the sha256 of its uncompressed tar (its OCI diff id) or,
+// for a layer kiln writes itself (COPY), of the step that made it.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "images/layer_unpack.h"
+
+namespace kiln::images {
+
+struct LayerInfo {
+  std::string id;
+  uint64_t bytes = 0, files = 0;
+};
+
+struct PruneStats {
+  int layers_removed = 0, roots_removed = 0, contexts_removed = 0;
+  uint64_t bytes_freed = 0;
+};
+
+class ImageStorage {
+ public:
+  explicit ImageStorage(std::string dir);
+
+  const std::string& dir() const { return dir_; }
+  std::string LayerDir(const std::string& id) const { return dir_ + "/layers/" + id; }
+  std::string RootDir(const std::string& chain_id) const { return dir_ + "/roots/" + chain_id; }
+  std::string ContextPath(const std::string& sha256) const { return dir_ + "/contexts/" + sha256; }
+  std::string LogPath(const std::string& image_id) const { return dir_ + "/logs/" + image_id + ".ndjson"; }
+  // A fresh private directory name under tmp/ (not created).
+  std::string TempPath(const std::string& what);
+
+  std::optional<LayerInfo> Layer(const std::string& id) const;
+  // Unpacks a layer tar into the store under its diff id (verifying the
+  // digests `options` names); an existing layer is kept and the tar ignored.
+  Result<LayerInfo> AddLayerTar(const std::string& tar_path, UnpackOptions options);
+  // Moves a layer directory written by kiln (a COPY) into the store as `id`.
+  Result<LayerInfo> AddLayerDir(const std::string& dir, const std::string& id);
+
+  // The chain id of a layer stack (bottom to top): the sha256 of the ids.
+  static std::string ChainId(const std::vector<std::string>& layers);
+  // The root of a layer stack, flattened on first use.
+  Result<std::string> EnsureRoot(const std::vector<std::string>& layers);
+
+  // Unique bytes of every layer (what the quota counts).
+  uint64_t LayerBytes() const;
+  // Bytes on disk of the whole store, each inode once (roots add only
+  // directories and inodes to their layers).
+  uint64_t DiskBytes() const;
+
+  // Removes layers, roots and contexts not named in `keep_*`.
+  PruneStats Prune(const std::set<std::string>& keep_layers, const std::set<std::string>& keep_roots,
+                   bool contexts);
+
+ private:
+  std::string dir_;
+  mutable std::mutex mu_;  // serializes adding and removing entries
+  uint64_t tmp_seq_ = 0;
+};
+
+}  // namespace kiln::images
