@@ -76,8 +76,8 @@ Status Walk(const fs::path& dir, const std::string& rel_dir, const DockerIgnore*
     if (::lstat(it->path().c_str(), &st) != 0) {
       return Status(Code::kInvalidRequest, "cannot stat " + it->path().string());
     }
-    const bool kept = std::find(std::begin(kAlwaysKept), std::end(kAlwaysKept), rel) !=
-                      std::end(kAlwaysKept);
+    const bool kept =
+        std::find(std::begin(kAlwaysKept), std::end(kAlwaysKept), rel) != std::end(kAlwaysKept);
     const bool skip = ignore != nullptr && !kept && ignore->Excluded(rel);
     if (S_ISDIR(st.st_mode)) {
       if (!skip) out.push_back({rel, it->path()});
@@ -274,8 +274,8 @@ Result<PackedContext> PackContext(const std::string& dir,
       archive_entry_set_size(entry.get(), static_cast<la_int64_t>(data.size()));
     }
     if (archive_write_header(a.get(), entry.get()) != ARCHIVE_OK) {
-      return Status(Code::kInvalidRequest, "cannot pack " + e.rel + ": " +
-                                               archive_error_string(a.get()));
+      return Status(Code::kInvalidRequest,
+                    "cannot pack " + e.rel + ": " + archive_error_string(a.get()));
     }
     if (!data.empty() && archive_write_data(a.get(), data.data(), data.size()) !=
                              static_cast<la_ssize_t>(data.size())) {
