@@ -8,7 +8,7 @@ _kiln_spec() {
   verbs="" flags="" valued="" args=""
   case "$1" in
     "")
-      verbs="server sandbox snapshot keys usage completion"
+      verbs="server sandbox snapshot image keys usage completion"
       flags="--json --quiet --help --version"
       ;;
     "sandbox")
@@ -16,12 +16,12 @@ _kiln_spec() {
       flags="--json --quiet --help"
       ;;
     "sandbox run")
-      flags="--vcpu --memory --disk --timeout-ms --env --cwd --wait --json --quiet --help"
-      valued="--vcpu --memory --disk --timeout-ms --env --cwd --wait"
+      flags="--vcpu --memory --disk --timeout-ms --env --cwd --wait --image --json --quiet --help"
+      valued="--vcpu --memory --disk --timeout-ms --env --cwd --wait --image"
       ;;
     "sandbox create")
-      flags="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --internet --allow --deny --json --quiet --help"
-      valued="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --internet --allow --deny"
+      flags="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --image --internet --allow --deny --json --quiet --help"
+      valued="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --image --internet --allow --deny"
       ;;
     "sandbox ls"|"sandbox list")
       flags="--all --state --label --json --quiet --help"
@@ -74,6 +74,55 @@ _kiln_spec() {
     "snapshot rm"|"snapshot delete")
       flags="--json --quiet --help"
       valued=""
+      ;;
+    "image")
+      verbs="build ls get versions rm tag untag logs prune pool registry"
+      flags="--json --quiet --help"
+      ;;
+    "image build")
+      flags="--tag --file --target --build-arg --no-cache --from --pip --apt --npm --start --ready-port --ready-command --allow-host --vcpu --memory --disk-mib --max-image-mib --timeout --json --quiet --help"
+      valued="--tag --file --target --build-arg --from --pip --apt --npm --start --ready-port --ready-command --allow-host --vcpu --memory --disk-mib --max-image-mib --timeout"
+      ;;
+    "image ls"|"image list")
+      flags="--name --json --quiet --help"
+      valued="--name"
+      ;;
+    "image get")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "image versions")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "image rm"|"image delete")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "image tag")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "image untag")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "image logs")
+      flags="--follow --json --quiet --help"
+      valued=""
+      ;;
+    "image prune")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "image pool")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "image registry")
+      flags="--username --password-stdin --json --quiet --help"
+      valued="--username"
+      args="set ls rm"
       ;;
     "keys")
       verbs="create ls revoke"

@@ -58,8 +58,15 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, const std::vector<Fla
     } else if (body.starts_with("--")) {
       body.remove_prefix(2);
     } else {
-      // Single-dash words (-m, -json) are not flags we know; suggest the long form.
-      UnknownFlag(tok, body.substr(1), specs);
+      // Single-dash words (-m, -json) are not flags we know unless a spec
+      // names that letter; else suggest the long form.
+      const FlagSpec* by_letter = nullptr;
+      if (body.size() == 2) {
+        for (const auto& s : specs)
+          if (s.short_name != 0 && s.short_name == body[1]) by_letter = &s;
+      }
+      if (by_letter == nullptr) UnknownFlag(tok, body.substr(1), specs);
+      body = by_letter->name;
     }
     std::optional<std::string> inline_value;
     if (auto eq = body.find('='); eq != std::string_view::npos) {

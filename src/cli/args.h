@@ -19,6 +19,7 @@ struct FlagSpec {
   bool required = false;
   // For shell completion: the values it offers ("a b c"), or kFileValue.
   std::string choices;
+  char short_name = 0;  // -t for --tag (only a few verbs use one)
 };
 
 inline constexpr std::string_view kFileValue = "<file>";

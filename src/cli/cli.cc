@@ -100,8 +100,9 @@ Invocation ParseVerb(const Group* group, const Verb& verb, std::vector<std::stri
                          : group                ? group->id_noun
                                                 : "argument");
   if (parsed.positionals.size() < wanted) throw UsageError("missing the " + noun, hint);
-  if (parsed.positionals.size() > wanted) {
-    std::string msg = "unexpected argument '" + parsed.positionals[wanted] + "'";
+  const auto most = verb.max_positionals < 0 ? wanted : static_cast<std::size_t>(verb.max_positionals);
+  if (parsed.positionals.size() > most) {
+    std::string msg = "unexpected argument '" + parsed.positionals[most] + "'";
     if (verb.takes_command) msg += "; the command goes after --";
     throw UsageError(msg, hint);
   }

@@ -20,11 +20,12 @@ struct Verb {
   std::string_view summary;
   std::string_view details;     // options and notes for --help
   std::vector<FlagSpec> flags;  // --json, --quiet and --help are added for every verb
-  int positionals;              // exactly this many (the sandbox or key ID)
+  int positionals;              // this many (the sandbox or key ID), up to max_positionals
   bool takes_command;           // "-- CMD..." required
   int (*handler)(Context&, const ParsedArgs&);
   std::string_view arg_noun = "";     // what usage errors call the positional, if not the group's
   std::string_view arg_choices = "";  // the positional's values, for completion ("bash")
+  int max_positionals = -1;           // -1: exactly `positionals`
 };
 
 // A command made of verbs: `kiln sandbox VERB`, `kiln keys VERB`.
@@ -49,6 +50,8 @@ const std::vector<Command>& Commands();
 const std::vector<Verb>& SandboxVerbs();
 const std::vector<Verb>& SnapshotVerbs();
 const std::vector<Verb>& KeyVerbs();
+const std::vector<Verb>& ImageVerbs();
+const Group& ImageGroup();
 const Group& SandboxGroup();
 const Group& SnapshotGroup();
 const Group& KeysGroup();

@@ -70,14 +70,16 @@ const std::vector<Verb>& SandboxVerbs() {
       ShapeDetails() + "  --timeout-ms N    time limit for CMD " +
       DefaultOf(contract::kExecTimeoutMs) + "\n" +
       "  --env K=V         environment variable for the sandbox (repeatable)\n"
-      "  --cwd DIR         working directory of CMD (default /workspace)\n" KILN_WAIT_DETAILS;
+      "  --cwd DIR         working directory of CMD (default /workspace)\n"
+      "  --image REF       start from this image (id, name, name:tag, name@version)\n" KILN_WAIT_DETAILS;
   static const std::string create_details =
       ShapeDetails() + "  --timeout S       lease in seconds " +
       DefaultOf(contract::kTimeoutSeconds) + "; it stops after that\n" +
       "  --name NAME       a name ([A-Za-z0-9._-], up to 64)\n"
       "  --label K=V       label (repeatable)\n"
       "  --env K=V         environment variable for every command (repeatable)\n"
-      "  --snapshot ID     start a copy of this snapshot (its shape wins)\n" KILN_WAIT_DETAILS
+      "  --snapshot ID     start a copy of this snapshot (its shape wins)\n"
+      "  --image REF       start from this image (id, name, name:tag, name@version)\n" KILN_WAIT_DETAILS
       "  --internet on|off reach the internet (default off)\n" KILN_RULE_DETAILS;
   static const std::string exec_details =
       "  --cwd DIR         working directory (default /workspace)\n"
@@ -93,7 +95,7 @@ const std::vector<Verb>& SandboxVerbs() {
                   "then stop the sandbox, also on failure or Ctrl-C.",
        .details = run_details,
        .flags = {Value("vcpu"), Value("memory"), Value("disk"), Value("timeout-ms"),
-                 Value("env", true), Value("cwd"), Value("wait")},
+                 Value("env", true), Value("cwd"), Value("wait"), Value("image")},
        .positionals = 0,
        .takes_command = true,
        .handler = CmdSandboxRun},
@@ -104,7 +106,7 @@ const std::vector<Verb>& SandboxVerbs() {
        .details = create_details,
        .flags = WithNetwork({Value("vcpu"), Value("memory"), Value("disk"), Value("timeout"),
                              Value("name"), Value("label", true), Value("env", true),
-                             Value("snapshot"), Value("wait")}),
+                             Value("snapshot"), Value("wait"), Value("image")}),
        .positionals = 0,
        .takes_command = false,
        .handler = CmdSandboxCreate},
@@ -256,6 +258,157 @@ const std::vector<Verb>& SnapshotVerbs() {
   return verbs;
 }
 
+namespace {
+FlagSpec Short(std::string name, char letter, bool repeatable) {
+  FlagSpec spec{std::move(name), true, repeatable};
+  spec.short_name = letter;
+  return spec;
+}
+}  // namespace
+
+const std::vector<Verb>& ImageVerbs() {
+  static const std::vector<Verb> verbs = {
+      {.name = "build",
+       .synopsis = "build [DIR] -t NAME[:TAG]... [OPTIONS]",
+       .brief = "build an image, print its id and name:version",
+       .summary =
+           "Build an image from DIR's Dockerfile (DIR is packed and sent as the build\n"
+           "context, minus what its .dockerignore names), from -f FILE, or from a recipe\n"
+           "(--from, --pip, --apt, --npm). The build log streams as it comes; a failed\n"
+           "build exits 1 with its error.",
+       .details =
+           "  -t, --tag NAME[:TAG]  the image's name, and a tag (repeatable)\n"
+           "  -f, --file F      the Dockerfile (default DIR/Dockerfile)\n"
+           "  --target T        the Dockerfile stage to build\n"
+           "  --build-arg K=V   a Dockerfile ARG (repeatable)\n"
+           "  --no-cache        rebuild every step\n"
+           "  --from IMG        recipe: the base image\n"
+           "  --pip P, --apt P, --npm P\n"
+           "                    recipe: packages to install (repeatable)\n"
+           "  --start CMD       a command every sandbox from the image starts with\n"
+           "  --ready-port N    ... ready once it listens on port N\n"
+           "  --ready-command C ... ready once C exits 0\n"
+           "  --allow-host H    a host RUN steps may reach (repeatable; default none)\n"
+           "  --vcpu N, --memory MiB, --disk-mib MiB, --max-image-mib MiB, --timeout S\n"
+           "                    the builder's shape, image size cap and time limit\n",
+       .flags = {Short("tag", 't', true), Short("file", 'f', false), Value("target"),
+                 Value("build-arg", true), Toggle("no-cache"), Value("from"), Value("pip", true),
+                 Value("apt", true), Value("npm", true), Value("start"), Value("ready-port"),
+                 Value("ready-command"), Value("allow-host", true), Value("vcpu"), Value("memory"),
+                 Value("disk-mib"), Value("max-image-mib"), Value("timeout")},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = CmdImageBuild,
+       .arg_noun = "DIR",
+       .max_positionals = 1},
+      {.name = "ls",
+       .synopsis = "ls [--name N]",
+       .brief = "list images, newest first",
+       .summary = "List images, newest first.",
+       .details = "  --name N          only versions of this name\n",
+       .flags = {Value("name")},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = CmdImageLs},
+      {.name = "get",
+       .synopsis = "get REF",
+       .brief = "show one image",
+       .summary = "Show one image: REF is an id, a name (its latest), name:tag or name@version.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdImageGet},
+      {.name = "versions",
+       .synopsis = "versions NAME",
+       .brief = "list every version of a name",
+       .summary = "List every version of an image name, newest first.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdImageVersions,
+       .arg_noun = "image NAME"},
+      {.name = "rm",
+       .synopsis = "rm REF",
+       .brief = "delete an image",
+       .summary = "Delete an image version; sandboxes started from it keep running.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdImageRm},
+      {.name = "tag",
+       .synopsis = "tag REF TAG",
+       .brief = "tag an image (the tag moves from any other version)",
+       .summary = "Give an image version a tag; the tag leaves any other version of the name.",
+       .details = "",
+       .flags = {},
+       .positionals = 2,
+       .takes_command = false,
+       .handler = CmdImageTag,
+       .arg_noun = "image REF and TAG"},
+      {.name = "untag",
+       .synopsis = "untag REF TAG",
+       .brief = "remove a tag",
+       .summary = "Remove a tag from an image version.",
+       .details = "",
+       .flags = {},
+       .positionals = 2,
+       .takes_command = false,
+       .handler = CmdImageUntag,
+       .arg_noun = "image REF and TAG"},
+      {.name = "logs",
+       .synopsis = "logs REF [-f]",
+       .brief = "print an image's build log",
+       .summary = "Print an image's build log; with -f, follow it until the build ends.",
+       .details = "  -f, --follow      wait for new lines until the build ends\n",
+       .flags = {[] {
+         FlagSpec f{"follow", false, false};
+         f.short_name = 'f';
+         return f;
+       }()},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdImageLogs},
+      {.name = "prune",
+       .synopsis = "prune",
+       .brief = "drop unused layers and build cache",
+       .summary = "Drop layers no image uses and the build cache; prints what was freed.",
+       .details = "",
+       .flags = {},
+       .positionals = 0,
+       .takes_command = false,
+       .handler = CmdImagePrune},
+      {.name = "pool",
+       .synopsis = "pool REF SIZE",
+       .brief = "keep SIZE warm sandboxes of an image ready",
+       .summary = "Keep SIZE sandboxes of the image started and waiting, so creates from it\n"
+                  "are hand-outs (0 turns the pool off).",
+       .details = "",
+       .flags = {},
+       .positionals = 2,
+       .takes_command = false,
+       .handler = CmdImagePool,
+       .arg_noun = "image REF and SIZE"},
+      {.name = "registry",
+       .synopsis = "registry set REGISTRY --username U --password-stdin | ls | rm REGISTRY",
+       .brief = "manage private registry credentials",
+       .summary = "Store (set), list (ls) or delete (rm) the credentials builds use to pull\n"
+                  "from a private registry. The password is read from stdin, never argv.",
+       .details = "  --username U      the registry user (set)\n"
+                  "  --password-stdin  read the password from stdin (set)\n",
+       .flags = {Value("username"), Toggle("password-stdin")},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdImageRegistry,
+       .arg_noun = "action (set, ls, rm)",
+       .arg_choices = "set ls rm",
+       .max_positionals = 2},
+  };
+  return verbs;
+}
+
 const std::vector<Verb>& KeyVerbs() {
   static const std::vector<Verb> verbs = {
       {.name = "create",
@@ -354,6 +507,16 @@ const Group& SnapshotGroup() {
   return group;
 }
 
+const Group& ImageGroup() {
+  static const Group group = {
+      .name = "image",
+      .id_noun = "image REF",
+      .notes = "\nREF is an image id, a name (its latest version), name:tag or name@version.\n"
+               "`kiln sandbox create --image REF` starts a sandbox from one.\n",
+      .verbs = ImageVerbs};
+  return group;
+}
+
 const Group& KeysGroup() {
   static const Group group = {
       .name = "keys",
@@ -378,6 +541,10 @@ const std::vector<Command>& Commands() {
        .synopsis = "snapshot VERB ...",
        .brief = "list, show and delete snapshots (`kiln snapshot --help`)",
        .group = &SnapshotGroup()},
+      {.name = "image",
+       .synopsis = "image VERB ...",
+       .brief = "build, list, tag and delete images (`kiln image --help`)",
+       .group = &ImageGroup()},
       {.name = "keys",
        .synopsis = "keys VERB ...",
        .brief = "create, list and revoke API keys (`kiln keys --help`)",

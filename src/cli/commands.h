@@ -2,7 +2,9 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +31,29 @@ int CmdSandboxNetwork(Context& ctx, const ParsedArgs& args);
 int CmdSnapshotLs(Context& ctx, const ParsedArgs& args);
 int CmdSnapshotGet(Context& ctx, const ParsedArgs& args);
 int CmdSnapshotRm(Context& ctx, const ParsedArgs& args);
+
+// kiln image …
+int CmdImageBuild(Context& ctx, const ParsedArgs& args);
+int CmdImageLs(Context& ctx, const ParsedArgs& args);
+int CmdImageGet(Context& ctx, const ParsedArgs& args);
+int CmdImageVersions(Context& ctx, const ParsedArgs& args);
+int CmdImageRm(Context& ctx, const ParsedArgs& args);
+int CmdImageTag(Context& ctx, const ParsedArgs& args);
+int CmdImageUntag(Context& ctx, const ParsedArgs& args);
+int CmdImageLogs(Context& ctx, const ParsedArgs& args);
+int CmdImagePrune(Context& ctx, const ParsedArgs& args);
+int CmdImagePool(Context& ctx, const ParsedArgs& args);
+int CmdImageRegistry(Context& ctx, const ParsedArgs& args);
+
+// True for an image id (a UUID); anything else is a ref to resolve.
+bool IsImageId(std::string_view ref);
+// The body of `kiln image build` (POST /v1/images) from its flags: a
+// Dockerfile build when `dockerfile` is given, else a recipe from
+// --from/--pip/--apt/--npm. Throws UsageError for contradictory flags.
+nlohmann::json ImageBuildBody(const ParsedArgs& args, const std::optional<std::string>& dockerfile,
+                              const std::optional<std::string>& context_digest);
+// "image web build failed at step 3 (Dockerfile line 7) [RUN make]: …" from a failed ImageInfo.
+std::string BuildFailureMessage(const nlohmann::json& info);
 
 // kiln usage, kiln completion
 int CmdUsage(Context& ctx, const ParsedArgs& args);

@@ -294,7 +294,10 @@ void HttpClient::Download(std::string_view target, const RequestOptions& options
 json HttpClient::Upload(Method method, std::string_view target, std::string bytes,
                         const RequestOptions& options) {
   Request req = impl_->MakeRequest(method, target, "application/json", options);
-  req.set(http::field::content_type, "application/octet-stream");
+  // A caller's Content-Type (e.g. application/gzip) wins over the default.
+  bool typed = false;
+  for (const auto& h : options.headers) typed = typed || boost::beast::iequals(h.first, "Content-Type");
+  if (!typed) req.set(http::field::content_type, "application/octet-stream");
   req.body() = std::move(bytes);
   auto parser = impl_->Exchange(req, options);
   impl_->ThrowIfError(*parser, options);

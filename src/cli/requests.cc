@@ -85,6 +85,7 @@ json SandboxCreateBody(const ParsedArgs& args) {
   if (args.Has("label")) body["labels"] = KeyValues(args, "label");
   if (args.Has("env")) body["env"] = KeyValues(args, "env");
   if (auto snapshot = args.Get("snapshot")) body["snapshot"] = *snapshot;
+  if (auto image = args.Get("image")) body["image"] = *image;
   if (auto network = NetworkPolicy(args, /*replaces=*/false)) body["network"] = *network;
   return body;
 }

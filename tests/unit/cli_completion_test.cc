@@ -122,7 +122,7 @@ cd )" << dir << R"( && t kiln sandbox exec s --stdin-file std
   EXPECT_EQ(::pclose(p), 0);
   fs::remove_all(dir);
   EXPECT_EQ(out,
-            "server sandbox snapshot keys usage completion\n"
+            "server sandbox snapshot image keys usage completion\n"
             "snapshot\n"
             "exec extend\n"
             "--keep-snapshot\n"
@@ -139,7 +139,7 @@ cd )" << dir << R"( && t kiln sandbox exec s --stdin-file std
             "create ls revoke\n"
             "network\n"
             "on off\n"
-            "--internet\n"
+            "--image --internet\n"
             "stdin.txt\n");
 }
 

@@ -2,6 +2,7 @@
 export { Runtime, Sandboxes, Snapshots, Page, defaultClient } from "./runtime.js";
 export type { CreateOptions, ListFilter, RuntimeOptions } from "./runtime.js";
 export { Sandbox } from "./sandbox.js";
+export { DockerIgnore, ImageBuildError, Images, Registries, packContext } from "./images.js";
 export { Process, Processes } from "./process.js";
 export { Network } from "./network.js";
 export type { Command, ExecOptions, ForkOptions, SnapshotOptions, SpawnOptions } from "./sandbox.js";

@@ -1,6 +1,7 @@
 // The client: `new Runtime(options)` with `sandboxes` and `snapshots`.
 import { type CallSpec, type RuntimeOptions, Transport, backoffMs, newIdempotencyKey, sleep } from "./client.js";
 import { CAPACITY_CODES, RuntimeError } from "./errors.js";
+import { Images } from "./images.js";
 import { Sandbox } from "./sandbox.js";
 import type {
   CreateSandbox,
@@ -25,6 +26,7 @@ const CREATE_FIELDS: readonly string[] = [
   "onLeaseEnd",
   "maxCostMicros",
   "snapshot",
+  "image",
   "network",
   "wait",
 ];
@@ -270,11 +272,13 @@ export class Runtime {
   readonly transport: Transport;
   readonly sandboxes: Sandboxes;
   readonly snapshots: Snapshots;
+  readonly images: Images;
 
   constructor(options: RuntimeOptions = {}) {
     this.transport = new Transport(options);
     this.sandboxes = new Sandboxes(this);
     this.snapshots = new Snapshots(this);
+    this.images = new Images(this);
   }
 
   /** The daemon origin calls go to. */

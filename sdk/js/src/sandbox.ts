@@ -18,6 +18,7 @@ import type {
   ProcessInfo,
   RequestOptions,
   SandboxInfo,
+  SandboxStart,
   SandboxState,
   Snapshot,
 } from "./types.js";
@@ -115,10 +116,13 @@ export class Sandbox implements AsyncDisposable {
   readonly processes: Processes;
   readonly network: Network;
   #info: SandboxInfo;
+  /** The image start command's outcome; only the create answer carries it, so it is kept here. */
+  readonly start: SandboxStart | undefined;
 
   constructor(runtime: Runtime, info: SandboxInfo) {
     this.runtime = runtime;
     this.#info = info;
+    this.start = (info["start"] as SandboxStart | undefined) ?? undefined;
     this.files = new Files(runtime.transport, info.id);
     this.processes = new Processes(this);
     this.network = new Network(this);

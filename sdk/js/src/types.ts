@@ -57,6 +57,8 @@ export interface CreateSandbox {
   maxCostMicros?: number;
   /** Start a copy of this snapshot (its shape wins). */
   snapshot?: string;
+  /** Start from this image: id, name (its latest), name:tag or name@version. */
+  image?: string;
   network?: NetworkRules;
 }
 
@@ -181,4 +183,144 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Deadline of the call, retries included (default: the client's `timeoutMs`). */
   timeoutMs?: number;
+}
+
+export type ImageState = "queued" | "building" | "ready" | "failed" | "deleting" | "deleted";
+
+/** What an image runs when a sandbox starts from it. */
+export interface ImageStart {
+  command?: string;
+  argv?: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  readyCommand?: string;
+  readyPort?: number;
+  readyTimeoutSeconds?: number;
+}
+
+/** The builder's shape and limits. */
+export interface ImageBuildShape {
+  vcpu?: number;
+  memoryMiB?: number;
+  diskMiB?: number;
+  maxImageMiB?: number;
+  timeoutSeconds?: number;
+}
+
+export interface ImageRecipe {
+  base?: string;
+  apt?: string[];
+  pip?: string[];
+  npm?: string[];
+  commands?: string[];
+  files?: { path: string; content: string; encoding?: "utf8" | "base64"; mode?: number | string }[];
+  env?: Record<string, string>;
+  workdir?: string;
+}
+
+export interface ImageBuildFailure {
+  code: string;
+  message: string;
+  step?: number | null;
+  line?: number | null;
+  instruction?: string | null;
+  exitCode?: number | null;
+  logTail?: string[];
+}
+
+export interface ImageInfo {
+  id: string;
+  kind: "image";
+  name: string;
+  version: number;
+  tags: string[];
+  labels: Record<string, string>;
+  state: ImageState;
+  source: "recipe" | "dockerfile" | "image" | "builtin";
+  ref: string | null;
+  digest: string | null;
+  sizeBytes: number;
+  stepsTotal: number;
+  stepsCached: number;
+  config: {
+    user: string;
+    workdir: string;
+    env: Record<string, string>;
+    cmd: string[] | null;
+    entrypoint: string[] | null;
+    exposedPorts: string[];
+    labels: Record<string, string>;
+  };
+  start: ImageStart | null;
+  build: ImageBuildShape;
+  pool: { size: number; ready: number };
+  error: ImageBuildFailure | null;
+  createdAt: string;
+  readyAt: string | null;
+  endedAt: string | null;
+  [field: string]: unknown;
+}
+
+/** The body of `POST /v1/images`, plus `contextDir` (packed and uploaded by the SDK). */
+export interface BuildImage {
+  name?: string;
+  recipe?: ImageRecipe;
+  dockerfile?: string;
+  contextDir?: string;
+  image?: string;
+  tags?: string[];
+  labels?: Record<string, string>;
+  env?: Record<string, string>;
+  start?: ImageStart | null;
+  build?: ImageBuildShape;
+  buildArgs?: Record<string, string>;
+  target?: string;
+  dockerignore?: string;
+  network?: { allow?: string[]; deny?: string[] };
+  cache?: boolean;
+}
+
+export interface BuildOptions extends RequestOptions {
+  /** Each build log line as it comes (only while waiting). */
+  onLog?: (line: ImageLogLine) => void;
+  /** Follow the build to its end (default true); false answers the queued image. */
+  wait?: boolean;
+  /** Give up waiting after this long (TimeoutError; the build goes on). */
+  buildTimeoutMs?: number;
+}
+
+export interface ImageLogLine {
+  n: number;
+  time: string;
+  stream: "system" | "stdout" | "stderr";
+  step: number | null;
+  text: string;
+}
+
+export interface ImageLogs {
+  lines: ImageLogLine[];
+  nextAfter: number;
+  state: ImageState;
+  truncated: boolean;
+  done: boolean;
+}
+
+export interface PruneResult {
+  layersRemoved: number;
+  cacheEntriesRemoved: number;
+  bytesFreed: number;
+}
+
+export interface RegistryCredential {
+  registry: string;
+  username: string;
+  createdAt: string;
+}
+
+/** `start` on a create answer from an image with a start command (later reads lack it). */
+export interface SandboxStart {
+  state: "started" | "ready" | "timeout" | "exited" | "not_running";
+  processId?: string;
+  exitCode?: number;
+  readyMs?: number;
 }

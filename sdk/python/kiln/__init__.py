@@ -16,6 +16,7 @@ from .errors import (
     CommandError,
     CommandTimeoutError,
     ConflictError,
+    ImageBuildError,
     ConnectionError,
     InvalidRequestError,
     KilnError,
@@ -29,6 +30,7 @@ from .errors import (
     TimeoutError,
 )
 from .files import Files
+from .images import Image, Images, Registries
 from .network import Network
 from .process import Process
 from .results import CommandResult
@@ -46,6 +48,7 @@ __all__ = [
     "NotFoundError", "ConflictError", "CapacityError", "InvalidRequestError", "RateLimitError",
     "ServiceUnavailableError", "AccountBlockedError", "PaymentRequiredError", "ConnectionError",
     "RuntimeConnectionError", "TimeoutError", "CommandError", "CommandTimeoutError",
+    "Image", "Images", "Registries", "ImageBuildError",
 ]
 
 

@@ -39,6 +39,8 @@ class AsyncRuntime:
         self.sandboxes = AsyncSandboxes(self)
         self.sandbox = self.sandboxes
         self.snapshots = AsyncSnapshots(self)
+        self.images = AsyncImages(self)
+        self.image = self.images
 
     async def request(self, method: str, path: str, **kw: Any) -> Any:
         return await self._pool.run(self.sync.request, method, path, **kw)
@@ -112,6 +114,16 @@ class AsyncSnapshots:
         async def call(*args: Any, **kw: Any) -> Any:
             return await self._pool.run(fn, *args, **kw)
         return call
+
+
+class AsyncImages(AsyncSnapshots):
+    """`await runtime.images.build(...)` and the rest of `Images` (on_log runs on a pool thread);
+    `runtime.images.registries` likewise."""
+
+    def __init__(self, runtime: AsyncRuntime) -> None:
+        super().__init__(runtime)
+        self._s = runtime.sync.images
+        self.registries = _AsyncProxy(self._s.registries, self._pool)
 
 
 class _AsyncProxy:

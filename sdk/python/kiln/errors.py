@@ -10,7 +10,7 @@ __all__ = [
     "PermissionDeniedError", "NotFoundError", "ConflictError", "CapacityError",
     "InvalidRequestError", "RateLimitError", "ServiceUnavailableError", "ConnectionError",
     "RuntimeConnectionError", "TimeoutError", "CommandError", "CommandTimeoutError",
-    "AccountBlockedError", "PaymentRequiredError", "make_error",
+    "AccountBlockedError", "PaymentRequiredError", "ImageBuildError", "make_error",
 ]
 
 # 503 codes that mean "this is off here", never retried (reference §1.2).
@@ -147,6 +147,36 @@ class CommandError(KilnError):
 
 class CommandTimeoutError(CommandError, TimeoutError):
     """`exec(check=True)` of a command that hit its `timeout_ms`."""
+
+
+class ImageBuildError(KilnError):
+    """An image build ended `failed`. `image` is the final ImageInfo; `step`, `line`,
+    `instruction`, `exit_code` and `log_tail` come from its `error`."""
+
+    def __init__(self, message: str, *, image: Optional[Dict[str, Any]] = None, step: Optional[int] = None,
+                 line: Optional[int] = None, instruction: Optional[str] = None,
+                 exit_code: Optional[int] = None, log_tail: Optional[list] = None, **kw: Any) -> None:
+        kw.setdefault("code", "build_failed")
+        super().__init__(message, **kw)
+        self.image = image
+        self.step = step
+        self.line = line
+        self.instruction = instruction
+        self.exit_code = exit_code
+        self.log_tail = log_tail or []
+
+    @classmethod
+    def of(cls, image: Dict[str, Any]) -> "ImageBuildError":
+        err = image.get("error") or {}
+        where = ""
+        if err.get("step") is not None:
+            where += f" at step {err['step']}"
+        if err.get("line") is not None:
+            where += f" (Dockerfile line {err['line']})"
+        message = f"image {image.get('name')!r} build failed{where}: {err.get('message') or 'no message'}"
+        return cls(message, code=str(err.get("code") or "build_failed"), image=image, step=err.get("step"),
+                   line=err.get("line"), instruction=err.get("instruction"), exit_code=err.get("exitCode"),
+                   log_tail=err.get("logTail"))
 
 
 _BY_STATUS = {

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import config, errors
 from .client import Transport, new_idempotency_key
+from .images import Images
 from .sandbox import Sandbox
 
 # Create fields: kiln's own, then the rest of the public API's (the daemon judges those).
@@ -85,7 +86,8 @@ class Sandboxes:
                on_capacity_wait: Optional[CapacityCallback] = None, prefer_wait: Optional[int] = None,
                **fields: Any) -> Sandbox:
         """Creates a sandbox and answers once it runs. Fields: vcpu, memory_mib, disk_mib,
-        timeout_seconds, on_lease_end, labels, env, name, snapshot, max_cost_micros, network.
+        timeout_seconds, on_lease_end, labels, env, name, snapshot, image (id, name, name:tag or
+        name@version), max_cost_micros, network.
 
         Past capacity (409 `no_capacity`/`quota_exceeded`) it waits in the daemon's line
         (`Prefer: wait=N`, N ≤ 120 s each try, or `prefer_wait`) and retries with the same
@@ -207,6 +209,8 @@ class Runtime:
         self.sandboxes = Sandboxes(self)
         self.sandbox = self.sandboxes
         self.snapshots = Snapshots(self)
+        self.images = Images(self)
+        self.image = self.images
 
     @property
     def timeout(self) -> float:

@@ -67,6 +67,8 @@ class Sandbox:
         self._path = f"/v1/sandboxes/{self.id}"
         self.files = Files(self)
         self.network = Network(self)
+        # Only the create answer carries `start` (an image's start command); keep it.
+        self.start: Optional[Dict[str, Any]] = info.get("start")
 
     # --- constructors ------------------------------------------------------
 
