@@ -160,16 +160,17 @@ Result<ContextStats> UnpackContext(const std::string& tar_path, const std::strin
   options.ignore = ignore;
   Result<ContextStats> stats =
       dest_fd ? internal::ExtractTar(tar.get(), dest_fd.get(), options)
-              : Result<ContextStats>(Status(Code::kIoError, "open " + dest + ": " +
-                                                                std::strerror(errno)));
+              : Result<ContextStats>(
+                    Status(Code::kIoError, "open " + dest + ": " + std::strerror(errno)));
   if (!stats.ok()) {
     std::error_code ec;
     std::filesystem::remove_all(dest, ec);  // never follows symlinks
     Status s = stats.status();
     if (s.code() == Code::kPayloadTooLarge) {
-      return Status(s.code(), "the build context exceeds the " +
-                                  s.details()["limit"].get<std::string>() + " limit",
-                    s.details());
+      return Status(
+          s.code(),
+          "the build context exceeds the " + s.details()["limit"].get<std::string>() + " limit",
+          s.details());
     }
     if (s.code() == Code::kInvalidArchive) {
       std::string msg = s.message();

@@ -87,8 +87,8 @@ std::optional<PasswdEntry> FindUser(std::string_view passwd, std::optional<uint3
     uint32_t id = *ParseId(f[2]);
     if (uid ? id != *uid : f[0] != name) return false;
     std::optional<uint32_t> gid = ParseId(f[3]);
-    found = PasswdEntry{std::string(f[0]), f[5].empty() ? "/" : std::string(f[5]), id,
-                        gid.value_or(0)};
+    found =
+        PasswdEntry{std::string(f[0]), f[5].empty() ? "/" : std::string(f[5]), id, gid.value_or(0)};
     return true;
   });
   return found;

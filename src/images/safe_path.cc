@@ -36,7 +36,8 @@ Result<UniqueFd> OpenInRoot(const std::string& root, const std::string& path, in
   if (rel.empty()) rel = ".";
   open_how how{};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
-  how.mode = (flags & (O_CREAT | O_TMPFILE)) ? 0644 : 0;
+  // openat2 refuses a mode without O_CREAT/O_TMPFILE (whose bits include O_DIRECTORY's).
+  how.mode = ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) ? 0644 : 0;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   long fd;
   int tries = 0;  // EAGAIN: a rename raced the lookup; the kernel asks to retry

@@ -107,8 +107,8 @@ struct Extractor {
     if (declared > 0 && stats.bytes + static_cast<uint64_t>(declared) > opt.limits.max_unpacked) {
       return TooLarge("unpackedBytes", opt.limits.max_unpacked);
     }
-    UniqueFd out(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                          0600));
+    UniqueFd out(
+        ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!out) return Status(Code::kIoError, "create " + entry + ": " + std::strerror(errno));
     const void* buf;
     size_t size;
@@ -133,14 +133,14 @@ struct Extractor {
         stats.bytes += static_cast<uint64_t>(n);
       }
     }
-    if (r != ARCHIVE_EOF) return Bad(entry, std::string("truncated or corrupt: ") + archive_error_string(a));
+    if (r != ARCHIVE_EOF)
+      return Bad(entry, std::string("truncated or corrupt: ") + archive_error_string(a));
     if (declared > 0 && ::ftruncate(out.get(), declared) != 0) {  // sparse tails
       return Status(Code::kIoError, "truncate " + entry + ": " + std::strerror(errno));
     }
     ChownIfRoot(out.get(), nullptr, uid, gid);
     ::fchmod(out.get(), archive_entry_perm(e) & 07777);  // after chown, which drops setuid
-    timespec times[2] = {{0, UTIME_OMIT},
-                         {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}};
+    timespec times[2] = {{0, UTIME_OMIT}, {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}};
     ::futimens(out.get(), times);
     return Status::Ok();
   }
@@ -182,7 +182,8 @@ struct Extractor {
 
     if (hardlink) {
       std::string target = hardlink;
-      if (target.front() == '/' && !opt.strip_absolute) return Bad(entry, "links to an absolute path");
+      if (target.front() == '/' && !opt.strip_absolute)
+        return Bad(entry, "links to an absolute path");
       if (EscapesRoot(target) || CleanPath(target) == "/") return Bad(entry, "links outside");
       std::vector<std::string> tcomps = Components(CleanPath(target));
       Result<UniqueFd> tparent = OpenDir(tcomps, tcomps.size() - 1, false, entry, 0, 0);
@@ -203,7 +204,8 @@ struct Extractor {
         return Status(Code::kIoError, "mkdir " + entry + ": " + std::strerror(errno));
       }
       ChownIfRoot(dir_fd, name.c_str(), uid, gid);
-      dirs.push_back({comps, static_cast<mode_t>(archive_entry_perm(e) & 07777),
+      dirs.push_back({comps,
+                      static_cast<mode_t>(archive_entry_perm(e) & 07777),
                       {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}});
       return Status::Ok();
     }

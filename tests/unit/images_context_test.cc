@@ -52,6 +52,11 @@ TEST(SafePathTest, OpenInRootKeepsSymlinksInside) {
   EXPECT_EQ(fd.status().code(), Code::kFileNotFound);
   EXPECT_EQ(fd.status().details()["path"], "/up/passwd");
   EXPECT_EQ(OpenInRoot(root / "missing", "x", O_RDONLY).status().code(), Code::kFileNotFound);
+  // Directory flags (O_DIRECTORY shares bits with O_TMPFILE) and the root itself.
+  EXPECT_TRUE(OpenInRoot(root.path(), "", O_PATH | O_DIRECTORY).ok());
+  EXPECT_TRUE(OpenInRoot(root.path(), "/up", O_RDONLY | O_DIRECTORY).ok());
+  EXPECT_EQ(OpenInRoot(root.path(), "abs", O_RDONLY | O_DIRECTORY).status().code(),
+            Code::kFileNotFound);  // ENOTDIR
 }
 
 class UnpackTest : public ::testing::Test {
@@ -106,7 +111,7 @@ TEST_F(UnpackTest, EscapesAreRefusedAndLeaveNothing) {
       {{{"a/../../x", 'f', "evil"}}, "a/../../x"},
       {{{"/abs", 'f', "evil"}}, "/abs"},
       {{{"d", 'l', dir_.path()}, {"d/x", 'f', "evil"}}, "d/x"},  // through a symlink
-      {{{"d", 'l', "."}, {"d/x", 'f', "evil"}}, "d/x"},  // even one that stays inside
+      {{{"d", 'l', "."}, {"d/x", 'f', "evil"}}, "d/x"},          // even one that stays inside
       {{{"h", 'h', "../../etc/passwd"}}, "h"},
       {{{"h", 'h', "/etc/passwd"}}, "h"},
       {{{"h", 'h', "missing"}}, "h"},

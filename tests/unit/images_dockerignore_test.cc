@@ -55,8 +55,8 @@ TEST(DockerIgnoreTest, MatchesLikeDocker) {
   for (const Case& c : cases) {
     Result<DockerIgnore> ignore = DockerIgnore::Parse(c.patterns);
     ASSERT_TRUE(ignore.ok()) << c.patterns << ": " << ignore.status().ToString();
-    EXPECT_EQ(ignore->Excluded(c.path), c.excluded) << "patterns \"" << c.patterns << "\" path \""
-                                                    << c.path << "\"";
+    EXPECT_EQ(ignore->Excluded(c.path), c.excluded)
+        << "patterns \"" << c.patterns << "\" path \"" << c.path << "\"";
   }
 }
 

@@ -48,7 +48,7 @@ inline std::string ReadFile(const std::string& path) {
 
 struct TarEntry {
   std::string name;
-  char type = 'f';  // f file, d dir, l symlink, h hard link, c char device
+  char type = 'f';   // f file, d dir, l symlink, h hard link, c char device
   std::string data;  // contents, or the link target
   mode_t mode = 0644;
   int64_t uid = 0, gid = 0;
