@@ -355,7 +355,7 @@ class LayerWriter {
       std::string leaf, path;
       target(rel, &parent, &leaf, &path);
       if (rel.empty() && name.empty()) {  // contents into dest itself
-        stack.push_back({UniqueFd(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0)), {0, UTIME_OMIT}});
+        stack.push_back({UniqueFd(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0)), {0, UTIME_OMIT}, 0});
         return Status::Ok();
       }
       if (Status s = MakeRoom(parent, leaf, path, true); !s.ok()) return s;
@@ -365,13 +365,17 @@ class LayerWriter {
       UniqueFd fd(::openat(parent, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!fd) return IoError("open", path, errno);
       internal::ChownIfRoot(fd.get(), nullptr, owner_.uid, owner_.gid);
-      ::fchmod(fd.get(), spec_.chmod ? *spec_.chmod & 07777 : st.st_mode & 07777);
-      stack.push_back({std::move(fd), st.st_mtim});
+      // The mode waits for leave(): a 0640 directory must still take its children.
+      mode_t mode = spec_.chmod ? *spec_.chmod & 07777 : st.st_mode & 07777;
+      stack.push_back({std::move(fd), st.st_mtim, mode});
       return Status::Ok();
     };
     v.leave = [&]() -> Status {
       timespec times[2] = {{0, UTIME_OMIT}, stack.back().mtime};
-      if (times[1].tv_nsec != UTIME_OMIT) ::futimens(stack.back().fd.get(), times);
+      if (times[1].tv_nsec != UTIME_OMIT) {  // not for dest itself
+        ::fchmod(stack.back().fd.get(), stack.back().mode);
+        ::futimens(stack.back().fd.get(), times);
+      }
       stack.pop_back();
       return Status::Ok();
     };
@@ -417,6 +421,7 @@ class LayerWriter {
   struct Frame {
     UniqueFd fd;
     timespec mtime;
+    mode_t mode;
   };
 
   Status Extract(int tar_fd, const std::string& path) {
