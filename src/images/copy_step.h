@@ -25,11 +25,12 @@
 namespace kiln::images {
 
 struct CopySpec {
-  std::string source_root;  // the unpacked context, or an earlier stage's root (COPY --from)
-  std::vector<std::string>
-      sources;  // as written; globs (* ? [..]) allowed; relative to source_root
-  std::string
-      dest;  // absolute in-image path (the builder resolved WORKDIR); a trailing "/" means a dir
+  // The unpacked context, or an earlier stage's root (COPY --from).
+  std::string source_root;
+  // As written; globs (* ? [..]) allowed; relative to source_root.
+  std::vector<std::string> sources;
+  // Absolute in-image path (the builder resolved WORKDIR); a trailing "/" means a dir.
+  std::string dest;
   std::optional<std::pair<uint32_t, uint32_t>> chown;  // uid, gid (resolved by image_users)
   std::optional<uint32_t> chmod;
   // ADD: a local tar archive source (plain/gz/bz2/xz, detected by content) is
