@@ -1,0 +1,7 @@
+# Build contexts, COPY/ADD, .dockerignore and image users (kiln_images_context).
+target_sources(kiln_unit_tests PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/images_context_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/images_copy_step_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/images_dockerignore_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/images_users_test.cc)
+target_link_libraries(kiln_unit_tests PRIVATE kiln_images_context)
