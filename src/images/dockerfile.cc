@@ -424,7 +424,7 @@ class Parser {
         size_t start = 0;
         while (start <= spec.size()) {
           size_t comma = spec.find(',', start);
-          std::string_view field = spec.substr(
+          std::string_view field = std::string_view(spec).substr(
               start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
           if (StartsWith(field, "type=")) type = std::string(field.substr(5));
           if (comma == std::string_view::npos) break;
