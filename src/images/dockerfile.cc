@@ -1,6 +1,7 @@
 #include "images/dockerfile.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "images/dockerfile_lex.h"

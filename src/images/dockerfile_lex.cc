@@ -1,5 +1,7 @@
 #include "images/dockerfile_lex.h"
 
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 namespace kiln::images::dockerfile_internal {

@@ -1,6 +1,7 @@
 #include "images/recipe.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "images/image_ref.h"

@@ -25,6 +25,7 @@
 // Pure and thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
