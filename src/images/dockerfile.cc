@@ -557,6 +557,7 @@ class Parser {
     }
     for (const Stage& stage : file_.stages) {
       if (stage.name == name) {
+        copy->from = name;  // spelled as Stage::name, so callers may compare the two
         copy->from_stage = stage.index;
         return Status::Ok();
       }

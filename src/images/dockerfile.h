@@ -63,8 +63,9 @@ struct CopyInstr {
   std::optional<std::string> from;   // --from=<stage name|stage index|image ref>, after expansion
   std::optional<std::string> chown;  // --chown=user[:group]
   std::optional<uint32_t> chmod;     // --chmod=0755 (octal)
-  // Set when `from` names an earlier stage (by name or index): its index.
-  // Otherwise `from`, when set, is an image reference.
+  // Set when `from` names an earlier stage (by name or index): its index; a
+  // stage name in `from` is then lower-cased, as Stage::name is. Otherwise
+  // `from`, when set, is an image reference.
   std::optional<int> from_stage;
 };
 struct EnvInstr {

@@ -389,7 +389,7 @@ TEST(DockerfileTest, MultiStageLinks) {
   EXPECT_EQ(file.stages[4].line, 9);
   const auto& final_steps = file.stages[4].steps;
   EXPECT_EQ(std::get<CopyInstr>(final_steps[0].instruction).from_stage, 1);
-  EXPECT_EQ(std::get<CopyInstr>(final_steps[1].instruction).from, "ASSETS");
+  EXPECT_EQ(std::get<CopyInstr>(final_steps[1].instruction).from, "assets");  // as Stage::name
   EXPECT_EQ(std::get<CopyInstr>(final_steps[1].instruction).from_stage, 2);
   EXPECT_EQ(std::get<CopyInstr>(final_steps[2].instruction).from, "nginx");
   EXPECT_FALSE(std::get<CopyInstr>(final_steps[2].instruction).from_stage.has_value());
