@@ -57,9 +57,9 @@ struct RunInstr {
 };
 struct CopyInstr {
   bool add = false;  // ADD (local tar archives are extracted) vs COPY
-  std::vector<std::string>
-      sources;       // context paths (may hold globs), or paths in the --from stage/image
-  std::string dest;  // as written, after variable expansion
+  // Context paths (may hold globs), or paths in the --from stage/image.
+  std::vector<std::string> sources;
+  std::string dest;                  // as written, after variable expansion
   std::optional<std::string> from;   // --from=<stage name|stage index|image ref>, after expansion
   std::optional<std::string> chown;  // --chown=user[:group]
   std::optional<uint32_t> chmod;     // --chmod=0755 (octal)
@@ -78,8 +78,8 @@ struct ArgInstr {
   std::optional<std::string> value;
 };
 struct WorkdirInstr {
-  std::string
-      path;  // expanded; relative paths are resolved against the previous WORKDIR by the parser
+  // Expanded; relative paths are resolved against the previous WORKDIR by the parser.
+  std::string path;
 };
 struct UserInstr {
   std::string user;  // user[:group]
@@ -117,9 +117,9 @@ struct Step {
 };
 struct Stage {
   int index = 0;
-  int line = 0;      // line of its FROM
-  std::string base;  // FROM's image after ARG expansion: a kiln image, an OCI ref, or an earlier
-                     // stage's name
+  int line = 0;  // line of its FROM
+  // FROM's image after ARG expansion: a kiln image, an OCI ref, or an earlier stage's name.
+  std::string base;
   std::optional<std::string> name;  // AS name (lower-cased)
   std::optional<int> base_stage;    // set when base names an earlier stage
   std::vector<Step> steps;

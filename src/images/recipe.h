@@ -43,8 +43,8 @@ struct RecipeFile {
 };
 struct RecipeBuild {
   std::string dockerfile;  // Dockerfile text equivalent to the recipe
-  std::vector<RecipeFile>
-      context;  // files the Dockerfile COPYs, at context_path ("recipe-files/0", ...)
+  // Files the Dockerfile COPYs, at context_path ("recipe-files/0", ...).
+  std::vector<RecipeFile> context;
 };
 
 inline constexpr size_t kMaxRecipeFiles = 256;
