@@ -255,8 +255,7 @@ Result<FlattenStats> Flatten(const std::vector<std::string>& layer_dirs, const s
     Flattener flattener(root.get());
     std::vector<UniqueFd> layers;
     for (size_t i = 0; i < layer_dirs.size(); ++i) {
-      layers.emplace_back(
-          ::open(layer_dirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      layers.emplace_back(::open(layer_dirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!layers.back())
         return ErrnoStatus(errno == ENOENT ? Code::kNotFound : Code::kIoError,
                            "open layer " + layer_dirs[i], errno, layer_dirs[i]);

@@ -27,8 +27,7 @@ Status ErrnoStatus(Code code, const std::string& what, int err, const std::strin
 }
 
 UniqueFd OpenDirAt(int dirfd, const std::string& name) {
-  return UniqueFd(
-      ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  return UniqueFd(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 }
 
 Result<std::vector<std::string>> ListDir(int dirfd) {

@@ -21,10 +21,15 @@
 namespace kiln::images {
 
 struct UnpackOptions {
-  std::optional<std::string> expected_blob_sha256;  // hex of the bytes as stored (compressed); mismatch -> kInvalidImage
-  std::optional<std::string> expected_diff_id;      // hex of the uncompressed tar; mismatch -> kInvalidImage
-  uint64_t max_bytes = 0;                           // 0 = no limit; past it -> kQuotaExceeded naming the limit
-  std::vector<std::string> skip_prefixes;           // relative paths dropped with everything under them ("opt/kiln", "run/kiln")
+  // Hex of the bytes as stored (compressed); mismatch -> kInvalidImage.
+  std::optional<std::string> expected_blob_sha256;
+  // Hex of the uncompressed tar; mismatch -> kInvalidImage.
+  std::optional<std::string> expected_diff_id;
+  // 0 = no limit; past it -> kQuotaExceeded naming the limit.
+  uint64_t max_bytes = 0;
+  // Relative paths dropped with everything under them ("opt/kiln", "run/kiln"):
+  // where kiln mounts its own files, which no image may shadow.
+  std::vector<std::string> skip_prefixes;
 };
 
 struct LayerStats {
@@ -50,8 +55,9 @@ struct LayerStats {
 // Without root, ownership is left to the caller's uid.
 //
 // `files` counts regular files and hard links to them, whiteout markers
-// apart; `whiteouts` counts markers of both encodings. A digest given in options is compared with the computed one
-// (a "sha256:" prefix is accepted). On any error nothing is left at dest_dir.
+// apart; `whiteouts` counts markers of both encodings. A digest given in
+// options is compared with the computed one (a "sha256:" prefix is
+// accepted). On any error nothing is left at dest_dir.
 Result<LayerStats> UnpackLayer(const std::string& tar_path, const std::string& dest_dir,
                                const UnpackOptions& options = {});
 

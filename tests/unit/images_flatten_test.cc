@@ -66,7 +66,7 @@ TEST_F(FlattenTest, ThreeLayers) {
     w.File("etc/.wh.hosts", "");
     w.File("usr/lib/.wh..wh..opq", "");
     w.File("usr/lib/c", "c");
-    w.File("opt/dir", "now a file");      // directory -> file
+    w.File("opt/dir", "now a file");        // directory -> file
     w.File("var/file/inner", "now a dir");  // file -> directory
     w.File(".wh.nothing-there", "");
   });
@@ -97,8 +97,7 @@ TEST_F(FlattenTest, ThreeLayers) {
   // The topmost layer's directory metadata, applied after its contents.
   EXPECT_EQ(Lstat(dest + "/etc").st_mode & 07777, 0700u);
   EXPECT_EQ(Lstat(dest + "/etc").st_mtime, 3000);
-  for (const std::string& p : AllPaths(dest))
-    EXPECT_EQ(p.find(".wh."), std::string::npos) << p;
+  for (const std::string& p : AllPaths(dest)) EXPECT_EQ(p.find(".wh."), std::string::npos) << p;
 
   EXPECT_EQ(stats->whiteouts_applied, 2u);  // hosts and usr/lib's opaque marker
   EXPECT_EQ(stats->copied, 0u);

@@ -48,11 +48,11 @@ TEST(UnpackLayerTest, EveryEntryType) {
     w.File("./usr/bin/newgrp", "ELF2", {.perm = 02755, .uid = 1234, .gid = 42});
     w.Dir("./tmp", {.perm = 01777});
     w.HardLink("./usr/bin/su2", "./usr/bin/su");
-    w.Symlink("./etc/localtime", "/usr/share/zoneinfo/UTC", {.uid = 7, .gid = 8, .mtime = 1500000000});
+    w.Symlink("./etc/localtime", "/usr/share/zoneinfo/UTC",
+              {.uid = 7, .gid = 8, .mtime = 1500000000});
     w.Fifo("./run/fifo", {.perm = 0620, .mtime = 1600000300});
     w.File("./bin/ping", "PING",
-           {.perm = 0755,
-            .xattrs = {{"user.kiln", "yes"}, {"trusted.overlay.origin", "x"}}});
+           {.perm = 0755, .xattrs = {{"user.kiln", "yes"}, {"trusted.overlay.origin", "x"}}});
     w.Device("./dev/null", AE_IFCHR, 1, 3);
     w.Device("./dev/sda", AE_IFBLK, 8, 0);
     w.Close();
@@ -200,8 +200,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         EscapeCase{"dotdot", [](TarWriter& w, const std::string&) { w.File("../../x", "e"); },
                    "../../x"},
-        EscapeCase{"absolute",
-                   [](TarWriter& w, const std::string& o) { w.File(o + "/x", "e"); }, "/x"},
+        EscapeCase{"absolute", [](TarWriter& w, const std::string& o) { w.File(o + "/x", "e"); },
+                   "/x"},
         EscapeCase{"symlink_dir",
                    [](TarWriter& w, const std::string& o) {
                      w.Symlink("link", o);
@@ -232,7 +232,8 @@ TEST(UnpackLayerTest, DigestsCheckedForGzipAndZstd) {
   int n = 0;
   for (std::string blob : {plain + ".gz", plain + ".zst", plain}) {
     std::string blob_sha = FileSha256Hex(blob);
-    UnpackOptions ok_opts{.expected_blob_sha256 = "sha256:" + blob_sha, .expected_diff_id = diff_id};
+    UnpackOptions ok_opts{.expected_blob_sha256 = "sha256:" + blob_sha,
+                          .expected_diff_id = diff_id};
     std::string dest = tmp / ("ok" + std::to_string(n++));
     auto stats = UnpackLayer(blob, dest, ok_opts);
     ASSERT_TRUE(stats.ok()) << blob << ": " << stats.status().ToString();
@@ -241,8 +242,8 @@ TEST(UnpackLayerTest, DigestsCheckedForGzipAndZstd) {
     EXPECT_EQ(ReadAll(dest + "/app/main.py"), std::string(100000, 'p'));
 
     std::string wrong(64, '0');
-    for (UnpackOptions bad : {UnpackOptions{.expected_blob_sha256 = wrong},
-                              UnpackOptions{.expected_diff_id = wrong}}) {
+    for (UnpackOptions bad :
+         {UnpackOptions{.expected_blob_sha256 = wrong}, UnpackOptions{.expected_diff_id = wrong}}) {
       std::string bad_dest = tmp / "bad";
       auto refused = UnpackLayer(blob, bad_dest, bad);
       ASSERT_FALSE(refused.ok()) << blob;

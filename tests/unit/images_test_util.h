@@ -42,7 +42,8 @@ class TarWriter {
   bool ok() const { return ok_; }
 
   void File(const std::string& path, const std::string& data, Meta m = {}) {
-    Add(path, AE_IFREG, m, data.size(), [&](archive_entry*) {}, data);
+    Add(
+        path, AE_IFREG, m, data.size(), [&](archive_entry*) {}, data);
   }
   void Dir(const std::string& path, Meta m = {}) {
     if (m.perm == 0644) m.perm = 0755;
@@ -50,13 +51,16 @@ class TarWriter {
   }
   void Symlink(const std::string& path, const std::string& target, Meta m = {}) {
     m.perm = 0777;
-    Add(path, AE_IFLNK, m, 0, [&](archive_entry* e) { archive_entry_set_symlink(e, target.c_str()); });
+    Add(path, AE_IFLNK, m, 0,
+        [&](archive_entry* e) { archive_entry_set_symlink(e, target.c_str()); });
   }
   void HardLink(const std::string& path, const std::string& target, Meta m = {}) {
     Add(path, AE_IFREG, m, 0,
         [&](archive_entry* e) { archive_entry_set_hardlink(e, target.c_str()); });
   }
-  void Fifo(const std::string& path, Meta m = {}) { Add(path, AE_IFIFO, m, 0, [](archive_entry*) {}); }
+  void Fifo(const std::string& path, Meta m = {}) {
+    Add(path, AE_IFIFO, m, 0, [](archive_entry*) {});
+  }
   void Device(const std::string& path, unsigned type, int major, int minor, Meta m = {}) {
     Add(path, type, m, 0, [&](archive_entry* e) {
       archive_entry_set_rdevmajor(e, major);
@@ -82,7 +86,8 @@ class TarWriter {
     archive_entry_set_gid(e, m.gid);
     archive_entry_set_mtime(e, m.mtime, 0);
     archive_entry_set_size(e, static_cast<la_int64_t>(size));
-    for (const auto& [k, v] : m.xattrs) archive_entry_xattr_add_entry(e, k.c_str(), v.data(), v.size());
+    for (const auto& [k, v] : m.xattrs)
+      archive_entry_xattr_add_entry(e, k.c_str(), v.data(), v.size());
     extra(e);
     if (archive_write_header(a_, e) != ARCHIVE_OK) ok_ = false;
     if (!data.empty() && archive_write_data(a_, data.data(), data.size()) < 0) ok_ = false;
