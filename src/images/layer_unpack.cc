@@ -83,6 +83,7 @@ Result<LayerStats> UnpackLayer(const std::string& tar_path, const std::string& d
   Result<LayerStats> result = [&]() -> Result<LayerStats> {
     UniqueFd root(::open(dest_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!root) return ErrnoStatus(Code::kIoError, "open " + dest_dir, errno, dest_dir);
+    ::fchmod(root.get(), 0755);  // a "./" entry may say otherwise; the umask may not
     return Unpack(tar_path, root.get(), options);
   }();
   if (!result.ok()) (void)RemoveTreeAt(AT_FDCWD, dest_dir);

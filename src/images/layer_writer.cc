@@ -55,6 +55,8 @@ Result<UniqueFd> LayerWriter::OpenParent(const std::string& dir, bool create,
       if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST)
         return IoError("mkdir", walked, errno);
       next = OpenDirAt(cur.get(), comp);
+      // Whatever the daemon's umask, an implied directory is 0755.
+      if (next) ::fchmod(next.get(), 0755);
     }
     if (!next) {
       int err = errno;

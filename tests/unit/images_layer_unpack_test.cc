@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -95,6 +96,21 @@ TEST(UnpackLayerTest, EveryEntryType) {
   }
 }
 
+TEST(UnpackLayerTest, ImpliedDirectoriesIgnoreTheUmask) {
+  TempDir tmp;
+  std::string tar = tmp / "layer.tar";
+  {
+    TarWriter w(tar);
+    w.File("a/b/c", "c");
+  }
+  mode_t old = ::umask(077);
+  auto stats = UnpackLayer(tar, tmp / "out");
+  ::umask(old);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(Lstat(tmp / "out").st_mode & 07777, 0755u);
+  EXPECT_EQ(Lstat(tmp / "out/a/b").st_mode & 07777, 0755u);
+}
+
 TEST(UnpackLayerTest, OwnershipAndSetuidSurviveChown) {
   if (::geteuid() != 0) GTEST_SKIP() << "ownership needs root";
   TempDir tmp;
@@ -148,6 +164,32 @@ TEST(UnpackLayerTest, OverlayWhiteoutsBecomeOciWhiteouts) {
   EXPECT_FALSE(Exists(dest + "/usr/bin/zcat"));
   EXPECT_EQ(ReadAll(dest + "/var/cache/new"), "n");
   EXPECT_EQ(GetXattr(dest + "/var/cache", "trusted.overlay.opaque"), "<none>");
+}
+
+// The same as above, the tar written by GNU tar from a real overlayfs-style
+// upper directory (GNU tar stores the device's second name as a device
+// again; the hard-link form runsc writes is covered by the test above).
+TEST(UnpackLayerTest, GnuTarOfAnOverlayUpper) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mknod and trusted.* xattrs need root";
+  TempDir tmp;
+  std::string upper = tmp / "upper";
+  for (const char* dir : {"", "/etc", "/usr", "/usr/bin", "/var", "/var/lib"})
+    ASSERT_EQ(::mkdir((upper + dir).c_str(), 0755), 0) << dir;
+  ASSERT_EQ(::mknod((upper + "/etc/apt").c_str(), S_IFCHR | 0, ::makedev(0, 0)), 0);
+  ASSERT_EQ(::link((upper + "/etc/apt").c_str(), (upper + "/usr/bin/zcat").c_str()), 0);
+  ASSERT_EQ(::setxattr((upper + "/var/lib").c_str(), "trusted.overlay.opaque", "y", 1, 0), 0);
+  testing::WriteAll(upper + "/var/lib/new", "hi\n");
+  std::string tar =
+      "tar --xattrs --xattrs-include='*' -C " + upper + " -cf " + (tmp / "upper.tar") + " .";
+  ASSERT_EQ(std::system(tar.c_str()), 0);
+  auto stats = UnpackLayer(tmp / "upper.tar", tmp / "out");
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->whiteouts, 3u);
+  EXPECT_TRUE(S_ISREG(Lstat(tmp / "out/etc/.wh.apt").st_mode));
+  EXPECT_TRUE(S_ISREG(Lstat(tmp / "out/usr/bin/.wh.zcat").st_mode));
+  EXPECT_TRUE(Exists(tmp / "out/var/lib/.wh..wh..opq"));
+  EXPECT_FALSE(Exists(tmp / "out/usr/bin/zcat"));
+  EXPECT_EQ(ReadAll(tmp / "out/var/lib/new"), "hi\n");
 }
 
 TEST(UnpackLayerTest, OciWhiteoutsKeptAsFiles) {
