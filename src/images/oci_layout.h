@@ -56,7 +56,8 @@ struct OciImage {
 // accepted; schema 1 refused with a clear message), layer count == diff_ids
 // count, and that every layer blob exists (its content is checked when it is
 // unpacked). Blob paths are layout_dir/blobs/sha256/<hex>. kNotFound if
-// layout_dir has no index.json; kInvalidImage for anything malformed, with
+// layout_dir has no index.json; kImageNotFound if an image index has no
+// linux/amd64 entry; kInvalidImage for anything malformed, with
 // {"blob": digest} or {"field": ...} details.
 Result<OciImage> ReadOciLayout(const std::string& layout_dir);
 
