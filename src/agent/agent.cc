@@ -143,7 +143,8 @@ std::string UserSpawnSpec(const proto::CommandSpec& req, SpawnSpec* spec) {
   std::string shell = Shell();
   if (!req.argv) {
     if (!req.command) return "argv or command is required";
-    if (shell.empty()) return "this image has no shell (/bin/bash or /bin/sh): use argv instead of command";
+    if (shell.empty())
+      return "this image has no shell (/bin/bash or /bin/sh): use argv instead of command";
     spec->argv = {shell, "-c", *req.command};
   }
   spec->cwd = req.cwd.value_or(run_as.workdir);
@@ -155,7 +156,8 @@ std::string UserSpawnSpec(const proto::CommandSpec& req, SpawnSpec* spec) {
   // The image's ENV over kiln's, the request's over both.
   auto put = [&](const std::string& kv) {
     std::string key = kv.substr(0, kv.find('=') + 1);
-    std::erase_if(spec->env, [&](const std::string& e) { return e.compare(0, key.size(), key) == 0; });
+    std::erase_if(spec->env,
+                  [&](const std::string& e) { return e.compare(0, key.size(), key) == 0; });
     spec->env.push_back(kv);
   };
   for (const auto& kv : run_as.env) put(kv);

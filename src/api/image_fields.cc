@@ -16,7 +16,8 @@ images::BuildLimits ReadBuild(FieldReader& parent) {
   const json* raw = parent.Raw("build");
   if (!raw || raw->is_null()) return b;
   if (!raw->is_object()) {
-    parent.Issue("build", "must be an object {vcpu, memoryMiB, diskMiB, maxImageMiB, timeoutSeconds}");
+    parent.Issue("build",
+                 "must be an object {vcpu, memoryMiB, diskMiB, maxImageMiB, timeoutSeconds}");
     return b;
   }
   FieldReader f(*raw, "body.build");
@@ -24,7 +25,8 @@ images::BuildLimits ReadBuild(FieldReader& parent) {
   b.memory_mib = static_cast<int>(f.Int("memoryMiB", 256, 16384).value_or(b.memory_mib));
   b.disk_mib = static_cast<int>(f.Int("diskMiB", 512, 32768).value_or(b.disk_mib));
   b.max_image_mib = static_cast<int>(f.Int("maxImageMiB", 512, 20480).value_or(b.max_image_mib));
-  b.timeout_seconds = static_cast<int>(f.Int("timeoutSeconds", 60, 3600).value_or(b.timeout_seconds));
+  b.timeout_seconds =
+      static_cast<int>(f.Int("timeoutSeconds", 60, 3600).value_or(b.timeout_seconds));
   f.Finish();
   return b;
 }
@@ -44,7 +46,8 @@ std::optional<images::StartSpec> ReadStart(const json* raw, const std::string& p
   if (auto v = f.StringMap("env", 256, 256, 64 * 1024)) s.env = *v;
   if (auto v = f.String("readyCommand", 64 * 1024)) s.ready_command = *v;
   if (auto v = f.Int("readyPort", 1, 65535)) s.ready_port = static_cast<int>(*v);
-  if (s.ready_command && s.ready_port) f.Issue("readyPort", "give at most one of readyCommand and readyPort");
+  if (s.ready_command && s.ready_port)
+    f.Issue("readyPort", "give at most one of readyCommand and readyPort");
   s.ready_timeout_seconds = static_cast<int>(f.Int("readyTimeoutSeconds", 1, 300).value_or(60));
   f.Finish();
   return s;
@@ -55,12 +58,15 @@ images::ImageRequest ReadImageRequest(const json& body, const std::string& owner
   images::ImageRequest req;
   req.owner = owner;
   const json* recipe = f.Raw("recipe");
-  auto dockerfile = f.String("dockerfile", kMaxDockerfile + 1);
+  if (const json* d =
+          body.is_object() && body.contains("dockerfile") ? &body["dockerfile"] : nullptr;
+      d && d->is_string() && d->get_ref<const std::string&>().size() > kMaxDockerfile)
+    throw ApiError(Code::kPayloadTooLarge, "body.dockerfile: larger than 256 KiB",
+                   json{{"limit", "dockerfileBytes"}, {"max", kMaxDockerfile}});
+  auto dockerfile = f.String("dockerfile", kMaxDockerfile);
   auto image = f.String("image", 1024);
   int sources = (recipe && !recipe->is_null()) + dockerfile.has_value() + image.has_value();
   if (sources != 1) f.Issue("recipe", "give exactly one source: recipe, dockerfile or image");
-  if (dockerfile && dockerfile->size() > kMaxDockerfile)
-    throw ApiError(Code::kPayloadTooLarge, "body.dockerfile: larger than 256 KiB");
   if (auto v = f.String("name", 128)) req.name = *v;
   if (recipe && !recipe->is_null()) {
     if (!recipe->is_object()) f.Issue("recipe", "must be an object");
@@ -100,7 +106,8 @@ images::ImageRequest ReadImageRequest(const json& body, const std::string& owner
   for (const auto& [k, _] : req.env)
     if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");
   req.build = ReadBuild(f);
-  if (const json* start = f.Raw("start"); start && !start->is_null()) req.start = ReadStart(start, "body.start");
+  if (const json* start = f.Raw("start"); start && !start->is_null())
+    req.start = ReadStart(start, "body.start");
   if (auto v = f.Bool("cache")) req.cache = *v;
   if (auto policy = ReadNetworkField(f)) req.network = *policy;
   f.Raw("region");  // one host: accepted, meaningless

@@ -30,14 +30,15 @@ bool Router::Match(const Route& r, const std::vector<std::string>& segs,
   for (size_t i = 0; i < segs.size(); ++i) {
     const std::string& p = r.segments[i];
     const std::string& s = segs[i];
-    if (!p.empty() && p[0] == '{') {
+    if (size_t open = p.find('{'); open != std::string::npos) {
       size_t close = p.find('}');
-      std::string name = p.substr(1, close - 1);
+      std::string prefix = p.substr(0, open);  // "sha256:" or ""
+      std::string name = p.substr(open + 1, close - open - 1);
       std::string suffix = p.substr(close + 1);  // ":exec" or ""
-      if (s.size() <= suffix.size() ||
+      if (s.size() <= prefix.size() + suffix.size() || s.compare(0, prefix.size(), prefix) != 0 ||
           s.compare(s.size() - suffix.size(), suffix.size(), suffix) != 0)
         return false;
-      std::string value = s.substr(0, s.size() - suffix.size());
+      std::string value = s.substr(prefix.size(), s.size() - prefix.size() - suffix.size());
       if (suffix.empty() && value.find(':') != std::string::npos) return false;
       found[name] = value;
     } else if (p != s) {

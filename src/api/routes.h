@@ -14,11 +14,11 @@
 #include "store/egress_log_store.h"
 #include "store/key_store.h"
 
-namespace kiln::api {
-
-namespace images {
+namespace kiln::images {
 class ImageManager;
 }
+
+namespace kiln::api {
 
 struct ApiContext {
   control::SandboxManager& sandboxes;

@@ -28,7 +28,8 @@ images::ImageManager& Images(ApiContext& ctx) {
 }
 
 json RegistryJson(const store::RegistryCredential& c) {
-  return json{{"registry", c.registry}, {"username", c.username}, {"createdAt", FormatTime(c.created_ms)}};
+  return json{
+      {"registry", c.registry}, {"username", c.username}, {"createdAt", FormatTime(c.created_ms)}};
 }
 
 }  // namespace
@@ -58,7 +59,8 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("GET", "/v1/images/registries", [&ctx](Exchange& ex) {
     json data = json::array();
-    for (const auto& c : Images(ctx).Registries(CallerOf(ex).key_id)) data.push_back(RegistryJson(c));
+    for (const auto& c : Images(ctx).Registries(CallerOf(ex).key_id))
+      data.push_back(RegistryJson(c));
     ex.SendJson(200, json{{"data", data}});
   });
 
@@ -80,7 +82,8 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
       throw InvalidField("body.registry", "is a host[:port], without a scheme or path");
     std::string owner = CallerOf(ex).key_id;
     auto have = Images(ctx).Registries(owner);
-    bool known = std::any_of(have.begin(), have.end(), [&](const auto& h) { return h.registry == c.registry; });
+    bool known = std::any_of(have.begin(), have.end(),
+                             [&](const auto& h) { return h.registry == c.registry; });
     if (!known && have.size() >= kMaxRegistries)
       throw ApiError(Code::kQuotaExceeded, "a key keeps at most 20 registry credentials");
     ex.SendJson(200, RegistryJson(Images(ctx).SetRegistry(owner, c)));
@@ -106,11 +109,10 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
     ex.SendJson(200, json{{"missing", Images(ctx).MissingContexts(*digests)}});
   });
 
-  r.Add("PUT", "/v1/images/context/{digest}", [&ctx](Exchange& ex) {
-    std::string digest = ex.params["digest"];
-    std::string hex = digest.starts_with("sha256:") ? digest.substr(7) : digest;
+  r.Add("PUT", "/v1/images/context/sha256:{digest}", [&ctx](Exchange& ex) {
+    std::string hex = ex.params["digest"];
     if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
-      throw InvalidField("path.digest", "must be sha256:<64 lowercase hex>");
+      throw InvalidField("path.digest", "must be sha256:<64 lowercase hex> (the body's sha256)");
     if (auto n = ex.content_length(); n && *n > kMaxContext)
       throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
                      json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
@@ -147,7 +149,8 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("GET", "/v1/images/{id}", [&ctx](Exchange& ex) {
-    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)))));
+    ex.SendJson(
+        200, Images(ctx).Present(ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)))));
   });
 
   r.Add("GET", "/v1/images/{id}/logs", [&ctx](Exchange& ex) {
@@ -157,8 +160,8 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
     std::optional<std::chrono::steady_clock::time_point> until;
     if (follow && (*follow == "true" || *follow == "1"))
       until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    images::LogPage page = ValueOrThrow(
-        Images(ctx).Logs(ex.params["id"], OwnerScope(ex), after, static_cast<size_t>(limit), until));
+    images::LogPage page = ValueOrThrow(Images(ctx).Logs(ex.params["id"], OwnerScope(ex), after,
+                                                         static_cast<size_t>(limit), until));
     json rec = ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)));
     ex.SendJson(200, json{{"lines", page.lines},
                           {"nextAfter", page.next_after},
@@ -173,7 +176,8 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
     auto tag = f.String("tag", 128);
     if (!tag) f.Issue("tag", "is required");
     f.Finish();
-    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Tag(ex.params["id"], *tag, OwnerScope(ex)))));
+    ex.SendJson(200, Images(ctx).Present(
+                         ValueOrThrow(Images(ctx).Tag(ex.params["id"], *tag, OwnerScope(ex)))));
   });
 
   r.Add("POST", "/v1/images/{id}:untag", [&ctx](Exchange& ex) {
@@ -182,12 +186,14 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
     auto tag = f.String("tag", 128);
     if (!tag) f.Issue("tag", "is required");
     f.Finish();
-    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Untag(ex.params["id"], *tag, OwnerScope(ex)))));
+    ex.SendJson(200, Images(ctx).Present(
+                         ValueOrThrow(Images(ctx).Untag(ex.params["id"], *tag, OwnerScope(ex)))));
   });
 
   r.Add("POST", "/v1/images/{id}:delete", [&ctx](Exchange& ex) {
     FieldReader(ex.JsonBody()).Finish();
-    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Delete(ex.params["id"], OwnerScope(ex)))));
+    ex.SendJson(200, Images(ctx).Present(
+                         ValueOrThrow(Images(ctx).Delete(ex.params["id"], OwnerScope(ex)))));
   });
 
   r.Add("POST", "/v1/images/{id}:pool", [&ctx](Exchange& ex) {

@@ -41,7 +41,7 @@ struct SnapshotOptions {
   std::optional<std::string> name;
   std::map<std::string, std::string> labels;
   int retention_days = 7;
-  bool pool = true;  // keep the daemon's default pool of ready copies
+  bool pool = true;         // keep the daemon's default pool of ready copies
   bool image_warm = false;  // an image's warm copy (store::SnapshotRecord::image_warm)
 };
 

@@ -59,7 +59,7 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
         {"args", {"/opt/kiln/kiln-agent"}},
         {"env",
          {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
-          "KILN_RUN_AS=" + json(p.run_as).dump()}}},
+          "KILN_RUN_AS=" + json(p.run_as).dump()}},
         {"cwd", "/"},
         {"capabilities", {{"bounding", caps}, {"effective", caps}, {"permitted", caps}}},
         {"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"hard", 65536}, {"soft", 65536}}}},

@@ -45,7 +45,8 @@ std::string EnvValue(const std::vector<std::string>& env, const std::string& key
 }
 
 void SetEnv(std::vector<std::string>& env, const std::string& key, const std::string& value) {
-  std::erase_if(env, [&](const std::string& kv) { return kv.compare(0, key.size() + 1, key + "=") == 0; });
+  std::erase_if(
+      env, [&](const std::string& kv) { return kv.compare(0, key.size() + 1, key + "=") == 0; });
   env.push_back(key + "=" + value);
 }
 
@@ -128,7 +129,8 @@ Builder::Builder(ImageManager& manager, const ImageRequest& request, std::string
                 std::chrono::seconds(request.build.timeout_seconds)) {}
 
 Status Builder::CheckTime() const {
-  if (cancelled_) return StepFailure("build_cancelled", "the image was deleted during its build", json::object());
+  if (cancelled_)
+    return StepFailure("build_cancelled", "the image was deleted during its build", json::object());
   if (std::chrono::steady_clock::now() >= deadline_)
     return StepFailure("build_timeout",
                        "the build ran past build.timeoutSeconds (" +
@@ -215,6 +217,7 @@ Result<BuiltImage> Builder::Run() {
   for (const auto& [k, v] : req_.labels) built->config.labels[k] = v;
   built->steps_total = steps_total_;
   built->steps_cached = steps_cached_;
+  built->steps_run = steps_run_;
   return built;
 }
 
@@ -252,7 +255,7 @@ Result<BuiltImage> Builder::RunDockerfile(const std::string& text, const std::st
             if constexpr (std::is_same_v<T, RunInstr>) {
               return RunStep(st, in, step);
             } else if constexpr (std::is_same_v<T, CopyInstr>) {
-              return CopyStep(st, in, step, context_dir, done, slot, *parsed);
+              return CopyStep(st, in, step, context_dir, done, slot);
             } else if constexpr (std::is_same_v<T, EnvInstr>) {
               for (const auto& [k, v] : in.vars) SetEnv(st.config.env, k, v);
             } else if constexpr (std::is_same_v<T, WorkdirInstr>) {
@@ -264,20 +267,18 @@ Result<BuiltImage> Builder::RunDockerfile(const std::string& text, const std::st
               for (const auto& [k, v] : in.labels) st.config.labels[k] = v;
             } else if constexpr (std::is_same_v<T, CmdInstr>) {
               st.cmd_set_here = true;
-              st.config.cmd = in.command.exec_form ? in.command.argv
-                                                   : [&] {
-                                                       auto a = st.shell;
-                                                       a.push_back(in.command.shell);
-                                                       return a;
-                                                     }();
+              st.config.cmd = in.command.exec_form ? in.command.argv : [&] {
+                auto a = st.shell;
+                a.push_back(in.command.shell);
+                return a;
+              }();
             } else if constexpr (std::is_same_v<T, EntrypointInstr>) {
               st.cmd_set_here = true;
-              st.config.entrypoint = in.command.exec_form ? in.command.argv
-                                                          : [&] {
-                                                              auto a = st.shell;
-                                                              a.push_back(in.command.shell);
-                                                              return a;
-                                                            }();
+              st.config.entrypoint = in.command.exec_form ? in.command.argv : [&] {
+                auto a = st.shell;
+                a.push_back(in.command.shell);
+                return a;
+              }();
               st.config.cmd.clear();  // as Docker: an ENTRYPOINT resets CMD
             } else if constexpr (std::is_same_v<T, ExposeInstr>) {
               for (const auto& p : in.ports)
@@ -330,14 +331,15 @@ Result<BuiltImage> Builder::BaseOf(const Stage& stage, const std::vector<BuiltIm
 
 Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   std::string layout = tmp_dir_ + "/pull-" + std::to_string(++pulls_);
-  std::vector<std::string> args = {m_.options_.skopeo, "copy", "--retry-times", "0",
-                                   "--override-os", "linux", "--override-arch", "amd64"};
+  std::vector<std::string> args = {m_.options_.skopeo, "copy",  "--retry-times",   "0",
+                                   "--override-os",    "linux", "--override-arch", "amd64"};
   if (ref.IsLoopback()) args.push_back("--src-tls-verify=false");
   std::string authfile;
   if (auto cred = m_.catalog_.Registry(req_.owner, ref.domain)) {
     authfile = tmp_dir_ + "/auth.json";
     std::string pair = cred->username + ":" + cred->password;
-    std::ofstream(authfile) << json{{"auths", {{ref.domain, {{"auth", proto::Base64Encode(pair)}}}}}}.dump();
+    std::ofstream(authfile)
+        << json{{"auths", {{ref.domain, {{"auth", proto::Base64Encode(pair)}}}}}}.dump();
     fs::permissions(authfile, fs::perms::owner_read | fs::perms::owner_write);
     args.insert(args.end(), {"--src-authfile", authfile});
   } else {
@@ -388,8 +390,8 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   Result<OciImage> oci = ReadOciLayout(layout);
   if (!oci.ok()) return oci.status();
   Say("pulled " + ref.String() + " (" + oci->manifest_digest + ", " +
-      std::to_string(oci->layers.size()) + " layers) in " +
-      std::to_string(MonotonicNowMs() - t0) + " ms");
+      std::to_string(oci->layers.size()) + " layers) in " + std::to_string(MonotonicNowMs() - t0) +
+      " ms");
   BuiltImage b;
   b.config = oci->config;
   b.manifest_digest = oci->manifest_digest;
@@ -405,6 +407,7 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
       opts.max_bytes = max;
       Result<LayerInfo> added = m_.storage_.AddLayerTar(layer.blob_path, opts);
       if (!added.ok()) return added.status();
+      ++steps_run_;
       Say("layer " + layer.diff_id.substr(0, 12) + ": " + std::to_string(added->bytes) +
           " bytes, " + std::to_string(added->files) + " files");
     }
@@ -419,15 +422,16 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   std::vector<std::string> argv = run.command.exec_form ? run.command.argv : st.shell;
   if (!run.command.exec_form) argv.push_back(run.command.shell);
   std::string parent = ImageStorage::ChainId(st.layers);
-  std::string key = Sha256Hex(json{{"op", "run"},
-                                   {"parent", parent},
-                                   {"argv", argv},
-                                   {"env", st.config.env},
-                                   {"args", run.build_args},
-                                   {"user", st.config.user},
-                                   {"workdir", st.config.working_dir},
-                                   {"network", req_.network.ToJson()}}
-                                  .dump());
+  std::string key = Sha256Hex(json{
+      {"op", "run"},
+      {"parent", parent},
+      {"argv", argv},
+      {"env", st.config.env},
+      {"args", run.build_args},
+      {"user", st.config.user},
+      {"workdir", st.config.working_dir},
+      {"network",
+       req_.network.ToJson()}}.dump());
   if (auto hit = Cached(key)) {
     Say("cached");
     ++steps_cached_;
@@ -463,9 +467,9 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   exec.argv = argv;
   exec.env = run.build_args;
   exec.cwd = run_as->workdir;
-  exec.timeout_ms = std::max<int64_t>(
-      1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now())
-             .count());
+  exec.timeout_ms = std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             deadline_ - std::chrono::steady_clock::now())
+                                             .count());
   engine::AgentClient client(sandbox->channel());
   engine::ExecRun running = client.Exec(exec);
   engine::ExecEvent ev;
@@ -494,9 +498,10 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   if (!exit->exit_code || *exit->exit_code != 0) {
     int code = exit->exit_code.value_or(128);
     std::string what = exit->exit_code ? "exit code " + std::to_string(code)
-                                        : "signal " + exit->signal.value_or("?");
-    return StepFailure("step_failed", "step " + std::to_string(*step_) + " (line " +
-                                          std::to_string(step.line) + ") failed with " + what,
+                                       : "signal " + exit->signal.value_or("?");
+    return StepFailure("step_failed",
+                       "step " + std::to_string(*step_) + " (line " + std::to_string(step.line) +
+                           ") failed with " + what,
                        json{{"exitCode", code}, {"logTail", log_->Tail(20)}});
   }
   std::string tar = tmp_dir_ + "/upper-" + std::to_string(*step_) + ".tar";
@@ -509,25 +514,24 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   if (!layer.ok()) return layer.status();
   m_.Pin(layer->id);
   m_.catalog_.PutCachedLayer(key, layer->id);
+  ++steps_run_;
   st.layers.push_back(layer->id);
   return Status::Ok();
 }
 
 Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step,
                          const std::string& context_dir, const std::vector<BuiltImage>& done,
-                         const std::map<int, int>& slot, const Dockerfile& file) {
+                         const std::map<int, int>& slot) {
   (void)step;
   CopySpec spec;
   spec.source_root = context_dir;
   std::optional<DockerIgnore> ignore;
   if (copy.from) {
-    std::optional<int> stage;
-    for (const auto& s : file.stages) {
-      if ((s.name && *s.name == *copy.from) || std::to_string(s.index) == *copy.from) stage = s.index;
-    }
+    std::optional<int> stage = copy.from_stage;
     BuiltImage from;
     if (stage) {
-      if (!slot.count(*stage)) return Status(Code::kInvalidRequest, "stage " + *copy.from + " is not built");
+      if (!slot.count(*stage))
+        return Status(Code::kInvalidRequest, "stage " + *copy.from + " is not built");
       from = done.at(slot.at(*stage));
     } else {
       Stage fake;
@@ -549,7 +553,7 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   std::string dest = copy.dest;
   if (!dest.starts_with("/")) {
     std::string wd = st.config.working_dir.empty() ? "/" : st.config.working_dir;
-    bool dir = dest.ends_with("/") || dest == "." ;
+    bool dir = dest.ends_with("/") || dest == ".";
     dest = CleanPath(wd + "/" + dest);
     if (dir && !dest.ends_with("/")) dest += "/";
   }
@@ -565,13 +569,14 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   }
   Result<std::string> digest = CopySourcesDigest(spec);
   if (!digest.ok()) return digest.status();
-  std::string key = Sha256Hex(json{{"op", copy.add ? "add" : "copy"},
-                                   {"parent", ImageStorage::ChainId(st.layers)},
-                                   {"dest", spec.dest},
-                                   {"sources", *digest},
-                                   {"chown", copy.chown.value_or("")},
-                                   {"chmod", copy.chmod ? *copy.chmod : -1}}
-                                  .dump());
+  std::string key = Sha256Hex(json{
+      {"op", copy.add ? "add" : "copy"},
+      {"parent", ImageStorage::ChainId(st.layers)},
+      {"dest", spec.dest},
+      {"sources", *digest},
+      {"chown", copy.chown.value_or("")},
+      {"chmod", copy.chmod ? *copy.chmod
+                           : -1}}.dump());
   if (auto hit = Cached(key)) {
     Say("cached");
     ++steps_cached_;
@@ -589,6 +594,7 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   if (!layer.ok()) return layer.status();
   m_.Pin(layer->id);
   m_.catalog_.PutCachedLayer(key, layer->id);
+  ++steps_run_;
   st.layers.push_back(layer->id);
   return Status::Ok();
 }
@@ -599,10 +605,11 @@ Status Builder::WorkdirStep(BuiltImage& st, const Step& step) {
   if (!root.ok()) return root.status();
   if (OpenInRoot(*root, st.config.working_dir, O_RDONLY | O_DIRECTORY).ok()) return Status::Ok();
   // Docker creates a WORKDIR that does not exist: a layer of one directory.
-  std::string key = Sha256Hex(json{{"op", "workdir"},
-                                   {"parent", ImageStorage::ChainId(st.layers)},
-                                   {"path", st.config.working_dir}}
-                                  .dump());
+  std::string key = Sha256Hex(json{
+      {"op", "workdir"},
+      {"parent", ImageStorage::ChainId(st.layers)},
+      {"path",
+       st.config.working_dir}}.dump());
   if (m_.storage_.Layer(key)) {
     st.layers.push_back(key);
     m_.Pin(key);

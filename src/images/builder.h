@@ -38,6 +38,7 @@ struct BuiltImage {
   std::vector<std::string> shell = {"/bin/sh", "-c"};
   std::optional<std::string> manifest_digest;  // a pulled image's
   int steps_total = 0, steps_cached = 0;
+  int steps_run = 0;          // steps that did work (a RUN run, files copied, a layer unpacked)
   bool cmd_set_here = false;  // CMD or ENTRYPOINT came from this build's last stage
 };
 
@@ -68,7 +69,7 @@ class Builder {
   Status RunStep(BuiltImage& st, const RunInstr& run, const Step& step);
   Status CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step,
                   const std::string& context_dir, const std::vector<BuiltImage>& done,
-                  const std::map<int, int>& stage_slot, const Dockerfile& file);
+                  const std::map<int, int>& stage_slot);
   Status WorkdirStep(BuiltImage& st, const Step& step);
   // A step key's cached layer, if caching is on and the layer is still there.
   std::optional<std::string> Cached(const std::string& key);
@@ -85,6 +86,7 @@ class Builder {
   std::optional<int> step_;  // the step being run (from 1)
   int steps_total_ = 0;
   int steps_cached_ = 0;
+  int steps_run_ = 0;
   int pulls_ = 0;
   std::string tmp_dir_;
 };

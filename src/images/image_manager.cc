@@ -17,12 +17,6 @@ namespace kiln::images {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct ImageManager::Job {
-  ImageRequest request;
-  std::string image_id;
-  std::atomic<bool> cancelled{false};
-};
-
 namespace {
 
 constexpr const char* kBuiltinName = "base";
@@ -32,11 +26,6 @@ std::string StableUuid(const std::string& text) {
   std::string h = Sha256Hex(text);
   return h.substr(0, 8) + "-" + h.substr(8, 4) + "-4" + h.substr(13, 3) + "-8" + h.substr(17, 3) +
          "-" + h.substr(20, 12);
-}
-
-json TimeOrNull(const json& record, const char* key) {
-  int64_t ms = record.value(key, int64_t{0});
-  return ms > 0 ? json(FormatTime(ms)) : json(nullptr);
 }
 
 Status NotFound(const std::string& what) {
@@ -139,7 +128,9 @@ void ImageManager::RegisterBuiltin() {
     std::error_code ec;
     fs::remove(link, ec);
     fs::create_symlink(options_.base_rootfs, link, ec);
-    std::ofstream(link + ".json") << json{{"bytes", DiskUsage(options_.base_rootfs)}, {"files", 0}}.dump();
+    std::ofstream(link + ".json") << json{
+        {"bytes", DiskUsage(options_.base_rootfs)},
+        {"files", 0}}.dump();
   }
   if (catalog_.Get(builtin_id_)) return;
   OciConfig config;
@@ -174,9 +165,11 @@ void ImageManager::RegisterBuiltin() {
 }
 
 void ImageManager::Recover() {
+  std::set<std::string> interrupted;
   for (json record : catalog_.List(std::nullopt, std::nullopt, std::nullopt)) {
     std::string state = record["state"];
     if (state == "queued" || state == "building") {
+      interrupted.insert(record["id"].get<std::string>());
       record["state"] = "failed";
       record["error"] = {{"code", "build_interrupted"},
                          {"message", "kilnd stopped during the build; build it again"}};
@@ -187,6 +180,11 @@ void ImageManager::Recover() {
       record["state"] = "deleted";
       catalog_.Update(record);
     }
+  }
+  // The sandboxes of those builds (a step's, the warm boot) kept running
+  // and were re-adopted; no one will use them.
+  for (const auto& s : sandboxes_.List(control::ListFilter{})) {
+    if (s->spec().image && interrupted.count(*s->spec().image)) sandboxes_.Delete(s->id());
   }
 }
 
@@ -213,7 +211,8 @@ Result<json> ImageManager::Owned(const std::string& id, const std::optional<std:
 Result<json> ImageManager::Submit(ImageRequest req) {
   if (Status s = ValidateImageName(req.name); !s.ok()) return s;
   if (req.name == kBuiltinName || req.name == "runtime")
-    return Status(Code::kInvalidRequest, "body.name: \"" + req.name + "\" names the built-in image");
+    return Status(Code::kInvalidRequest,
+                  "body.name: \"" + req.name + "\" names the built-in image");
   if (req.tags.empty()) req.tags = {"latest"};
   for (const auto& t : req.tags)
     if (Status s = ValidateTag(t); !s.ok()) return s;
@@ -223,10 +222,11 @@ Result<json> ImageManager::Submit(ImageRequest req) {
     if (base == "scratch" || IsRegistryRef(base)) return Status::Ok();
     Result<json> found = Resolve(base, req.owner);
     if (!found.ok())
-      return Status(Code::kImageNotFound, where + ": image " + base + " not found", json{{"image", base}});
+      return Status(Code::kImageNotFound, where + ": image " + base + " not found",
+                    json{{"image", base}});
     if ((*found)["state"] == "failed" || (*found)["state"] == "deleted")
-      return Status(Code::kImageNotFound, where + ": image " + base + " is " +
-                                              (*found)["state"].get<std::string>(),
+      return Status(Code::kImageNotFound,
+                    where + ": image " + base + " is " + (*found)["state"].get<std::string>(),
                     json{{"image", base}});
     return Status::Ok();
   };
@@ -280,9 +280,10 @@ Result<json> ImageManager::Submit(ImageRequest req) {
   auto job = std::make_shared<Job>();
   job->request = std::move(req);
   job->image_id = record["id"];
-  LogOf(job->image_id)->Line("system", std::nullopt,
-                             "queued " + record["name"].get<std::string>() + "@" +
-                                 std::to_string(record["version"].get<int64_t>()));
+  LogOf(job->image_id)
+      ->Line("system", std::nullopt,
+             "queued " + record["name"].get<std::string>() + "@" +
+                 std::to_string(record["version"].get<int64_t>()));
   {
     std::lock_guard lock(mu_);
     jobs_[job->image_id] = job;
@@ -325,8 +326,9 @@ void ImageManager::RunJob(const std::shared_ptr<Job>& job) {
   json record = *found;
   auto log = LogOf(job->image_id);
   if (job->cancelled) {
-    (void)Fail(*job, record, Status(Code::kInvalidRequest, "deleted before its build started",
-                                    json{{"code", "build_cancelled"}}));
+    (void)Fail(*job, record,
+               Status(Code::kInvalidRequest, "deleted before its build started",
+                      json{{"code", "build_cancelled"}}));
     return;
   }
   record["state"] = "building";
@@ -353,9 +355,9 @@ void ImageManager::RunJob(const std::shared_ptr<Job>& job) {
                 std::to_string(record["stepsTotal"].get<int>()) + " steps cached) in " +
                 std::to_string(MonotonicNowMs() - t0) + " ms");
   log->Close();
-  LogInfo("image ready", {{"event", "image.ready"},
-                          {"imageId", job->image_id},
-                          {"buildMs", MonotonicNowMs() - t0}});
+  LogInfo(
+      "image ready",
+      {{"event", "image.ready"}, {"imageId", job->image_id}, {"buildMs", MonotonicNowMs() - t0}});
 }
 
 Status ImageManager::Build(Job& job, json& record) {
@@ -378,6 +380,7 @@ Status ImageManager::Build(Job& job, json& record) {
   record["sizeBytes"] = bytes;
   record["stepsTotal"] = built->steps_total;
   record["stepsCached"] = built->steps_cached;
+  record["stepsRun"] = built->steps_run;
   record["digest"] = built->manifest_digest && job.request.source == ImageSource::kImage
                          ? *built->manifest_digest
                          : "sha256:" + Sha256Hex(chain + config.dump());
@@ -419,9 +422,8 @@ Status ImageManager::Fail(Job& job, json& record, const Status& why) {
   auto log = LogOf(job.image_id);
   log->Line("system", std::nullopt, "failed: " + why.message());
   log->Close();
-  LogWarn("image build failed", {{"event", "image.failed"},
-                                 {"imageId", job.image_id},
-                                 {"error", error}});
+  LogWarn("image build failed",
+          {{"event", "image.failed"}, {"imageId", job.image_id}, {"error", error}});
   return why;
 }
 

@@ -41,7 +41,7 @@ struct ImageManagerOptions {
   std::string base_rootfs;         // the built-in image's root (kiln's base)
   uint64_t storage_limit_mib = 0;  // --image-storage-mib; 0 = no limit
   int builds_at_once = 2;
-  Shape warm_shape;                // creates of this shape restore the warm copy
+  Shape warm_shape;  // creates of this shape restore the warm copy
   std::string skopeo = "skopeo";
 };
 
@@ -128,7 +128,12 @@ class ImageManager {
   ImageStorage& storage() { return storage_; }
 
  private:
-  struct Job;
+  // A build queued or running.
+  struct Job {
+    ImageRequest request;
+    std::string image_id;
+    std::atomic<bool> cancelled{false};
+  };
   void RegisterBuiltin();
   void Recover();
   void Worker(std::stop_token stop);

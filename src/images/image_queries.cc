@@ -4,6 +4,8 @@
 #include "common/digest.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "images/build_context.h"
+#include "images/flatten.h"
 #include "images/image_manager.h"
 #include "images/image_ref.h"
 
@@ -31,7 +33,8 @@ Result<json> ImageManager::Get(const std::string& id, const std::optional<std::s
   return *record;
 }
 
-Result<json> ImageManager::Resolve(const std::string& ref, const std::optional<std::string>& owner) {
+Result<json> ImageManager::Resolve(const std::string& ref,
+                                   const std::optional<std::string>& owner) {
   if (ref == "base" || ref == "runtime") return Get(builtin_id_, owner);
   Result<KilnImageRef> parsed = ParseKilnImageRef(ref);
   if (!parsed.ok()) return Status(Code::kInvalidRequest, parsed.status().message());
@@ -68,9 +71,11 @@ Result<json> ImageManager::Tag(const std::string& id, const std::string& tag,
                                const std::optional<std::string>& owner) {
   Result<json> rec = Owned(id, owner);
   if (!rec.ok()) return rec;
-  if (Status s = ValidateTag(tag); !s.ok()) return Status(Code::kInvalidRequest, "body.tag: " + s.message());
+  if (Status s = ValidateTag(tag); !s.ok())
+    return Status(Code::kInvalidRequest, "body.tag: " + s.message());
   if ((*rec)["state"] != "ready")
-    return Status(Code::kBuildInProgress, "image " + id + " is " + (*rec)["state"].get<std::string>() +
+    return Status(Code::kBuildInProgress, "image " + id + " is " +
+                                              (*rec)["state"].get<std::string>() +
                                               ": only a ready image can be tagged");
   catalog_.Tag((*rec)["owner"], (*rec)["name"], tag, id);
   return *catalog_.Get(id);
@@ -118,9 +123,9 @@ Result<json> ImageManager::Delete(const std::string& id, const std::optional<std
   return *catalog_.Get(id);
 }
 
-Result<LogPage> ImageManager::Logs(const std::string& id, const std::optional<std::string>& owner,
-                                   int64_t after, size_t limit,
-                                   std::optional<std::chrono::steady_clock::time_point> follow_until) {
+Result<LogPage> ImageManager::Logs(
+    const std::string& id, const std::optional<std::string>& owner, int64_t after, size_t limit,
+    std::optional<std::chrono::steady_clock::time_point> follow_until) {
   Result<json> rec = Get(id, owner);
   if (!rec.ok()) return rec.status();
   auto log = LogOf(id);
@@ -140,8 +145,8 @@ Result<control::PoolStatus> ImageManager::Pool(const std::string& id,
       return Status(Code::kBuildInProgress, "the built-in image is warming; retry in a few seconds")
           .WithRetryAfter(2);
     }
-    return Status(Code::kBuildInProgress,
-                  "image " + id + " has no warm copy (it is " + (*rec)["state"].get<std::string>() + ")");
+    return Status(Code::kBuildInProgress, "image " + id + " has no warm copy (it is " +
+                                              (*rec)["state"].get<std::string>() + ")");
   }
   std::string snap = (*rec)["warmSnapshot"];
   if (size) sandboxes_.ResizePool(snap, *size);
@@ -169,6 +174,15 @@ Result<ContextUpload> ImageManager::PutContext(const std::string& digest, const 
     return Status(Code::kInvalidRequest,
                   "the body's sha256 is " + actual + ", not the " + hex + " its path names",
                   json{{"expected", "sha256:" + hex}, {"actual", "sha256:" + actual}});
+  }
+  // Unpacked once now, so a context past the limits (413) or with an entry
+  // that escapes (400) is refused at upload, not later by a failed build.
+  std::string probe = storage_.TempPath("context-check");
+  Result<ContextStats> checked = UnpackContext(path, probe, ContextLimits{}, nullptr);
+  (void)RemoveTree(probe);
+  if (!checked.ok()) {
+    fs::remove(path, ec);
+    return checked.status();
   }
   fs::rename(path, storage_.ContextPath(hex), ec);
   if (ec) return Status(Code::kIoError, "cannot store the context: " + ec.message());
@@ -210,6 +224,7 @@ json ImageManager::Present(const json& r) {
               {"layers", r.contains("layers") ? json(r["layers"].size()) : json(0)},
               {"stepsTotal", r.value("stepsTotal", 0)},
               {"stepsCached", r.value("stepsCached", 0)},
+              {"stepsRun", r.value("stepsRun", 0)},
               {"config", r.value("config", json(nullptr))},
               {"start", r.value("start", json(nullptr))},
               {"build", r.value("build", json(nullptr))},

@@ -18,9 +18,9 @@ namespace kiln::images {
 struct BuildLimits {
   int vcpu = 2;
   int memory_mib = 4096;
-  int disk_mib = 4096;        // each step's scratch disk
-  int max_image_mib = 8192;   // the image's own bytes
-  int timeout_seconds = 1800; // the whole build
+  int disk_mib = 4096;         // each step's scratch disk
+  int max_image_mib = 8192;    // the image's own bytes
+  int timeout_seconds = 1800;  // the whole build
 };
 
 // A command started when the image is booted, and how to tell it is ready.
@@ -43,13 +43,13 @@ struct ImageRequest {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> env;  // over the image's ENV
   ImageSource source = ImageSource::kDockerfile;
-  nlohmann::json recipe;                   // kRecipe
-  std::string dockerfile;                  // kDockerfile
-  std::optional<std::string> context;      // sha256 hex of an uploaded context
+  nlohmann::json recipe;               // kRecipe
+  std::string dockerfile;              // kDockerfile
+  std::optional<std::string> context;  // sha256 hex of an uploaded context
   std::map<std::string, std::string> build_args;
   std::optional<std::string> target;
   std::optional<std::string> dockerignore;
-  std::string image_ref;                   // kImage
+  std::string image_ref;  // kImage
   BuildLimits build;
   std::optional<StartSpec> start;
   bool cache = true;

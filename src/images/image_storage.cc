@@ -117,7 +117,8 @@ Result<std::string> ImageStorage::EnsureRoot(const std::vector<std::string>& lay
   if (fs::is_directory(root)) return root;
   std::vector<std::string> dirs;
   for (const auto& l : layers) {
-    if (!fs::is_directory(LayerDir(l))) return Status(Code::kInvalidImage, "layer " + l + " is missing");
+    if (!fs::is_directory(LayerDir(l)))
+      return Status(Code::kInvalidImage, "layer " + l + " is missing");
     dirs.push_back(LayerDir(l));
   }
   // Flattened beside its final name and renamed, so a root that exists is whole.

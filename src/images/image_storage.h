@@ -41,7 +41,9 @@ class ImageStorage {
   std::string LayerDir(const std::string& id) const { return dir_ + "/layers/" + id; }
   std::string RootDir(const std::string& chain_id) const { return dir_ + "/roots/" + chain_id; }
   std::string ContextPath(const std::string& sha256) const { return dir_ + "/contexts/" + sha256; }
-  std::string LogPath(const std::string& image_id) const { return dir_ + "/logs/" + image_id + ".ndjson"; }
+  std::string LogPath(const std::string& image_id) const {
+    return dir_ + "/logs/" + image_id + ".ndjson";
+  }
   // A fresh private directory name under tmp/ (not created).
   std::string TempPath(const std::string& what);
 
@@ -64,8 +66,8 @@ class ImageStorage {
   uint64_t DiskBytes() const;
 
   // Removes layers, roots and contexts not named in `keep_*`.
-  PruneStats Prune(const std::set<std::string>& keep_layers, const std::set<std::string>& keep_roots,
-                   bool contexts);
+  PruneStats Prune(const std::set<std::string>& keep_layers,
+                   const std::set<std::string>& keep_roots, bool contexts);
 
  private:
   std::string dir_;

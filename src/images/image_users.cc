@@ -126,7 +126,8 @@ Result<ImageUser> ResolveImageUser(const std::string& root, std::string_view spe
   Result<std::string> passwd = ReadImageFile(root, "/etc/passwd");
   if (!passwd.ok()) return passwd.status();
   ImageUser out;
-  std::optional<uint32_t> uid = ParseId(user);
+  // "root" is uid 0 even in an image without /etc/passwd (scratch, distroless).
+  std::optional<uint32_t> uid = user == "root" ? std::optional<uint32_t>(0) : ParseId(user);
   bool digits = user.find_first_not_of("0123456789") == std::string_view::npos;
   if (digits && !uid) return bad("user id out of range");
   std::optional<PasswdEntry> entry = FindUser(*passwd, uid, user);

@@ -33,7 +33,8 @@ std::optional<int> RunToEnd(const engine::AgentClient& client, proto::ExecReques
 
 }  // namespace
 
-json ImageManager::StartIn(const std::shared_ptr<control::Sandbox>& sandbox, const StartSpec& start) {
+json ImageManager::StartIn(const std::shared_ptr<control::Sandbox>& sandbox,
+                           const StartSpec& start) {
   int64_t t0 = MonotonicNowMs();
   auto channel = sandbox->channel();
   if (!channel) return json{{"state", "not_running"}};
@@ -45,8 +46,9 @@ json ImageManager::StartIn(const std::shared_ptr<control::Sandbox>& sandbox, con
   p.env = start.env;
   Result<proto::ProcessInfo> started = client.ProcessStart(p);
   if (!started.ok() || started->pid == 0)
-    return json{{"state", "not_running"},
-                {"error", started.ok() ? "the start command did not start" : started.status().message()}};
+    return json{
+        {"state", "not_running"},
+        {"error", started.ok() ? "the start command did not start" : started.status().message()}};
   std::string pid = started->id;
   auto exited = [&]() -> std::optional<json> {
     Result<proto::ProcessInfo> now = client.ProcessGet(pid);
@@ -59,8 +61,9 @@ json ImageManager::StartIn(const std::shared_ptr<control::Sandbox>& sandbox, con
   bool ready = false;
   if (start.ready_port) {
     proto::ExecRequest wait;
-    wait.argv = std::vector<std::string>{"/opt/kiln/kiln-agent", "--wait-port",
-                                         std::to_string(*start.ready_port), std::to_string(timeout_ms)};
+    wait.argv =
+        std::vector<std::string>{"/opt/kiln/kiln-agent", "--wait-port",
+                                 std::to_string(*start.ready_port), std::to_string(timeout_ms)};
     wait.cwd = "/";
     wait.timeout_ms = timeout_ms + 5000;
     ready = RunToEnd(client, wait) == 0;
@@ -97,8 +100,7 @@ Status ImageManager::Warm(Job& job, json& record) {
   control::SandboxSpec spec;
   spec.owner = record["owner"];
   spec.shape = options_.warm_shape;
-  spec.labels = {{"kiln.image", job.image_id}};
-  spec.image = job.image_id;
+  spec.image = job.image_id;  // no labels: copies of the warm copy inherit them
   spec.rootfs = *root;
   spec.run_as = record["runAs"].get<RunAs>();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -145,8 +147,9 @@ Status ImageManager::Warm(Job& job, json& record) {
   warm["snapshotBytes"] = snap->size_bytes;
   record["warmSnapshot"] = snap->id;
   record["warm"] = warm;
-  log->Line("system", std::nullopt,
-            "warm copy ready (" + std::to_string(snap->size_bytes >> 20) + " MiB of memory and changes)");
+  log->Line(
+      "system", std::nullopt,
+      "warm copy ready (" + std::to_string(snap->size_bytes >> 20) + " MiB of memory and changes)");
   catalog_.Update(record);
   return Status::Ok();
 }
@@ -179,12 +182,14 @@ Result<ImageLaunch> ImageManager::ForSandbox(const std::string& ref,
   const json& r = *found;
   std::string state = r["state"];
   if (state == "queued" || state == "building")
-    return Status(Code::kBuildInProgress, "image " + ref + " is " + state + "; wait for it to be ready",
+    return Status(Code::kBuildInProgress,
+                  "image " + ref + " is " + state + "; wait for it to be ready",
                   json{{"imageId", r["id"]}});
   if (state == "failed")
-    return Status(Code::kInvalidRequest, "image " + ref + " failed to build: " +
-                                             r["error"].value("message", std::string("unknown")),
-                  json{{"imageId", r["id"]}});
+    return Status(
+        Code::kInvalidRequest,
+        "image " + ref + " failed to build: " + r["error"].value("message", std::string("unknown")),
+        json{{"imageId", r["id"]}});
   if (state != "ready") return Status(Code::kImageNotFound, "image " + ref + " is " + state);
   ImageLaunch l;
   l.image_id = r["id"];

@@ -13,16 +13,17 @@ ImageCatalog::ImageCatalog(Db& db) : db_(db) {}
 json ImageCatalog::Insert(json record, const std::vector<std::string>& tags) {
   Db::Transaction tx(db_);
   std::string owner = record.at("owner"), name = record.at("name");
-  auto row = db_.QueryOne("SELECT COALESCE(MAX(version), 0) FROM images WHERE owner = ? AND name = ?",
-                          {owner, name});
+  auto row = db_.QueryOne(
+      "SELECT COALESCE(MAX(version), 0) FROM images WHERE owner = ? AND name = ?", {owner, name});
   int64_t version = row->Int(0) + 1;
   record["version"] = version;
   record.erase("tags");
-  db_.Exec("INSERT INTO images (id, owner, name, version, state, created_ms, record) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?)",
-           {record.at("id").get<std::string>(), owner, name, version,
-            record.at("state").get<std::string>(), record.value("createdMs", int64_t{0}),
-            record.dump()});
+  db_.Exec(
+      "INSERT INTO images (id, owner, name, version, state, created_ms, record) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)",
+      {record.at("id").get<std::string>(), owner, name, version,
+       record.at("state").get<std::string>(), record.value("createdMs", int64_t{0}),
+       record.dump()});
   for (const auto& tag : tags) Tag(owner, name, tag, record["id"]);
   tx.Commit();
   return WithTags(record);
@@ -31,8 +32,9 @@ json ImageCatalog::Insert(json record, const std::vector<std::string>& tags) {
 void ImageCatalog::Update(const json& record) {
   json stored = record;
   stored.erase("tags");
-  db_.Exec("UPDATE images SET state = ?, record = ? WHERE id = ?",
-           {stored.at("state").get<std::string>(), stored.dump(), stored.at("id").get<std::string>()});
+  db_.Exec(
+      "UPDATE images SET state = ?, record = ? WHERE id = ?",
+      {stored.at("state").get<std::string>(), stored.dump(), stored.at("id").get<std::string>()});
 }
 
 void ImageCatalog::Remove(const std::string& id) {
@@ -44,9 +46,8 @@ void ImageCatalog::Remove(const std::string& id) {
 
 json ImageCatalog::WithTags(json record) const {
   json tags = json::array();
-  for (const auto& r :
-       db_.Query("SELECT tag FROM image_tags WHERE image_id = ? ORDER BY tag",
-                 {record.at("id").get<std::string>()}))
+  for (const auto& r : db_.Query("SELECT tag FROM image_tags WHERE image_id = ? ORDER BY tag",
+                                 {record.at("id").get<std::string>()}))
     tags.push_back(r.Text(0));
   record["tags"] = tags;
   return record;
@@ -74,8 +75,9 @@ std::vector<json> ImageCatalog::List(const std::optional<std::string>& owner,
 
 std::optional<json> ImageCatalog::ByTag(const std::string& owner, const std::string& name,
                                         const std::string& tag) const {
-  auto row = db_.QueryOne("SELECT image_id FROM image_tags WHERE owner = ? AND name = ? AND tag = ?",
-                          {owner, name, tag});
+  auto row =
+      db_.QueryOne("SELECT image_id FROM image_tags WHERE owner = ? AND name = ? AND tag = ?",
+                   {owner, name, tag});
   if (!row) return std::nullopt;
   return Get(row->Text(0));
 }
@@ -109,14 +111,16 @@ std::optional<std::string> ImageCatalog::CachedLayer(const std::string& step_key
 
 void ImageCatalog::PutCachedLayer(const std::string& step_key, const std::string& layer) {
   int64_t now = NowMs();
-  db_.Exec("INSERT OR REPLACE INTO build_cache (step_key, layer, created_ms, used_ms) "
-           "VALUES (?, ?, ?, ?)",
-           {step_key, layer, now, now});
+  db_.Exec(
+      "INSERT OR REPLACE INTO build_cache (step_key, layer, created_ms, used_ms) "
+      "VALUES (?, ?, ?, ?)",
+      {step_key, layer, now, now});
 }
 
 std::vector<std::string> ImageCatalog::CachedLayers() const {
   std::vector<std::string> out;
-  for (const auto& r : db_.Query("SELECT DISTINCT layer FROM build_cache")) out.push_back(r.Text(0));
+  for (const auto& r : db_.Query("SELECT DISTINCT layer FROM build_cache"))
+    out.push_back(r.Text(0));
   return out;
 }
 
@@ -133,17 +137,19 @@ std::vector<RegistryCredential> ImageCatalog::Registries(const std::string& owne
 
 std::optional<RegistryCredential> ImageCatalog::Registry(const std::string& owner,
                                                          const std::string& registry) const {
-  auto r = db_.QueryOne("SELECT registry, username, password, created_ms FROM "
-                        "registry_credentials WHERE owner = ? AND registry = ?",
-                        {owner, registry});
+  auto r = db_.QueryOne(
+      "SELECT registry, username, password, created_ms FROM "
+      "registry_credentials WHERE owner = ? AND registry = ?",
+      {owner, registry});
   if (!r) return std::nullopt;
   return RegistryCredential{r->Text(0), r->Text(1), r->Text(2), r->Int(3)};
 }
 
 void ImageCatalog::PutRegistry(const std::string& owner, const RegistryCredential& cred) {
-  db_.Exec("INSERT OR REPLACE INTO registry_credentials "
-           "(owner, registry, username, password, created_ms) VALUES (?, ?, ?, ?, ?)",
-           {owner, cred.registry, cred.username, cred.password, cred.created_ms});
+  db_.Exec(
+      "INSERT OR REPLACE INTO registry_credentials "
+      "(owner, registry, username, password, created_ms) VALUES (?, ?, ?, ?, ?)",
+      {owner, cred.registry, cred.username, cred.password, cred.created_ms});
 }
 
 bool ImageCatalog::DeleteRegistry(const std::string& owner, const std::string& registry) {

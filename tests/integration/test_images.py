@@ -88,7 +88,7 @@ def pulled(api, registry):
 
 
 def test_a_pulled_image_runs_with_its_user_workdir_and_env(api, sandboxes, pulled, registry):
-    assert pulled["source"] == "image" and pulled["ref"] == registry.busybox + ":latest"
+    assert pulled["source"] == "image" and pulled["ref"] == registry.busybox
     assert pulled["config"]["user"] == "app" and pulled["config"]["workdir"] == "/home/app"
     assert pulled["version"] >= 1 and "latest" in pulled["tags"] and pulled["digest"].startswith("sha256:")
     s = sandboxes.create(image="busybox", env={"EXTRA": "from create"})
@@ -149,13 +149,13 @@ def test_dockerfile_build_runs_steps_in_sandboxes_and_caches_them(api, sandboxes
     t0 = time.monotonic()
     again, _ = build(api, **body)
     cached = time.monotonic() - t0
-    assert again["state"] == "ready" and again["stepsCached"] == again["stepsTotal"], again
+    assert again["state"] == "ready" and again["stepsRun"] == 0 and again["stepsCached"] > 0, again
     assert again["version"] == image["version"] + 1
     assert cached < max(5.0, cold / 2), (cached, cold)
     # A changed file rebuilds from its COPY on.
     ctx2 = upload_context(api, {"app.sh": (b"#!/bin/sh\necho app v2 says $1\n", 0o644)})
     changed, _ = build(api, **{**body, "context": ctx2})
-    assert changed["state"] == "ready" and 0 < changed["stepsCached"] < changed["stepsTotal"] - 1
+    assert changed["state"] == "ready" and changed["stepsRun"] == 2 and changed["stepsCached"] > 0, changed
     s2 = sandboxes.create(image=changed["id"])
     assert api.sh(s2["id"], "./app.sh x") == "app v2 says x\n"
 
