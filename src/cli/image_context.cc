@@ -10,40 +10,16 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <vector>
 
 #include "common/digest.h"
+#include "images/dockerignore.h"
 
 namespace kiln::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// path.Clean for a pattern: no leading '/', no "." parts, ".." folded.
-std::string CleanPattern(std::string_view path) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string_view::npos) end = path.size();
-    std::string part(path.substr(start, end - start));
-    if (part == ".." && !parts.empty() && parts.back() != "..") {
-      parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(std::move(part));
-    }
-    start = end + 1;
-  }
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "/") + p;
-  return out;
-}
-
-std::string Trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r\n\v\f");
-  if (first == std::string_view::npos) return "";
-  const auto last = s.find_last_not_of(" \t\r\n\v\f");
-  return std::string(s.substr(first, last - first + 1));
-}
+using images::DockerIgnore;
 
 struct ArchiveDeleter {
   void operator()(archive* a) const { archive_write_free(a); }
@@ -81,7 +57,7 @@ Status Walk(const fs::path& dir, const std::string& rel_dir, const DockerIgnore*
     const bool skip = ignore != nullptr && !kept && ignore->Excluded(rel);
     if (S_ISDIR(st.st_mode)) {
       if (!skip) out.push_back({rel, it->path()});
-      if (!skip || ignore->has_negation()) {
+      if (!skip || ignore->HasExceptions()) {
         if (Status s = Walk(it->path(), rel, ignore, out); !s.ok()) return s;
       }
     } else if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && !skip) {
@@ -102,84 +78,6 @@ Result<std::string> ReadFile(const fs::path& path) {
 }
 
 }  // namespace
-
-std::string DockerPatternRegex(std::string_view pattern) {
-  static constexpr std::string_view kMeta = "\\^$.|?*+()[]{}/-";
-  std::string out = "^";
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
-    const char ch = pattern[i];
-    if (ch == '*') {
-      if (i + 1 < pattern.size() && pattern[i + 1] == '*') {
-        i += 2;
-        if (i < pattern.size() && pattern[i] == '/') ++i;
-        out += i >= pattern.size() ? "[\\s\\S]*" : "([\\s\\S]*/)?";
-        --i;  // the loop's ++i
-        continue;
-      }
-      out += "[^/]*";
-    } else if (ch == '?') {
-      out += "[^/]";
-    } else if (ch == '\\') {
-      if (i + 1 < pattern.size()) {
-        const char next = pattern[++i];
-        if (kMeta.find(next) != std::string_view::npos) out += '\\';
-        out += next;
-      } else {
-        out += "\\\\";
-      }
-    } else if (ch == '[' || ch == ']') {
-      out += ch;
-    } else {
-      if (kMeta.find(ch) != std::string_view::npos) out += '\\';
-      out += ch;
-    }
-  }
-  return out + "$";
-}
-
-Result<DockerIgnore> DockerIgnore::Parse(std::string_view text) {
-  DockerIgnore out;
-  std::size_t start = 0;
-  for (int line_no = 1; start <= text.size(); ++line_no) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string line = Trim(text.substr(start, end - start));
-    start = end + 1;
-    if (line.empty() || line[0] == '#') continue;
-    const bool negate = line[0] == '!';
-    if (negate) line = Trim(std::string_view(line).substr(1));
-    const std::string cleaned = CleanPattern(line);
-    if (cleaned.empty()) continue;
-    try {
-      out.rules_.push_back({negate, std::regex(DockerPatternRegex(cleaned))});
-    } catch (const std::regex_error& e) {
-      return Status(Code::kInvalidRequest, ".dockerignore line " + std::to_string(line_no) +
-                                               ": bad pattern '" + line + "': " + e.what());
-    }
-    out.has_negation_ = out.has_negation_ || negate;
-  }
-  return out;
-}
-
-bool DockerIgnore::Excluded(std::string_view rel) const {
-  std::vector<std::string> prefixes;
-  for (std::size_t pos = 0;; ++pos) {
-    pos = rel.find('/', pos);
-    if (pos == std::string_view::npos) break;
-    prefixes.emplace_back(rel.substr(0, pos));
-  }
-  prefixes.emplace_back(rel);
-  bool out = false;
-  for (const auto& rule : rules_) {
-    for (const auto& p : prefixes) {
-      if (std::regex_match(p, rule.pattern)) {
-        out = !rule.negate;
-        break;
-      }
-    }
-  }
-  return out;
-}
 
 std::string StoredGzip(std::string_view data) {
   std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);

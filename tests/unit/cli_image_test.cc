@@ -15,6 +15,7 @@
 #include "cli/image_context.h"
 #include "cli_test_util.h"
 #include "common/digest.h"
+#include "images/dockerignore.h"
 #include "fake_daemon.h"
 
 namespace kiln::cli {
@@ -110,7 +111,10 @@ TEST(ImageContext, ErrorsNameThePath) {
   EXPECT_NE(far.status().message().find("far"), std::string::npos);
 }
 
+// The packer uses the builder's matcher (kiln::images::DockerIgnore); the
+// cases the SDKs' matchers are tested on too.
 TEST(DockerIgnoreRules, DockerSemantics) {
+  using images::DockerIgnore;
   Result<DockerIgnore> ig =
       DockerIgnore::Parse("*.log\n!keep.log\nnode_modules\n**/cache\n/docs/*.md\nsub/**/x?.txt\n");
   ASSERT_TRUE(ig.ok());
@@ -123,7 +127,7 @@ TEST(DockerIgnoreRules, DockerSemantics) {
   EXPECT_FALSE(ig->Excluded("docs/sub/readme.md"));
   EXPECT_TRUE(ig->Excluded("sub/a/b/x2.txt"));
   EXPECT_FALSE(ig->Excluded("sub/x10.txt"));
-  EXPECT_TRUE(ig->has_negation());
+  EXPECT_TRUE(ig->HasExceptions());
   Result<DockerIgnore> bad = DockerIgnore::Parse("ok\n[abc\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("line 2"), std::string::npos) << bad.status().message();
