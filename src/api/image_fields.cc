@@ -109,7 +109,13 @@ images::ImageRequest ReadImageRequest(const json& body, const std::string& owner
   if (const json* start = f.Raw("start"); start && !start->is_null())
     req.start = ReadStart(start, "body.start");
   if (auto v = f.Bool("cache")) req.cache = *v;
-  if (auto policy = ReadNetworkField(f)) req.network = *policy;
+  if (auto policy = ReadNetworkField(f)) {
+    req.network = *policy;
+    // A build names the hosts its steps may reach: naming some is turning
+    // the internet on for them alone, unless it says otherwise.
+    const json& raw = body["network"];
+    if (!raw.contains("internet") && !policy->allow.empty()) req.network.internet = true;
+  }
   f.Raw("region");  // one host: accepted, meaningless
   f.Finish();
   return req;
