@@ -413,6 +413,7 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
     }
     m_.Pin(layer.diff_id);
     b.layers.push_back(layer.diff_id);
+    if (Status q = m_.CheckQuota(); !q.ok()) return q;
   }
   (void)RemoveTree(layout);
   return b;

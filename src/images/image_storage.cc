@@ -141,7 +141,10 @@ uint64_t ImageStorage::LayerBytes() const {
   for (const auto& e : fs::directory_iterator(dir_ + "/layers", ec)) {
     std::string name = e.path().filename();
     if (!name.ends_with(".json")) continue;
-    if (auto l = Layer(name.substr(0, name.size() - 5))) total += l->bytes;
+    std::string id = name.substr(0, name.size() - 5);
+    // kiln's built-in base (a link to its root) is the install's, not the quota's.
+    if (fs::is_symlink(LayerDir(id))) continue;
+    if (auto l = Layer(id)) total += l->bytes;
   }
   return total;
 }

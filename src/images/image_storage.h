@@ -59,7 +59,8 @@ class ImageStorage {
   // The root of a layer stack, flattened on first use.
   Result<std::string> EnsureRoot(const std::vector<std::string>& layers);
 
-  // Unique bytes of every layer (what the quota counts).
+  // Unique bytes of every layer but kiln's built-in base (what the quota
+  // counts).
   uint64_t LayerBytes() const;
   // Bytes on disk of the whole store, each inode once (roots add only
   // directories and inodes to their layers).

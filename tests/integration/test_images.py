@@ -371,3 +371,51 @@ class socket_closed_port:
 
     def __exit__(self, *exc):
         pass
+
+
+def random_layer_image(tmp, tag, mib):
+    root = busybox_rootfs(tmp / f"root-{tag}")
+    (root / "data.bin").write_bytes(os.urandom(mib << 20))
+    return build_image(tmp / "layout", [root], tag=tag)
+
+
+def test_storage_quota_delete_and_prune(tmp_path):
+    """A build past --image-storage-mib fails and says so; a deleted image's
+    layers stay while a snapshot uses them; prune collects them after."""
+    state = tempfile.mkdtemp(prefix="kiln-img-quota-", dir="/tmp")
+    d = start_kilnd(state, "--image-storage-mib", "12")
+    try:
+        api = Client(d.url, key=d.admin_key)
+        with Registry(tmp_path / "reg") as reg:
+            small = reg.push(random_layer_image(tmp_path, "small", 3), "small:1")
+            big = reg.push(random_layer_image(tmp_path, "big", 16), "big:1")
+            image, _ = build(api, image=big)
+            assert image["state"] == "failed" and image["error"]["code"] == "storage_quota_exceeded", image
+            assert "--image-storage-mib" in image["error"]["message"]
+            image, _ = build(api, image=small)
+            assert image["state"] == "ready", image
+        store = Path(state) / "image-store" / "layers"
+        layers = {p.name for p in store.iterdir() if p.is_dir() and not p.is_symlink()}
+        assert layers, "the ready image has its layers"
+        s = api.create(image=image["id"])
+        snap = api.ok("POST", f"/v1/sandboxes/{s['id']}:snapshot", json={})
+        # A snapshot's size is its own capture, not the image's bytes again.
+        assert snap["sizeBytes"] < image["sizeBytes"], (snap["sizeBytes"], image["sizeBytes"])
+        api.delete(s["id"])
+        api.ok("POST", f"/v1/images/{image['id']}:delete", json={})
+        api.ok("POST", "/v1/images:prune", json={})
+        assert layers <= {p.name for p in store.iterdir()}, "layers a snapshot still uses were removed"
+        copy = api.create(snapshot=snap["id"])
+        assert api.exec(copy["id"], argv=["/bin/sh", "-c", "wc -c < /data.bin"])["stdout"].strip() == str(3 << 20)
+        api.delete(copy["id"])
+        api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+        pruned = api.ok("POST", "/v1/images:prune", json={})
+        assert pruned["layersRemoved"] >= 1 and pruned["bytesFreed"] >= 3 << 20, pruned
+        assert not layers & {p.name for p in store.iterdir()}, "unused layers survived prune"
+        assert_error(Client(d.url, key=api.ok("POST", "/v1/keys", json={"name": "x"})["secret"])
+                     .post("/v1/images:prune", json={}), 403, "forbidden")
+    finally:
+        stop_kilnd(d)
+        import shutil
+        shutil.rmtree(state, ignore_errors=True)
+        Path(state + ".log").unlink(missing_ok=True)
