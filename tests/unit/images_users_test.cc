@@ -86,7 +86,11 @@ TEST(ImageUsersNoFilesTest, NumericIdsWithoutPasswd) {
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->name, "root");
   EXPECT_EQ(u->home, "/");
-  EXPECT_FALSE(ResolveImageUser(root.path(), "root").ok());  // no passwd: no names
+  // No passwd: no names but root, which is uid 0 in any image (scratch, distroless).
+  u = ResolveImageUser(root.path(), "root");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->uid, 0u);
+  EXPECT_FALSE(ResolveImageUser(root.path(), "daemon").ok());
 }
 
 // The image's /etc/passwd is a symlink to /etc/shadow: it must be the
@@ -99,8 +103,8 @@ TEST(ImageUsersEscapeTest, PasswdSymlinkResolvesInsideTheRoot) {
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   EXPECT_EQ(u->uid, 77u);
   EXPECT_EQ(u->home, "/inner");
-  // The host's root is not the image's.
-  EXPECT_FALSE(ResolveImageUser(root.path(), "root").ok());
+  // The host's users are not the image's.
+  EXPECT_FALSE(ResolveImageUser(root.path(), "daemon").ok());
 
   // A relative link climbing out lands on the image's own /etc as well.
   TempDir root2;
@@ -110,7 +114,7 @@ TEST(ImageUsersEscapeTest, PasswdSymlinkResolvesInsideTheRoot) {
   u = ResolveImageUser(root2.path(), "grp");
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   EXPECT_EQ(u->uid, 5u);
-  EXPECT_FALSE(ResolveImageUser(root2.path(), "root").ok());
+  EXPECT_FALSE(ResolveImageUser(root2.path(), "daemon").ok());
 }
 
 }  // namespace
