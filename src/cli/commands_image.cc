@@ -2,6 +2,7 @@
 // pool | registry set|ls|rm
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -106,6 +107,22 @@ std::string LineText(const json& line) {
   std::string text = StringField(line, "text");
   if (text.empty() || text.back() != '\n') text += '\n';
   return text;
+}
+
+// "[N/M] INSTRUCTION ...": the line the daemon logs as each step begins.
+bool StepHeader(const std::string& text, long long* n, long long* m) {
+  if (text.size() < 5 || text[0] != '[') return false;
+  std::size_t i = 1;
+  auto number = [&](long long* out) {
+    const std::size_t start = i;
+    long long v = 0;
+    while (i < text.size() && i - start < 9 && std::isdigit(static_cast<unsigned char>(text[i])))
+      v = v * 10 + (text[i++] - '0');
+    *out = v;
+    return i > start;
+  };
+  if (!number(n) || i >= text.size() || text[i++] != '/' || !number(m)) return false;
+  return i < text.size() && text[i] == ']' && *n > 0 && *m >= *n;
 }
 
 int PrintBuildFailure(const Context& ctx, const json& info) {
@@ -261,6 +278,12 @@ int CmdImageBuild(Context& ctx, const ParsedArgs& args) {
       PrintOut(text);
     }
     if (auto s = IntField(line, "step")) step = *s;
+    // The daemon answers stepsTotal 0 until the build ends; its "[N/M] ..."
+    // step lines carry the total.
+    if (long long n = 0, m = 0; StepHeader(StringField(line, "text"), &n, &m)) {
+      step = n;
+      total = m;
+    }
     if (step > 0) {
       progress = std::make_unique<Progress>(
           "step " + std::to_string(step) + (total > 0 ? "/" + std::to_string(total) : ""),
