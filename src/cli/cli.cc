@@ -100,7 +100,8 @@ Invocation ParseVerb(const Group* group, const Verb& verb, std::vector<std::stri
                          : group                ? group->id_noun
                                                 : "argument");
   if (parsed.positionals.size() < wanted) throw UsageError("missing the " + noun, hint);
-  const auto most = verb.max_positionals < 0 ? wanted : static_cast<std::size_t>(verb.max_positionals);
+  const auto most =
+      verb.max_positionals < 0 ? wanted : static_cast<std::size_t>(verb.max_positionals);
   if (parsed.positionals.size() > most) {
     std::string msg = "unexpected argument '" + parsed.positionals[most] + "'";
     if (verb.takes_command) msg += "; the command goes after --";

@@ -71,7 +71,8 @@ const std::vector<Verb>& SandboxVerbs() {
       DefaultOf(contract::kExecTimeoutMs) + "\n" +
       "  --env K=V         environment variable for the sandbox (repeatable)\n"
       "  --cwd DIR         working directory of CMD (default /workspace)\n"
-      "  --image REF       start from this image (id, name, name:tag, name@version)\n" KILN_WAIT_DETAILS;
+      "  --image REF       start from this image (id, name, name:tag, "
+      "name@version)\n" KILN_WAIT_DETAILS;
   static const std::string create_details =
       ShapeDetails() + "  --timeout S       lease in seconds " +
       DefaultOf(contract::kTimeoutSeconds) + "; it stops after that\n" +
@@ -79,7 +80,8 @@ const std::vector<Verb>& SandboxVerbs() {
       "  --label K=V       label (repeatable)\n"
       "  --env K=V         environment variable for every command (repeatable)\n"
       "  --snapshot ID     start a copy of this snapshot (its shape wins)\n"
-      "  --image REF       start from this image (id, name, name:tag, name@version)\n" KILN_WAIT_DETAILS
+      "  --image REF       start from this image (id, name, name:tag, "
+      "name@version)\n" KILN_WAIT_DETAILS
       "  --internet on|off reach the internet (default off)\n" KILN_RULE_DETAILS;
   static const std::string exec_details =
       "  --cwd DIR         working directory (default /workspace)\n"
@@ -271,26 +273,24 @@ const std::vector<Verb>& ImageVerbs() {
       {.name = "build",
        .synopsis = "build [DIR] -t NAME[:TAG]... [OPTIONS]",
        .brief = "build an image, print its id and name:version",
-       .summary =
-           "Build an image from DIR's Dockerfile (DIR is packed and sent as the build\n"
-           "context, minus what its .dockerignore names), from -f FILE, or from a recipe\n"
-           "(--from, --pip, --apt, --npm). The build log streams as it comes; a failed\n"
-           "build exits 1 with its error.",
-       .details =
-           "  -t, --tag NAME[:TAG]  the image's name, and a tag (repeatable)\n"
-           "  -f, --file F      the Dockerfile (default DIR/Dockerfile)\n"
-           "  --target T        the Dockerfile stage to build\n"
-           "  --build-arg K=V   a Dockerfile ARG (repeatable)\n"
-           "  --no-cache        rebuild every step\n"
-           "  --from IMG        recipe: the base image\n"
-           "  --pip P, --apt P, --npm P\n"
-           "                    recipe: packages to install (repeatable)\n"
-           "  --start CMD       a command every sandbox from the image starts with\n"
-           "  --ready-port N    ... ready once it listens on port N\n"
-           "  --ready-command C ... ready once C exits 0\n"
-           "  --allow-host H    a host RUN steps may reach (repeatable; default none)\n"
-           "  --vcpu N, --memory MiB, --disk-mib MiB, --max-image-mib MiB, --timeout S\n"
-           "                    the builder's shape, image size cap and time limit\n",
+       .summary = "Build an image from DIR's Dockerfile (DIR is packed and sent as the build\n"
+                  "context, minus what its .dockerignore names), from -f FILE, or from a recipe\n"
+                  "(--from, --pip, --apt, --npm). The build log streams as it comes; a failed\n"
+                  "build exits 1 with its error.",
+       .details = "  -t, --tag NAME[:TAG]  the image's name, and a tag (repeatable)\n"
+                  "  -f, --file F      the Dockerfile (default DIR/Dockerfile)\n"
+                  "  --target T        the Dockerfile stage to build\n"
+                  "  --build-arg K=V   a Dockerfile ARG (repeatable)\n"
+                  "  --no-cache        rebuild every step\n"
+                  "  --from IMG        recipe: the base image\n"
+                  "  --pip P, --apt P, --npm P\n"
+                  "                    recipe: packages to install (repeatable)\n"
+                  "  --start CMD       a command every sandbox from the image starts with\n"
+                  "  --ready-port N    ... ready once it listens on port N\n"
+                  "  --ready-command C ... ready once C exits 0\n"
+                  "  --allow-host H    a host RUN steps may reach (repeatable; default none)\n"
+                  "  --vcpu N, --memory MiB, --disk-mib MiB, --max-image-mib MiB, --timeout S\n"
+                  "                    the builder's shape, image size cap and time limit\n",
        .flags = {Short("tag", 't', true), Short("file", 'f', false), Value("target"),
                  Value("build-arg", true), Toggle("no-cache"), Value("from"), Value("pip", true),
                  Value("apt", true), Value("npm", true), Value("start"), Value("ready-port"),
@@ -511,8 +511,9 @@ const Group& ImageGroup() {
   static const Group group = {
       .name = "image",
       .id_noun = "image REF",
-      .notes = "\nREF is an image id, a name (its latest version), name:tag or name@version.\n"
-               "`kiln sandbox create --image REF` starts a sandbox from one.\n",
+      .notes =
+          "\nREF is an image id, a name (its latest version), name:tag or name@version.\n"
+          "`kiln sandbox create --image REF` starts a sandbox from one.\n",
       .verbs = ImageVerbs};
   return group;
 }

@@ -296,7 +296,8 @@ json HttpClient::Upload(Method method, std::string_view target, std::string byte
   Request req = impl_->MakeRequest(method, target, "application/json", options);
   // A caller's Content-Type (e.g. application/gzip) wins over the default.
   bool typed = false;
-  for (const auto& h : options.headers) typed = typed || boost::beast::iequals(h.first, "Content-Type");
+  for (const auto& h : options.headers)
+    typed = typed || boost::beast::iequals(h.first, "Content-Type");
   if (!typed) req.set(http::field::content_type, "application/octet-stream");
   req.body() = std::move(bytes);
   auto parser = impl_->Exchange(req, options);

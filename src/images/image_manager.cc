@@ -230,11 +230,14 @@ Result<json> ImageManager::Submit(ImageRequest req) {
                     json{{"image", base}});
     return Status::Ok();
   };
+  int steps_total = 1;  // an image source: its pull
   if (req.source == ImageSource::kDockerfile) {
     Result<Dockerfile> file = ParseDockerfile(req.dockerfile, req.build_args);
     if (!file.ok()) return file.status();
     Result<std::vector<int>> order = StagesFor(*file, req.target);
     if (!order.ok()) return order.status();
+    steps_total = 0;
+    for (int s : *order) steps_total += 1 + static_cast<int>(file->stages[s].steps.size());
     for (int s : *order) {
       const Stage& st = file->stages[s];
       if (st.base_stage) continue;
@@ -248,6 +251,10 @@ Result<json> ImageManager::Submit(ImageRequest req) {
   } else if (req.source == ImageSource::kRecipe) {
     Result<RecipeBuild> recipe = RecipeToBuild(req.recipe);
     if (!recipe.ok()) return recipe.status();
+    if (Result<Dockerfile> file = ParseDockerfile(recipe->dockerfile, {}); file.ok()) {
+      steps_total = 0;
+      for (const auto& st : file->stages) steps_total += 1 + static_cast<int>(st.steps.size());
+    }
     if (Status ok = need_base(req.recipe.value("base", kBuiltinName), "body.recipe.base"); !ok.ok())
       return ok;
   } else if (req.source == ImageSource::kImage) {
@@ -265,7 +272,7 @@ Result<json> ImageManager::Submit(ImageRequest req) {
               {"ref", req.source == ImageSource::kImage ? json(req.image_ref) : json(nullptr)},
               {"digest", nullptr},
               {"sizeBytes", 0},
-              {"stepsTotal", 0},
+              {"stepsTotal", steps_total},
               {"stepsCached", 0},
               {"config", nullptr},
               {"start", req.start ? StartJson(*req.start) : json(nullptr)},

@@ -54,7 +54,9 @@ Result<json> ImageManager::Resolve(const std::string& ref,
       if (found) break;
     }
   }
-  if (!found) return NotFound(ref);
+  // A deleted version keeps its record (GET by id answers it) but no name.
+  if (!found || (*found)["state"] == "deleted" || (*found)["state"] == "deleting")
+    return NotFound(ref);
   return *found;
 }
 
@@ -62,8 +64,10 @@ std::vector<json> ImageManager::List(const std::optional<std::string>& owner,
                                      const std::optional<std::string>& name,
                                      const std::optional<std::string>& state) {
   std::vector<json> out;
-  for (auto& rec : catalog_.List(std::nullopt, name, state))
+  for (auto& rec : catalog_.List(std::nullopt, name, state)) {
+    if (!state && rec["state"] == "deleted") continue;  // listed only when asked for
     if (Visible(rec, owner)) out.push_back(std::move(rec));
+  }
   return out;
 }
 

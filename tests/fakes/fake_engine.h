@@ -52,8 +52,7 @@ class FakeEngine : public engine::Engine {
 
   // ---- engine::Engine ----
   engine::EngineInfo Info() const override;
-  Result<std::shared_ptr<engine::AgentChannel>> Create(
-      const engine::CreateParams& params) override;
+  Result<std::shared_ptr<engine::AgentChannel>> Create(const engine::CreateParams& params) override;
   // The sandbox dies (channel closed) and is forgotten. Idempotent.
   void Destroy(const std::string& id) override;
   Result<engine::CheckpointStats> Checkpoint(const std::string& id,
@@ -75,10 +74,9 @@ class FakeEngine : public engine::Engine {
   // ---- knobs ----
   // The next n calls fail with `why` (each call takes one).
   void FailNextCreates(int n, Status why = Status(Code::kStartupFailed, "fake: create failed"));
-  void FailNextRestores(int n,
-                        Status why = Status(Code::kStartupFailed, "fake: restore failed"));
-  void FailNextCheckpoints(
-      int n, Status why = Status(Code::kSnapshotFailed, "fake: checkpoint failed"));
+  void FailNextRestores(int n, Status why = Status(Code::kStartupFailed, "fake: restore failed"));
+  void FailNextCheckpoints(int n,
+                           Status why = Status(Code::kSnapshotFailed, "fake: checkpoint failed"));
   // How long each Restore takes (before it succeeds or fails).
   void SetRestoreDelay(std::chrono::milliseconds delay);
   // Whether Freeze/Thaw work (a host without a freezer: false).

@@ -30,7 +30,7 @@ def test_command_runs_with_bash(api, sid):
 def test_default_environment_user_and_cwd(api, sid):
     out = api.sh(sid, 'id -u; id -un; echo "$HOME"; pwd; echo "$PATH"; echo "$LANG"')
     assert out.splitlines() == ["1000", "user", "/workspace", "/workspace",
-                                "/workspace/.local/bin:/usr/local/bin:/usr/bin:/bin", "C.UTF-8"]
+                                "/workspace/.local/bin:/workspace/.npm-global/bin:/usr/local/bin:/usr/bin:/bin", "C.UTF-8"]
     assert api.exec(sid, argv=["pwd"], cwd="/tmp")["stdout"] == "/tmp\n"
 
 

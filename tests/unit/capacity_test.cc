@@ -219,12 +219,13 @@ TEST(CapacityTest, AHeadThatHungUpIsPassedOverWhenRoomFrees) {
   std::function<bool()> cancelled = [&] { return hung_up.load(); };
   std::atomic<int> head_result{-1}, second_result{-1};
   std::thread head([&] {
-    head_result =
-        static_cast<int>(c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(30), cancelled));
+    head_result = static_cast<int>(
+        c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(30), cancelled));
   });
   ASSERT_TRUE(WaitUntil([&] { return c.stats().waiting == 1; }));
   std::thread second([&] {
-    second_result = static_cast<int>(c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(30)));
+    second_result =
+        static_cast<int>(c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(30)));
   });
   ASSERT_TRUE(WaitUntil([&] { return c.stats().waiting == 2; }));
   hung_up = true;

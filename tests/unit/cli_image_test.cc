@@ -15,8 +15,8 @@
 #include "cli/image_context.h"
 #include "cli_test_util.h"
 #include "common/digest.h"
-#include "images/dockerignore.h"
 #include "fake_daemon.h"
+#include "images/dockerignore.h"
 
 namespace kiln::cli {
 namespace {

@@ -61,8 +61,8 @@ TEST(FakeAgentTest, WindowedSendsWaitForTheAgentToRead) {
   ASSERT_TRUE(op);
   std::atomic<bool> sent{false};
   std::thread sender([&] {
-    EXPECT_TRUE(stream->SendDataWindowed(proto::kStdin,
-                                         std::string(proto::kStreamWindow + 10, 'x'), true));
+    EXPECT_TRUE(
+        stream->SendDataWindowed(proto::kStdin, std::string(proto::kStreamWindow + 10, 'x'), true));
     sent = true;
   });
   FakeAgentOp::Input in;

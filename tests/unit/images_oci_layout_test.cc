@@ -13,11 +13,11 @@
 namespace kiln::images {
 namespace {
 
-using nlohmann::json;
 using layer_testing::ReadAll;
 using layer_testing::TarWriter;
 using layer_testing::TempDir;
 using layer_testing::WriteAll;
+using nlohmann::json;
 
 constexpr const char* kOciManifest = "application/vnd.oci.image.manifest.v1+json";
 constexpr const char* kOciIndex = "application/vnd.oci.image.index.v1+json";
