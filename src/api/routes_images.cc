@@ -32,6 +32,19 @@ json RegistryJson(const store::RegistryCredential& c) {
       {"registry", c.registry}, {"username", c.username}, {"createdAt", FormatTime(c.created_ms)}};
 }
 
+// :tag and :untag, {tag}.
+void TagRoute(ApiContext& ctx, Exchange& ex, bool add) {
+  json body = ex.JsonBody();
+  FieldReader f(body);
+  auto tag = f.String("tag", 128);
+  if (!tag) f.Issue("tag", "is required");
+  f.Finish();
+  images::ImageManager& m = Images(ctx);
+  auto scope = OwnerScope(ex);
+  ex.SendJson(200, m.Present(ValueOrThrow(add ? m.Tag(ex.params["id"], *tag, scope)
+                                              : m.Untag(ex.params["id"], *tag, scope))));
+}
+
 }  // namespace
 
 void AddImageRoutes(Router& r, ApiContext& ctx) {
@@ -170,25 +183,8 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
                           {"done", page.done}});
   });
 
-  r.Add("POST", "/v1/images/{id}:tag", [&ctx](Exchange& ex) {
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    auto tag = f.String("tag", 128);
-    if (!tag) f.Issue("tag", "is required");
-    f.Finish();
-    ex.SendJson(200, Images(ctx).Present(
-                         ValueOrThrow(Images(ctx).Tag(ex.params["id"], *tag, OwnerScope(ex)))));
-  });
-
-  r.Add("POST", "/v1/images/{id}:untag", [&ctx](Exchange& ex) {
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    auto tag = f.String("tag", 128);
-    if (!tag) f.Issue("tag", "is required");
-    f.Finish();
-    ex.SendJson(200, Images(ctx).Present(
-                         ValueOrThrow(Images(ctx).Untag(ex.params["id"], *tag, OwnerScope(ex)))));
-  });
+  r.Add("POST", "/v1/images/{id}:tag", [&ctx](Exchange& ex) { TagRoute(ctx, ex, true); });
+  r.Add("POST", "/v1/images/{id}:untag", [&ctx](Exchange& ex) { TagRoute(ctx, ex, false); });
 
   r.Add("POST", "/v1/images/{id}:delete", [&ctx](Exchange& ex) {
     FieldReader(ex.JsonBody()).Finish();

@@ -47,6 +47,23 @@ bool ReadBlocks(const std::string& path, const std::function<void(const char*, s
 
 }  // namespace
 
+struct Sha256::State {
+  Ctx ctx{EVP_MD_CTX_new(), EVP_MD_CTX_free};
+};
+
+Sha256::Sha256() : state_(std::make_unique<State>()) {
+  EVP_DigestInit_ex(state_->ctx.get(), EVP_sha256(), nullptr);
+}
+Sha256::~Sha256() = default;
+Sha256::Sha256(Sha256&&) noexcept = default;
+Sha256& Sha256::operator=(Sha256&&) noexcept = default;
+
+void Sha256::Update(std::string_view data) { Update(data.data(), data.size()); }
+void Sha256::Update(const void* data, size_t size) {
+  EVP_DigestUpdate(state_->ctx.get(), data, size);
+}
+std::string Sha256::HexDigest() { return Finish(state_->ctx.get()); }
+
 std::string Sha256Hex(std::string_view data) {
   Ctx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);

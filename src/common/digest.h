@@ -8,10 +8,28 @@
 // restore.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
 namespace kiln {
+
+// SHA-256 fed piece by piece (a layer while it is read, a COPY's sources).
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(Sha256&&) noexcept;
+  Sha256& operator=(Sha256&&) noexcept;
+  void Update(std::string_view data);
+  void Update(const void* data, size_t size);
+  // The digest as lowercase hex; the object is spent after it.
+  std::string HexDigest();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 std::string Sha256Hex(std::string_view data);
 // The digest of a file's contents, read in 1 MiB blocks; "" if unreadable.

@@ -267,18 +267,10 @@ Result<BuiltImage> Builder::RunDockerfile(const std::string& text, const std::st
               for (const auto& [k, v] : in.labels) st.config.labels[k] = v;
             } else if constexpr (std::is_same_v<T, CmdInstr>) {
               st.cmd_set_here = true;
-              st.config.cmd = in.command.exec_form ? in.command.argv : [&] {
-                auto a = st.shell;
-                a.push_back(in.command.shell);
-                return a;
-              }();
+              st.config.cmd = in.command.argv;  // a shell form comes with its SHELL
             } else if constexpr (std::is_same_v<T, EntrypointInstr>) {
               st.cmd_set_here = true;
-              st.config.entrypoint = in.command.exec_form ? in.command.argv : [&] {
-                auto a = st.shell;
-                a.push_back(in.command.shell);
-                return a;
-              }();
+              st.config.entrypoint = in.command.argv;
               st.config.cmd.clear();  // as Docker: an ENTRYPOINT resets CMD
             } else if constexpr (std::is_same_v<T, ExposeInstr>) {
               for (const auto& p : in.ports)
@@ -286,8 +278,6 @@ Result<BuiltImage> Builder::RunDockerfile(const std::string& text, const std::st
                     st.config.exposed_ports.end())
                   st.config.exposed_ports.push_back(p);
               std::sort(st.config.exposed_ports.begin(), st.config.exposed_ports.end());
-            } else if constexpr (std::is_same_v<T, ShellInstr>) {
-              st.shell = in.argv;
             } else if constexpr (std::is_same_v<T, StopSignalInstr>) {
               st.config.stop_signal = in.signal;
             }
@@ -420,8 +410,7 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
 }
 
 Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
-  std::vector<std::string> argv = run.command.exec_form ? run.command.argv : st.shell;
-  if (!run.command.exec_form) argv.push_back(run.command.shell);
+  const std::vector<std::string>& argv = run.command.argv;  // a shell form comes with its SHELL
   std::string parent = ImageStorage::ChainId(st.layers);
   std::string key = Sha256Hex(json{
       {"op", "run"},

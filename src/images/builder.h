@@ -35,7 +35,6 @@ class ImageManager;
 struct BuiltImage {
   std::vector<std::string> layers;  // bottom to top
   OciConfig config;
-  std::vector<std::string> shell = {"/bin/sh", "-c"};
   std::optional<std::string> manifest_digest;  // a pulled image's
   int steps_total = 0, steps_cached = 0;
   int steps_run = 0;          // steps that did work (a RUN run, files copied, a layer unpacked)

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <functional>
 #include <memory>
 
+#include "common/digest.h"
 #include "common/unique_fd.h"
 #include "images/safe_path.h"
 #include "images/tar_extract.h"
@@ -38,19 +38,6 @@ std::pair<std::string, std::string> SplitLast(const std::string& rel) {
   size_t slash = rel.rfind('/');
   if (slash == std::string::npos) return {"", rel};
   return {rel.substr(0, slash), rel.substr(slash + 1)};
-}
-
-std::vector<std::string> Parts(const std::string& rel) {
-  std::vector<std::string> out;
-  std::string clean = CleanPath(rel);
-  size_t i = 1;
-  while (i < clean.size()) {
-    size_t j = clean.find('/', i);
-    if (j == std::string::npos) j = clean.size();
-    out.push_back(clean.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
 }
 
 bool HasMeta(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
@@ -106,7 +93,7 @@ Result<std::vector<std::string>> Expand(const CopySpec& spec) {
                       {{"source", source}});
       }
       candidates.push_back("");
-      for (const std::string& part : Parts(clean)) {
+      for (const std::string& part : PathParts(clean)) {
         std::vector<std::string> next;
         for (const std::string& dir : candidates) {
           if (!HasMeta(part)) {
@@ -222,28 +209,8 @@ class Walker {
   const Visitor& v_;
 };
 
-using Ctx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
-
-std::string Hex(const unsigned char* md, unsigned int len) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
-
-std::string Finish(EVP_MD_CTX* ctx) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  return Hex(md, len);
-}
-
 Result<std::string> FdSha256(int fd, const std::string& path) {
-  Ctx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  Sha256 hash;
   std::vector<char> buf(1 << 20);
   ssize_t n;
   while ((n = ::read(fd, buf.data(), buf.size())) != 0) {
@@ -251,9 +218,9 @@ Result<std::string> FdSha256(int fd, const std::string& path) {
       if (errno == EINTR) continue;
       return IoError("read", path, errno);
     }
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+    hash.Update(buf.data(), static_cast<size_t>(n));
   }
-  return Finish(ctx.get());
+  return hash.HexDigest();
 }
 
 // ---- Writing into the layer ----
@@ -298,7 +265,7 @@ class LayerWriter {
   Result<UniqueFd> EnsureDir(const std::string& path) {
     UniqueFd cur(::fcntl(layer_fd_, F_DUPFD_CLOEXEC, 0));
     std::string so_far;
-    for (const std::string& part : Parts(path)) {
+    for (const std::string& part : PathParts(path)) {
       so_far += "/" + part;
       int fd = ::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd < 0 && errno == ENOENT) {
@@ -487,7 +454,7 @@ class LayerWriter {
 // usr/bin. The last component is followed only if `follow_last`.
 Result<std::string> ResolveDest(const std::string& parent_root, const std::string& dest,
                                 bool follow_last) {
-  std::vector<std::string> todo = Parts(dest);
+  std::vector<std::string> todo = PathParts(dest);
   std::reverse(todo.begin(), todo.end());  // a stack: back() is next
   std::vector<std::string> done;
   int links = 0;
@@ -544,11 +511,8 @@ Result<std::string> ResolveDest(const std::string& parent_root, const std::strin
 Result<std::string> CopySourcesDigest(const CopySpec& spec) {
   Result<std::vector<std::string>> matches = Expand(spec);
   if (!matches.ok()) return matches.status();
-  Ctx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  auto add = [&](const std::string& record) {
-    EVP_DigestUpdate(ctx.get(), record.data(), record.size());
-  };
+  Sha256 hash;
+  auto add = [&](const std::string& record) { hash.Update(record); };
   auto entry = [&](const std::string& rel, char type, const struct stat& st,
                    const std::string& payload) {
     char mode[16];
@@ -577,7 +541,7 @@ Result<std::string> CopySourcesDigest(const CopySpec& spec) {
     add(std::string("match\0", 6) + match + '\n');
     if (Status s = walker.Match(match); !s.ok()) return s;
   }
-  return Finish(ctx.get());
+  return hash.HexDigest();
 }
 
 Result<CopyStats> ApplyCopy(const CopySpec& spec, const std::string& parent_root,

@@ -14,19 +14,6 @@ namespace {
 
 constexpr size_t kBlock = 1 << 16;
 
-std::string HexDigest(EVP_MD_CTX* ctx) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<LayerTarReader>> LayerTarReader::Open(const std::string& path) {
@@ -37,10 +24,6 @@ Result<std::unique_ptr<LayerTarReader>> LayerTarReader::Open(const std::string& 
                        errno, path);
   r->blob_buf_.reset(new char[kBlock]);
   r->diff_buf_.reset(new char[kBlock]);
-  r->blob_hash_ = EVP_MD_CTX_new();
-  r->diff_hash_ = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(r->blob_hash_, EVP_sha256(), nullptr);
-  EVP_DigestInit_ex(r->diff_hash_, EVP_sha256(), nullptr);
 
   // Only the compressions image layers use: no external filter programs.
   r->decoder_ = archive_read_new();
@@ -64,8 +47,6 @@ Result<std::unique_ptr<LayerTarReader>> LayerTarReader::Open(const std::string& 
 LayerTarReader::~LayerTarReader() {
   if (tar_) archive_read_free(tar_);
   if (decoder_) archive_read_free(decoder_);
-  EVP_MD_CTX_free(blob_hash_);
-  EVP_MD_CTX_free(diff_hash_);
 }
 
 la_ssize_t LayerTarReader::ReadBlob(archive* a, void* self, const void** buf) {
@@ -78,7 +59,7 @@ la_ssize_t LayerTarReader::ReadBlob(archive* a, void* self, const void** buf) {
     archive_set_error(a, errno, "read: %s", strerror(errno));
     return -1;
   }
-  EVP_DigestUpdate(r->blob_hash_, r->blob_buf_.get(), static_cast<size_t>(n));
+  r->blob_hash_.Update(r->blob_buf_.get(), static_cast<size_t>(n));
   *buf = r->blob_buf_.get();
   return n;
 }
@@ -91,7 +72,7 @@ la_ssize_t LayerTarReader::ReadDiff(archive* a, void* self, const void** buf) {
     archive_set_error(a, EIO, "%s", why ? why : "decompression failed");
     return -1;
   }
-  EVP_DigestUpdate(r->diff_hash_, r->diff_buf_.get(), static_cast<size_t>(n));
+  r->diff_hash_.Update(r->diff_buf_.get(), static_cast<size_t>(n));
   *buf = r->diff_buf_.get();
   return n;
 }
@@ -115,7 +96,7 @@ Status LayerTarReader::Finish(std::string* blob_sha256, std::string* diff_id) {
   char buf[kBlock];
   la_ssize_t n;
   while ((n = archive_read_data(decoder_, buf, sizeof buf)) > 0)
-    EVP_DigestUpdate(diff_hash_, buf, static_cast<size_t>(n));
+    diff_hash_.Update(buf, static_cast<size_t>(n));
   if (n < 0) {
     const char* why = archive_error_string(decoder_);
     return Status(Code::kInvalidImage,
@@ -125,8 +106,8 @@ Status LayerTarReader::Finish(std::string* blob_sha256, std::string* diff_id) {
   while ((n = ReadBlob(decoder_, this, &ignored)) > 0) {
   }
   if (n < 0) return ErrnoStatus(Code::kIoError, "reading the layer", errno);
-  *blob_sha256 = HexDigest(blob_hash_);
-  *diff_id = HexDigest(diff_hash_);
+  *blob_sha256 = blob_hash_.HexDigest();
+  *diff_id = diff_hash_.HexDigest();
   return Status::Ok();
 }
 

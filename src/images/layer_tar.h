@@ -5,11 +5,11 @@
 #pragma once
 
 #include <archive.h>
-#include <openssl/evp.h>
 
 #include <memory>
 #include <string>
 
+#include "common/digest.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
 
@@ -47,8 +47,7 @@ class LayerTarReader {
   // stream as one entry), whose output feeds `tar_`.
   archive* decoder_ = nullptr;
   archive* tar_ = nullptr;
-  EVP_MD_CTX* blob_hash_ = nullptr;
-  EVP_MD_CTX* diff_hash_ = nullptr;
+  Sha256 blob_hash_, diff_hash_;
   std::unique_ptr<char[]> blob_buf_, diff_buf_;
 };
 

@@ -32,8 +32,8 @@ Result<UniqueFd> OpenInRoot(const std::string& root, const std::string& path, in
     return Status(errno == ENOENT || errno == ENOTDIR ? Code::kFileNotFound : Code::kIoError,
                   "image root " + root + ": " + std::strerror(errno), {{"path", root}});
   }
-  std::string rel = CleanPath(path).substr(1);
-  if (rel.empty()) rel = ".";
+  const std::string clean = CleanPath(path);
+  const std::string rel = clean.size() > 1 ? clean.substr(1) : std::string(".");
   open_how how{};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
   // openat2 refuses a mode without O_CREAT/O_TMPFILE (whose bits include O_DIRECTORY's).
@@ -81,6 +81,19 @@ bool EscapesRoot(std::string_view path) {
     }
   }
   return false;
+}
+
+std::vector<std::string> PathParts(std::string_view path) {
+  std::string clean = CleanPath(path);
+  std::vector<std::string> out;
+  size_t i = 1;  // `clean` starts with "/"
+  while (i < clean.size()) {
+    size_t j = clean.find('/', i);
+    if (j == std::string::npos) j = clean.size();
+    out.push_back(clean.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
 }
 
 }  // namespace kiln::images

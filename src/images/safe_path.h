@@ -9,6 +9,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "common/unique_fd.h"
@@ -26,6 +27,9 @@ Result<UniqueFd> OpenInRoot(const std::string& root, const std::string& path, in
 // Cleans an in-image path lexically: "a/./b/../c" -> "/a/c"; ".." above the
 // root stays at "/"; the result is always absolute, without a trailing "/".
 std::string CleanPath(std::string_view path);
+
+// The components of CleanPath(path): "/a/./b/" -> {"a", "b"}; "/" -> {}.
+std::vector<std::string> PathParts(std::string_view path);
 
 // True if `path`, read relative to a root, climbs above it ("../x",
 // "a/../../x"), which CleanPath would silently clamp.

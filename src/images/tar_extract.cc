@@ -39,18 +39,6 @@ Status TooLarge(const char* limit, uint64_t max) {
                 {{"limit", limit}, {"max", max}});
 }
 
-std::vector<std::string> Components(const std::string& clean) {
-  std::vector<std::string> out;
-  size_t i = 1;  // `clean` starts with "/"
-  while (i < clean.size()) {
-    size_t j = clean.find('/', i);
-    if (j == std::string::npos) j = clean.size();
-    out.push_back(clean.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
 struct Extractor {
   int dest_fd;
   const ExtractOptions& opt;
@@ -174,7 +162,7 @@ struct Extractor {
       gid = static_cast<uint32_t>(archive_entry_gid(e));
     }
     uint32_t dir_uid = opt.chown ? uid : 0, dir_gid = opt.chown ? gid : 0;
-    std::vector<std::string> comps = Components(clean);
+    std::vector<std::string> comps = PathParts(clean);
     const std::string& name = comps.back();
     Result<UniqueFd> parent = OpenDir(comps, comps.size() - 1, true, entry, dir_uid, dir_gid);
     if (!parent.ok()) return parent.status();
@@ -185,7 +173,7 @@ struct Extractor {
       if (target.front() == '/' && !opt.strip_absolute)
         return Bad(entry, "links to an absolute path");
       if (EscapesRoot(target) || CleanPath(target) == "/") return Bad(entry, "links outside");
-      std::vector<std::string> tcomps = Components(CleanPath(target));
+      std::vector<std::string> tcomps = PathParts(target);
       Result<UniqueFd> tparent = OpenDir(tcomps, tcomps.size() - 1, false, entry, 0, 0);
       if (!tparent.ok()) return tparent.status();
       if (Status s = MakeRoom(dir_fd, name, entry); !s.ok()) return s;
