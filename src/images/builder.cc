@@ -337,6 +337,10 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   }
   args.push_back("docker://" + ref.String());
   args.push_back("oci:" + layout + ":kiln");
+  if (std::optional<BuiltImage> stored = AlreadyStored(ref, authfile)) {
+    if (!authfile.empty()) fs::remove(authfile);
+    return *stored;
+  }
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                   deadline_ - std::chrono::steady_clock::now())
                   .count();
@@ -406,6 +410,45 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
     if (Status q = m_.CheckQuota(); !q.ok()) return q;
   }
   (void)RemoveTree(layout);
+  return b;
+}
+
+std::optional<BuiltImage> Builder::AlreadyStored(const ImageRef& ref, const std::string& authfile) {
+  // skopeo copy fetches every blob into a fresh layout, stored or not; an
+  // image whose layers are all here needs only its manifest and config.
+  std::vector<std::string> base = {m_.options_.skopeo, "inspect", "--raw", "--retry-times", "0"};
+  if (ref.IsLoopback()) base.push_back("--tls-verify=false");
+  if (authfile.empty()) {
+    base.push_back("--no-creds");
+  } else {
+    base.insert(base.end(), {"--authfile", authfile});
+  }
+  std::vector<std::string> manifest_args = base, config_args = base;
+  manifest_args.push_back("docker://" + ref.String());
+  config_args.insert(config_args.end(), {"--config", "docker://" + ref.String()});
+  ProcessOutput manifest = RunProcess(manifest_args, 30000);
+  if (!manifest.ok()) return std::nullopt;  // the copy will say why
+  json m = json::parse(manifest.out, nullptr, false);
+  // An index (several platforms) goes the long way: the copy picks one.
+  if (!m.is_object() || !m.contains("config") || !m["config"].contains("digest")) return std::nullopt;
+  ProcessOutput config = RunProcess(config_args, 30000);
+  if (!config.ok() || "sha256:" + Sha256Hex(config.out) != m["config"]["digest"]) return std::nullopt;
+  json c = json::parse(config.out, nullptr, false);
+  if (!c.is_object() || !c.contains("rootfs")) return std::nullopt;
+  Result<OciConfig> parsed = ParseOciConfig(c);
+  if (!parsed.ok()) return std::nullopt;
+  BuiltImage b;
+  for (const auto& d : c["rootfs"].value("diff_ids", json::array())) {
+    std::string id = d.get<std::string>();
+    id = id.substr(id.find(':') + 1);
+    if (!m_.storage_.Layer(id)) return std::nullopt;
+    b.layers.push_back(id);
+  }
+  if (b.layers.size() != m.value("layers", json::array()).size()) return std::nullopt;
+  for (const auto& l : b.layers) m_.Pin(l);
+  b.config = *parsed;
+  b.manifest_digest = "sha256:" + Sha256Hex(manifest.out);
+  Say("every layer of " + ref.String() + " is stored: only its manifest and config fetched");
   return b;
 }
 

@@ -65,6 +65,9 @@ class Builder {
   Result<BuiltImage> BaseOf(const Stage& stage, const std::vector<BuiltImage>& done,
                             const std::map<int, int>& stage_slot);
   Result<BuiltImage> Pull(const ImageRef& ref);
+  // The image from its manifest and config alone when every layer of it is
+  // stored already; nullopt to pull it whole.
+  std::optional<BuiltImage> AlreadyStored(const ImageRef& ref, const std::string& authfile);
   Status RunStep(BuiltImage& st, const RunInstr& run, const Step& step);
   Status CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step,
                   const std::string& context_dir, const std::vector<BuiltImage>& done,

@@ -268,8 +268,11 @@ def test_images_belong_to_their_key(api, pulled):
 
 
 def test_tags_versions_resolve_and_delete(api, sandboxes, pulled, registry):
-    second, _ = build(api, image=registry.busybox, name="busybox", tags=["stable"])
+    second, lines = build(api, image=registry.busybox, name="busybox", tags=["stable"])
     assert second["version"] == pulled["version"] + 1 and second["tags"] == ["stable"]
+    # Its layers are stored: a second pull fetches the manifest and config only.
+    assert second["stepsRun"] == 0 and any("only its manifest and config" in l["text"] for l in lines), lines
+    assert second["digest"] == pulled["digest"] and second["config"] == pulled["config"]
     # "busybox" is still the first (latest moves only with a build tagged latest).
     assert api.ok("GET", "/v1/images/resolve", query={"ref": "busybox"})["id"] == pulled["id"]
     assert api.ok("GET", "/v1/images/resolve", query={"ref": f"busybox@{second['version']}"})["id"] == second["id"]
