@@ -1,4 +1,5 @@
 #include "agent/agent.h"
+#include "agent/sudo.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -78,6 +79,10 @@ void Agent::OnRequest(uint32_t stream, json req) {
     if (op == proto::kExec) return HandleExec(stream, req.get<proto::ExecRequest>());
     if (op == proto::kPing)
       return channel_->SendResponse(stream, proto::Pong{.ok = true, .time_ms = WallClockMs()});
+    if (op == proto::kConfigure) {
+      SetSudoAllowed(req.get<proto::ConfigureRequest>().sudo);
+      return channel_->SendResponse(stream, proto::Configured{.sudo = SudoAllowed()});
+    }
     if (op == proto::kOom) {
       pid_t victim = LargestProcess();
       if (victim > 1) ::kill(victim, SIGKILL);
@@ -148,10 +153,11 @@ std::string UserSpawnSpec(const proto::CommandSpec& req, SpawnSpec* spec) {
     spec->argv = {shell, "-c", *req.command};
   }
   spec->cwd = req.cwd.value_or(run_as.workdir);
-  spec->uid = run_as.uid;
-  spec->gid = run_as.gid;
-  spec->env = {"HOME=" + run_as.home, "USER=" + run_as.user, "LOGNAME=" + run_as.user,
-               "LANG=C.UTF-8"};
+  spec->uid = req.as_root ? 0 : run_as.uid;
+  spec->gid = req.as_root ? 0 : run_as.gid;
+  const std::string user = req.as_root ? "root" : run_as.user;
+  const std::string home = req.as_root ? "/root" : run_as.home;
+  spec->env = {"HOME=" + home, "USER=" + user, "LOGNAME=" + user, "LANG=C.UTF-8"};
   if (!shell.empty()) spec->env.push_back("SHELL=" + shell);
   // The image's ENV over kiln's, the request's over both.
   auto put = [&](const std::string& kv) {

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,7 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxRequest = 1 << 20;
+bool sudo_allowed = true;  // the agent is one thread: no lock needed
 
 sockaddr_un SocketAddress() {
   sockaddr_un addr{};
@@ -134,7 +136,12 @@ void SudoServer::Serve(UniqueFd conn) {
   }
   json req = json::parse(body, nullptr, false);
   int32_t status = 127 << 8;
-  if (req.is_object() && req["argv"].is_array() && !req["argv"].empty()) {
+  if (!sudo_allowed) {
+    static constexpr std::string_view kRefused =
+        "sudo: not allowed in this sandbox (it was created with sudo: false)\n";
+    WriteAll(err.get(), kRefused.data(), kRefused.size());
+    status = 1 << 8;
+  } else if (req.is_object() && req["argv"].is_array() && !req["argv"].empty()) {
     SpawnSpec spec;
     for (const auto& a : req["argv"]) spec.argv.push_back(a.get<std::string>());
     for (const auto& e : req["env"]) spec.env.push_back(e.get<std::string>());
@@ -169,6 +176,9 @@ void SudoServer::Serve(UniqueFd conn) {
   }
   WriteAll(conn.get(), &status, sizeof status);
 }
+
+void SetSudoAllowed(bool allowed) { sudo_allowed = allowed; }
+bool SudoAllowed() { return sudo_allowed; }
 
 void SudoServer::OnClientHangup(int fd) {
   auto it = clients_.find(fd);

@@ -20,6 +20,12 @@ class CommandRegistry;
 
 constexpr const char* kSudoSocket = "/run/kiln/sudo.sock";
 
+// Whether the shim serves requests (create field `sudo`; on by default).
+// Off, every request is refused: root-owned, 0500 files (a grader) are
+// then out of the sandbox user's reach.
+void SetSudoAllowed(bool allowed);
+bool SudoAllowed();
+
 class SudoServer {
  public:
   SudoServer(EventLoop& loop, CommandRegistry& registry);

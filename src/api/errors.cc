@@ -10,6 +10,7 @@ int HttpStatus(Code code) {
       return 200;
     case Code::kInvalidRequest:
     case Code::kInvalidArchive:
+    case Code::kNotSupported:
     case Code::kInvalidImage:
       return 400;
     case Code::kUnauthorized:
@@ -38,6 +39,10 @@ int HttpStatus(Code code) {
     case Code::kBudgetExceeded:
     case Code::kRequestInProgress:
     case Code::kBuildInProgress:
+    case Code::kSandboxPaused:
+    case Code::kNotPaused:
+    case Code::kNotPausable:
+    case Code::kNameTaken:
     case Code::kNoCapacity:
     case Code::kQuotaExceeded:
       return 409;

@@ -68,6 +68,9 @@ class Exchange {
   std::map<std::string, std::string> params;  // path parameters, from the router
   // Added to whatever answer is sent (Retry-After, Idempotency-Replayed).
   std::vector<std::pair<std::string, std::string>> extra_headers;
+  // Held while the exchange lives: the sandbox it acts on counts as in use
+  // (idle pause) until the answer, stream or terminal ends.
+  std::shared_ptr<void> activity;
 
  protected:
   void RunBeforeAnswer(int status, const std::string* json) {

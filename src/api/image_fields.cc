@@ -105,6 +105,7 @@ images::ImageRequest ReadImageRequest(const json& body, const std::string& owner
   if (auto v = f.StringMap("env", 256, 256, 64 * 1024)) req.env = *v;
   for (const auto& [k, _] : req.env)
     if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");
+  req.sudo = f.Bool("sudo").value_or(true);
   req.build = ReadBuild(f);
   if (const json* start = f.Raw("start"); start && !start->is_null())
     req.start = ReadStart(start, "body.start");

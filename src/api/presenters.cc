@@ -9,6 +9,25 @@ using nlohmann::json;
 
 namespace {
 json TimeOrNull(int64_t ms) { return ms ? json(FormatTime(ms)) : json(nullptr); }
+
+// The reference's coarse `status` beside the fine `state`.
+std::string_view CoarseStatus(control::SandboxState state) {
+  switch (state) {
+    case control::SandboxState::kStarting:
+      return "pending";
+    case control::SandboxState::kRunning:
+    case control::SandboxState::kPausing:
+      return "active";
+    case control::SandboxState::kPaused:
+    case control::SandboxState::kResuming:
+      return "paused";
+    case control::SandboxState::kStopping:
+      return "stopping";
+    case control::SandboxState::kStopped:
+      return "stopped";
+  }
+  return "stopped";
+}
 template <typename T>
 json OrNull(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
@@ -28,7 +47,16 @@ json SandboxJson(const control::SandboxRecord& r) {
               {"memoryMiB", spec.shape.memory_mib},
               {"diskMiB", spec.shape.disk_mib},
               {"timeoutSeconds", spec.timeout_seconds},
-              {"onLeaseEnd", "stop"},
+              {"onLeaseEnd", spec.pause_on_lease_end ? "pause" : "stop"},
+              {"pausable", spec.pausable},
+              {"idlePauseSeconds", spec.idle_pause_seconds},
+              {"autoWake", spec.auto_wake},
+              {"persistent", spec.persistent},
+              {"sudo", spec.sudo},
+              {"maxTotalCostMicros", OrNull(spec.max_total_cost_micros)},
+              {"pausedAt", TimeOrNull(r.paused_ms)},
+              {"pausedExpiresAt", TimeOrNull(r.paused_expires_ms)},
+              {"status", CoarseStatus(r.state)},
               {"maxCostMicros", spec.max_cost_micros ? json(*spec.max_cost_micros) : json(nullptr)},
               {"chargedMicros", static_cast<int64_t>(r.meter.micros)},
               {"cpuSeconds", r.meter.cpu_seconds},

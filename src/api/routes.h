@@ -52,7 +52,11 @@ std::optional<std::string> OwnerScope(const Exchange& ex);
 
 // The `Prefer: wait=N` header as a deadline (N capped at 120 s; none = now).
 control::Deadline PreferWaitDeadline(const Exchange& ex);
-// Its agent; 409 not_running unless it runs.
+// 402 spending_limit_reached once the caller's key spent its daily limit.
+void CheckSpendingLimit(ApiContext& ctx, Exchange& ex);
+
+// Its agent, waking it first if it is paused and autoWake is on; 409
+// not_running unless it runs, 409 sandbox_paused if paused without autoWake.
 engine::AgentClient RunningAgent(const control::Sandbox& s);
 
 // Reads argv/command, env, cwd of a command body into an agent request,

@@ -2,6 +2,7 @@
 #include "api/errors.h"
 #include "api/routes.h"
 #include "api/validate.h"
+#include "common/time.h"
 
 namespace kiln::api {
 
@@ -18,6 +19,7 @@ std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex) {
   auto scope = OwnerScope(ex);
   // Another key's sandbox is answered exactly like a missing one.
   if (!s || (scope && s->spec().owner != *scope)) throw NotFound("sandbox " + ex.params["id"]);
+  ex.activity = control::Sandbox::Use(s, StableNowMs());
   return s;
 }
 
@@ -25,7 +27,7 @@ store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const st
   auto rec = ctx.sandboxes.FindSnapshot(id);
   auto scope = OwnerScope(ex);
   // An image's warm copy is the image's, reached through the image.
-  if (!rec || rec->image_warm || (scope && rec->owner != *scope))
+  if (!rec || rec->hidden() || (scope && rec->owner != *scope))
     throw ApiError(Code::kSnapshotNotFound, "snapshot " + id + " not found");
   return *rec;
 }
@@ -50,6 +52,17 @@ control::Deadline PreferWaitDeadline(const Exchange& ex) {
 
 engine::AgentClient RunningAgent(const control::Sandbox& s) {
   auto conn = s.channel();
+  if (!conn) {
+    control::SandboxState st = s.state();
+    bool paused = st == control::SandboxState::kPaused || st == control::SandboxState::kPausing ||
+                  st == control::SandboxState::kResuming;
+    if (paused && !s.spec().auto_wake)
+      throw ApiError(Code::kSandboxPaused,
+                     "sandbox " + s.id() + " is paused and autoWake is off; POST :wake first");
+    // A call on a paused sandbox wakes it first (autoWake).
+    if (paused) ThrowIfError(s.Wake());
+    conn = s.channel();
+  }
   if (!conn || !conn->alive()) {
     ThrowIfError(s.RequireRunning());
     throw ApiError(Code::kNotRunning, "sandbox " + s.id() + " is stopping");
@@ -75,6 +88,12 @@ void ReadCommandFields(FieldReader& f, const control::Sandbox& s, proto::Command
       if (v.find('\0') != std::string::npos) f.Issue("env." + k, "must not contain a NUL byte");
       command->env[k] = std::move(v);
     }
+  }
+  if (auto user = f.String("user", 32)) {
+    // The API's caller holds the key; the policy inside never reaches this.
+    if (*user != "root" && *user != s.spec().run_as.user && *user != "user")
+      f.Issue("user", "must be \"root\" or the sandbox's user");
+    command->as_root = *user == "root";
   }
   if (auto cwd = f.String("cwd", contract::kPathMax)) {
     if (cwd->empty() || (*cwd)[0] != '/') f.Issue("cwd", "must be an absolute path");

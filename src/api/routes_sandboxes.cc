@@ -17,15 +17,49 @@ using nlohmann::json;
 
 namespace {
 
-control::SandboxSpec ReadCreate(const json& body, std::optional<std::string>* image) {
+// Create fields that only steer ReadCreate's caller.
+struct CreateExtras {
+  std::optional<std::string> image;
+  bool get_or_create = false;
+  std::optional<int64_t> cpu_floor_millis;  // must be the daemon's price
+};
+
+control::SandboxSpec ReadCreate(const json& body, CreateExtras* extras) {
+  std::optional<std::string>* image = &extras->image;
   FieldReader f(body);
   control::SandboxSpec spec;
   spec.shape.vcpu = static_cast<int>(f.Int("vcpu", contract::kVcpu));
   spec.shape.memory_mib = static_cast<int>(f.Int("memoryMiB", contract::kMemoryMiB));
   spec.shape.disk_mib = static_cast<int>(f.Int("diskMiB", contract::kDiskMiB));
   spec.timeout_seconds = static_cast<int>(f.Int("timeoutSeconds", contract::kTimeoutSeconds));
-  if (auto v = f.String("onLeaseEnd", 16); v && *v != "stop")
-    f.Issue("onLeaseEnd", "must be \"stop\" (kiln sandboxes do not pause)");
+  if (auto v = f.String("onLeaseEnd", 16)) {
+    if (*v != "stop" && *v != "pause") f.Issue("onLeaseEnd", "must be \"pause\" or \"stop\"");
+    spec.pause_on_lease_end = *v == "pause";
+  }
+  spec.pausable = f.Bool("pausable").value_or(true);
+  if (auto v = f.Int("idlePauseSeconds", 0, 86400)) {
+    if (*v != 0 && *v < 10) f.Issue("idlePauseSeconds", "must be 0 (never) or 10 to 86400");
+    spec.idle_pause_seconds = static_cast<int>(*v);
+  }
+  spec.auto_wake = f.Bool("autoWake").value_or(true);
+  spec.persistent = f.Bool("persistent").value_or(false);
+  spec.sudo = f.Bool("sudo").value_or(true);
+  if (!spec.pausable && spec.persistent)
+    f.Issue("persistent", "a persistent sandbox must be pausable (it pauses at its lease end)");
+  if (!spec.pausable && spec.idle_pause_seconds > 0)
+    f.Issue("idlePauseSeconds", "needs a pausable sandbox");
+  if (!spec.pausable && spec.pause_on_lease_end)
+    f.Issue("onLeaseEnd", "\"pause\" needs a pausable sandbox");
+  if (auto v = f.Int("maxTotalCostMicros", 0, contract::kMaxCostMicrosMax))
+    spec.max_total_cost_micros = *v;
+  extras->get_or_create = f.Bool("getOrCreate").value_or(false);
+  extras->cpu_floor_millis = f.Int("cpuFloorMillis", 0, 1000);
+  // The reference's fields with no meaning on one host: accepted, ignored.
+  f.String("funding", 16);
+  f.String("region", 64);
+  if (f.has("volumes"))
+    throw ApiError(Code::kNotSupported,
+                   "body.volumes: kiln has no volumes; keep data in a snapshot or an image");
   if (auto v = f.Int("maxCostMicros", 0, contract::kMaxCostMicrosMax)) spec.max_cost_micros = *v;
   if (auto v = f.String("name", contract::kSandboxNameMax)) {
     static const std::regex kName("[A-Za-z0-9._-]+");
@@ -54,11 +88,26 @@ control::SandboxSpec ReadCreate(const json& body, std::optional<std::string>* im
     if (spec.snapshot) f.Issue("image", "give an image or a snapshot, not both");
     *image = *v;
   }
+  if (extras->get_or_create && !spec.name) f.Issue("getOrCreate", "needs a name");
   f.Finish();
   return spec;
 }
 
+// The daily spending limit, checked before anything that starts sandboxes
+// or lengthens a lease (create, fork, extend, wake).
+void CheckSpendingLimit(ApiContext& ctx, const Caller& caller) {
+  if (!caller.daily_limit_micros) return;
+  double spent = ctx.sandboxes.SpentMicrosSince(caller.key_id, StableNowMs() - 86400000);
+  if (spent >= static_cast<double>(*caller.daily_limit_micros))
+    throw ApiError(Code::kSpendingLimitReached,
+                   "this key spent " + std::to_string(static_cast<int64_t>(spent)) +
+                       " of its daily limit of " + std::to_string(*caller.daily_limit_micros) +
+                       " micro-dollars in the last 24 hours");
+}
+
 }  // namespace
+
+void CheckSpendingLimit(ApiContext& ctx, Exchange& ex) { CheckSpendingLimit(ctx, CallerOf(ex)); }
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/health", [&ctx](Exchange& ex) {
@@ -74,11 +123,29 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {
-    std::optional<std::string> image;
-    control::SandboxSpec spec = ReadCreate(ex.JsonBody(), &image);
+    CreateExtras extras;
+    control::SandboxSpec spec = ReadCreate(ex.JsonBody(), &extras);
+    std::optional<std::string>& image = extras.image;
     auto deadline = PreferWaitDeadline(ex);
     const Caller& caller = CallerOf(ex);
     spec.owner = caller.key_id;
+    int64_t floor = ctx.sandboxes.prices().cpu_floor_millis;
+    if (extras.cpu_floor_millis && *extras.cpu_floor_millis != floor)
+      throw InvalidField("body.cpuFloorMillis", "is this kilnd's price, " + std::to_string(floor) +
+                                                    " (set by kilnd --prices)");
+    if (extras.get_or_create) {
+      // The holder of the name, ready to use; the other fields do not apply.
+      if (auto holder = ctx.sandboxes.FindByName(spec.owner, *spec.name)) {
+        ex.activity = control::Sandbox::Use(holder, StableNowMs());
+        if (holder->state() != control::SandboxState::kRunning) {
+          CheckSpendingLimit(ctx, caller);
+          ThrowIfError(holder->Wake());
+        }
+        json answer = SandboxJson(*holder);
+        answer["reused"] = true;
+        return ex.SendJson(200, answer);
+      }
+    }
     if (spec.snapshot) FindSnapshot(ctx, ex, *spec.snapshot);  // another key's is not found
     std::optional<images::ImageLaunch> launch;
     if (image) {
@@ -87,23 +154,29 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
       spec.image = launch->image_id;
       spec.rootfs = launch->rootfs;
       spec.run_as = launch->run_as;
+      if (!launch->sudo) spec.sudo = false;  // the image's choice; a create cannot undo it
       // A default-size sandbox of a ready image is a restore of its warm copy.
       spec.snapshot = launch->warm_snapshot;
     }
-    if (caller.daily_limit_micros) {
-      double spent = ctx.sandboxes.SpentMicrosSince(caller.key_id, StableNowMs() - 86400000);
-      if (spent >= static_cast<double>(*caller.daily_limit_micros))
-        throw ApiError(Code::kSpendingLimitReached,
-                       "this key spent " + std::to_string(static_cast<int64_t>(spent)) +
-                           " of its daily limit of " + std::to_string(*caller.daily_limit_micros) +
-                           " micro-dollars in the last 24 hours");
-    }
+    CheckSpendingLimit(ctx, caller);
     const char* op = spec.snapshot ? "restore" : "create";
     int64_t t0 = MonotonicNowMs();
-    auto s = ValueOrThrow(
-        ctx.sandboxes.Create(std::move(spec), deadline, [&ex] { return ex.ClientGone(); }));
+    auto created =
+        ctx.sandboxes.Create(std::move(spec), deadline, [&ex] { return ex.ClientGone(); });
+    // Two getOrCreates of one name at once: the one that lost answers the
+    // winner's sandbox.
+    if (!created.ok() && created.status().code() == Code::kNameTaken && extras.get_or_create) {
+      if (auto holder = ctx.sandboxes.FindByName(caller.key_id,
+                                                 created.status().details().value("name", ""))) {
+        json answer = SandboxJson(*holder);
+        answer["reused"] = true;
+        return ex.SendJson(200, answer);
+      }
+    }
+    auto s = ValueOrThrow(std::move(created));
     metrics::ObserveOperation(op, static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
     json answer = SandboxJson(*s);
+    answer["reused"] = false;
     if (launch && launch->start) {
       if (launch->warm_snapshot) {
         // The warm copy's start command is running: it was ready when the
@@ -125,7 +198,32 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     auto seconds = f.Int("seconds", contract::kExtendSeconds.min, contract::kExtendSeconds.max);
     if (!seconds && !f.has("seconds")) f.Issue("seconds", "is required");
     f.Finish();
+    CheckSpendingLimit(ctx, ex);
     ValueOrThrow(ctx.sandboxes.Extend(s, *seconds));
+    ex.SendJson(200, SandboxJson(*s));
+  });
+
+  r.Add("POST", "/v1/sandboxes/{id}:pause", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    FieldReader(ex.JsonBody()).Finish();
+    ex.activity.reset();  // a pause is not activity that keeps it awake
+    ThrowIfError(ctx.sandboxes.Pause(s, "requested"));
+    ex.SendJson(200, SandboxJson(*s));
+  });
+
+  r.Add("POST", "/v1/sandboxes/{id}:wake", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    std::optional<int> timeout;
+    if (f.has("timeoutSeconds"))
+      timeout = static_cast<int>(f.Int("timeoutSeconds", contract::kTimeoutSeconds));
+    f.Finish();
+    CheckSpendingLimit(ctx, ex);
+    // Waits for room like a create (Prefer: wait), at least a minute.
+    auto deadline = std::max(PreferWaitDeadline(ex),
+                             std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    ThrowIfError(ctx.sandboxes.Wake(s, timeout, deadline));
     ex.SendJson(200, SandboxJson(*s));
   });
 
@@ -134,9 +232,12 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     for (const auto& name : ex.QueryAll("state")) {
       auto state = control::ParseState(name);
       if (!state)
-        throw InvalidField("query.state", "must be starting, running, stopping or stopped");
+        throw InvalidField("query.state",
+                           "must be starting, running, pausing, paused, resuming, stopping or "
+                           "stopped");
       filter.states.push_back(*state);
     }
+    filter.name = ex.Query("name");
     for (const auto& l : ex.QueryAll("label")) {
       size_t colon = l.find(':');
       if (colon == std::string::npos || colon == 0)

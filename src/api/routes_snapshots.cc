@@ -82,6 +82,7 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     opts.keep_snapshot = f.Bool("keepSnapshot").value_or(false);
     opts.network = ReadNetworkField(f);
     f.Finish();
+    CheckSpendingLimit(ctx, ex);
     control::ForkResult forked = ctx.sandboxes.Fork(s, opts, PreferWaitDeadline(ex));
     json list = json::array();
     for (const auto& c : forked.copies) list.push_back(SandboxJson(*c));

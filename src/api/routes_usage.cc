@@ -21,6 +21,24 @@ int64_t QueryTime(Exchange& ex, const std::string& name, int64_t def) {
 }  // namespace
 
 void AddUsageRoutes(Router& r, ApiContext& ctx) {
+  // The reference's limits: a key's daily spending limit over the last 24
+  // hours (null when it has none). A local daemon has no trial.
+  r.Add("GET", "/v1/limits", [&ctx](Exchange& ex) {
+    const Caller& caller = CallerOf(ex);
+    ctx.sandboxes.MeterAll(/*flush_all=*/true);
+    double used = ctx.sandboxes.SpentMicrosSince(caller.key_id, StableNowMs() - 86400000);
+    auto used_micros = static_cast<int64_t>(used + 0.5);
+    json daily = {{"limitMicros", nullptr},
+                  {"usedMicros", used_micros},
+                  {"remainingMicros", nullptr},
+                  {"window", "24h"}};
+    if (caller.daily_limit_micros) {
+      daily["limitMicros"] = *caller.daily_limit_micros;
+      daily["remainingMicros"] = std::max<int64_t>(0, *caller.daily_limit_micros - used_micros);
+    }
+    ex.SendJson(200, json{{"access", "full"}, {"daily", daily}, {"trial", nullptr}});
+  });
+
   r.Add("GET", "/v1/usage", [&ctx](Exchange& ex) {
     std::string group_by = ex.Query("groupBy").value_or("");
     if (group_by == "label") {

@@ -24,6 +24,7 @@ enum class Code {
   kInvalidRequest,
   kPayloadTooLarge,
   kInvalidArchive,
+  kNotSupported,  // a reference feature kiln does not offer on one host
   // Who may do what.
   kUnauthorized,
   kForbidden,
@@ -49,6 +50,10 @@ enum class Code {
   kIdempotencyKeyReused,
   kRequestInProgress,
   kBuildInProgress,  // the image is still being built
+  kSandboxPaused,    // paused and autoWake is off
+  kNotPaused,
+  kNotPausable,
+  kNameTaken,  // details.sandboxId names the holder
   // Room: clears on its own; retry_after_s says when to try again.
   kNoCapacity,
   kQuotaExceeded,

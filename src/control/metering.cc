@@ -40,34 +40,30 @@ PriceTable PriceTable::FromJson(const json& j) {
   ReadMicros(j, "vcpuHourMicros", &p.vcpu_hour_micros);
   ReadMicros(j, "gibHourMicros", &p.gib_hour_micros);
   ReadMicros(j, "snapshotGbMonthMicros", &p.snapshot_gb_month_micros);
-  if (auto it = j.find("cpuFloorVcpuFraction"); it != j.end()) {
-    if (!it->is_number()) throw std::invalid_argument("cpuFloorVcpuFraction must be a number");
-    double f = it->get<double>();
-    if (!(f >= 0 && f <= 1)) {
-      throw std::invalid_argument("cpuFloorVcpuFraction must be within [0, 1]");
-    }
-    p.cpu_floor_vcpu_fraction = f;
-  }
+  ReadMicros(j, "cpuFloorMillis", &p.cpu_floor_millis);
+  if (p.cpu_floor_millis > 1000)
+    throw std::invalid_argument("cpuFloorMillis must be within [0, 1000] (milli-vCPU)");
   return p;
 }
 
 json PriceTable::ToJson() const {
   return json{{"vcpuHourMicros", vcpu_hour_micros},
               {"gibHourMicros", gib_hour_micros},
-              {"cpuFloorVcpuFraction", cpu_floor_vcpu_fraction},
+              {"cpuFloorMillis", cpu_floor_millis},
               {"snapshotGbMonthMicros", snapshot_gb_month_micros}};
 }
 
 UsageDelta MeterInterval(const PriceTable& prices, const Shape& shape, uint64_t cpu_ns,
                          int64_t wall_ms) {
   const double wall_s = static_cast<double>(std::max<int64_t>(wall_ms, 0)) / 1000;
-  const double vcpu = std::max(shape.vcpu, 0);
   const double gib = std::max(shape.memory_mib, 0) / 1024.0;
   UsageDelta d;
   d.cpu_seconds = static_cast<double>(cpu_ns) / 1e9;
   // Not capped at vcpu * wall: samples taken a little late make one interval
   // look busier and the next idler, and a cap would only drop the excess.
-  d.charged_cpu_seconds = std::max(d.cpu_seconds, prices.cpu_floor_vcpu_fraction * vcpu * wall_s);
+  // The floor is per sandbox, whatever its vCPUs (the reference's pricing).
+  d.charged_cpu_seconds =
+      std::max(d.cpu_seconds, static_cast<double>(prices.cpu_floor_millis) / 1000 * wall_s);
   d.gib_hours = gib * wall_s / 3600;
   d.micros_exact = d.charged_cpu_seconds / 3600 * static_cast<double>(prices.vcpu_hour_micros) +
                    d.gib_hours * static_cast<double>(prices.gib_hour_micros);

@@ -21,14 +21,14 @@ namespace kiln::control {
 struct PriceTable {                          // micro-dollars
   int64_t vcpu_hour_micros = 25000;          // $0.025 per vCPU-hour of measured CPU
   int64_t gib_hour_micros = 7500;            // $0.0075 per GiB-hour of reserved memory
-  double cpu_floor_vcpu_fraction = 0.05;     // CPU charged is at least 1/20 vCPU per vCPU
+  int64_t cpu_floor_millis = 50;             // CPU charged is at least 1/20 vCPU per sandbox
   int64_t snapshot_gb_month_micros = 80000;  // $0.08 per GB (1e9 bytes) per 30-day month
 
-  // camelCase keys (vcpuHourMicros, gibHourMicros, cpuFloorVcpuFraction,
+  // camelCase keys (vcpuHourMicros, gibHourMicros, cpuFloorMillis,
   // snapshotGbMonthMicros); a missing key keeps its default, unknown keys
   // are ignored. Throws std::invalid_argument naming the key on a bad value:
-  // negative, wrong type (prices must be JSON integers), or a fraction
-  // outside [0, 1].
+  // negative, wrong type (prices must be JSON integers), or a floor over
+  // 1000 milli-vCPU.
   static PriceTable FromJson(const nlohmann::json& j);
   nlohmann::json ToJson() const;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/time.h"
+
 namespace kiln::control {
 
 Sandbox::Sandbox(std::string id, SandboxSpec spec, int64_t created_ms)
@@ -47,6 +49,7 @@ std::shared_ptr<engine::AgentChannel> Sandbox::channel() const {
 void Sandbox::MarkRunning(std::shared_ptr<engine::AgentChannel> channel, int64_t now_ms) {
   std::lock_guard lock(mu_);
   if (record_.state != SandboxState::kStarting && record_.state != SandboxState::kRunning) return;
+  last_use_ms_ = now_ms;
   channel_ = std::move(channel);
   record_.state = SandboxState::kRunning;
   if (!record_.ready_ms) record_.ready_ms = now_ms;
@@ -59,13 +62,86 @@ int64_t Sandbox::Extend(int64_t seconds, int64_t now_ms, int64_t cap_ms) {
   return record_.expires_ms;
 }
 
-bool Sandbox::MarkStopping(const std::string& reason) {
+std::optional<SandboxState> Sandbox::MarkStopping(const std::string& reason) {
   std::lock_guard lock(mu_);
-  if (record_.state == SandboxState::kStopping || record_.state == SandboxState::kStopped)
-    return false;
+  SandboxState st = record_.state;
+  if (st != SandboxState::kStarting && st != SandboxState::kRunning && st != SandboxState::kPaused)
+    return std::nullopt;
   record_.state = SandboxState::kStopping;
   record_.stop_reason = reason;
+  return st;
+}
+
+bool Sandbox::MarkPausing() {
+  std::lock_guard lock(mu_);
+  if (record_.state != SandboxState::kRunning) return false;
+  record_.state = SandboxState::kPausing;
   return true;
+}
+
+void Sandbox::MarkPauseFailed() {
+  std::lock_guard lock(mu_);
+  if (record_.state == SandboxState::kPausing) record_.state = SandboxState::kRunning;
+}
+
+void Sandbox::MarkPaused(const std::string& checkpoint, const std::string& reason, int64_t now_ms,
+                         int64_t expires_after_ms) {
+  std::shared_ptr<engine::AgentChannel> channel;
+  {
+    std::lock_guard lock(mu_);
+    record_.state = SandboxState::kPaused;
+    record_.checkpoint = checkpoint;
+    record_.stop_reason = reason;
+    record_.paused_ms = now_ms;
+    record_.paused_lease_ms = std::max<int64_t>(0, record_.expires_ms - now_ms);
+    record_.paused_expires_ms = expires_after_ms ? now_ms + expires_after_ms : 0;
+    channel = std::move(channel_);
+  }
+  if (channel) channel->Close();
+}
+
+bool Sandbox::MarkResuming() {
+  std::lock_guard lock(mu_);
+  if (record_.state != SandboxState::kPaused) return false;
+  record_.state = SandboxState::kResuming;
+  return true;
+}
+
+void Sandbox::MarkWakeFailed() {
+  std::lock_guard lock(mu_);
+  if (record_.state == SandboxState::kResuming) record_.state = SandboxState::kPaused;
+}
+
+void Sandbox::MarkResumed(std::shared_ptr<engine::AgentChannel> channel, int64_t now_ms,
+                          int64_t lease_ms) {
+  std::lock_guard lock(mu_);
+  channel_ = std::move(channel);
+  record_.state = SandboxState::kRunning;
+  record_.expires_ms = now_ms + lease_ms;
+  record_.stop_reason.clear();
+  record_.checkpoint.clear();
+  record_.paused_ms = 0;
+  record_.paused_lease_ms = 0;
+  record_.paused_expires_ms = 0;
+  last_use_ms_ = now_ms;
+}
+
+std::shared_ptr<void> Sandbox::Use(std::shared_ptr<Sandbox> sandbox, int64_t now_ms) {
+  Sandbox* s = sandbox.get();
+  ++s->in_use_;
+  s->last_use_ms_ = now_ms;
+  // The handle's deleter ends the use, and owns the sandbox until then.
+  return std::shared_ptr<void>(s, [held = std::move(sandbox)](void*) {
+    held->last_use_ms_ = StableNowMs();
+    --held->in_use_;
+  });
+}
+
+bool Sandbox::IdleFor(int64_t idle_ms, int64_t now_ms) const {
+  if (in_use_ > 0) return false;
+  int64_t last = last_use_ms_;
+  if (last == 0) last = ready_ms();
+  return now_ms - last >= idle_ms;
 }
 
 void Sandbox::MarkStopped(int64_t now_ms) {

@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -41,8 +43,38 @@ class Sandbox {
   // Moves the lease end to max(expiresAt, now) + seconds, at most `cap_ms`
   // ahead of now. Returns the new end.
   int64_t Extend(int64_t seconds, int64_t now_ms, int64_t cap_ms);
-  // -> stopping. False if it was already stopping or stopped.
-  bool MarkStopping(const std::string& reason);
+  // -> stopping, from starting, running or paused: returns the state it
+  // left. nullopt otherwise (already stopping or stopped, or a pause or
+  // wake is under way).
+  std::optional<SandboxState> MarkStopping(const std::string& reason);
+  // running -> pausing; false if it was not running.
+  bool MarkPausing();
+  // pausing -> running: the capture failed, it still runs.
+  void MarkPauseFailed();
+  // pausing -> paused, held by `checkpoint`, its lease clock stopped (the
+  // time left is kept); closes its channel. `reason` is shown as stopReason
+  // while paused (requested, idle, lease_expired, host_stopped).
+  void MarkPaused(const std::string& checkpoint, const std::string& reason, int64_t now_ms,
+                  int64_t expires_after_ms);
+  // paused -> resuming; false if it was not paused.
+  bool MarkResuming();
+  // resuming -> paused: the restore failed, the checkpoint is kept.
+  void MarkWakeFailed();
+  // resuming -> running on a new channel, with a lease of `lease_ms` from
+  // now; forgets the checkpoint (the caller deletes it).
+  void MarkResumed(std::shared_ptr<engine::AgentChannel> channel, int64_t now_ms, int64_t lease_ms);
+
+  // API activity, for idle pause: Use() marks it in use until the returned
+  // handle is dropped (a call, a stream, a terminal held open).
+  // The handle keeps the sandbox alive.
+  static std::shared_ptr<void> Use(std::shared_ptr<Sandbox> sandbox, int64_t now_ms);
+  // True if nothing uses it and nothing did for `idle_ms`.
+  bool IdleFor(int64_t idle_ms, int64_t now_ms) const;
+
+  // Wakes it if it is paused (the manager's hook, set at tracking); OK if it
+  // runs already. Used by calls that need its agent when autoWake is on.
+  Status Wake() const { return waker_ ? waker_() : RequireRunning(); }
+  void SetWaker(std::function<Status()> waker) { waker_ = std::move(waker); }
   // -> stopped; closes its channel.
   void MarkStopped(int64_t now_ms);
 
@@ -83,6 +115,9 @@ class Sandbox {
   std::shared_ptr<egress::Gate> gate_;
   std::atomic<bool> boosted_{false};
   std::atomic<uint64_t> boost_base_cpu_ns_{0};
+  std::atomic<int> in_use_{0};
+  std::atomic<int64_t> last_use_ms_{0};
+  std::function<Status()> waker_;  // set once, before the sandbox is shared
 };
 
 }  // namespace kiln::control

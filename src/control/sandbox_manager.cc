@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <set>
 
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/time.h"
+#include "engine/agent_client.h"
 
 using nlohmann::json;
 
@@ -61,12 +63,21 @@ void SandboxManager::Shutdown(const std::string& reason) {
   }
   // In parallel, a few at a time: a daemon with hundreds of sandboxes must
   // still exit within its service manager's stop timeout.
+  // Paused sandboxes stay paused (their checkpoints are on disk), and
+  // persistent ones are paused, for the next kilnd to keep.
   auto all = List(ListFilter{});
+  std::erase_if(all, [](const auto& s) { return s->state() == SandboxState::kPaused; });
   std::atomic<size_t> next{0};
   std::vector<std::thread> workers;
   for (size_t w = 0; w < std::min<size_t>(8, all.size()); ++w) {
     workers.emplace_back([&] {
-      for (size_t i; (i = next++) < all.size();) Stop(all[i], reason);
+      for (size_t i; (i = next++) < all.size();) {
+        const auto& s = all[i];
+        if (s->spec().persistent && s->spec().pausable && s->running() &&
+            Pause(s, "host_stopped").ok())
+          continue;
+        Stop(s, reason);
+      }
     });
   }
   for (auto& t : workers) t.join();
@@ -76,6 +87,18 @@ void SandboxManager::Recover() {
   std::set<std::string> adopted;
   for (const auto& record : records_.Live()) {
     auto s = std::make_shared<Sandbox>(record.get<SandboxRecord>());
+    SetWaker(s);
+    SandboxState was = s->state();
+    if (was == SandboxState::kPausing || was == SandboxState::kPaused ||
+        was == SandboxState::kResuming) {
+      {
+        std::lock_guard lock(mu_);
+        sandboxes_[s->id()] = s;
+        order_.push_back(s->id());
+      }
+      if (RecoverPaused(s)) adopted.insert(s->id());
+      continue;
+    }
     Status error(Code::kNotRunning,
                  "it was " + std::string(StateName(s->state())) + " when the daemon stopped");
     std::shared_ptr<engine::AgentChannel> conn;
@@ -109,6 +132,7 @@ void SandboxManager::Recover() {
     LogWarn("sandbox lost while the daemon was down",
             {{"event", "sandbox.lost"}, {"sandboxId", s->id()}, {"error", error.ToString()}});
   }
+  DropOrphanCheckpoints();
   // Whatever else the engine has (pooled copies, half-made sandboxes) has
   // no owner any more.
   for (const auto& id : engine_.List()) {
@@ -176,6 +200,13 @@ Result<int64_t> SandboxManager::SetNetwork(const std::shared_ptr<Sandbox>& sandb
 
 namespace {
 
+Status NameTaken(const std::string& name, const std::string& holder) {
+  return Status(
+      Code::kNameTaken,
+      "body.name: a live sandbox of this key is already named " + name + " (" + holder + ")",
+      nlohmann::json{{"sandboxId", holder}, {"name", name}});
+}
+
 // A create refused because kilnd is stopping: clients retry elsewhere.
 Status ShuttingDown() {
   return Status(Code::kShuttingDown, "kilnd is shutting down; retry against its successor")
@@ -207,6 +238,10 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
                                                std::to_string(worst) +
                                                " micro-dollars, over maxCostMicros " +
                                                std::to_string(*spec.max_cost_micros));
+  }
+  if (spec.name) {
+    if (auto holder = FindByName(spec.owner, *spec.name))
+      return NameTaken(*spec.name, holder->id());
   }
   int64_t queued_at = MonotonicNowMs();
   switch (capacity_.Acquire(spec.owner, spec.shape, deadline, cancelled)) {
@@ -257,8 +292,21 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
   }
   auto sandbox =
       std::make_shared<Sandbox>(pooled ? pooled->id : NewUuid(), std::move(spec), StableNowMs());
+  SetWaker(sandbox);
   {
     std::lock_guard lock(mu_);
+    // Checked again where it counts: two creates of one name may both have
+    // passed the first check while waiting for room.
+    if (const auto& name = sandbox->spec().name) {
+      for (const auto& [id, other] : sandboxes_) {
+        if (other->spec().owner == sandbox->spec().owner && other->spec().name == name &&
+            other->state() != SandboxState::kStopped) {
+          capacity_.Release(sandbox->spec().owner, sandbox->spec().shape);
+          if (pooled) engine_.Destroy(pooled->id);
+          return NameTaken(*name, id);
+        }
+      }
+    }
     sandboxes_[sandbox->id()] = sandbox;
     order_.push_back(sandbox->id());
   }
@@ -281,6 +329,18 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
     return Status(Code::kStartupFailed, "the sandbox failed to start: " + error);
   }
   std::shared_ptr<engine::AgentChannel> conn = std::move(*started);
+  // The sudo shim as asked: a fresh agent has it on, a restored one as its
+  // source had it.
+  if (!s.sudo || (from && from->sudo_off)) {
+    if (Status set = engine::AgentClient(conn).Configure(s.sudo); !set.ok()) {
+      engine_.Destroy(sandbox->id());
+      sandbox->MarkStopping("startup_failed");
+      sandbox->MarkStopped(StableNowMs());
+      capacity_.Release(s.owner, s.shape);
+      Save(*sandbox);
+      return Status(Code::kStartupFailed, "the sandbox's sudo could not be set: " + set.message());
+    }
+  }
   // Metering starts now: CPU a pooled copy used while waiting is not the user's.
   Meter m;
   m.cpu_ns = engine_.GetUsage(sandbox->id()).cpu_ns;
@@ -302,6 +362,12 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
 Result<store::SnapshotRecord> SandboxManager::Snapshot(const std::shared_ptr<Sandbox>& sandbox,
                                                        const SnapshotOptions& options) {
   if (Status running = sandbox->RequireRunning(); !running.ok()) return running;
+  return Capture(sandbox, options);
+}
+
+Result<store::SnapshotRecord> SandboxManager::Capture(const std::shared_ptr<Sandbox>& sandbox,
+                                                      const SnapshotOptions& options,
+                                                      const std::string& paused_sandbox) {
   store::SnapshotRecord rec;
   rec.id = NewUuid();
   rec.owner = sandbox->spec().owner;
@@ -314,16 +380,24 @@ Result<store::SnapshotRecord> SandboxManager::Snapshot(const std::shared_ptr<San
   rec.image = sandbox->spec().image;
   rec.rootfs = sandbox->spec().rootfs;
   rec.image_warm = options.image_warm;
+  rec.temporary = options.temporary;
+  rec.sudo_off = !sandbox->spec().sudo;
+  rec.paused_sandbox = paused_sandbox;
   auto captured = engine_.Checkpoint(sandbox->id(), snapshots_.CheckpointDir(rec.id));
   if (!captured.ok()) {
     snapshots_.Discard(rec.id);
     // A sandbox that stopped meanwhile is the cause, not the capture.
-    if (!sandbox->running()) return Status(Code::kNotRunning, captured.status().message());
+    SandboxState now = sandbox->state();
+    if (now != SandboxState::kRunning && now != SandboxState::kPausing)
+      return Status(Code::kNotRunning, captured.status().message());
     return captured.status();
   }
   const engine::CheckpointStats& stats = *captured;
   rec.created_ms = StableNowMs();
-  rec.expires_ms = rec.created_ms + static_cast<int64_t>(rec.retention_days) * 86400000;
+  // A pause checkpoint lives as long as its sandbox is paused.
+  rec.expires_ms = paused_sandbox.empty()
+                       ? rec.created_ms + static_cast<int64_t>(rec.retention_days) * 86400000
+                       : std::numeric_limits<int64_t>::max();
   rec.size_bytes = stats.bytes;
   rec.capture_ms = stats.duration_ms;
   if (Status sealed = snapshots_.Seal(rec); !sealed.ok()) return sealed;
@@ -331,7 +405,7 @@ Result<store::SnapshotRecord> SandboxManager::Snapshot(const std::shared_ptr<San
     std::lock_guard lock(mu_);
     snapshot_metered_ms_[rec.id] = rec.created_ms;
   }
-  if (options_.default_pool_size > 0 && options.pool)
+  if (options_.default_pool_size > 0 && options.pool && paused_sandbox.empty())
     pool_.Resize(rec.id, options_.default_pool_size);
   LogInfo("snapshot ready", {{"event", "snapshot.ready"},
                              {"snapshotId", rec.id},
@@ -347,6 +421,7 @@ ForkResult SandboxManager::Fork(const std::shared_ptr<Sandbox>& source, const Fo
   opts.labels = options.labels;
   opts.retention_days = 1;
   opts.pool = false;  // the fork's own snapshot serves only this fork
+  opts.temporary = !options.keep_snapshot;
   auto snap = Snapshot(source, opts);
   if (!snap.ok()) return ForkResult{{}, snap.status()};
   size_t count = static_cast<size_t>(options.count);
@@ -360,6 +435,13 @@ ForkResult SandboxManager::Fork(const std::shared_ptr<Sandbox>& source, const Fo
       spec.labels = options.labels.empty() ? source->spec().labels : options.labels;
       spec.env = source->spec().env;
       spec.timeout_seconds = source->spec().timeout_seconds;
+      const SandboxSpec& from = source->spec();
+      spec.pausable = from.pausable;
+      spec.idle_pause_seconds = from.idle_pause_seconds;
+      spec.auto_wake = from.auto_wake;
+      spec.pause_on_lease_end = from.pause_on_lease_end;
+      spec.sudo = from.sudo;
+      spec.max_total_cost_micros = from.max_total_cost_micros;
       spec.network = options.network ? options.network : source->network();
       made[i] = Create(std::move(spec), deadline);
     });
@@ -383,6 +465,16 @@ std::shared_ptr<Sandbox> SandboxManager::Get(const std::string& id) const {
   return it == sandboxes_.end() ? nullptr : it->second;
 }
 
+std::shared_ptr<Sandbox> SandboxManager::FindByName(const std::string& owner,
+                                                    const std::string& name) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, s] : sandboxes_) {
+    if (s->spec().owner == owner && s->spec().name == name && s->state() != SandboxState::kStopped)
+      return s;
+  }
+  return nullptr;
+}
+
 std::vector<std::shared_ptr<Sandbox>> SandboxManager::List(const ListFilter& f) const {
   std::vector<std::shared_ptr<Sandbox>> out;
   std::lock_guard lock(mu_);
@@ -391,6 +483,7 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::List(const ListFilter& f) 
     if (it == sandboxes_.end()) continue;
     const auto& s = it->second;
     if (f.owner && s->spec().owner != *f.owner) continue;
+    if (f.name && s->spec().name != f.name) continue;
     SandboxState state = s->state();
     if (f.states.empty()) {
       if (state == SandboxState::kStopped && !f.include_stopped) continue;
@@ -408,8 +501,10 @@ std::vector<std::shared_ptr<Sandbox>> SandboxManager::List(const ListFilter& f) 
 }
 
 std::map<SandboxState, int> SandboxManager::CountByState() const {
-  std::map<SandboxState, int> counts{
-      {SandboxState::kStarting, 0}, {SandboxState::kRunning, 0}, {SandboxState::kStopping, 0}};
+  std::map<SandboxState, int> counts{{SandboxState::kStarting, 0},
+                                     {SandboxState::kRunning, 0},
+                                     {SandboxState::kStopping, 0},
+                                     {SandboxState::kPaused, 0}};
   std::lock_guard lock(mu_);
   for (const auto& [id, s] : sandboxes_) {
     SandboxState st = s->state();
@@ -429,13 +524,27 @@ Result<int64_t> SandboxManager::Extend(const std::shared_ptr<Sandbox>& sandbox, 
 }
 
 void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason) {
-  if (!sandbox->MarkStopping(reason)) {
-    // Someone else is stopping it: wait until they are done.
-    while (sandbox->state() != SandboxState::kStopped)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    return;
+  std::optional<SandboxState> left;
+  while (!(left = sandbox->MarkStopping(reason))) {
+    // Someone else is stopping it (wait until they are done), or a pause or
+    // wake is under way (wait for it to settle, then stop what it left).
+    if (sandbox->state() == SandboxState::kStopped) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Save(*sandbox);
+  if (*left == SandboxState::kPaused) {
+    // Nothing of it runs: only its checkpoint is left, and capacity was
+    // given back when it paused.
+    std::string checkpoint = sandbox->Record().checkpoint;
+    Accumulate(MeterPaused(*sandbox, StableNowMs()));
+    if (!checkpoint.empty()) snapshots_.Delete(checkpoint);
+    sandbox->MarkStopped(StableNowMs());
+    Flush(StableNowMs(), false, sandbox->id());
+    Save(*sandbox);
+    LogInfo("paused sandbox stopped",
+            {{"event", "sandbox.stopped"}, {"sandboxId", sandbox->id()}, {"reason", reason}});
+    return;
+  }
   // No more egress: cut its connections before the sandbox goes away.
   if (auto gate = sandbox->TakeGate()) gate->Close();
   // The last reading, while its cgroup still exists.
@@ -496,7 +605,7 @@ std::optional<store::SnapshotRecord> SandboxManager::FindSnapshot(const std::str
 
 std::vector<store::SnapshotRecord> SandboxManager::ListSnapshots() const {
   std::vector<store::SnapshotRecord> all = snapshots_.List();
-  std::erase_if(all, [](const store::SnapshotRecord& r) { return r.image_warm; });
+  std::erase_if(all, [](const store::SnapshotRecord& r) { return r.hidden(); });
   return all;
 }
 
@@ -521,12 +630,12 @@ void SandboxManager::LeaseLoop(std::stop_token stop) {
     cv_.wait_for(lock, stop, std::chrono::milliseconds(100), [] { return false; });
     if (stop.stop_requested()) break;
     int64_t now = StableNowMs();
-    std::vector<std::shared_ptr<Sandbox>> expired, unboost;
+    std::vector<std::shared_ptr<Sandbox>> unboost;
     for (const auto& [id, s] : sandboxes_) {
-      if (s->running() && s->expires_ms() <= now) expired.push_back(s);
       if (s->running() && s->boosted()) unboost.push_back(s);
     }
     lock.unlock();
+    EnforceLifetimes(now);
     // The start-up weight ends after kStartupBoostMs, or once the sandbox
     // has used kStartupBoostCpuNs: a first command that burns CPU (a hung
     // program under a grader) must not keep 8x the weight of its neighbours.
@@ -535,7 +644,6 @@ void SandboxManager::LeaseLoop(std::stop_token stop) {
           engine_.GetUsage(s->id()).cpu_ns - s->boost_base_cpu_ns() >= kStartupBoostCpuNs)
         EndStartupBoost(s);
     }
-    for (auto& s : expired) StopInBackground(s, "lease_expired");
     for (const auto& id : snapshots_.DeleteExpired(now)) {
       pool_.Drop(id);
       LogInfo("snapshot expired", {{"event", "snapshot.expired"}, {"snapshotId", id}});

@@ -35,6 +35,7 @@ struct ListFilter {
   std::vector<std::pair<std::string, std::string>> labels;  // all must match
   bool include_stopped = false;
   std::optional<std::string> owner;  // only this key's; nullopt = everyone's
+  std::optional<std::string> name;   // only sandboxes of this name
 };
 
 struct SnapshotOptions {
@@ -43,6 +44,7 @@ struct SnapshotOptions {
   int retention_days = 7;
   bool pool = true;         // keep the daemon's default pool of ready copies
   bool image_warm = false;  // an image's warm copy (store::SnapshotRecord::image_warm)
+  bool temporary = false;   // a fork's own (store::SnapshotRecord::temporary)
 };
 
 struct ManagerOptions {
@@ -107,6 +109,22 @@ class SandboxManager {
   Result<store::SnapshotRecord> Snapshot(const std::shared_ptr<Sandbox>& sandbox,
                                          const SnapshotOptions& options);
 
+  // Checkpoints a running sandbox to disk (files, memory, processes) and
+  // frees its memory, CPU and capacity: it is paused, its lease clock
+  // stopped, billed only for the checkpoint's bytes. `reason` shows as its
+  // stopReason while paused. kNotRunning, kNotPausable, or kSnapshotFailed
+  // with the sandbox still running. Pausing a paused one is OK.
+  Status Pause(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason);
+  // Restores a paused sandbox under the same id once capacity admits it
+  // (waiting until `deadline`), with its lease: `timeout_seconds`, else the
+  // larger of what it had left and its own timeoutSeconds. kNotPaused,
+  // kNotRunning (stopped), the capacity refusals, kSnapshotCorrupted (the
+  // checkpoint is kept for inspection and it stays paused), kStartupFailed.
+  Status Wake(const std::shared_ptr<Sandbox>& sandbox, std::optional<int> timeout_seconds,
+              Deadline deadline);
+  // The key's live (not stopped) sandbox of that name, if any.
+  std::shared_ptr<Sandbox> FindByName(const std::string& owner, const std::string& name) const;
+
   // Snapshots the source once, then starts the copies in parallel. The
   // snapshot is deleted afterwards unless keep_snapshot. Copies that started
   // are returned even when others failed.
@@ -165,6 +183,22 @@ class SandboxManager {
 
  private:
   void Recover();
+  // What a restart does with a sandbox that was pausing, paused or resuming
+  // (kill -9 mid-way): it ends running or paused, never lost.
+  // True if it runs again (re-adopted).
+  bool RecoverPaused(const std::shared_ptr<Sandbox>& s);
+  // Deletes pause checkpoints no paused sandbox holds (a pause or wake
+  // interrupted by a restart).
+  void DropOrphanCheckpoints();
+  // The capture shared by Snapshot, Pause and Fork (no state check).
+  Result<store::SnapshotRecord> Capture(const std::shared_ptr<Sandbox>& sandbox,
+                                        const SnapshotOptions& options,
+                                        const std::string& paused_sandbox = "");
+  void PauseInBackground(std::shared_ptr<Sandbox> sandbox, std::string reason);
+  // Lease end, idle pause, paused expiry and cost caps (the lease loop).
+  void EnforceLifetimes(int64_t now_ms);
+  // Hooks a sandbox's Wake() to this manager (autoWake).
+  void SetWaker(const std::shared_ptr<Sandbox>& sandbox);
   // Starts tracking a sandbox that runs: its channel, its death.
   void Track(const std::shared_ptr<Sandbox>& sandbox,
              std::shared_ptr<engine::AgentChannel> channel);
@@ -176,6 +210,9 @@ class SandboxManager {
   void EndStartupBoost(const std::shared_ptr<Sandbox>& sandbox);
   // Prices the interval since the sandbox's last reading; the ledger row.
   store::UsageRow MeterOne(Sandbox& sandbox, int64_t now_ms);
+  // The same for a paused sandbox: its checkpoint's bytes at the snapshot
+  // rate since the last reading.
+  store::UsageRow MeterPaused(Sandbox& sandbox, int64_t now_ms);
   // Ledger rows wait in memory (one per sandbox or snapshot) until they
   // span kLedgerRowMs, the sandbox stops, or usage is read.
   void Accumulate(const store::UsageRow& row);

@@ -45,6 +45,35 @@ store::UsageRow SandboxManager::MeterOne(Sandbox& s, int64_t now_ms) {
   return row;
 }
 
+store::UsageRow SandboxManager::MeterPaused(Sandbox& s, int64_t now_ms) {
+  std::lock_guard lock(meter_mu_);
+  SandboxRecord r = s.Record();
+  store::UsageRow row;
+  row.sandbox_id = s.id();
+  row.key_id = s.spec().owner;
+  row.labels = s.spec().labels;
+  auto snap = snapshots_.Get(r.checkpoint);
+  int64_t since = now_ms;
+  {
+    std::lock_guard lock2(mu_);
+    auto it = snapshot_metered_ms_.find(r.checkpoint);
+    if (it != snapshot_metered_ms_.end()) {
+      since = std::min(it->second, now_ms);
+      it->second = now_ms;
+    }
+  }
+  row.start_ms = since;
+  row.end_ms = now_ms;
+  if (snap) {
+    row.gb_months = SnapshotGbMonths(snap->size_bytes, now_ms - since);
+    row.micros = SnapshotStorageMicrosExact(options_.prices, snap->size_bytes, now_ms - since);
+  }
+  Meter m = r.meter;
+  m.micros += row.micros;
+  s.SetMeter(m);
+  return row;
+}
+
 void SandboxManager::Accumulate(const store::UsageRow& row) {
   std::lock_guard lock(pending_mu_);
   auto [it, fresh] = pending_.try_emplace(row.sandbox_id, row);
@@ -95,13 +124,24 @@ void SandboxManager::MeterAll(bool flush_all) {
     Accumulate(MeterOne(*s, now));
     records.push_back(s->Record());
   }
+  // A paused sandbox pays for its checkpoint's bytes, as a snapshot would.
+  for (auto& s : List(ListFilter{{SandboxState::kPaused}})) {
+    Accumulate(MeterPaused(*s, now));
+    records.push_back(s->Record());
+  }
   std::vector<store::SnapshotRecord> snaps = snapshots_.List();
   std::vector<store::UsageRow> snapshot_rows;
   {
     std::lock_guard lock(mu_);
     std::map<std::string, int64_t> still;
     for (const auto& snap : snaps) {
-      if (snap.image_warm) continue;  // image storage, metered as the image
+      // Image storage is metered as the image, a pause checkpoint as its
+      // sandbox (above); a fork's own capture is never billed.
+      if (snap.image_warm || snap.temporary) continue;
+      if (!snap.paused_sandbox.empty()) {
+        if (snapshot_metered_ms_.count(snap.id)) still[snap.id] = snapshot_metered_ms_[snap.id];
+        continue;
+      }
       int64_t since = snapshot_metered_ms_.count(snap.id) ? snapshot_metered_ms_[snap.id]
                                                           : std::max(snap.created_ms, now - 60000);
       store::UsageRow row;

@@ -7,11 +7,14 @@ namespace kiln::control {
 using nlohmann::json;
 
 namespace {
-constexpr std::array<std::pair<SandboxState, std::string_view>, 4> kStateNames = {{
+constexpr std::array<std::pair<SandboxState, std::string_view>, 7> kStateNames = {{
     {SandboxState::kStarting, "starting"},
     {SandboxState::kRunning, "running"},
     {SandboxState::kStopping, "stopping"},
     {SandboxState::kStopped, "stopped"},
+    {SandboxState::kPausing, "pausing"},
+    {SandboxState::kPaused, "paused"},
+    {SandboxState::kResuming, "resuming"},
 }};
 }  // namespace
 
@@ -58,6 +61,17 @@ void to_json(json& j, const SandboxRecord& r) {
   if (!spec.rootfs.empty()) j["rootfs"] = spec.rootfs;
   if (spec.run_as != RunAs{}) j["runAs"] = spec.run_as;
   if (spec.max_cost_micros) j["maxCostMicros"] = *spec.max_cost_micros;
+  j["pausable"] = spec.pausable;
+  j["idlePauseSeconds"] = spec.idle_pause_seconds;
+  j["autoWake"] = spec.auto_wake;
+  j["onLeaseEnd"] = spec.pause_on_lease_end ? "pause" : "stop";
+  j["persistent"] = spec.persistent;
+  if (spec.max_total_cost_micros) j["maxTotalCostMicros"] = *spec.max_total_cost_micros;
+  j["sudo"] = spec.sudo;
+  j["pausedMs"] = r.paused_ms;
+  j["pausedLeaseMs"] = r.paused_lease_ms;
+  j["checkpoint"] = r.checkpoint;
+  j["pausedExpiresMs"] = r.paused_expires_ms;
 }
 
 void from_json(const json& j, SandboxRecord& r) {
@@ -77,6 +91,14 @@ void from_json(const json& j, SandboxRecord& r) {
   spec.rootfs = j.value("rootfs", "");
   if (j.contains("runAs")) spec.run_as = j["runAs"].get<RunAs>();
   if (j.contains("maxCostMicros")) spec.max_cost_micros = j["maxCostMicros"].get<int64_t>();
+  spec.pausable = j.value("pausable", true);
+  spec.idle_pause_seconds = j.value("idlePauseSeconds", 0);
+  spec.auto_wake = j.value("autoWake", true);
+  spec.pause_on_lease_end = j.value("onLeaseEnd", "stop") == "pause";
+  spec.persistent = j.value("persistent", false);
+  if (j.contains("maxTotalCostMicros"))
+    spec.max_total_cost_micros = j["maxTotalCostMicros"].get<int64_t>();
+  spec.sudo = j.value("sudo", true);
   if (j.contains("network")) {
     // Written by us, so valid; a record from before egress rules is "off".
     network::PolicyError error;
@@ -98,6 +120,10 @@ void from_json(const json& j, SandboxRecord& r) {
   r.meter.cpu_seconds = m.value("cpuSeconds", 0.0);
   r.meter.gib_hours = m.value("gibHours", 0.0);
   r.meter.micros = m.value("micros", 0.0);
+  r.paused_ms = j.value("pausedMs", int64_t{0});
+  r.paused_lease_ms = j.value("pausedLeaseMs", int64_t{0});
+  r.checkpoint = j.value("checkpoint", "");
+  r.paused_expires_ms = j.value("pausedExpiresMs", int64_t{0});
 }
 
 }  // namespace kiln::control

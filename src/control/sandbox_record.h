@@ -19,8 +19,10 @@
 namespace kiln::control {
 
 // starting -> running -> stopping -> stopped; starting -> stopping (a start
-// that failed). Sandbox::Transition enforces it.
-enum class SandboxState { kStarting, kRunning, kStopping, kStopped };
+// that failed); running -> pausing -> paused (-> running again if the
+// capture failed); paused -> resuming -> running (-> paused again if the
+// restore failed); paused -> stopping. Sandbox's Mark* methods enforce it.
+enum class SandboxState { kStarting, kRunning, kStopping, kStopped, kPausing, kPaused, kResuming };
 
 // The API's spelling ("running"), and back; nullopt for anything else.
 std::string_view StateName(SandboxState state);
@@ -42,6 +44,20 @@ struct SandboxSpec {
   RunAs run_as;
   // Egress rules; unset = the snapshot's (for a copy) or internet off.
   std::optional<network::Policy> network;
+  // Pause and wake (see SandboxManager::Pause): whether it may pause, after
+  // how long without API activity it pauses (0 = never), whether a call on
+  // it while paused wakes it, and what its lease end does.
+  bool pausable = true;
+  int idle_pause_seconds = 0;
+  bool auto_wake = true;
+  bool pause_on_lease_end = false;  // onLeaseEnd "pause" (else "stop")
+  // Outlives its lease and a graceful kilnd stop: paused instead of stopped.
+  bool persistent = false;
+  // Stopped (stopReason lifetime_cap) once its total charge reaches this.
+  std::optional<int64_t> max_total_cost_micros;
+  // false: the sudo shim does nothing (a grader root-owned and 0500 stays
+  // out of the user's reach).
+  bool sudo = true;
 };
 
 // What a sandbox has been billed so far.
@@ -64,6 +80,13 @@ struct SandboxRecord {
   int64_t network_version = 1;
   int64_t network_updated_ms = 0;
   Meter meter;
+  // While paused: when it paused, the lease it had left then, its
+  // checkpoint (a hidden snapshot) and when a non-persistent one is stopped
+  // if no one wakes it (0 = never).
+  int64_t paused_ms = 0;
+  int64_t paused_lease_ms = 0;
+  std::string checkpoint;
+  int64_t paused_expires_ms = 0;
 };
 
 void to_json(nlohmann::json& j, const SandboxRecord& r);

@@ -32,6 +32,13 @@ Result<proto::OomKilled> AgentClient::Oom(int timeout_ms) const {
   return Call<proto::OomKilled>(proto::OomRequest{}, timeout_ms);
 }
 
+Status AgentClient::Configure(bool sudo) const {
+  auto done = Call<proto::Configured>(proto::ConfigureRequest{.sudo = sudo});
+  if (!done.ok()) return done.status();
+  if (done->sudo != sudo) return Status(Code::kInternal, "the agent kept sudo as it was");
+  return Status::Ok();
+}
+
 Result<proto::FileStat> AgentClient::Stat(const std::string& path) const {
   return Call<proto::FileStat>(proto::FileStatRequest{.path = path});
 }

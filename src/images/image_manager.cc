@@ -276,6 +276,7 @@ Result<json> ImageManager::Submit(ImageRequest req) {
               {"stepsCached", 0},
               {"config", nullptr},
               {"start", req.start ? StartJson(*req.start) : json(nullptr)},
+              {"sudo", req.sudo},
               {"build", BuildJson(req.build)},
               {"labels", req.labels},
               {"error", nullptr},

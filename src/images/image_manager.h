@@ -54,6 +54,7 @@ struct ImageLaunch {
   std::optional<std::string> warm_snapshot;
   std::optional<StartSpec> start;  // run at a cold boot (a warm copy has it running)
   nlohmann::json warm_start;       // {processId, readyMs} of the warm copy's start
+  bool sudo = true;                // false: the image turns the sudo shim off
 };
 
 struct ContextUpload {

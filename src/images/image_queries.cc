@@ -231,6 +231,7 @@ json ImageManager::Present(const json& r) {
               {"stepsRun", r.value("stepsRun", 0)},
               {"config", r.value("config", json(nullptr))},
               {"start", r.value("start", json(nullptr))},
+              {"sudo", r.value("sudo", true)},
               {"build", r.value("build", json(nullptr))},
               {"pool", pool},
               {"warm", r.contains("warmSnapshot") && r["warmSnapshot"].is_string()},

@@ -54,6 +54,7 @@ struct ImageRequest {
   std::optional<StartSpec> start;
   bool cache = true;
   network::Policy network;  // what RUN steps may reach (default: nothing)
+  bool sudo = true;         // false: its sandboxes run with the sudo shim off
 };
 
 std::string_view SourceName(ImageSource source);

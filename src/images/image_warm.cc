@@ -103,6 +103,7 @@ Status ImageManager::Warm(Job& job, json& record) {
   spec.image = job.image_id;  // no labels: copies of the warm copy inherit them
   spec.rootfs = *root;
   spec.run_as = record["runAs"].get<RunAs>();
+  spec.sudo = record.value("sudo", true);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   Result<std::shared_ptr<control::Sandbox>> box =
       sandboxes_.Create(spec, deadline, [&job] { return job.cancelled.load(); });
@@ -202,6 +203,7 @@ Result<ImageLaunch> ImageManager::ForSandbox(const std::string& ref,
   }
   if (r.contains("runAs")) l.run_as = r["runAs"].get<RunAs>();
   if (!r["start"].is_null()) l.start = StartFromJson(r["start"]);
+  l.sudo = r.value("sudo", true);
   if (r.contains("warmSnapshot") && r["warmSnapshot"].is_string()) {
     if (shape == options_.warm_shape && sandboxes_.FindSnapshot(r["warmSnapshot"]))
       l.warm_snapshot = r["warmSnapshot"].get<std::string>();

@@ -89,6 +89,17 @@ void from_json(const json& j, Pong& v) {
   Need(j, "time", v.time_ms);
 }
 
+void to_json(json& j, const ConfigureRequest& v) {
+  j = RequestObject(v.kOp);
+  j["sudo"] = v.sudo;
+}
+void from_json(const json& j, ConfigureRequest& v) {
+  Object(j);
+  Take(j, "sudo", v.sudo);
+}
+void to_json(json& j, const Configured& v) { j = json{{"sudo", v.sudo}}; }
+void from_json(const json& j, Configured& v) { Need(j, "sudo", v.sudo); }
+
 void to_json(json& j, const OomRequest& v) { j = RequestObject(v.kOp); }
 void from_json(const json& j, OomRequest& v) { EmptyRequestFromJson(j, v); }
 void to_json(json& j, const OomKilled& v) { j = json{{"killed", v.killed}}; }

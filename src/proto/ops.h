@@ -35,6 +35,9 @@ inline constexpr std::string_view kExec = "exec";
 inline constexpr std::string_view kPing = "ping";
 // The sandbox passed its memory: kills its largest process; answers OomKilled.
 inline constexpr std::string_view kOom = "oom";
+// Settings the control plane gives a started or restored agent (a restored
+// one keeps those of the sandbox it was captured from); answers Configured.
+inline constexpr std::string_view kConfigure = "agent.configure";
 // A file's content: event FileReadStart, data 1 the bytes (the last frame
 // flagged end), answers FileReadDone.
 inline constexpr std::string_view kFileRead = "file.read";
@@ -81,9 +84,9 @@ inline constexpr std::string_view kEgressAttach = "egress.attach";
 
 // Every name above (each must be unique: tests/unit/ops_test.cc checks).
 inline constexpr std::array kAllOps = {
-    kExec,      kPing,       kOom,        kFileRead,   kFileWrite,    kFileList,    kFileStat,
-    kFileMkdir, kFileRemove, kFileRename, kArchiveGet, kArchivePut,   kProcStart,   kProcList,
-    kProcGet,   kProcOutput, kProcWrite,  kProcSignal, kEgressListen, kEgressAttach};
+    kExec,      kPing,       kOom,        kFileRead,   kFileWrite,    kFileList,     kFileStat,
+    kFileMkdir, kFileRemove, kFileRename, kArchiveGet, kArchivePut,   kProcStart,    kProcList,
+    kProcGet,   kProcOutput, kProcWrite,  kProcSignal, kEgressListen, kEgressAttach, kConfigure};
 
 // to_json/from_json of a struct, found by ADL as nlohmann expects.
 #define KILN_PROTO_JSON(T)                     \
@@ -110,6 +113,9 @@ struct CommandSpec {
   std::optional<std::string> command;
   std::map<std::string, std::string> env;
   std::optional<std::string> cwd;
+  // Run as root rather than the sandbox's user: only the API asks this
+  // (a grader run by the trainer), never anything inside.
+  bool as_root = false;
 };
 
 struct ExecRequest : CommandSpec {
@@ -152,6 +158,16 @@ struct Pong {
   int64_t time_ms = 0;  // the sandbox's wall clock ("time")
 };
 KILN_PROTO_JSON(Pong);
+
+struct ConfigureRequest {
+  static constexpr std::string_view kOp = kConfigure;
+  bool sudo = true;  // false: the sudo shim refuses every request
+};
+KILN_PROTO_JSON(ConfigureRequest);
+struct Configured {
+  bool sudo = true;
+};
+KILN_PROTO_JSON(Configured);
 
 struct OomRequest {
   static constexpr std::string_view kOp = kOom;

@@ -53,6 +53,7 @@ inline void PutCommand(nlohmann::json& j, const CommandSpec& v) {
   PutIf(j, "command", v.command);
   j["env"] = v.env;
   PutIf(j, "cwd", v.cwd);
+  if (v.as_root) j["asRoot"] = true;
 }
 inline void TakeCommand(const nlohmann::json& j, CommandSpec& v) {
   Object(j);
@@ -60,6 +61,7 @@ inline void TakeCommand(const nlohmann::json& j, CommandSpec& v) {
   Take(j, "command", v.command);
   Take(j, "env", v.env);
   Take(j, "cwd", v.cwd);
+  Take(j, "asRoot", v.as_root);
 }
 
 // Requests of ops without members.

@@ -43,6 +43,9 @@ void to_json(json& j, const SnapshotRecord& r) {
   if (r.image) j["image"] = *r.image;
   if (!r.rootfs.empty()) j["rootfs"] = r.rootfs;
   if (r.image_warm) j["imageWarm"] = true;
+  if (!r.paused_sandbox.empty()) j["pausedSandbox"] = r.paused_sandbox;
+  if (r.temporary) j["temporary"] = true;
+  if (r.sudo_off) j["sudoOff"] = true;
 }
 
 void from_json(const json& j, SnapshotRecord& r) {
@@ -64,6 +67,9 @@ void from_json(const json& j, SnapshotRecord& r) {
   if (j.contains("image")) r.image = j["image"].get<std::string>();
   r.rootfs = j.value("rootfs", "");
   r.image_warm = j.value("imageWarm", false);
+  r.paused_sandbox = j.value("pausedSandbox", "");
+  r.temporary = j.value("temporary", false);
+  r.sudo_off = j.value("sudoOff", false);
 }
 
 SnapshotStore::SnapshotStore(std::string dir) : dir_(std::move(dir)) {

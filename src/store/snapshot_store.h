@@ -48,6 +48,15 @@ struct SnapshotRecord {
   // An image's warm copy (its booted, ready state): kept and deleted with
   // the image, never listed or billed as the key's snapshot, no expiry.
   bool image_warm = false;
+  // A paused sandbox's checkpoint (its id here): never listed or restored as
+  // a snapshot, billed to that sandbox, deleted when it wakes or stops.
+  std::string paused_sandbox;
+  // A fork's own capture, deleted once its copies started: never billed.
+  bool temporary = false;
+  // Its source ran with sudo off: the restored agent keeps that until told.
+  bool sudo_off = false;
+  // Not the key's snapshot to list, restore or bill as one.
+  bool hidden() const { return image_warm || !paused_sandbox.empty(); }
 };
 
 // The manifest's "record" (the key names are the stored format).

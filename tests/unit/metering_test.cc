@@ -35,7 +35,7 @@ TEST(MeteringPriceTest, Defaults) {
   PriceTable p;
   EXPECT_EQ(p.vcpu_hour_micros, 25000);
   EXPECT_EQ(p.gib_hour_micros, 7500);
-  EXPECT_DOUBLE_EQ(p.cpu_floor_vcpu_fraction, 0.05);
+  EXPECT_EQ(p.cpu_floor_millis, 50);
   EXPECT_EQ(p.snapshot_gb_month_micros, 80000);
   PriceTable q = PriceTable::FromJson(json::object());
   EXPECT_EQ(q.ToJson(), p.ToJson());
@@ -43,18 +43,18 @@ TEST(MeteringPriceTest, Defaults) {
 }
 
 TEST(MeteringPriceTest, FromJsonReadsKeysAndRoundTrips) {
-  PriceTable p = PriceTable::FromJson(json{{"vcpuHourMicros", 100}, {"cpuFloorVcpuFraction", 0}});
+  PriceTable p = PriceTable::FromJson(json{{"vcpuHourMicros", 100}, {"cpuFloorMillis", 0}});
   EXPECT_EQ(p.vcpu_hour_micros, 100);
   EXPECT_EQ(p.gib_hour_micros, 7500);
-  EXPECT_DOUBLE_EQ(p.cpu_floor_vcpu_fraction, 0);
+  EXPECT_EQ(p.cpu_floor_millis, 0);
   p.gib_hour_micros = 1;
   p.snapshot_gb_month_micros = 2;
-  p.cpu_floor_vcpu_fraction = 0.5;
+  p.cpu_floor_millis = 500;
   PriceTable q = PriceTable::FromJson(p.ToJson());
   EXPECT_EQ(q.vcpu_hour_micros, 100);
   EXPECT_EQ(q.gib_hour_micros, 1);
   EXPECT_EQ(q.snapshot_gb_month_micros, 2);
-  EXPECT_DOUBLE_EQ(q.cpu_floor_vcpu_fraction, 0.5);
+  EXPECT_EQ(q.cpu_floor_millis, 500);
   EXPECT_EQ(p.ToJson().at("vcpuHourMicros"), 100);
 }
 
@@ -65,9 +65,9 @@ TEST(MeteringPriceTest, FromJsonErrorsNameTheKey) {
   ExpectBadKey(json{{"gibHourMicros", true}}, "gibHourMicros");
   ExpectBadKey(json{{"snapshotGbMonthMicros", nullptr}}, "snapshotGbMonthMicros");
   ExpectBadKey(json{{"snapshotGbMonthMicros", 18446744073709551615ULL}}, "snapshotGbMonthMicros");
-  ExpectBadKey(json{{"cpuFloorVcpuFraction", 1.5}}, "cpuFloorVcpuFraction");
-  ExpectBadKey(json{{"cpuFloorVcpuFraction", -0.1}}, "cpuFloorVcpuFraction");
-  ExpectBadKey(json{{"cpuFloorVcpuFraction", "0.1"}}, "cpuFloorVcpuFraction");
+  ExpectBadKey(json{{"cpuFloorMillis", 1001}}, "cpuFloorMillis");
+  ExpectBadKey(json{{"cpuFloorMillis", -1}}, "cpuFloorMillis");
+  ExpectBadKey(json{{"cpuFloorMillis", 0.5}}, "cpuFloorMillis");
   EXPECT_THROW(PriceTable::FromJson(json::array()), std::invalid_argument);
 }
 
@@ -88,10 +88,10 @@ TEST(MeteringTest, IdleHourChargesTheFloor) {
   EXPECT_NEAR(d.micros_exact, 0.05 * 25000 + 7500, 1e-6);
 }
 
-TEST(MeteringTest, TwoVcpuFloorDoubles) {
+TEST(MeteringTest, FloorIsPerSandboxNotPerVcpu) {
   UsageDelta d = MeterInterval(PriceTable(), MakeShape(2, 1024), 0, kHourMs);
-  EXPECT_NEAR(d.charged_cpu_seconds, 360, 1e-9);
-  EXPECT_EQ(d.micros, 2500 + 7500);
+  EXPECT_NEAR(d.charged_cpu_seconds, 180, 1e-9);
+  EXPECT_EQ(d.micros, 1250 + 7500);
   // Measured CPU above the floor is charged as measured.
   d = MeterInterval(PriceTable(), MakeShape(2, 2048), 1800 * kNsPerSecond, kHourMs);
   EXPECT_NEAR(d.charged_cpu_seconds, 1800, 1e-9);

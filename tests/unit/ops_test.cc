@@ -67,15 +67,27 @@ TEST(OpsTest, OpNamesAreUnique) {
 
 TEST(OpsTest, EveryRequestNamesAKnownOp) {
   std::set<std::string_view> names(kAllOps.begin(), kAllOps.end());
-  for (auto op : {ExecRequest::kOp,         PingRequest::kOp,        OomRequest::kOp,
-                  FileReadRequest::kOp,     FileWriteRequest::kOp,   FileListRequest::kOp,
-                  FileStatRequest::kOp,     FileMkdirRequest::kOp,   FileRemoveRequest::kOp,
-                  FileRenameRequest::kOp,   ArchiveGetRequest::kOp,  ArchivePutRequest::kOp,
-                  ProcStartRequest::kOp,    ProcListRequest::kOp,    ProcGetRequest::kOp,
-                  ProcOutputRequest::kOp,   ProcWriteRequest::kOp,   ProcSignalRequest::kOp,
-                  EgressListenRequest::kOp, EgressAttachRequest::kOp})
+  for (auto op : {ExecRequest::kOp,         PingRequest::kOp,         OomRequest::kOp,
+                  FileReadRequest::kOp,     FileWriteRequest::kOp,    FileListRequest::kOp,
+                  FileStatRequest::kOp,     FileMkdirRequest::kOp,    FileRemoveRequest::kOp,
+                  FileRenameRequest::kOp,   ArchiveGetRequest::kOp,   ArchivePutRequest::kOp,
+                  ProcStartRequest::kOp,    ProcListRequest::kOp,     ProcGetRequest::kOp,
+                  ProcOutputRequest::kOp,   ProcWriteRequest::kOp,    ProcSignalRequest::kOp,
+                  EgressListenRequest::kOp, EgressAttachRequest::kOp, ConfigureRequest::kOp})
     EXPECT_TRUE(names.erase(op)) << op;
   EXPECT_TRUE(names.empty()) << "an op without a request struct";
+}
+
+TEST(OpsTest, ConfigureAndRootCommandsRoundTrip) {
+  ConfigureRequest off;
+  off.sudo = false;
+  EXPECT_EQ(ExpectRoundTrip(off), (json{{"op", "agent.configure"}, {"sudo", false}}));
+  ExecRequest exec;
+  exec.argv = std::vector<std::string>{"id"};
+  exec.as_root = true;
+  EXPECT_EQ(ExpectRoundTrip(exec).value("asRoot", false), true);
+  exec.as_root = false;
+  EXPECT_FALSE(ExpectRoundTrip(exec).contains("asRoot"));  // the wire stays as it was
 }
 
 TEST(OpsTest, CommandRequestsRoundTrip) {

@@ -1,0 +1,289 @@
+// Pause and wake: a paused sandbox is a checkpoint on disk (a hidden
+// snapshot) and its record; nothing of it runs and it holds no capacity.
+// Also what pauses or stops sandboxes on their own: lease end, idle time,
+// paused expiry and cost caps.
+#include <algorithm>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "control/sandbox_manager.h"
+
+namespace kiln::control {
+
+namespace {
+// A non-persistent sandbox left paused is stopped after this long.
+constexpr int64_t kPausedRetentionMs = 7 * 86400000LL;
+}  // namespace
+
+void SandboxManager::SetWaker(const std::shared_ptr<Sandbox>& sandbox) {
+  std::weak_ptr<Sandbox> weak = sandbox;
+  sandbox->SetWaker([this, weak]() -> Status {
+    auto s = weak.lock();
+    if (!s) return Status(Code::kNotRunning, "the sandbox is gone");
+    // A pause or wake under way settles within seconds; wait for it.
+    for (int i = 0; i < 6000; ++i) {
+      SandboxState st = s->state();
+      if (st == SandboxState::kRunning) return Status::Ok();
+      if (st == SandboxState::kPaused) {
+        Status woken =
+            Wake(s, std::nullopt, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+        // Someone else woke it meanwhile: fine.
+        if (woken.ok() || woken.code() == Code::kNotPaused) continue;
+        return woken;
+      }
+      if (st != SandboxState::kPausing && st != SandboxState::kResuming) return s->RequireRunning();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return s->RequireRunning();
+  });
+}
+
+Status SandboxManager::Pause(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason) {
+  if (!sandbox->spec().pausable)
+    return Status(Code::kNotPausable,
+                  "sandbox " + sandbox->id() + " was created with pausable: false");
+  if (!sandbox->MarkPausing()) {
+    if (sandbox->state() == SandboxState::kPaused) return Status::Ok();
+    return sandbox->RequireRunning();
+  }
+  Save(*sandbox);
+  int64_t t0 = MonotonicNowMs();
+  SnapshotOptions opts;
+  opts.pool = false;
+  opts.retention_days = 0;
+  auto captured = Capture(sandbox, opts, sandbox->id());
+  if (!captured.ok()) {
+    sandbox->MarkPauseFailed();
+    Save(*sandbox);
+    LogWarn("pause failed; the sandbox keeps running",
+            {{"sandboxId", sandbox->id()}, {"error", captured.status().ToString()}});
+    return captured.status();
+  }
+  // The last CPU reading while its cgroup exists; from now on only the
+  // checkpoint's bytes are billed.
+  Accumulate(MeterOne(*sandbox, StableNowMs()));
+  if (auto gate = sandbox->TakeGate()) gate->Close();
+  int64_t now = StableNowMs();
+  sandbox->MarkPaused(captured->id, reason, now,
+                      sandbox->spec().persistent ? 0 : kPausedRetentionMs);
+  {
+    std::lock_guard lock(mu_);
+    snapshot_metered_ms_[captured->id] = now;
+  }
+  // Recorded paused before anything is torn down: a kill -9 from here on
+  // leaves a paused sandbox, and the next kilnd removes what still runs.
+  Save(*sandbox);
+  engine_.Destroy(sandbox->id());
+  capacity_.Release(sandbox->spec().owner, sandbox->spec().shape);
+  Flush(StableNowMs(), false, sandbox->id());
+  LogInfo("sandbox paused", {{"event", "sandbox.paused"},
+                             {"sandboxId", sandbox->id()},
+                             {"reason", reason},
+                             {"bytes", captured->size_bytes},
+                             {"pauseMs", MonotonicNowMs() - t0}});
+  return Status::Ok();
+}
+
+Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
+                            std::optional<int> timeout_seconds, Deadline deadline) {
+  if (!sandbox->MarkResuming()) {
+    SandboxState st = sandbox->state();
+    if (st == SandboxState::kRunning || st == SandboxState::kResuming ||
+        st == SandboxState::kStarting)
+      return Status(Code::kNotPaused, "sandbox " + sandbox->id() + " is " +
+                                          std::string(StateName(st)) + ", not paused");
+    return sandbox->RequireRunning();
+  }
+  Save(*sandbox);
+  const SandboxSpec& spec = sandbox->spec();
+  auto fail = [&](Status why) {
+    sandbox->MarkWakeFailed();
+    Save(*sandbox);
+    LogWarn("wake failed; the sandbox stays paused",
+            {{"sandboxId", sandbox->id()}, {"error", why.ToString()}});
+    return why;
+  };
+  {
+    std::lock_guard lock(mu_);
+    if (closing_)
+      return fail(Status(Code::kShuttingDown, "kilnd is shutting down").WithRetryAfter(1));
+  }
+  switch (capacity_.Acquire(spec.owner, spec.shape, deadline)) {
+    case Capacity::Result::kGranted:
+      break;
+    case Capacity::Result::kNeverFits:
+      return fail(Status(Code::kInvalidRequest, "the sandbox's shape no longer fits this host"));
+    case Capacity::Result::kQuotaExceeded:
+      return fail(Status(Code::kQuotaExceeded,
+                         "this key already runs its limit of " +
+                             std::to_string(capacity_.limits().key_sandboxes) + " sandboxes")
+                      .WithRetryAfter(capacity_.RetryAfterSeconds()));
+    case Capacity::Result::kNoCapacity:
+      return fail(Status(Code::kNoCapacity, "the host is full; the sandbox stays paused")
+                      .WithRetryAfter(capacity_.RetryAfterSeconds()));
+  }
+  SandboxRecord rec = sandbox->Record();
+  if (Status intact = snapshots_.Verify(rec.checkpoint); !intact.ok()) {
+    capacity_.Release(spec.owner, spec.shape);
+    // Missing or altered: the files are kept for inspection, never restored.
+    return fail(Status(Code::kSnapshotCorrupted,
+                       "the checkpoint of sandbox " + sandbox->id() + " " + intact.message()));
+  }
+  int64_t t0 = MonotonicNowMs();
+  engine::CreateParams params{sandbox->id(), spec.shape,
+                              spec.rootfs.empty() ? rootfs_ : spec.rootfs, engine::kCpuWeight,
+                              spec.run_as};
+  auto started = engine_.Restore(params, snapshots_.CheckpointDir(rec.checkpoint));
+  if (!started.ok()) {
+    capacity_.Release(spec.owner, spec.shape);
+    return fail(
+        Status(Code::kStartupFailed, "the sandbox failed to wake: " + started.status().message()));
+  }
+  std::shared_ptr<engine::AgentChannel> conn = std::move(*started);
+  int64_t now = StableNowMs();
+  // The paused interval's storage, then CPU from the new cgroup's zero.
+  Accumulate(MeterPaused(*sandbox, now));
+  Meter m = sandbox->meter();
+  m.cpu_ns = engine_.GetUsage(sandbox->id()).cpu_ns;
+  m.at_ms = now;
+  sandbox->SetMeter(m);
+  int64_t lease_ms = timeout_seconds ? static_cast<int64_t>(*timeout_seconds) * 1000
+                                     : std::max<int64_t>(rec.paused_lease_ms,
+                                                         int64_t{spec.timeout_seconds} * 1000);
+  std::weak_ptr<Sandbox> weak = sandbox;
+  conn->OnClose([this, weak] {
+    if (auto s = weak.lock(); s && s->running()) StopInBackground(s, "sandbox_died");
+  });
+  if (egress_)
+    sandbox->SetGate(egress::Gate::Open(*egress_, sandbox->id(), conn, sandbox->network()));
+  sandbox->MarkResumed(std::move(conn), now, lease_ms);
+  // Recorded running before the checkpoint goes: a kill -9 in between
+  // leaves a running sandbox (re-adopted) and an orphan checkpoint (dropped).
+  Save(*sandbox);
+  snapshots_.Delete(rec.checkpoint);
+  {
+    std::lock_guard lock(mu_);
+    snapshot_metered_ms_.erase(rec.checkpoint);
+  }
+  Flush(StableNowMs(), false, sandbox->id());
+  LogInfo("sandbox woken", {{"event", "sandbox.woken"},
+                            {"sandboxId", sandbox->id()},
+                            {"wakeMs", MonotonicNowMs() - t0}});
+  return Status::Ok();
+}
+
+void SandboxManager::PauseInBackground(std::shared_ptr<Sandbox> sandbox, std::string reason) {
+  {
+    std::lock_guard lock(mu_);
+    ++background_stops_;
+  }
+  std::thread([this, sandbox = std::move(sandbox), reason = std::move(reason)] {
+    Status paused = Pause(sandbox, reason);
+    // A sandbox whose lease ended must end: stopped when it cannot pause.
+    if (!paused.ok() && reason == "lease_expired" && sandbox->running())
+      Stop(sandbox, "pause_failed");
+    std::lock_guard lock(mu_);
+    if (--background_stops_ == 0) background_cv_.notify_all();
+  }).detach();
+}
+
+void SandboxManager::EnforceLifetimes(int64_t now) {
+  std::vector<std::shared_ptr<Sandbox>> all;
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) return;
+    for (const auto& [id, s] : sandboxes_) all.push_back(s);
+  }
+  for (const auto& s : all) {
+    const SandboxSpec& spec = s->spec();
+    SandboxState st = s->state();
+    if (st == SandboxState::kRunning) {
+      bool pausable = spec.pausable;
+      if (s->expires_ms() <= now) {
+        if (pausable && (spec.persistent || spec.pause_on_lease_end))
+          PauseInBackground(s, "lease_expired");
+        else
+          StopInBackground(s, "lease_expired");
+      } else if (pausable && spec.idle_pause_seconds > 0 &&
+                 s->IdleFor(int64_t{spec.idle_pause_seconds} * 1000, now)) {
+        PauseInBackground(s, "idle");
+      } else if (spec.max_total_cost_micros &&
+                 s->meter().micros >= static_cast<double>(*spec.max_total_cost_micros)) {
+        StopInBackground(s, "lifetime_cap");
+      }
+    } else if (st == SandboxState::kPaused) {
+      SandboxRecord r = s->Record();
+      if (r.paused_expires_ms && r.paused_expires_ms <= now)
+        StopInBackground(s, "paused_expired");
+      else if (spec.max_total_cost_micros &&
+               r.meter.micros >= static_cast<double>(*spec.max_total_cost_micros))
+        StopInBackground(s, "lifetime_cap");
+    }
+  }
+}
+
+bool SandboxManager::RecoverPaused(const std::shared_ptr<Sandbox>& s) {
+  SandboxRecord r = s->Record();
+  // Caught pausing or resuming: if it still runs, it runs (re-adopted);
+  // otherwise it is paused, if its checkpoint is whole.
+  if (r.state != SandboxState::kPaused) {
+    auto attached = engine_.Attach(s->id(), s->spec().shape);
+    if (attached.ok()) {
+      std::shared_ptr<engine::AgentChannel> conn = std::move(*attached);
+      capacity_.Adopt(s->spec().owner, s->spec().shape);
+      conn->OnClose([this, weak = std::weak_ptr<Sandbox>(s)] {
+        if (auto sp = weak.lock(); sp && sp->running()) StopInBackground(sp, "sandbox_died");
+      });
+      if (egress_) s->SetGate(egress::Gate::Open(*egress_, s->id(), conn, s->network()));
+      s->MarkResumed(std::move(conn), StableNowMs(),
+                     std::max<int64_t>(r.expires_ms - StableNowMs(), 60000));
+      Save(*s);
+      LogInfo("re-adopted a sandbox caught pausing or waking",
+              {{"event", "sandbox.adopted"}, {"sandboxId", s->id()}});
+      return true;
+    }
+    if (r.state == SandboxState::kResuming) {
+      s->MarkWakeFailed();
+    } else {
+      // Pausing with nothing left running: the capture never got recorded.
+      s->MarkStopping("host_lost");
+      s->MarkStopped(StableNowMs());
+      Save(*s);
+      LogWarn("sandbox lost while pausing", {{"event", "sandbox.lost"}, {"sandboxId", s->id()}});
+      return false;
+    }
+  }
+  r = s->Record();
+  auto checkpoint = snapshots_.Get(r.checkpoint);
+  if (!checkpoint || checkpoint->paused_sandbox != s->id()) {
+    s->MarkStopping("host_lost");
+    s->MarkStopped(StableNowMs());
+    Save(*s);
+    LogWarn("paused sandbox lost its checkpoint",
+            {{"event", "sandbox.lost"}, {"sandboxId", s->id()}});
+    return false;
+  }
+  Save(*s);
+  {
+    std::lock_guard lock(mu_);
+    snapshot_metered_ms_[r.checkpoint] = StableNowMs();
+  }
+  LogInfo("kept a paused sandbox", {{"event", "sandbox.kept_paused"}, {"sandboxId", s->id()}});
+  return false;
+}
+
+void SandboxManager::DropOrphanCheckpoints() {
+  for (const auto& snap : snapshots_.List()) {
+    if (snap.paused_sandbox.empty()) continue;
+    auto s = Get(snap.paused_sandbox);
+    if (s && s->state() == SandboxState::kPaused && s->Record().checkpoint == snap.id) continue;
+    LogInfo("removing a pause checkpoint no sandbox holds",
+            {{"snapshotId", snap.id}, {"sandboxId", snap.paused_sandbox}});
+    snapshots_.Delete(snap.id);
+  }
+  // A fork's own capture outlives its fork only if kilnd died mid-fork.
+  for (const auto& snap : snapshots_.List())
+    if (snap.temporary) snapshots_.Delete(snap.id);
+}
+
+}  // namespace kiln::control
