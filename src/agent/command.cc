@@ -41,6 +41,8 @@ bool MakePipe(UniqueFd& read_end, UniqueFd& write_end) {
 // (mode 620, as a login's terminal is) so the program may reopen it by name.
 bool MakePty(const WindowSize& size, uid_t uid, gid_t gid, UniqueFd& master, UniqueFd& slave) {
   master.reset(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  // An image's /dev may lack the ptmx link; devpts has its own.
+  if (!master) master.reset(::open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!master || grantpt(master.get()) < 0 || unlockpt(master.get()) < 0) return false;
   char name[128];
   if (ptsname_r(master.get(), name, sizeof name) != 0) return false;
