@@ -410,11 +410,13 @@ print("exit", term.exit_code)
 
 class Tmux:
     def __init__(self, env):
-        self.sock = f"kiln-term-{os.getpid()}-{time.monotonic_ns()}"
+        # A server of its own on a socket in a directory of its own, removed after.
+        self.dir = tempfile.mkdtemp(prefix="kiln-tmux-")
+        self.sock = os.path.join(self.dir, "sock")
         self.env = env
 
     def run(self, *args, check=True):
-        return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", *args], env=self.env, capture_output=True, text=True,
+        return subprocess.run(["tmux", "-S", self.sock, "-f", "/dev/null", *args], env=self.env, capture_output=True, text=True,
                               timeout=30, check=check)
 
     def screen(self):
@@ -434,6 +436,7 @@ class Tmux:
 
     def kill(self):
         self.run("kill-server", check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture
@@ -470,7 +473,9 @@ def test_kiln_sandbox_shell_in_tmux(tmux, bin_dir, sid):
     tmux.until(lambda s: "40 120" in s, "stty size 40 120")
 
     # ^C reaches the remote foreground program, not the CLI.
-    tmux.keys("sleep 1000", "Enter")
+    # (Once it runs: a ^C typed ahead would reach the shell's line editor instead.)
+    tmux.keys("echo sleep-$((1+2)); sleep 1000", "Enter")
+    tmux.until(lambda s: "sleep-3" in s, "the marker before sleep")
     tmux.keys("C-c")
     tmux.keys("echo after-$((1+1))", "Enter")
     tmux.until(lambda s: "after-2" in s, "the shell after ^C")
