@@ -77,7 +77,10 @@ class BeastWebSocket : public WebSocket {
 
   bool Send(std::string data, bool binary) override {
     std::unique_lock lock(mu_);
-    room_.wait(lock, [this] { return !open_ || queued_ < kMaxQueued; });
+    // The io thread itself (a reply from on_message) must not wait: only
+    // it makes room. So the 1 MiB bound holds for other threads only.
+    if (!ioc_.get_executor().running_in_this_thread())
+      room_.wait(lock, [this] { return !open_ || queued_ < kMaxQueued; });
     if (!open_) return false;
     queued_ += data.size();
     lock.unlock();

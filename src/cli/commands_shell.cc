@@ -113,6 +113,7 @@ class ShellSession : public std::enable_shared_from_this<ShellSession> {
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
     signals_.add(SIGHUP);
+    signals_.add(SIGQUIT);
     WaitSignal();
     Read();
     StartStdin();
@@ -259,6 +260,9 @@ int CmdSandboxShell(Context& ctx, const ParsedArgs& args) {
   auto [cols, rows] = WindowSize();
   const std::string target = TerminalTarget(url, id, cols, rows, args.command, args.Get("cwd"));
   const bool tty = isatty(STDIN_FILENO) == 1;
+  // A closed stdout must end the session through its exit path (and the
+  // terminal's restore), not kill kiln.
+  std::signal(SIGPIPE, SIG_IGN);
 
   auto session = std::make_shared<ShellSession>(tty);
   session->Connect(url, key, target);
