@@ -24,7 +24,8 @@ std::set<std::string> IssuePaths(api::FieldReader& f) {
   try {
     f.Finish();
   } catch (const api::ApiError& e) {
-    for (const auto& i : e.status().details()["issues"]) out.insert(i.at("path").get<std::string>());
+    for (const auto& i : e.status().details()["issues"])
+      out.insert(i.at("path").get<std::string>());
   }
   return out;
 }
@@ -94,9 +95,9 @@ TEST(TerminalFramesTest, ResizeFrameIsTheOnlyKnownControl) {
   ASSERT_TRUE(c.resize) << c.error;
   EXPECT_EQ(*c.resize, (proto::TerminalSize{.cols = 100, .rows = 30}));
 
-  for (std::string bad :
-       {"not json", "[1]", R"({"cols":1})", R"({"type":"ping"})", R"({"type":"resize","cols":0,"rows":5})",
-        R"({"type":"resize","cols":5})", R"({"type":"resize","cols":5,"rows":1.5})"}) {
+  for (std::string bad : {"not json", "[1]", R"({"cols":1})", R"({"type":"ping"})",
+                          R"({"type":"resize","cols":0,"rows":5})", R"({"type":"resize","cols":5})",
+                          R"({"type":"resize","cols":5,"rows":1.5})"}) {
     auto d = api::ParseTerminalControl(bad);
     EXPECT_FALSE(d.resize) << bad;
     EXPECT_FALSE(d.error.empty()) << bad;
@@ -104,7 +105,8 @@ TEST(TerminalFramesTest, ResizeFrameIsTheOnlyKnownControl) {
 }
 
 TEST(TerminalFramesTest, ServerFramesAreWhatClientsRead) {
-  EXPECT_EQ(json::parse(api::TerminalReadyFrame("p3")), (json{{"type", "ready"}, {"processId", "p3"}}));
+  EXPECT_EQ(json::parse(api::TerminalReadyFrame("p3")),
+            (json{{"type", "ready"}, {"processId", "p3"}}));
   proto::ProcessInfo exited{.id = "p3", .state = "exited", .exit_code = 3};
   EXPECT_EQ(json::parse(api::TerminalExitFrame(exited)),
             (json{{"type", "exit"}, {"exitCode", 3}, {"signal", nullptr}, {"state", "exited"}}));
