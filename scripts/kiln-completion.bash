@@ -12,7 +12,7 @@ _kiln_spec() {
       flags="--json --quiet --help --version"
       ;;
     "sandbox")
-      verbs="run create ls get exec extend snapshot fork network stop rm"
+      verbs="run create ls get exec shell extend snapshot fork network stop rm"
       flags="--json --quiet --help"
       ;;
     "sandbox run")
@@ -34,6 +34,10 @@ _kiln_spec() {
     "sandbox exec")
       flags="--cwd --env --timeout-ms --stdin-file --json --quiet --help"
       valued="--cwd --env --timeout-ms --stdin-file"
+      ;;
+    "sandbox shell")
+      flags="--cwd --json --quiet --help"
+      valued="--cwd"
       ;;
     "sandbox extend")
       flags="--seconds --json --quiet --help"

@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include "agent/proc_scan.h"
 
@@ -34,6 +37,26 @@ bool MakePipe(UniqueFd& read_end, UniqueFd& write_end) {
   return true;
 }
 
+// A pseudo-terminal pair of the given size; the slave is handed to `uid`
+// (mode 620, as a login's terminal is) so the program may reopen it by name.
+bool MakePty(const WindowSize& size, uid_t uid, gid_t gid, UniqueFd& master, UniqueFd& slave) {
+  master.reset(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  // An image's /dev may lack the ptmx link; devpts has its own.
+  if (!master) master.reset(::open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master || grantpt(master.get()) < 0 || unlockpt(master.get()) < 0) return false;
+  char name[128];
+  if (ptsname_r(master.get(), name, sizeof name) != 0) return false;
+  slave.reset(::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!slave) return false;
+  if (fchown(slave.get(), uid, gid) < 0 || fchmod(slave.get(), 0620) < 0) {
+    // Not fatal: the program still has it open as fds 0-2.
+  }
+  winsize ws{};
+  ws.ws_col = static_cast<unsigned short>(size.cols);
+  ws.ws_row = static_cast<unsigned short>(size.rows);
+  return ioctl(master.get(), TIOCSWINSZ, &ws) == 0;
+}
+
 }  // namespace
 
 Command::Command(EventLoop& loop, CommandRegistry& registry) : loop_(loop), registry_(registry) {}
@@ -57,16 +80,38 @@ std::unique_ptr<Command> Command::Start(EventLoop& loop, CommandRegistry& regist
   c->callbacks_ = std::move(callbacks);
   c->options_ = options;
   c->token_ = token;
-  UniqueFd in_r, in_w, out_w[2];
-  if (!MakePipe(c->out_[0], out_w[0]) || !MakePipe(c->out_[1], out_w[1]) || !MakePipe(in_r, in_w)) {
-    error->error = errno;
-    error->what = "pipe";
-    return nullptr;
+  UniqueFd in_r, in_w, out_w[2], slave;
+  if (options.pty) {
+    c->window_ = *options.pty;
+    if (!MakePty(c->window_, spec.uid, spec.gid, c->pty_, slave)) {
+      error->error = errno;
+      error->what = "openpty";
+      return nullptr;
+    }
+    // One description, three descriptors: reading, writing and resizing
+    // each end on their own schedule (the output drains after the exit).
+    c->out_[0].reset(fcntl(c->pty_.get(), F_DUPFD_CLOEXEC, 0));
+    in_w.reset(fcntl(c->pty_.get(), F_DUPFD_CLOEXEC, 0));
+    if (!c->out_[0] || !in_w) {
+      error->error = errno;
+      error->what = "dup";
+      return nullptr;
+    }
+    spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = slave.get();
+    spec.controlling_tty = true;
+    options.stdin_pipe = true;
+  } else {
+    if (!MakePipe(c->out_[0], out_w[0]) || !MakePipe(c->out_[1], out_w[1]) ||
+        !MakePipe(in_r, in_w)) {
+      error->error = errno;
+      error->what = "pipe";
+      return nullptr;
+    }
+    spec.stdin_fd = in_r.get();
+    spec.stdout_fd = out_w[0].get();
+    spec.stderr_fd = out_w[1].get();
   }
   spec.env.push_back(std::string(kOwnerEnv) + "=" + token);
-  spec.stdin_fd = in_r.get();
-  spec.stdout_fd = out_w[0].get();
-  spec.stderr_fd = out_w[1].get();
   c->started_ms_ = MonotonicMs();
   SpawnResult r = Spawn(spec);
   if (r.pid < 0 || r.error != 0) {
@@ -81,9 +126,11 @@ std::unique_ptr<Command> Command::Start(EventLoop& loop, CommandRegistry& regist
   c->stdin_ = std::move(in_w);
   fcntl(c->stdin_.get(), F_SETFL, O_NONBLOCK);
   for (int i = 0; i < 2; ++i) {
+    if (!c->out_[i]) continue;  // a terminal has one output
     fcntl(c->out_[i].get(), F_SETFL, O_NONBLOCK);
     c->WatchOutput(i);
   }
+  c->options_.stdin_pipe = options.stdin_pipe;
   if (!options.stdin_pipe) c->CloseStdin();
   return c;
 }
@@ -106,6 +153,7 @@ void Command::OnOutputReadable(int index) {
     ssize_t n = ::read(out_[index].get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) break;
+    // A terminal's master reads EIO once no one holds the slave: its EOF.
     if (n <= 0) {
       CloseOutput(index);
       MaybeFinish();
@@ -135,6 +183,16 @@ void Command::CloseOutput(int index) {
   if (!out_[index]) return;
   loop_.Remove(out_[index].get());
   out_[index].reset();
+}
+
+bool Command::Resize(WindowSize size) {
+  if (!pty_) return false;
+  winsize ws{};
+  ws.ws_col = static_cast<unsigned short>(size.cols);
+  ws.ws_row = static_cast<unsigned short>(size.rows);
+  if (ioctl(pty_.get(), TIOCSWINSZ, &ws) < 0) return false;
+  window_ = size;
+  return true;
 }
 
 void Command::PauseOutput(bool paused) {
@@ -214,6 +272,8 @@ void Command::OnExit(int status) {
     result_.signal = WTERMSIG(status);
   }
   registry_.Remove(pid_);
+  // No one to resize for; the duplicates read on until the slave closes.
+  pty_.reset();
   if (options_.cleanup_on_exit) StartCleanup();
   if (stdin_) {
     loop_.Remove(stdin_.get());

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -27,11 +28,22 @@ struct CommandResult {
   int64_t duration_ms = 0;
 };
 
+// A terminal's window in character cells.
+struct WindowSize {
+  int cols = 80;
+  int rows = 24;
+};
+
 class Command {
  public:
   struct Options {
     bool stdin_pipe = false;      // keep a pipe to its stdin (else stdin data or /dev/null)
     bool cleanup_on_exit = true;  // kill everything it started when it returns
+    // Run it on a pseudo-terminal of this size instead of pipes: the slave
+    // is its stdin, stdout and stderr and its controlling terminal; the
+    // master's output arrives as channel 1, stdin writes go to the master
+    // (stdin_pipe is implied).
+    std::optional<WindowSize> pty;
   };
   struct Callbacks {
     std::function<void(uint8_t channel, std::string_view data)> on_output;
@@ -58,6 +70,13 @@ class Command {
 
   // Flow control: stop reading output until resumed (the program blocks).
   void PauseOutput(bool paused);
+
+  // Whether it runs on a terminal, and that terminal's size now.
+  bool has_pty() const { return pty_.valid(); }
+  const WindowSize& window() const { return window_; }
+  // TIOCSWINSZ on the master: the kernel sends the foreground process group
+  // SIGWINCH. False once it ended (the master is closed) or on failure.
+  bool Resize(WindowSize size);
 
   void Signal(int sig);          // to its process group
   void KillAll(bool timed_out);  // it and everything it started
@@ -92,6 +111,10 @@ class Command {
   uint64_t output_bytes_ = 0;
   bool lingering_[2] = {false, false};
   EventLoop::TimerId linger_timer_[2] = {0, 0};
+  // The terminal's master when it runs on one (for resizes; out_[0] and
+  // stdin_ are duplicates of it, so each can be closed on its own terms).
+  UniqueFd pty_;
+  WindowSize window_;
   UniqueFd stdin_;
   std::string stdin_buf_;
   bool stdin_closing_ = false;

@@ -31,6 +31,7 @@ struct ProcessTable::Process {
   std::list<Waiter> waiters;
   EventLoop::TimerId timeout_timer = 0;
   bool timed_out = false;
+  std::optional<proto::TerminalSize> pty;  // its terminal's size, kept after it ends
 };
 
 ProcessTable::ProcessTable(Agent& agent) : agent_(agent) {}
@@ -63,6 +64,9 @@ bool ProcessTable::Handle(uint32_t stream, const std::string& op, const json& re
   } else if (op == proto::kProcSignal) {
     auto r = req.get<proto::ProcSignalRequest>();
     if (Process* p = Find(stream, r.id)) Signal(stream, *p, r.signal);
+  } else if (op == proto::kProcResize) {
+    auto r = req.get<proto::ProcResizeRequest>();
+    if (Process* p = Find(stream, r.id)) Resize(stream, *p, r.size);
   } else {
     return false;
   }
@@ -82,6 +86,19 @@ void ProcessTable::Signal(uint32_t stream, Process& p, const std::string& name) 
   agent_.channel().SendResponse(stream, Info(p));
 }
 
+void ProcessTable::Resize(uint32_t stream, Process& p, const proto::TerminalSize& size) {
+  auto& ch = agent_.channel();
+  if (!p.pty)
+    return ch.SendError(stream, "invalid_request",
+                        "process " + p.id + " has no terminal (start it with pty)");
+  if (size.cols < 1 || size.cols > 1000 || size.rows < 1 || size.rows > 1000)
+    return ch.SendError(stream, "invalid_request", "cols and rows must be from 1 to 1000");
+  if (!p.cmd || !p.cmd->Resize(WindowSize{.cols = size.cols, .rows = size.rows}))
+    return ch.SendError(stream, "invalid_request", "process " + p.id + " has ended");
+  p.pty = size;
+  ch.SendResponse(stream, Info(p));
+}
+
 void ProcessTable::Write(uint32_t stream, Process& p, const proto::ProcWriteRequest& req) {
   auto& ch = agent_.channel();
   if (!p.cmd || !p.cmd->stdin_open())
@@ -94,10 +111,29 @@ void ProcessTable::Write(uint32_t stream, Process& p, const proto::ProcWriteRequ
   ch.SendResponse(stream, proto::ProcWritten{.offset = offset});
 }
 
-void ProcessTable::Start(uint32_t stream, const proto::ProcStartRequest& req) {
+void ProcessTable::Start(uint32_t stream, const proto::ProcStartRequest& request) {
+  proto::ProcStartRequest req = request;
+  if (req.pty) {
+    auto [cols, rows] = *req.pty;
+    if (cols < 1 || cols > 1000 || rows < 1 || rows > 1000)
+      return agent_.channel().SendError(stream, "invalid_request",
+                                        "pty: cols and rows must be from 1 to 1000");
+    // A terminal with nothing to run gets the login shell, as a login does.
+    if (!req.argv && !req.command) {
+      std::string shell = Shell();
+      if (shell.empty())
+        return agent_.channel().SendError(stream, "invalid_request",
+                                          "this image has no shell (/bin/bash or /bin/sh): "
+                                          "give argv");
+      req.argv = std::vector<std::string>{shell, "-l"};
+    }
+  }
   SpawnSpec spec;
   std::string error = UserSpawnSpec(req, &spec);
   if (!error.empty()) return agent_.channel().SendError(stream, "invalid_request", error);
+  // Full-screen programs need to know what they draw on; the request's env
+  // (already in spec.env) wins.
+  if (req.pty && EnvValue(spec.env, "TERM").empty()) spec.env.push_back("TERM=xterm-256color");
   auto p = std::make_unique<Process>();
   p->seq = next_id_++;
   p->id = "p" + std::to_string(p->seq);
@@ -109,6 +145,7 @@ void ProcessTable::Start(uint32_t stream, const proto::ProcStartRequest& req) {
   p->cwd = spec.cwd;
   p->timeout_ms = req.timeout_ms;
   p->started_ms = WallClockMs();
+  p->pty = req.pty;
   Process* raw = p.get();
   Command::Callbacks cb;
   cb.on_output = [this, raw](uint8_t ch, std::string_view d) {
@@ -131,6 +168,7 @@ void ProcessTable::Start(uint32_t stream, const proto::ProcStartRequest& req) {
   };
   Command::Options opts;
   opts.stdin_pipe = req.stdin_pipe;
+  if (req.pty) opts.pty = WindowSize{.cols = req.pty->cols, .rows = req.pty->rows};
   opts.cleanup_on_exit = false;  // a server may leave daemons behind on purpose
   SpawnResult err;
   p->cmd =
@@ -170,7 +208,8 @@ proto::ProcessInfo ProcessTable::Info(const Process& p) const {
                           .timeout_ms = p.timeout_ms,
                           .started_ms = p.started_ms,
                           .output_bytes = p.ring.end_offset(),
-                          .first_offset = p.ring.first_offset()};
+                          .first_offset = p.ring.first_offset(),
+                          .pty = p.pty};
   if (!running && p.result.exited) info.exit_code = p.result.exit_code;
   if (!running && !p.result.exited) info.signal = proto::SignalName(p.result.signal);
   if (!running) info.ended_ms = p.ended_ms;

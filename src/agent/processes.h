@@ -38,10 +38,11 @@ class ProcessTable {
     EventLoop::TimerId timer;
   };
 
-  void Start(uint32_t stream, const proto::ProcStartRequest& req);
+  void Start(uint32_t stream, const proto::ProcStartRequest& request);
   void Output(uint32_t stream, Process& p, const proto::ProcOutputRequest& req);
   void Write(uint32_t stream, Process& p, const proto::ProcWriteRequest& req);
   void Signal(uint32_t stream, Process& p, const std::string& name);
+  void Resize(uint32_t stream, Process& p, const proto::TerminalSize& size);
   void AnswerOutput(uint32_t stream, Process& p, uint64_t cursor, size_t max_bytes);
   void WakeWaiters(Process& p);
   proto::ProcessInfo Info(const Process& p) const;

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ struct ChildArgs {
   gid_t gid;
   rlim_t max_processes;
   int fds[3];
+  bool controlling_tty;
   int dev_null;
   volatile int error = 0;
   const char* volatile what = "";
@@ -46,6 +48,7 @@ int ChildMain(void* p) {
     int fd = a->fds[i] >= 0 ? a->fds[i] : a->dev_null;
     if (dup2(fd, i) < 0) fail("dup2");
   }
+  if (a->controlling_tty && ioctl(0, TIOCSCTTY, 0) < 0) fail("TIOCSCTTY");
   if (chdir(a->cwd) < 0) fail("chdir");
   if (a->uid != 0) {
     rlimit nproc{a->max_processes, a->max_processes};
@@ -110,6 +113,7 @@ SpawnResult Spawn(const SpawnSpec& spec) {
   a->fds[0] = spec.stdin_fd;
   a->fds[1] = spec.stdout_fd;
   a->fds[2] = spec.stderr_fd;
+  a->controlling_tty = spec.controlling_tty;
   a->dev_null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
 
   constexpr size_t kStack = 64 * 1024;

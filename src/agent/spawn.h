@@ -24,6 +24,9 @@ struct SpawnSpec {
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // Its stdin is a terminal's slave: make it the new session's controlling
+  // terminal (TIOCSCTTY), so job control, ^C and SIGWINCH reach it.
+  bool controlling_tty = false;
 };
 
 struct SpawnResult {

@@ -1,5 +1,6 @@
 #include "api/http_server.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -8,7 +9,9 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -23,6 +26,7 @@ namespace kiln::api {
 
 namespace net = boost::asio;
 namespace http = boost::beast::http;
+namespace websocket = boost::beast::websocket;
 using tcp = net::ip::tcp;
 using nlohmann::json;
 
@@ -30,6 +34,134 @@ namespace {
 
 constexpr uint64_t kMaxBody = 1ull << 30;
 constexpr int kIdleSeconds = 300;
+
+// Beast's websocket stream, driven asynchronously by an io_context of its
+// own that Run turns on the connection's thread: other threads only post
+// to it, so the stream is only ever touched by one thread.
+class BeastWebSocket : public WebSocket {
+ public:
+  // Takes a duplicate of the connection's descriptor: the HTTP side keeps
+  // its own (kilnd's drain still ends this connection by shutting it down).
+  bool Attach(const tcp& protocol, int fd) {
+    boost::system::error_code ec;
+    ws_.next_layer().assign(protocol, fd, ec);
+    if (ec) ::close(fd);
+    return !ec;
+  }
+
+  template <class Request>
+  bool Accept(const Request& req, const std::string& request_id) {
+    ws_.set_option(websocket::stream_base::decorator(
+        [request_id](websocket::response_type& res) { res.set("x-request-id", request_id); }));
+    // No idle timeout: a terminal may sit unused for hours. The close
+    // handshake and the opening one still time out.
+    websocket::stream_base::timeout timeouts{};
+    timeouts.handshake_timeout = std::chrono::seconds(30);
+    timeouts.idle_timeout = websocket::stream_base::none();
+    timeouts.keep_alive_pings = false;
+    ws_.set_option(timeouts);
+    ws_.read_message_max(1 << 20);
+    boost::system::error_code ec;
+    ws_.accept(req, ec);
+    return !ec;
+  }
+
+  void Run(const std::function<void(std::string_view, bool)>& on_message) override {
+    on_message_ = &on_message;
+    Read();
+    ioc_.run();
+    std::lock_guard lock(mu_);
+    open_ = false;
+    room_.notify_all();
+  }
+
+  bool Send(std::string data, bool binary) override {
+    std::unique_lock lock(mu_);
+    // The io thread itself (a reply from on_message) must not wait: only
+    // it makes room. So the 1 MiB bound holds for other threads only.
+    if (!ioc_.get_executor().running_in_this_thread())
+      room_.wait(lock, [this] { return !open_ || queued_ < kMaxQueued; });
+    if (!open_) return false;
+    queued_ += data.size();
+    lock.unlock();
+    net::post(ioc_, [this, data = std::move(data), binary]() mutable {
+      queue_.push_back(Out{std::move(data), binary, std::nullopt});
+      Write();
+    });
+    return true;
+  }
+
+  void Close(uint16_t code, const std::string& reason) override {
+    net::post(ioc_, [this, code, reason] {
+      queue_.push_back(Out{
+          "", false, websocket::close_reason(static_cast<websocket::close_code>(code), reason)});
+      Write();
+    });
+  }
+
+ private:
+  static constexpr size_t kMaxQueued = 1 << 20;
+  struct Out {
+    std::string data;
+    bool binary;
+    std::optional<websocket::close_reason> close;  // a close frame instead of a message
+  };
+
+  void Read() {
+    ws_.async_read(in_, [this](boost::system::error_code ec, size_t) {
+      if (ec) return Ended();
+      std::string data = boost::beast::buffers_to_string(in_.data());
+      in_.consume(in_.size());
+      (*on_message_)(data, ws_.got_binary());
+      Read();
+    });
+  }
+
+  // One write at a time (Beast's rule); the next starts from its handler.
+  void Write() {
+    if (writing_ || queue_.empty() || closing_) return;
+    writing_ = true;
+    Out& out = queue_.front();
+    if (out.close) {
+      closing_ = true;
+      ws_.async_close(*out.close, [this](boost::system::error_code) { writing_ = false; });
+      return;
+    }
+    ws_.binary(out.binary);
+    ws_.async_write(net::buffer(out.data), [this](boost::system::error_code ec, size_t n) {
+      writing_ = false;
+      queue_.pop_front();
+      {
+        std::lock_guard lock(mu_);
+        queued_ -= n <= queued_ ? n : queued_;
+        room_.notify_all();
+      }
+      if (ec) return Ended();
+      Write();
+    });
+  }
+
+  // The peer is gone or closed: nothing more will be read or written.
+  void Ended() {
+    std::lock_guard lock(mu_);
+    open_ = false;
+    room_.notify_all();
+    boost::system::error_code ec;
+    ws_.next_layer().cancel(ec);
+  }
+
+  net::io_context ioc_;
+  websocket::stream<tcp::socket> ws_{ioc_};
+  boost::beast::flat_buffer in_;
+  const std::function<void(std::string_view, bool)>* on_message_ = nullptr;
+  std::deque<Out> queue_;  // the io thread's only
+  bool writing_ = false;
+  bool closing_ = false;
+  std::mutex mu_;  // guards open_ and queued_, shared with senders
+  std::condition_variable room_;
+  bool open_ = true;
+  size_t queued_ = 0;
+};
 
 class BeastExchange : public Exchange {
  public:
@@ -207,6 +339,22 @@ class BeastExchange : public Exchange {
     return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
   }
   bool keep_alive() const { return keep_alive_ && !streaming_; }
+
+  std::unique_ptr<WebSocket> UpgradeToWebSocket() override {
+    if (responded_) return nullptr;
+    RunBeforeAnswer(101, nullptr);
+    responded_ = true;
+    status_ = 101;
+    keep_alive_ = false;  // the connection is the WebSocket's from here
+    boost::system::error_code ec;
+    auto local = sock_.local_endpoint(ec);
+    if (ec) return nullptr;
+    auto ws = std::make_unique<BeastWebSocket>();
+    int fd = fcntl(sock_.native_handle(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0 || !ws->Attach(local.protocol(), fd)) return nullptr;
+    if (!ws->Accept(parser_.get(), request_id_)) return nullptr;
+    return ws;
+  }
 
   // A body the handler did not read must be consumed before the next
   // request on this connection; a large one closes the connection instead.

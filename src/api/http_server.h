@@ -17,6 +17,26 @@ namespace kiln::api {
 
 class Connection;
 
+// A WebSocket (RFC 6455) that an HTTP request was upgraded to: messages
+// both ways until either side closes. Run serves it on the connection's
+// thread; Send and Close may be called from any thread meanwhile (they
+// queue onto it), so a handler can read with one thread and write with
+// another without the two touching the socket at once.
+class WebSocket {
+ public:
+  virtual ~WebSocket() = default;
+  // Reads until the connection ends (a close from either side, or an
+  // error), handing each message to `on_message` on this thread; queued
+  // writes go out meanwhile.
+  virtual void Run(const std::function<void(std::string_view data, bool binary)>& on_message) = 0;
+  // Queues one message. Blocks while more than 1 MiB is queued (a slow
+  // client slows the sender). False once the connection has ended.
+  virtual bool Send(std::string data, bool binary) = 0;
+  // Sends a close frame after what is queued; Run returns once the client
+  // answers it (or after 30 s).
+  virtual void Close(uint16_t code, const std::string& reason) = 0;
+};
+
 // One request and its response, as a handler sees them.
 class Exchange {
  public:
@@ -53,6 +73,12 @@ class Exchange {
   virtual bool responded() const = 0;
   // True once the client has closed its end (it will never read an answer).
   virtual bool ClientGone() = 0;
+
+  // Answers the request's WebSocket handshake (101 Switching Protocols) and
+  // hands over the connection; it is not used for HTTP again. Null when
+  // the handshake failed (nothing can be answered) or this exchange cannot
+  // upgrade (a test's).
+  virtual std::unique_ptr<WebSocket> UpgradeToWebSocket() { return nullptr; }
 
   // The status answered (0 before), and the body of a JSON answer (null
   // for bytes and streams): what the idempotency layer stores.

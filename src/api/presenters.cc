@@ -162,7 +162,8 @@ json ProcessJson(const proto::ProcessInfo& p) {
               {"startedAt", FormatTime(p.started_ms)},
               {"endedAt", p.ended_ms ? json(FormatTime(*p.ended_ms)) : json(nullptr)},
               {"outputBytes", p.output_bytes},
-              {"firstOffset", p.first_offset}};
+              {"firstOffset", p.first_offset},
+              {"pty", p.pty ? json{{"cols", p.pty->cols}, {"rows", p.pty->rows}} : json(nullptr)}};
 }
 
 json OutputPageJson(const proto::OutputPage& page) {

@@ -30,6 +30,8 @@ struct ApiContext {
 void AddSandboxRoutes(Router& r, ApiContext& ctx);
 void AddExecRoutes(Router& r, ApiContext& ctx);
 void AddProcessRoutes(Router& r, ApiContext& ctx);
+// GET /v1/sandboxes/{id}/terminal, a WebSocket (routes_terminal.cc).
+void AddTerminalRoutes(Router& r, ApiContext& ctx);
 void AddFileRoutes(Router& r, ApiContext& ctx);
 void AddSnapshotRoutes(Router& r, ApiContext& ctx);
 void AddNetworkRoutes(Router& r, ApiContext& ctx);

@@ -1,7 +1,9 @@
-// Background processes: /v1/sandboxes/{id}/processes[/{pid}[/output|:write|:signal]].
+// Background processes:
+// /v1/sandboxes/{id}/processes[/{pid}[/output|:write|:signal|:resize]].
 #include "api/errors.h"
 #include "api/presenters.h"
 #include "api/routes.h"
+#include "api/terminal.h"
 #include "api/utf8.h"
 #include "api/validate.h"
 #include "common/contract.h"
@@ -67,6 +69,9 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
       req.stdin_pipe = *mode == "pipe";
     }
     req.timeout_ms = f.Int("timeoutMs", contract::kProcessTimeoutMs);
+    // A terminal's stdin is always open: it is how keys reach it.
+    req.pty = ReadPtyField(f);
+    if (req.pty) req.stdin_pipe = true;
     f.Finish();
     ex.SendJson(200, ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessStart(req))));
   });
@@ -131,6 +136,16 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     f.Finish();
     ex.SendJson(200,
                 ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessSignal(ex.params["pid"], sig))));
+  });
+
+  r.Add("POST", "/v1/sandboxes/{id}/processes/{pid}:resize", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    proto::TerminalSize size = ReadTerminalSize(f);
+    f.Finish();
+    ex.SendJson(200,
+                ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessResize(ex.params["pid"], size))));
   });
 }
 

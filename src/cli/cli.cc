@@ -110,7 +110,7 @@ Invocation ParseVerb(const Group* group, const Verb& verb, std::vector<std::stri
   for (const auto& p : parsed.positionals) {
     if (p.empty()) throw UsageError("the " + noun + " is empty", hint);
   }
-  if (verb.takes_command && parsed.command.empty()) {
+  if (verb.takes_command && !verb.command_optional && parsed.command.empty()) {
     throw UsageError("missing the command to run (put it after --)", hint);
   }
   if (!verb.takes_command && parsed.has_separator) {

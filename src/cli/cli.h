@@ -26,6 +26,7 @@ struct Verb {
   std::string_view arg_noun = "";     // what usage errors call the positional, if not the group's
   std::string_view arg_choices = "";  // the positional's values, for completion ("bash")
   int max_positionals = -1;           // -1: exactly `positionals`
+  bool command_optional = false;      // with takes_command: "-- CMD..." may be left out
 };
 
 // A command made of verbs: `kiln sandbox VERB`, `kiln keys VERB`.

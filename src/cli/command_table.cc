@@ -143,6 +143,20 @@ const std::vector<Verb>& SandboxVerbs() {
        .positionals = 1,
        .takes_command = true,
        .handler = CmdSandboxExec},
+      {.name = "shell",
+       .synopsis = "shell ID [--cwd DIR] [-- CMD...]",
+       .brief = "open an interactive terminal in a running sandbox",
+       .summary = "Open a terminal in a running sandbox: the login shell, or CMD (a command\n"
+                  "line for the shell), on a pseudo-terminal sized like this one. Keys go\n"
+                  "through as typed (the local terminal is in raw mode until it ends) and\n"
+                  "window resizes follow. When stdin is not a terminal its bytes are piped\n"
+                  "in as they are, its end sent as ^D. Exits with the remote exit status.",
+       .details = "  --cwd DIR         working directory (default the image's WORKDIR)\n",
+       .flags = {Value("cwd")},
+       .positionals = 1,
+       .takes_command = true,
+       .handler = CmdSandboxShell,
+       .command_optional = true},
       {.name = "extend",
        .synopsis = "extend ID --seconds N",
        .brief = "lengthen a running sandbox's lease",

@@ -26,6 +26,8 @@ int CmdSandboxExtend(Context& ctx, const ParsedArgs& args);
 int CmdSandboxSnapshot(Context& ctx, const ParsedArgs& args);
 int CmdSandboxFork(Context& ctx, const ParsedArgs& args);
 int CmdSandboxNetwork(Context& ctx, const ParsedArgs& args);
+// An interactive terminal in the sandbox (commands_shell.cc).
+int CmdSandboxShell(Context& ctx, const ParsedArgs& args);
 
 // kiln snapshot …
 int CmdSnapshotLs(Context& ctx, const ParsedArgs& args);

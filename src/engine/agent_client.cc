@@ -97,6 +97,11 @@ Result<proto::ProcessInfo> AgentClient::ProcessSignal(const std::string& id,
   return Call<proto::ProcessInfo>(proto::ProcSignalRequest{.id = id, .signal = signal});
 }
 
+Result<proto::ProcessInfo> AgentClient::ProcessResize(const std::string& id,
+                                                      proto::TerminalSize size) const {
+  return Call<proto::ProcessInfo>(proto::ProcResizeRequest{.id = id, .size = size});
+}
+
 ExecRun AgentClient::Exec(proto::ExecRequest request,
                           const std::optional<std::string>& stdin_bytes) const {
   request.stdin_data = stdin_bytes.has_value();

@@ -54,6 +54,9 @@ class AgentClient {
   // offset after them.
   Result<uint64_t> ProcessWrite(const std::string& id, std::string_view bytes, bool eof) const;
   Result<proto::ProcessInfo> ProcessSignal(const std::string& id, const std::string& signal) const;
+  // A new window size for the process's terminal; invalid_request when it
+  // has none (or has ended).
+  Result<proto::ProcessInfo> ProcessResize(const std::string& id, proto::TerminalSize size) const;
 
   // Runs a command; `stdin_bytes`, if any, is its whole stdin (the
   // request's stdin_data follows it).

@@ -125,11 +125,18 @@ void from_json(const json& j, EgressClosed& v) {
 
 // ---- Background processes ----
 
+void to_json(json& j, const TerminalSize& v) { j = json{{"cols", v.cols}, {"rows", v.rows}}; }
+void from_json(const json& j, TerminalSize& v) {
+  Need(j, "cols", v.cols);
+  Need(j, "rows", v.rows);
+}
+
 void to_json(json& j, const ProcStartRequest& v) {
   j = RequestObject(v.kOp);
   PutCommand(j, v);
   j["stdin"] = v.stdin_pipe ? "pipe" : "none";
   j["timeoutMs"] = v.timeout_ms;
+  PutIf(j, "pty", v.pty);
 }
 void from_json(const json& j, ProcStartRequest& v) {
   TakeCommand(j, v);
@@ -137,6 +144,7 @@ void from_json(const json& j, ProcStartRequest& v) {
   Take(j, "stdin", mode);
   v.stdin_pipe = mode == "pipe";
   Take(j, "timeoutMs", v.timeout_ms);
+  Take(j, "pty", v.pty);
 }
 
 void to_json(json& j, const ProcessInfo& v) {
@@ -155,7 +163,8 @@ void to_json(json& j, const ProcessInfo& v) {
            {"startedMs", v.started_ms},
            {"endedMs", OrNull(v.ended_ms)},
            {"outputBytes", v.output_bytes},
-           {"firstOffset", v.first_offset}};
+           {"firstOffset", v.first_offset},
+           {"pty", OrNull(v.pty)}};
 }
 void from_json(const json& j, ProcessInfo& v) {
   Need(j, "id", v.id);
@@ -174,6 +183,7 @@ void from_json(const json& j, ProcessInfo& v) {
   Take(j, "endedMs", v.ended_ms);
   Need(j, "outputBytes", v.output_bytes);
   Need(j, "firstOffset", v.first_offset);
+  Take(j, "pty", v.pty);
 }
 
 void to_json(json& j, const ProcListRequest& v) { j = RequestObject(v.kOp); }
@@ -251,6 +261,17 @@ void to_json(json& j, const ProcSignalRequest& v) {
 void from_json(const json& j, ProcSignalRequest& v) {
   Need(j, "id", v.id);
   Need(j, "signal", v.signal);
+}
+
+void to_json(json& j, const ProcResizeRequest& v) {
+  j = RequestObject(v.kOp);
+  j["id"] = v.id;
+  j["cols"] = v.size.cols;
+  j["rows"] = v.size.rows;
+}
+void from_json(const json& j, ProcResizeRequest& v) {
+  Need(j, "id", v.id);
+  from_json(j, v.size);
 }
 
 }  // namespace kiln::proto

@@ -73,6 +73,9 @@ inline constexpr std::string_view kProcOutput = "proc.output";
 inline constexpr std::string_view kProcWrite = "proc.write";
 // Sends a signal to a process's group; answers ProcessInfo.
 inline constexpr std::string_view kProcSignal = "proc.signal";
+// Sets the window size of a process's terminal (TIOCSWINSZ: the kernel
+// sends it SIGWINCH); answers ProcessInfo. invalid_request without one.
+inline constexpr std::string_view kProcResize = "proc.resize";
 // The egress proxy's accepted connections: one event EgressConn each, until
 // cancelled; never answers.
 inline constexpr std::string_view kEgressListen = "egress.listen";
@@ -84,9 +87,10 @@ inline constexpr std::string_view kEgressAttach = "egress.attach";
 
 // Every name above (each must be unique: tests/unit/ops_test.cc checks).
 inline constexpr std::array kAllOps = {
-    kExec,      kPing,       kOom,        kFileRead,   kFileWrite,    kFileList,     kFileStat,
-    kFileMkdir, kFileRemove, kFileRename, kArchiveGet, kArchivePut,   kProcStart,    kProcList,
-    kProcGet,   kProcOutput, kProcWrite,  kProcSignal, kEgressListen, kEgressAttach, kConfigure};
+    kExec,      kPing,       kOom,        kFileRead,   kFileWrite,  kFileList,     kFileStat,
+    kFileMkdir, kFileRemove, kFileRename, kArchiveGet, kArchivePut, kProcStart,    kProcList,
+    kProcGet,   kProcOutput, kProcWrite,  kProcSignal, kProcResize, kEgressListen, kEgressAttach,
+    kConfigure};
 
 // to_json/from_json of a struct, found by ADL as nlohmann expects.
 #define KILN_PROTO_JSON(T)                     \
@@ -282,10 +286,22 @@ KILN_PROTO_JSON(ArchivePutRequest);
 
 // ---- Background processes ----
 
+// A terminal's window, in character cells ({"cols", "rows"}).
+struct TerminalSize {
+  int cols = 80;
+  int rows = 24;
+  bool operator==(const TerminalSize&) const = default;
+};
+KILN_PROTO_JSON(TerminalSize);
+
 struct ProcStartRequest : CommandSpec {
   static constexpr std::string_view kOp = kProcStart;
   bool stdin_pipe = false;  // "stdin": "pipe" | "none"
   int64_t timeout_ms = 0;   // 0 = none
+  // Run it on a pseudo-terminal of this size: its stdin, stdout and stderr
+  // are the terminal (stdin always open), its output all "stdout". With
+  // neither argv nor command it runs the login shell.
+  std::optional<TerminalSize> pty;
 };
 KILN_PROTO_JSON(ProcStartRequest);
 
@@ -304,8 +320,9 @@ struct ProcessInfo {
   int64_t timeout_ms = 0;
   int64_t started_ms = 0;
   std::optional<int64_t> ended_ms;
-  uint64_t output_bytes = 0;  // output offset past the newest byte
-  uint64_t first_offset = 0;  // offset of the oldest byte still kept
+  uint64_t output_bytes = 0;        // output offset past the newest byte
+  uint64_t first_offset = 0;        // offset of the oldest byte still kept
+  std::optional<TerminalSize> pty;  // its terminal's size now; none without one
 };
 KILN_PROTO_JSON(ProcessInfo);
 
@@ -367,6 +384,13 @@ struct ProcSignalRequest {
   std::string signal;  // "SIGTERM"
 };
 KILN_PROTO_JSON(ProcSignalRequest);
+
+struct ProcResizeRequest {
+  static constexpr std::string_view kOp = kProcResize;
+  std::string id;
+  TerminalSize size;  // on the wire "cols" and "rows" beside "id"
+};
+KILN_PROTO_JSON(ProcResizeRequest);
 
 // ---- Egress ----
 

@@ -67,13 +67,14 @@ TEST(OpsTest, OpNamesAreUnique) {
 
 TEST(OpsTest, EveryRequestNamesAKnownOp) {
   std::set<std::string_view> names(kAllOps.begin(), kAllOps.end());
-  for (auto op : {ExecRequest::kOp,         PingRequest::kOp,         OomRequest::kOp,
-                  FileReadRequest::kOp,     FileWriteRequest::kOp,    FileListRequest::kOp,
-                  FileStatRequest::kOp,     FileMkdirRequest::kOp,    FileRemoveRequest::kOp,
-                  FileRenameRequest::kOp,   ArchiveGetRequest::kOp,   ArchivePutRequest::kOp,
-                  ProcStartRequest::kOp,    ProcListRequest::kOp,     ProcGetRequest::kOp,
-                  ProcOutputRequest::kOp,   ProcWriteRequest::kOp,    ProcSignalRequest::kOp,
-                  EgressListenRequest::kOp, EgressAttachRequest::kOp, ConfigureRequest::kOp})
+  for (auto op : {ExecRequest::kOp,       PingRequest::kOp,         OomRequest::kOp,
+                  FileReadRequest::kOp,   FileWriteRequest::kOp,    FileListRequest::kOp,
+                  FileStatRequest::kOp,   FileMkdirRequest::kOp,    FileRemoveRequest::kOp,
+                  FileRenameRequest::kOp, ArchiveGetRequest::kOp,   ArchivePutRequest::kOp,
+                  ProcStartRequest::kOp,  ProcListRequest::kOp,     ProcGetRequest::kOp,
+                  ProcOutputRequest::kOp, ProcWriteRequest::kOp,    ProcSignalRequest::kOp,
+                  ProcResizeRequest::kOp, EgressListenRequest::kOp, EgressAttachRequest::kOp,
+                  ConfigureRequest::kOp})
     EXPECT_TRUE(names.erase(op)) << op;
   EXPECT_TRUE(names.empty()) << "an op without a request struct";
 }
