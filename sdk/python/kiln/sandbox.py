@@ -158,9 +158,11 @@ class Sandbox:
              idempotency_key: Optional[str] = None, stop_at_output_cap: bool = False) -> CommandResult:
         """Runs a command to its end. A str runs with `bash -c`, a list as argv. A timeout is a
         result (`timed_out`), not an error, unless `check=True` (then CommandError on exit ≠ 0).
-        With `on_stdout`/`on_stderr` the output streams to them as it comes (and is not capped).
-        `stop_at_output_cap` (kiln's own) kills the command as soon as stdout or stderr passes
-        the 64 KiB cap of the answer instead of reading and dropping the rest.
+        The answer keeps at most 64 KiB of stdout and of stderr, or 1 MiB when `timeout_ms` is
+        over 60 s (`contract.exec_output_cap`); the rest is dropped and `stdout_truncated` /
+        `stderr_truncated` set. With `on_stdout`/`on_stderr` the output streams to them as it
+        comes (and is not capped). `stop_at_output_cap` (kiln's own) kills the command as soon
+        as stdout or stderr passes the answer's cap instead of reading and dropping the rest.
         Not retried on a broken connection unless `idempotency_key` is given."""
         body = command_body(command, cwd=cwd, env=env, stdin=stdin, timeout_ms=timeout_ms)
         if stop_at_output_cap:
