@@ -26,6 +26,14 @@ int CmdSandboxExtend(Context& ctx, const ParsedArgs& args);
 int CmdSandboxSnapshot(Context& ctx, const ParsedArgs& args);
 int CmdSandboxFork(Context& ctx, const ParsedArgs& args);
 int CmdSandboxNetwork(Context& ctx, const ParsedArgs& args);
+int CmdSandboxPause(Context& ctx, const ParsedArgs& args);
+int CmdSandboxWake(Context& ctx, const ParsedArgs& args);
+int CmdSandboxSpawn(Context& ctx, const ParsedArgs& args);
+int CmdSandboxPs(Context& ctx, const ParsedArgs& args);
+int CmdSandboxLogs(Context& ctx, const ParsedArgs& args);
+int CmdSandboxKill(Context& ctx, const ParsedArgs& args);
+int CmdSandboxCp(Context& ctx, const ParsedArgs& args);
+int CmdSandboxCat(Context& ctx, const ParsedArgs& args);
 
 // kiln snapshot …
 int CmdSnapshotLs(Context& ctx, const ParsedArgs& args);
