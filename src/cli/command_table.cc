@@ -62,8 +62,7 @@ std::vector<FlagSpec> WithNetwork(std::vector<FlagSpec> flags) {
 // --allow and --deny of create and fork (`sandbox network` takes them too).
 // --trial, --paid, --no-internet and --max-cost of run and create.
 #define KILN_LIFECYCLE_DETAILS                                                       \
-  "  --trial, --paid   accepted for the public API's sake: a local daemon has no\n"  \
-  "                    trial, and both mean the same\n"                              \
+  "  --trial, --paid   both accepted and the same: a local daemon has no trial\n"    \
   "  --no-internet     no egress at all (kiln's default; same as --internet off)\n"  \
   "  --max-cost MICROS refuse to start if the first lease, every vCPU busy, would\n" \
   "                    cost more (409 budget_exceeded)\n"

@@ -205,6 +205,14 @@ def test_cli_get_or_create_pause_wake(kiln_cli, api):
         api.request("DELETE", f"/v1/sandboxes/{sid}")
 
 
+def test_cli_trial_and_paid_are_accepted(kiln_cli):
+    # funding is accepted and ignored by the server: a local daemon has no trial.
+    p = kiln_cli("sandbox", "run", "--trial", "--vcpu", "1", "--memory", "256", "--", "echo", "ok")
+    assert (p.returncode, p.stdout) == (0, "ok\n"), p.stderr
+    p = kiln_cli("sandbox", "run", "--paid", "--vcpu", "1", "--memory", "256", "--", "true")
+    assert p.returncode == 0, p.stderr
+
+
 def test_cli_auto_wake_off(kiln_cli, api):
     p = kiln_cli("sandbox", "create", "--vcpu", "1", "--memory", "256", "--auto-wake", "off", "--persistent")
     assert p.returncode == 0, p.stderr
