@@ -12,16 +12,16 @@ _kiln_spec() {
       flags="--json --quiet --help --version"
       ;;
     "sandbox")
-      verbs="run create ls get exec shell extend snapshot fork network stop rm"
+      verbs="run create ls get exec shell extend snapshot fork network pause wake spawn ps logs kill cp cat stop rm"
       flags="--json --quiet --help"
       ;;
     "sandbox run")
-      flags="--vcpu --memory --disk --timeout-ms --env --cwd --wait --image --json --quiet --help"
-      valued="--vcpu --memory --disk --timeout-ms --env --cwd --wait --image"
+      flags="--vcpu --memory --disk --timeout --timeout-ms --env --cwd --wait --image --trial --paid --no-internet --max-cost --json --quiet --help"
+      valued="--vcpu --memory --disk --timeout --timeout-ms --env --cwd --wait --image --max-cost"
       ;;
     "sandbox create")
-      flags="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --image --internet --allow --deny --json --quiet --help"
-      valued="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --image --internet --allow --deny"
+      flags="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --image --get-or-create --idle-pause --auto-wake --on-lease-end --persistent --no-sudo --max-total-cost --internet --allow --deny --trial --paid --no-internet --max-cost --json --quiet --help"
+      valued="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --image --idle-pause --auto-wake --on-lease-end --max-total-cost --internet --allow --deny --max-cost"
       ;;
     "sandbox ls"|"sandbox list")
       flags="--all --state --label --json --quiet --help"
@@ -32,8 +32,8 @@ _kiln_spec() {
       valued=""
       ;;
     "sandbox exec")
-      flags="--cwd --env --timeout-ms --stdin-file --json --quiet --help"
-      valued="--cwd --env --timeout-ms --stdin-file"
+      flags="--cwd --env --timeout --timeout-ms --stdin-file --json --quiet --help"
+      valued="--cwd --env --timeout --timeout-ms --stdin-file"
       ;;
     "sandbox shell")
       flags="--cwd --json --quiet --help"
@@ -54,6 +54,38 @@ _kiln_spec() {
     "sandbox network")
       flags="--internet --allow --deny --log --limit --json --quiet --help"
       valued="--internet --allow --deny --limit"
+      ;;
+    "sandbox pause")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "sandbox wake")
+      flags="--timeout --json --quiet --help"
+      valued="--timeout"
+      ;;
+    "sandbox spawn")
+      flags="--cwd --env --timeout-ms --json --quiet --help"
+      valued="--cwd --env --timeout-ms"
+      ;;
+    "sandbox ps")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "sandbox logs")
+      flags="--follow --json --quiet --help"
+      valued=""
+      ;;
+    "sandbox kill")
+      flags="--signal --json --quiet --help"
+      valued="--signal"
+      ;;
+    "sandbox cp")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "sandbox cat")
+      flags="--json --quiet --help"
+      valued=""
       ;;
     "sandbox stop")
       flags="--json --quiet --help"
@@ -159,6 +191,12 @@ _kiln_spec() {
 # Completes the value of flag $1 ("PATH --flag"), typed so far as $2.
 _kiln_value() {
   case "$1" in
+    "sandbox create --auto-wake")
+      COMPREPLY=($(compgen -W "on off" -- "$2"))
+      ;;
+    "sandbox create --on-lease-end")
+      COMPREPLY=($(compgen -W "pause stop" -- "$2"))
+      ;;
     "sandbox create --internet")
       COMPREPLY=($(compgen -W "on off" -- "$2"))
       ;;
@@ -175,6 +213,9 @@ _kiln_value() {
       ;;
     "sandbox network --internet")
       COMPREPLY=($(compgen -W "on off" -- "$2"))
+      ;;
+    "sandbox kill --signal")
+      COMPREPLY=($(compgen -W "TERM KILL INT HUP QUIT USR1 USR2" -- "$2"))
       ;;
     "usage --group-by")
       COMPREPLY=($(compgen -W "key label:" -- "$2"))

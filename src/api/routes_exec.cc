@@ -45,7 +45,8 @@ ExecCall ReadExec(const json& body, const control::Sandbox& s) {
     r.base64 = *enc == "base64";
   }
   f.Finish();
-  r.agent.capture_limit = r.stream ? 0 : contract::kExecOutputCap;
+  // The answer's cap per stream: 64 KiB, or 1 MiB past a 60 s timeout.
+  r.agent.capture_limit = r.stream ? 0 : contract::ExecOutputCap(r.agent.timeout_ms);
   r.agent.kill_past_limit = stop_at_cap;
   return r;
 }

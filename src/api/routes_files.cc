@@ -1,11 +1,15 @@
 // Files: /v1/sandboxes/{id}/files/{content,list,stat,archive} and
 // files:{mkdir,remove,rename}.
+#include <algorithm>
+#include <optional>
+
 #include "api/errors.h"
 #include "api/presenters.h"
 #include "api/routes.h"
 #include "api/validate.h"
 #include "common/contract.h"
 #include "common/digest.h"
+#include "images/dockerignore.h"
 
 namespace kiln::api {
 
@@ -73,6 +77,62 @@ std::string BodyPath(FieldReader& f, const std::string& name) {
   return path.value_or("");
 }
 
+// A whole decimal integer query parameter in [min, max], or nullopt when absent.
+std::optional<int64_t> QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max) {
+  auto text = ex.Query(name);
+  if (!text) return std::nullopt;
+  int64_t v = min - 1;
+  try {
+    size_t used = 0;
+    v = std::stoll(*text, &used);
+    if (used != text->size()) v = min - 1;
+  } catch (...) {
+  }
+  if (v < min || v > max)
+    throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " +
+                                            std::to_string(max));
+  return v;
+}
+
+// What GET …/files/list keeps of the sandbox's listing: entries whose path
+// below the listed folder matches `glob`, not hidden ones unless `hidden`,
+// at most `limit`.
+struct ListFilter {
+  std::optional<std::string> glob;
+  bool hidden = true;
+  std::optional<int64_t> limit;
+};
+
+// How deep a glob reaches: a "**" anywhere means as deep as allowed, else
+// one level per path segment.
+int GlobDepth(std::string_view glob) {
+  if (glob.find("**") != std::string_view::npos) return contract::kListDepth.max;
+  int segments = 1;
+  for (char c : glob) segments += c == '/';
+  return std::min<int>(segments, contract::kListDepth.max);
+}
+
+// `path` relative to the listed folder `base` ("a/b.txt"); empty for the
+// folder itself or a path outside it.
+std::string_view RelativeTo(std::string_view base, std::string_view path) {
+  while (base.size() > 1 && base.back() == '/') base.remove_suffix(1);
+  if (base == "/") return path.size() > 1 && path[0] == '/' ? path.substr(1) : std::string_view();
+  if (path.size() <= base.size() + 1 || path.substr(0, base.size()) != base ||
+      path[base.size()] != '/')
+    return {};
+  return path.substr(base.size() + 1);
+}
+
+bool HasHiddenSegment(std::string_view rel) {
+  for (size_t start = 0; start < rel.size();) {
+    if (rel[start] == '.') return true;
+    size_t slash = rel.find('/', start);
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return false;
+}
+
 int ParseMode(Exchange& ex) {
   auto m = ex.Query("mode");
   if (!m) return 0644;
@@ -107,22 +167,42 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/sandboxes/{id}/files/list", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
-    int depth = 1;
-    if (auto d = ex.Query("depth")) {
-      try {
-        size_t used;
-        depth = std::stoi(*d, &used);
-        if (used != d->size()) depth = 0;
-      } catch (...) {
-        depth = 0;
-      }
-      if (depth < 1 || depth > 16)
-        throw InvalidField("query.depth", "must be an integer from 1 to 16");
+    ListFilter filter;
+    if (auto g = ex.Query("glob")) {
+      std::string_view glob = *g;
+      while (glob.substr(0, 2) == "./") glob.remove_prefix(2);
+      if (glob.empty() || glob.size() > static_cast<size_t>(contract::kGlobMax) ||
+          glob.front() == '/' || !images::ValidGlob(glob))
+        throw InvalidField("query.glob",
+                           "must be a relative pattern such as *.py or **/*.csv, with every [ "
+                           "closed and no trailing backslash");
+      filter.glob = std::string(glob);
     }
+    if (auto h = ex.Query("hidden")) {
+      if (*h != "true" && *h != "false")
+        throw InvalidField("query.hidden", "must be true or false");
+      filter.hidden = *h == "true";
+    }
+    filter.limit = QueryInt(ex, "limit", 1, contract::kListLimitMax);
+    auto depth = QueryInt(ex, "depth", contract::kListDepth.min, contract::kListDepth.max);
+    int levels = depth         ? static_cast<int>(*depth)
+                 : filter.glob ? GlobDepth(*filter.glob)
+                               : static_cast<int>(contract::kListDepth.def);
     json data = json::array();
-    for (const auto& e : ValueOrThrow(RunningAgent(*s).List(path, depth)))
+    bool truncated = false;
+    for (const auto& e : ValueOrThrow(RunningAgent(*s).List(path, levels))) {
+      std::string_view rel = RelativeTo(path, e.path);
+      if (!filter.hidden && HasHiddenSegment(rel)) continue;
+      if (filter.glob && !images::GlobMatch(*filter.glob, rel)) continue;
+      if (filter.limit && data.size() >= static_cast<size_t>(*filter.limit)) {
+        truncated = true;
+        break;
+      }
       data.push_back(FileEntryJson(e));
-    ex.SendJson(200, json{{"data", data}});
+    }
+    json answer{{"data", std::move(data)}};
+    if (filter.limit) answer["truncated"] = truncated;
+    ex.SendJson(200, answer);
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/files/stat", [&ctx](Exchange& ex) {

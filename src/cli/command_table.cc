@@ -31,6 +31,18 @@ FlagSpec Choice(std::string name, std::string choices) {
   return {std::move(name), true, false, false, std::move(choices)};
 }
 FlagSpec Toggle(std::string name) { return {std::move(name), false, false}; }
+FlagSpec FollowFlag() {
+  FlagSpec spec{"follow", false, false};
+  spec.short_name = 'f';
+  return spec;
+}
+
+// The lifecycle and money flags of a new sandbox (run, create) after `flags`.
+std::vector<FlagSpec> WithLifecycle(std::vector<FlagSpec> flags) {
+  for (const char* toggle : {"trial", "paid", "no-internet"}) flags.push_back(Toggle(toggle));
+  flags.push_back(Value("max-cost"));
+  return flags;
+}
 
 // The egress flags a new sandbox takes (create, fork) after `flags`.
 std::vector<FlagSpec> WithNetwork(std::vector<FlagSpec> flags) {
@@ -48,6 +60,13 @@ std::vector<FlagSpec> WithNetwork(std::vector<FlagSpec> flags) {
   "                    (0-120, default 120); then it fails with no_capacity\n"
 
 // --allow and --deny of create and fork (`sandbox network` takes them too).
+// --trial, --paid, --no-internet and --max-cost of run and create.
+#define KILN_LIFECYCLE_DETAILS                                                       \
+  "  --trial, --paid   both accepted and the same: a local daemon has no trial\n"    \
+  "  --no-internet     no egress at all (kiln's default; same as --internet off)\n"  \
+  "  --max-cost MICROS refuse to start if the first lease, every vCPU busy, would\n" \
+  "                    cost more (409 budget_exceeded)\n"
+
 #define KILN_RULE_DETAILS                                                          \
   "  --allow H         reach only these hosts (repeatable, or comma-separated):\n" \
   "                    example.com, *.example.com, an IP or a CIDR;\n"             \
@@ -67,12 +86,13 @@ const std::vector<Alias>& VerbAliases() {
 const std::vector<Verb>& SandboxVerbs() {
   // Static like the table: a Verb only views its texts.
   static const std::string run_details =
-      ShapeDetails() + "  --timeout-ms N    time limit for CMD " +
-      DefaultOf(contract::kExecTimeoutMs) + "\n" +
+      ShapeDetails() +
+      "  --timeout S       time limit for CMD in seconds (default 60; exit 124)\n" +
+      "  --timeout-ms N    the same in milliseconds " + DefaultOf(contract::kExecTimeoutMs) + "\n" +
       "  --env K=V         environment variable for the sandbox (repeatable)\n"
       "  --cwd DIR         working directory of CMD (default /workspace)\n"
       "  --image REF       start from this image (id, name, name:tag, "
-      "name@version)\n" KILN_WAIT_DETAILS;
+      "name@version)\n" KILN_WAIT_DETAILS KILN_LIFECYCLE_DETAILS;
   static const std::string create_details =
       ShapeDetails() + "  --timeout S       lease in seconds " +
       DefaultOf(contract::kTimeoutSeconds) + "; it stops after that\n" +
@@ -82,11 +102,22 @@ const std::vector<Verb>& SandboxVerbs() {
       "  --snapshot ID     start a copy of this snapshot (its shape wins)\n"
       "  --image REF       start from this image (id, name, name:tag, "
       "name@version)\n" KILN_WAIT_DETAILS
-      "  --internet on|off reach the internet (default off)\n" KILN_RULE_DETAILS;
+      "  --internet on|off reach the internet (default off)\n" KILN_RULE_DETAILS
+          KILN_LIFECYCLE_DETAILS
+      "  --get-or-create   with --name: answer the live sandbox of that name (woken if\n"
+      "                    paused) instead of making another\n"
+      "  --idle-pause S    pause after S idle seconds (0 = never, else 10-86400)\n"
+      "  --auto-wake on|off  wake a paused sandbox for a command or file call\n"
+      "                    (default on; off: 409 sandbox_paused)\n"
+      "  --on-lease-end pause|stop  what the lease's end does\n"
+      "  --persistent      keep it across lease ends\n"
+      "  --no-sudo         the sandbox user may not use sudo\n"
+      "  --max-total-cost MICROS  stop it once it has cost this much\n";
   static const std::string exec_details =
       "  --cwd DIR         working directory (default /workspace)\n"
       "  --env K=V         environment variable (repeatable)\n"
-      "  --timeout-ms N    time limit " +
+      "  --timeout S       time limit in seconds (default 60)\n"
+      "  --timeout-ms N    the same in milliseconds " +
       DefaultOf(contract::kExecTimeoutMs) + "\n" +
       "  --stdin-file F    feed file F (or - for kiln's stdin, up to 12 MiB) to CMD\n";
   static const std::vector<Verb> verbs = {
@@ -96,8 +127,9 @@ const std::vector<Verb>& SandboxVerbs() {
        .summary = "Create a sandbox, run CMD in it (argv, no shell) with its output streamed,\n"
                   "then stop the sandbox, also on failure or Ctrl-C.",
        .details = run_details,
-       .flags = {Value("vcpu"), Value("memory"), Value("disk"), Value("timeout-ms"),
-                 Value("env", true), Value("cwd"), Value("wait"), Value("image")},
+       .flags = WithLifecycle({Value("vcpu"), Value("memory"), Value("disk"), Value("timeout"),
+                               Value("timeout-ms"), Value("env", true), Value("cwd"), Value("wait"),
+                               Value("image")}),
        .positionals = 0,
        .takes_command = true,
        .handler = CmdSandboxRun},
@@ -106,9 +138,12 @@ const std::vector<Verb>& SandboxVerbs() {
        .brief = "create a sandbox, print its id",
        .summary = "Create a sandbox and print its id.",
        .details = create_details,
-       .flags = WithNetwork({Value("vcpu"), Value("memory"), Value("disk"), Value("timeout"),
-                             Value("name"), Value("label", true), Value("env", true),
-                             Value("snapshot"), Value("wait"), Value("image")}),
+       .flags = WithLifecycle(
+           WithNetwork({Value("vcpu"), Value("memory"), Value("disk"), Value("timeout"),
+                        Value("name"), Value("label", true), Value("env", true), Value("snapshot"),
+                        Value("wait"), Value("image"), Toggle("get-or-create"), Value("idle-pause"),
+                        Choice("auto-wake", "on off"), Choice("on-lease-end", "pause stop"),
+                        Toggle("persistent"), Toggle("no-sudo"), Value("max-total-cost")})),
        .positionals = 0,
        .takes_command = false,
        .handler = CmdSandboxCreate},
@@ -138,7 +173,7 @@ const std::vector<Verb>& SandboxVerbs() {
        .brief = "run CMD in a running sandbox",
        .summary = "Run CMD (argv, no shell) in a running sandbox with its output streamed.",
        .details = exec_details,
-       .flags = {Value("cwd"), Value("env", true), Value("timeout-ms"),
+       .flags = {Value("cwd"), Value("env", true), Value("timeout"), Value("timeout-ms"),
                  Choice("stdin-file", std::string(kFileValue))},
        .positionals = 1,
        .takes_command = true,
@@ -218,6 +253,90 @@ const std::vector<Verb>& SandboxVerbs() {
        .positionals = 1,
        .takes_command = false,
        .handler = CmdSandboxNetwork},
+      {.name = "pause",
+       .synopsis = "pause ID",
+       .brief = "pause a running sandbox",
+       .summary = "Pause a running sandbox: its processes, memory and files are kept and it\n"
+                  "uses no CPU until `kiln sandbox wake` (or a command, with auto-wake).",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdSandboxPause},
+      {.name = "wake",
+       .synopsis = "wake ID [--timeout S]",
+       .brief = "wake a paused sandbox",
+       .summary = "Wake a paused sandbox (same id, processes where they were). An awake\n"
+                  "sandbox is left as it is, unless --timeout asks for a new lease.",
+       .details = "  --timeout S       a new lease of S seconds\n",
+       .flags = {Value("timeout")},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdSandboxWake},
+      {.name = "spawn",
+       .synopsis = "spawn ID [OPTIONS] -- CMD...",
+       .brief = "start CMD in the background, print its process id",
+       .summary = "Start CMD (argv, no shell) as a background process and print its id; see\n"
+                  "`kiln sandbox ps`, `logs` and `kill`.",
+       .details = "  --cwd DIR         working directory (default /workspace)\n"
+                  "  --env K=V         environment variable (repeatable)\n"
+                  "  --timeout-ms N    kill it after N ms (default: never)\n",
+       .flags = {Value("cwd"), Value("env", true), Value("timeout-ms")},
+       .positionals = 1,
+       .takes_command = true,
+       .handler = CmdSandboxSpawn},
+      {.name = "ps",
+       .synopsis = "ps ID",
+       .brief = "list a sandbox's background processes",
+       .summary = "List a sandbox's background processes, running and recent.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdSandboxPs},
+      {.name = "logs",
+       .synopsis = "logs ID PID [-f]",
+       .brief = "print a background process's output",
+       .summary = "Print what a background process wrote (the latest 1 MiB is kept), stdout\n"
+                  "to stdout and stderr to stderr. With -f, keep printing until it ends.",
+       .details = "  -f, --follow      follow the output until the process ends\n",
+       .flags = {FollowFlag()},
+       .positionals = 2,
+       .takes_command = false,
+       .handler = CmdSandboxLogs,
+       .arg_noun = "ID PID"},
+      {.name = "kill",
+       .synopsis = "kill ID PID [--signal S]",
+       .brief = "signal a background process",
+       .summary = "Send a signal to a background process (and what it started).",
+       .details = "  --signal S        TERM (default), KILL, INT, HUP, QUIT, USR1 or USR2\n",
+       .flags = {Choice("signal", "TERM KILL INT HUP QUIT USR1 USR2")},
+       .positionals = 2,
+       .takes_command = false,
+       .handler = CmdSandboxKill,
+       .arg_noun = "ID PID"},
+      {.name = "cp",
+       .synopsis = "cp SRC DST",
+       .brief = "copy files or folders to or from a sandbox",
+       .summary = "Copy a file or a folder between this machine and a sandbox; the sandbox side\n"
+                  "is written ID:/path. A folder's contents land in DST (created); a file\n"
+                  "copied onto a folder goes inside it. Modes are kept; folders travel as tar.",
+       .details = "",
+       .flags = {},
+       .positionals = 2,
+       .takes_command = false,
+       .handler = CmdSandboxCp,
+       .arg_noun = "SRC DST"},
+      {.name = "cat",
+       .synopsis = "cat ID PATH",
+       .brief = "print a file of a sandbox",
+       .summary = "Write a sandbox file's bytes to stdout.",
+       .details = "",
+       .flags = {},
+       .positionals = 2,
+       .takes_command = false,
+       .handler = CmdSandboxCat,
+       .arg_noun = "ID PATH"},
       {.name = "stop",
        .synopsis = "stop ID",
        .brief = "stop a sandbox",

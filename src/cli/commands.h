@@ -28,6 +28,14 @@ int CmdSandboxFork(Context& ctx, const ParsedArgs& args);
 int CmdSandboxNetwork(Context& ctx, const ParsedArgs& args);
 // An interactive terminal in the sandbox (commands_shell.cc).
 int CmdSandboxShell(Context& ctx, const ParsedArgs& args);
+int CmdSandboxPause(Context& ctx, const ParsedArgs& args);
+int CmdSandboxWake(Context& ctx, const ParsedArgs& args);
+int CmdSandboxSpawn(Context& ctx, const ParsedArgs& args);
+int CmdSandboxPs(Context& ctx, const ParsedArgs& args);
+int CmdSandboxLogs(Context& ctx, const ParsedArgs& args);
+int CmdSandboxKill(Context& ctx, const ParsedArgs& args);
+int CmdSandboxCp(Context& ctx, const ParsedArgs& args);
+int CmdSandboxCat(Context& ctx, const ParsedArgs& args);
 
 // kiln snapshot …
 int CmdSnapshotLs(Context& ctx, const ParsedArgs& args);

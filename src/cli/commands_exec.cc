@@ -82,7 +82,8 @@ void SignalProcessQuietly(Context& ctx, const std::string& id, const std::string
 
 int CmdSandboxRun(Context& ctx, const ParsedArgs& args) {
   // Build both requests first: a bad flag must fail before anything is created.
-  const json create = SandboxCreateBody(args);
+  json create = SandboxCreateBody(args);
+  create.erase("timeoutSeconds");  // run's --timeout is the command's (ExecBody), not the lease
   const int wait = WaitSeconds(args);
   json exec = ExecBody(args, args.command, /*stream=*/!ctx.json(), std::nullopt);
   exec.erase("env");  // run's --env is a create option: it sets the sandbox's env

@@ -118,9 +118,26 @@ int CmdSandboxGet(Context& ctx, const ParsedArgs& args) {
     return 0;
   }
   // The useful fields first, in a stable order; anything newer after them.
-  static const std::vector<std::string> kOrder = {
-      "id",     "name",     "state",     "vcpu",    "memoryMiB", "diskMiB", "timeoutSeconds",
-      "labels", "envNames", "createdAt", "readyAt", "expiresAt", "endedAt", "stopReason"};
+  static const std::vector<std::string> kOrder = {"id",
+                                                  "name",
+                                                  "state",
+                                                  "vcpu",
+                                                  "memoryMiB",
+                                                  "diskMiB",
+                                                  "timeoutSeconds",
+                                                  "labels",
+                                                  "envNames",
+                                                  "createdAt",
+                                                  "readyAt",
+                                                  "expiresAt",
+                                                  "endedAt",
+                                                  "stopReason",
+                                                  "onLeaseEnd",
+                                                  "autoWake",
+                                                  "idlePauseSeconds",
+                                                  "pausable",
+                                                  "persistent",
+                                                  "pausedAt"};
   PrintOut(FormatFields(info, kOrder));
   return 0;
 }
@@ -145,6 +162,31 @@ int CmdSandboxRm(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
   json answer = ctx.http().Call(Method::kDelete, SandboxTarget(id), nullptr, kLifecycleOptions);
   return PrintAnswer(ctx, answer, id + "\n");
+}
+
+int CmdSandboxPause(Context& ctx, const ParsedArgs& args) {
+  const std::string& id = args.positionals.at(0);
+  const json empty = json::object();
+  RequestOptions options = kLifecycleOptions;
+  options.headers.emplace_back("Idempotency-Key", NewIdempotencyKey());
+  json info = ctx.http().Call(Method::kPost, SandboxTarget(id, ":pause"), &empty, options);
+  return PrintAnswer(ctx, info, id + "\n");
+}
+
+int CmdSandboxWake(Context& ctx, const ParsedArgs& args) {
+  const std::string& id = args.positionals.at(0);
+  const json body = WakeBody(args);
+  RequestOptions options = kLifecycleOptions;
+  options.headers.emplace_back("Idempotency-Key", NewIdempotencyKey());
+  json info;
+  try {
+    info = ctx.http().Call(Method::kPost, SandboxTarget(id, ":wake"), &body, options);
+  } catch (const ApiError& e) {
+    // Already awake is what was asked for, unless a new lease was.
+    if (e.code != "not_paused" || body.contains("timeoutSeconds")) throw;
+    info = ctx.http().Call(Method::kGet, SandboxTarget(id), nullptr, kQueryOptions);
+  }
+  return PrintAnswer(ctx, info, id + "\n");
 }
 
 }  // namespace kiln::cli

@@ -1,5 +1,6 @@
 #include "cli/requests.h"
 
+#include <cctype>
 #include <ctime>
 #include <limits>
 #include <random>
@@ -86,8 +87,74 @@ json SandboxCreateBody(const ParsedArgs& args) {
   if (args.Has("env")) body["env"] = KeyValues(args, "env");
   if (auto snapshot = args.Get("snapshot")) body["snapshot"] = *snapshot;
   if (auto image = args.Get("image")) body["image"] = *image;
-  if (auto network = NetworkPolicy(args, /*replaces=*/false)) body["network"] = *network;
+  if (args.Has("no-internet")) {
+    if (args.Get("internet") == "on" || args.Has("allow")) {
+      throw UsageError("--no-internet contradicts --internet on and --allow");
+    }
+    body["network"] = {{"internet", false}};
+    if (args.Has("deny")) body["network"]["deny"] = HostList(args, "deny");
+  } else if (auto network = NetworkPolicy(args, /*replaces=*/false)) {
+    body["network"] = *network;
+  }
+  if (args.Has("trial") && args.Has("paid")) throw UsageError("give --trial or --paid, not both");
+  if (args.Has("trial")) body["funding"] = "trial";
+  if (args.Has("paid")) body["funding"] = "paid";
+  constexpr std::int64_t kMaxMicros = std::int64_t{1} << 50;
+  if (auto v = args.Get("max-cost"))
+    body["maxCostMicros"] = ParseInt("--max-cost", *v, 0, kMaxMicros);
+  if (auto v = args.Get("max-total-cost")) {
+    body["maxTotalCostMicros"] = ParseInt("--max-total-cost", *v, 0, kMaxMicros);
+  }
+  if (auto v = args.Get("idle-pause"))
+    body["idlePauseSeconds"] = ParseInt("--idle-pause", *v, 0, kMaxInt);
+  if (auto v = args.Get("auto-wake")) {
+    if (*v != "on" && *v != "off")
+      throw UsageError("--auto-wake expects on or off, got '" + *v + "'");
+    body["autoWake"] = *v == "on";
+  }
+  if (auto v = args.Get("on-lease-end")) {
+    if (*v != "pause" && *v != "stop") {
+      throw UsageError("--on-lease-end expects pause or stop, got '" + *v + "'");
+    }
+    body["onLeaseEnd"] = *v;
+  }
+  if (args.Has("persistent")) body["persistent"] = true;
+  if (args.Has("no-sudo")) body["sudo"] = false;
+  if (args.Has("get-or-create")) {
+    if (!body.contains("name")) throw UsageError("--get-or-create needs --name");
+    body["getOrCreate"] = true;
+  }
   return body;
+}
+
+nlohmann::json WakeBody(const ParsedArgs& args) {
+  json body = json::object();
+  PutInt(body, args, "timeout", "timeoutSeconds");
+  return body;
+}
+
+nlohmann::json SpawnBody(const ParsedArgs& args, const std::vector<std::string>& argv) {
+  if (argv.empty()) throw UsageError("give the command after --: spawn ID -- CMD...");
+  json body = {{"argv", argv}};
+  if (auto cwd = args.Get("cwd")) body["cwd"] = *cwd;
+  if (args.Has("env")) body["env"] = KeyValues(args, "env");
+  if (auto v = args.Get("timeout-ms")) {
+    body["timeoutMs"] = ParseInt("--timeout-ms", *v, 0, contract::kProcessTimeoutMs.max);
+  }
+  return body;
+}
+
+nlohmann::json SignalBody(const ParsedArgs& args) {
+  std::string signal = args.Get("signal").value_or("SIGTERM");
+  for (char& c : signal) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (signal.rfind("SIG", 0) != 0) signal = "SIG" + signal;
+  static const char* const kSignals[] = {"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP",
+                                         "SIGQUIT", "SIGUSR1", "SIGUSR2"};
+  for (const char* known : kSignals) {
+    if (signal == known) return {{"signal", signal}};
+  }
+  throw UsageError("--signal expects TERM, KILL, INT, HUP, QUIT, USR1 or USR2, got '" +
+                   *args.Get("signal") + "'");
 }
 
 json ExecBody(const ParsedArgs& args, const std::vector<std::string>& argv, bool stream,
@@ -96,6 +163,11 @@ json ExecBody(const ParsedArgs& args, const std::vector<std::string>& argv, bool
   if (auto cwd = args.Get("cwd")) body["cwd"] = *cwd;
   if (args.Has("env")) body["env"] = KeyValues(args, "env");
   PutInt(body, args, "timeout-ms", "timeoutMs", contract::kExecTimeoutMs.max);
+  if (auto seconds = args.Get("timeout")) {  // run's --timeout: the command's, in seconds
+    if (args.Has("timeout-ms")) throw UsageError("give --timeout or --timeout-ms, not both");
+    body["timeoutMs"] =
+        ParseInt("--timeout", *seconds, 1, contract::kExecTimeoutMs.max / 1000) * 1000;
+  }
   if (stdin_bytes) body["stdinBase64"] = proto::Base64Encode(*stdin_bytes);
   if (stream) {
     body["stream"] = true;

@@ -20,11 +20,24 @@ inline constexpr std::size_t kMaxStdinBytes = 12 * 1024 * 1024 - 64 * 1024;
 inline constexpr long long kDefaultExecTimeoutMs = contract::kExecTimeoutMs.def;
 
 // POST /v1/sandboxes body from --vcpu --memory --disk --timeout --name
-// --label k=v --env K=V --snapshot ID --internet --allow --deny (only the
-// flags given; the daemon fills defaults).
+// --label k=v --env K=V --snapshot ID --internet --allow --deny
+// --no-internet --trial|--paid --max-cost --max-total-cost --idle-pause
+// --auto-wake --on-lease-end --persistent --no-sudo --get-or-create (only
+// the flags given; the daemon fills defaults).
 nlohmann::json SandboxCreateBody(const ParsedArgs& args);
 
-// POST …:exec body: argv (no shell), --cwd, --env K=V, --timeout-ms, stdin.
+// POST …:wake body from --timeout S (a new lease).
+nlohmann::json WakeBody(const ParsedArgs& args);
+
+// POST …/processes body: argv, --cwd, --env K=V, --timeout-ms N (0 = none).
+nlohmann::json SpawnBody(const ParsedArgs& args, const std::vector<std::string>& argv);
+
+// POST …/processes/{pid}:signal body from --signal (TERM or SIGTERM, ...;
+// default SIGTERM).
+nlohmann::json SignalBody(const ParsedArgs& args);
+
+// POST …:exec body: argv (no shell), --cwd, --env K=V, --timeout-ms, or
+// --timeout S (seconds; run's), stdin.
 // Streamed exec asks for base64 output so binary output survives intact.
 nlohmann::json ExecBody(const ParsedArgs& args, const std::vector<std::string>& argv, bool stream,
                         const std::optional<std::string>& stdin_bytes);

@@ -39,8 +39,19 @@ inline constexpr int kStdinBase64Max = 96 << 20;  // stdinBase64, :write base64
 // large process tree inside gVisor is not instant. The SDKs wait this long
 // beyond timeoutMs before giving up on an answer.
 inline constexpr int64_t kExecGraceMs = 30000;
-// What a JSON CommandResult carries of each stream (the rest is truncated).
+// What a JSON CommandResult carries of each stream (the rest is truncated):
+// 64 KiB, or 1 MiB for a command whose timeoutMs is over 60 s.
 inline constexpr uint64_t kExecOutputCap = 64 * 1024;
+inline constexpr uint64_t kExecLongOutputCap = 1024 * 1024;
+inline constexpr int64_t kExecLongCapAfterMs = 60000;
+constexpr uint64_t ExecOutputCap(int64_t timeout_ms) {
+  return timeout_ms > kExecLongCapAfterMs ? kExecLongOutputCap : kExecOutputCap;
+}
+
+// GET …/files/list: depth, and how many entries `limit` may ask for.
+inline constexpr IntField kListDepth{1, 16, 1};
+inline constexpr int64_t kListLimitMax = 10000;  // the agent lists at most 10,000 entries
+inline constexpr int kGlobMax = 4096;
 
 // SnapshotRequest, PoolRequest, ForkRequest
 inline constexpr IntField kRetentionDays{1, 365, 7};

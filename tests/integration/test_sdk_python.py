@@ -99,8 +99,11 @@ def test_explicit_key_wins_and_a_wrong_key_is_auth_error(kilnd, monkeypatch):
     monkeypatch.setenv("KILN_API_KEY", "also-wrong")
     with Runtime(api_key=kilnd.admin_key) as right:
         right.sandboxes.list()
+    # The public client's order: the key first, then the URL (a key is never a URL).
     with pytest.raises(ValueError):
-        Runtime("kiln-key-in-the-url-slot")
+        Runtime(kilnd.admin_key, "kiln-key-in-the-url-slot")
+    with Runtime(kilnd.admin_key, kilnd.url) as ordered:
+        ordered.sandboxes.list()
 
 
 # --- sandboxes, exec -----------------------------------------------------------

@@ -302,8 +302,8 @@ TEST(CliCommandLine, VerbsWithoutCommandRefuseOne) {
 TEST(CliCommandLine, UnknownFlagsAreRefusedWithSuggestion) {
   EXPECT_EQ(CommandLineError({"sandbox", "create", "--memroy", "512"}),
             "unknown flag --memroy (did you mean --memory?)");
-  EXPECT_EQ(CommandLineError({"sandbox", "run", "--timeout", "5", "--", "x"}),
-            "unknown flag --timeout (did you mean --timeout-ms?)");
+  EXPECT_EQ(CommandLineError({"sandbox", "run", "--timeoutms", "5", "--", "x"}),
+            "unknown flag --timeoutms (did you mean --timeout-ms?)");
   EXPECT_EQ(CommandLineError({"sandbox", "ls", "--al"}), "unknown flag --al (did you mean --all?)");
   // run has no --label/--name: only create does.
   EXPECT_EQ(CommandLineError({"sandbox", "run", "--name", "x", "--", "x"}), "unknown flag --name");

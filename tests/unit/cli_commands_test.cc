@@ -199,6 +199,55 @@ TEST(CliCommandsRequests, Bodies) {
             json::parse(R"({"snapshot": "snp_1"})"));
 }
 
+TEST(CliCommandsRequests, CreateLifecycleFlags) {
+  EXPECT_EQ(SandboxCreateBody(VerbArgs(
+                {"sandbox", "create", "--name", "dev", "--get-or-create", "--idle-pause", "900",
+                 "--auto-wake", "off", "--on-lease-end", "pause", "--persistent", "--no-sudo",
+                 "--max-total-cost", "5000000", "--max-cost", "0", "--trial", "--no-internet"})),
+            json::parse(R"({"name": "dev", "getOrCreate": true, "idlePauseSeconds": 900,
+                            "autoWake": false, "onLeaseEnd": "pause", "persistent": true,
+                            "sudo": false, "maxTotalCostMicros": 5000000, "maxCostMicros": 0,
+                            "funding": "trial", "network": {"internet": false}})"));
+  EXPECT_EQ(SandboxCreateBody(VerbArgs({"sandbox", "create", "--paid", "--auto-wake", "on"})),
+            json::parse(R"({"funding": "paid", "autoWake": true})"));
+  EXPECT_THROW(SandboxCreateBody(VerbArgs({"sandbox", "create", "--get-or-create"})), UsageError);
+  EXPECT_THROW(SandboxCreateBody(VerbArgs({"sandbox", "create", "--trial", "--paid"})), UsageError);
+  EXPECT_THROW(SandboxCreateBody(VerbArgs({"sandbox", "create", "--auto-wake", "maybe"})),
+               UsageError);
+  EXPECT_THROW(
+      SandboxCreateBody(VerbArgs({"sandbox", "create", "--no-internet", "--allow", "a.test"})),
+      UsageError);
+  EXPECT_THROW(SandboxCreateBody(VerbArgs({"sandbox", "create", "--idle-pause", "-1"})),
+               UsageError);
+  // run: --trial, --no-internet and --max-cost too; --timeout is the command's, in seconds.
+  EXPECT_EQ(SandboxCreateBody(VerbArgs({"sandbox", "run", "--trial", "--no-internet", "--max-cost",
+                                        "50000", "--", "true"})),
+            json::parse(R"({"funding": "trial", "network": {"internet": false},
+                            "maxCostMicros": 50000})"));
+  ParsedArgs run = VerbArgs({"sandbox", "run", "--timeout", "90", "--", "sleep", "1"});
+  EXPECT_EQ(ExecBody(run, run.command, false, std::nullopt)["timeoutMs"], 90000);
+  ParsedArgs both = VerbArgs({"sandbox", "run", "--timeout", "9", "--timeout-ms", "9", "--", "x"});
+  EXPECT_THROW(ExecBody(both, both.command, false, std::nullopt), UsageError);
+}
+
+TEST(CliCommandsRequests, ProcessesAndWake) {
+  EXPECT_EQ(WakeBody(VerbArgs({"sandbox", "wake", "s"})), json::object());
+  EXPECT_EQ(WakeBody(VerbArgs({"sandbox", "wake", "s", "--timeout", "600"})),
+            json::parse(R"({"timeoutSeconds": 600})"));
+  ParsedArgs spawn =
+      VerbArgs({"sandbox", "spawn", "s", "--cwd", "/tmp", "--env", "A=1", "--", "sleep", "5"});
+  EXPECT_EQ(SpawnBody(spawn, spawn.command),
+            json::parse(R"({"argv": ["sleep", "5"], "cwd": "/tmp", "env": {"A": "1"}})"));
+  EXPECT_EQ(SignalBody(VerbArgs({"sandbox", "kill", "s", "p1"})),
+            json::parse(R"({"signal": "SIGTERM"})"));
+  EXPECT_EQ(SignalBody(VerbArgs({"sandbox", "kill", "s", "p1", "--signal", "kill"})),
+            json::parse(R"({"signal": "SIGKILL"})"));
+  EXPECT_EQ(SignalBody(VerbArgs({"sandbox", "kill", "s", "p1", "--signal", "SIGUSR1"})),
+            json::parse(R"({"signal": "SIGUSR1"})"));
+  EXPECT_THROW(SignalBody(VerbArgs({"sandbox", "kill", "s", "p1", "--signal", "STOP"})),
+               UsageError);
+}
+
 TEST(CliCommandsRequests, Wait) {
   EXPECT_EQ(WaitSeconds(VerbArgs({"sandbox", "create"})), 120);
   EXPECT_EQ(WaitSeconds(VerbArgs({"sandbox", "create", "--wait", "0"})), 0);

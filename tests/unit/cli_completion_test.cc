@@ -139,7 +139,7 @@ cd )" << dir << R"( && t kiln sandbox exec s --stdin-file std
             "create ls revoke\n"
             "network\n"
             "on off\n"
-            "--image --internet\n"
+            "--image --idle-pause --internet\n"
             "stdin.txt\n");
 }
 

@@ -48,6 +48,7 @@ struct IntCase {
 
 TEST(ContractTest, IntFieldsMatchTheDocument) {
   const std::string kOutput = "/v1/sandboxes/{id}/processes/{pid}/output";
+  const std::string kList = "/v1/sandboxes/{id}/files/list";
   const IntCase cases[] = {
       {"kVcpu", Schema("CreateSandboxRequest", "vcpu"), kVcpu, true},
       {"kMemoryMiB", Schema("CreateSandboxRequest", "memoryMiB"), kMemoryMiB, true},
@@ -60,6 +61,7 @@ TEST(ContractTest, IntFieldsMatchTheDocument) {
       {"kPoolSize", Schema("PoolRequest", "size"), kPoolSize, false},
       {"kForkCount", Schema("ForkRequest", "count"), kForkCount, true},
       {"kOutputWaitMs", ParameterSchema(kOutput, "get", "waitMs"), kOutputWaitMs, true},
+      {"kListDepth", ParameterSchema(kList, "get", "depth"), kListDepth, true},
   };
   for (const IntCase& c : cases) {
     SCOPED_TRACE(std::string(c.constant) + " at " + c.schema);
@@ -80,6 +82,15 @@ TEST(ContractTest, IntFieldsMatchTheDocument) {
                 object["required"].end());
     }
   }
+}
+
+TEST(ContractTest, FileListLimitMatchesTheDocument) {
+  const json& s = Doc().at(
+      json::json_pointer(ParameterSchema("/v1/sandboxes/{id}/files/list", "get", "limit")));
+  EXPECT_EQ(s.value("type", ""), "integer");
+  EXPECT_EQ(s.value("minimum", json()), json(1));
+  EXPECT_EQ(s.value("maximum", json()), json(kListLimitMax));
+  EXPECT_FALSE(s.contains("default"));  // no limit unless asked
 }
 
 struct LimitCase {
@@ -119,6 +130,12 @@ TEST(ContractTest, LimitsMatchTheDocument) {
        static_cast<int64_t>(kExecOutputCap)},
       {"kExecOutputCap", Schema("CommandResult", "stderr"), "x-kiln-max-bytes",
        static_cast<int64_t>(kExecOutputCap)},
+      {"kExecLongOutputCap", Schema("CommandResult", "stdout"), "x-kiln-long-max-bytes",
+       static_cast<int64_t>(kExecLongOutputCap)},
+      {"kExecLongOutputCap", Schema("CommandResult", "stderr"), "x-kiln-long-max-bytes",
+       static_cast<int64_t>(kExecLongOutputCap)},
+      {"kExecLongCapAfterMs", Schema("CommandResult", "stdout"), "x-kiln-long-after-timeout-ms",
+       kExecLongCapAfterMs},
       {"kSnapshotNameMax", Schema("SnapshotRequest", "name"), "maxLength", kSnapshotNameMax},
       {"kLabelsMax", "/components/schemas/Labels", "maxProperties", kLabelsMax},
       {"kLabelKeyMax", "/components/schemas/Labels", "x-kiln-key-max-length", kLabelKeyMax},

@@ -20,6 +20,7 @@ export const DEFAULT_ADMIN_KEY_FILE = "/var/lib/kiln/admin.key";
 export const DEFAULT_TIMEOUT_MS = 300_000;
 export const DEFAULT_MAX_RETRIES = 4;
 export const DEFAULT_WAIT_FOR_CAPACITY_MS = 120_000;
+export const DEFAULT_MAX_CONNECTIONS = 32;
 
 export interface RuntimeOptions {
   /** Daemon origin. Default: KILN_API_URL, RUNTIME_API_URL, then http://127.0.0.1:7070. */
@@ -39,6 +40,39 @@ export interface RuntimeOptions {
   maxRetries?: number;
   /** How long a create waits for room (default 120 000; 0 = fail at once). */
   waitForCapacityMs?: number;
+  /** Whole-body calls in flight at once (default 32); more wait their turn. Streams do not count. */
+  maxConnections?: number;
+}
+
+/** A counting semaphore: at most `size` holders at once, the rest queue in order. */
+export class Slots {
+  private held = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(readonly size: number) {}
+
+  async take(): Promise<void> {
+    if (this.held < this.size) {
+      this.held++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held--;
+  }
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    await this.take();
+    try {
+      return await fn();
+    } finally {
+      this.give();
+    }
+  }
 }
 
 type QueryValue = string | number | boolean | undefined | null | readonly string[];
@@ -218,6 +252,8 @@ export class Transport {
   readonly timeoutMs: number;
   readonly maxRetries: number;
   readonly waitForCapacityMs: number;
+  readonly maxConnections: number;
+  private readonly slots: Slots;
   private readonly fetchImpl: typeof fetch;
   private readonly userAgent = `kiln-sdk-js/${VERSION}`;
 
@@ -235,6 +271,10 @@ export class Transport {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     this.waitForCapacityMs = options.waitForCapacityMs ?? DEFAULT_WAIT_FOR_CAPACITY_MS;
+    this.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    if (!Number.isInteger(this.maxConnections) || this.maxConnections < 1)
+      throw new RangeError(`maxConnections must be a whole number >= 1, got ${String(options.maxConnections)}`);
+    this.slots = new Slots(this.maxConnections);
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
   }
 
@@ -346,6 +386,10 @@ export class Transport {
 
   /** A call whose answer is JSON (an error-only body after a late answer throws). */
   async json<T>(spec: CallSpec): Promise<T> {
+    return this.slots.run(() => this.readJson<T>(spec));
+  }
+
+  private async readJson<T>(spec: CallSpec): Promise<T> {
     const { response, deadline } = await this.send(spec);
     let text: string;
     try {
@@ -383,6 +427,10 @@ export class Transport {
 
   /** The answer's body as bytes. */
   async bytes(spec: CallSpec): Promise<{ data: Uint8Array; headers: Headers }> {
+    return this.slots.run(() => this.readBytes(spec));
+  }
+
+  private async readBytes(spec: CallSpec): Promise<{ data: Uint8Array; headers: Headers }> {
     const { response, deadline } = await this.send({ accept: "application/octet-stream", ...spec });
     try {
       return { data: new Uint8Array(await response.arrayBuffer()), headers: response.headers };

@@ -8,7 +8,7 @@ import { gzipSync } from "node:zlib";
 import type { Transport } from "./client.js";
 import { RuntimeError } from "./errors.js";
 import { type TarStats, extractTar, tarDirectory } from "./tar.js";
-import type { FileEntry, FileStat, RequestOptions } from "./types.js";
+import type { FileEntry, FileStat, ListFilesOptions, RequestOptions } from "./types.js";
 
 export interface WriteOptions extends RequestOptions {
   /** Permission bits: 0o755 or "755" (default 644). */
@@ -133,15 +133,21 @@ export class Files {
     });
   }
 
-  async list(path = "/workspace", options: RequestOptions & { depth?: number } = {}): Promise<FileEntry[]> {
+  /** Entries of a folder; `glob`, `hidden: false` and `limit` filter them (see ListFilesOptions). */
+  async list(path = "/workspace", options: RequestOptions & ListFilesOptions = {}): Promise<FileEntry[]> {
     const answer = await this.t.json<{ data: FileEntry[] }>({
       method: "GET",
       path: this.path("files/list"),
-      query: { path, depth: options.depth },
+      query: { path, depth: options.depth, glob: options.glob, hidden: options.hidden, limit: options.limit },
       signal: options.signal,
       timeoutMs: options.timeoutMs,
     });
     return answer.data;
+  }
+
+  /** Entries under `root` whose relative path matches `pattern`, e.g. "**\/*.csv". */
+  async glob(pattern: string, root = "/workspace", options: RequestOptions = {}): Promise<FileEntry[]> {
+    return this.list(root, { ...options, glob: pattern });
   }
 
   /** The entry, or `{exists: false, path}`. */

@@ -1,5 +1,5 @@
 // kiln's TypeScript SDK (import name `kiln`, also `withruntime`).
-export { Runtime, Sandboxes, Snapshots, Page, defaultClient } from "./runtime.js";
+export { LimitsClient, Runtime, Sandboxes, Snapshots, Page, defaultClient } from "./runtime.js";
 export type { CreateOptions, ListFilter, RuntimeOptions } from "./runtime.js";
 export { Sandbox } from "./sandbox.js";
 export { DockerIgnore, ImageBuildError, Images, Registries, packContext } from "./images.js";
@@ -8,7 +8,13 @@ export { Network } from "./network.js";
 export type { Command, ExecOptions, ForkOptions, SnapshotOptions, SpawnOptions } from "./sandbox.js";
 export { Files } from "./files.js";
 export type { TransferResult, WriteOptions } from "./files.js";
-export { Transport, DEFAULT_API_URL, DEFAULT_ADMIN_KEY_FILE } from "./client.js";
+export { Transport, DEFAULT_API_URL, DEFAULT_ADMIN_KEY_FILE, DEFAULT_MAX_CONNECTIONS } from "./client.js";
+export {
+  EXEC_LONG_CAP_AFTER_MS,
+  EXEC_LONG_OUTPUT_CAP,
+  EXEC_OUTPUT_CAP,
+  execOutputCap,
+} from "./contract.js";
 export {
   AccountBlockedError,
   AuthError,

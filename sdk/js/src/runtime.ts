@@ -6,6 +6,7 @@ import { Sandbox } from "./sandbox.js";
 import type {
   CreateSandbox,
   DeletedSandbox,
+  Limits,
   RequestOptions,
   SandboxInfo,
   SandboxState,
@@ -28,8 +29,23 @@ const CREATE_FIELDS: readonly string[] = [
   "snapshot",
   "image",
   "network",
+  "pausable",
+  "idlePauseSeconds",
+  "autoWake",
+  "persistent",
+  "maxTotalCostMicros",
+  "sudo",
+  "getOrCreate",
+  "funding",
+  "region",
+  "volumes",
   "wait",
 ];
+
+/** States on the way to running: a create with `wait` follows them. */
+const ON_THE_WAY: readonly string[] = ["starting", "resuming"];
+const START_WAIT_MS = 60_000;
+const START_POLL_MS = 250;
 
 export interface CreateOptions extends RequestOptions {
   /** How long to wait for room (default: the client's `waitForCapacityMs`; 0 = fail at once). */
@@ -46,6 +62,8 @@ export interface CreateOptions extends RequestOptions {
 
 export interface ListFilter {
   state?: SandboxState | SandboxState[];
+  /** Only the sandbox(es) of this name. */
+  name?: string;
   labels?: Record<string, string>;
   includeStopped?: boolean;
   limit?: number;
@@ -123,7 +141,10 @@ export class Sandboxes {
    * daemon queues the request for capacity, and one Idempotency-Key for the
    * whole logical call: a `no_capacity` / `quota_exceeded` refusal is
    * re-sent with the same key and body until `waitForCapacityMs` runs out
-   * (honouring Retry-After), then thrown as a CapacityError.
+   * (honouring Retry-After), then thrown as a CapacityError. A `starting`
+   * answer is followed until the sandbox runs (else `start_failed`).
+   * `wait: false` sends no `Prefer: wait` and answers as soon as the daemon
+   * does, possibly while the sandbox is still starting.
    */
   async create(input: CreateSandbox & { wait?: boolean } = {}, options: CreateOptions = {}): Promise<Sandbox> {
     checkCreateFields(input);
@@ -151,7 +172,8 @@ export class Sandboxes {
       if (wait) spec.headers = { Prefer: `wait=${preferSeconds}` };
       try {
         const info = await t.json<SandboxInfo>(spec);
-        return new Sandbox(this.runtime, info);
+        const sbx = new Sandbox(this.runtime, info);
+        return wait ? await this.untilRunning(sbx, options) : sbx;
       } catch (e) {
         if (!(e instanceof RuntimeError) || !CAPACITY_CODES.has(e.code) || e.details?.["field"] === "count") throw e;
         const remaining = roomUntil - Date.now();
@@ -165,6 +187,35 @@ export class Sandboxes {
         }
       }
     }
+  }
+
+  private async untilRunning(sbx: Sandbox, options: RequestOptions): Promise<Sandbox> {
+    const until = Date.now() + START_WAIT_MS;
+    while (ON_THE_WAY.includes(sbx.state) && Date.now() < until) {
+      await sleep(START_POLL_MS, options.signal);
+      await sbx.refresh({ signal: options.signal });
+    }
+    if (sbx.state !== "running")
+      throw new RuntimeError({
+        code: "start_failed",
+        status: 0,
+        message: `sandbox ${sbx.id} did not start (state ${sbx.state})`,
+        details: { sandboxId: sbx.id, state: sbx.state, stopReason: sbx.info.stopReason },
+      });
+    return sbx;
+  }
+
+  /**
+   * The live sandbox called `name` (woken if paused; `info.reused` is true),
+   * or a new one made from `input` (which applies only when creating).
+   */
+  async getOrCreate(
+    name: string,
+    input: Omit<CreateSandbox, "name" | "getOrCreate"> & { wait?: boolean } = {},
+    options: CreateOptions = {},
+  ): Promise<Sandbox> {
+    if (!name) throw new TypeError("getOrCreate needs a name");
+    return this.create({ ...input, name, getOrCreate: true }, options);
   }
 
   async get(id: string, options: RequestOptions = {}): Promise<Sandbox> {
@@ -189,6 +240,7 @@ export class Sandboxes {
           state: states,
           label: labels,
           includeStopped: filter.includeStopped ? "true" : undefined,
+          name: filter.name,
           limit: filter.limit,
           cursor,
         },
@@ -268,17 +320,34 @@ export class Snapshots {
   }
 }
 
+/** `runtime.limits`: what this key may spend. */
+export class LimitsClient {
+  constructor(private readonly runtime: Runtime) {}
+
+  /** `{access, daily: {limitMicros, usedMicros, remainingMicros, window}, trial}` (no trial locally). */
+  async get(options: RequestOptions = {}): Promise<Limits> {
+    return this.runtime.transport.json<Limits>({
+      method: "GET",
+      path: "/v1/limits",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+}
+
 export class Runtime {
   readonly transport: Transport;
   readonly sandboxes: Sandboxes;
   readonly snapshots: Snapshots;
   readonly images: Images;
+  readonly limits: LimitsClient;
 
   constructor(options: RuntimeOptions = {}) {
     this.transport = new Transport(options);
     this.sandboxes = new Sandboxes(this);
     this.snapshots = new Snapshots(this);
     this.images = new Images(this);
+    this.limits = new LimitsClient(this);
   }
 
   /** The daemon origin calls go to. */

@@ -35,7 +35,11 @@ export interface ExecOptions extends RequestOptions {
   timeoutMs?: number;
   /** Throw a CommandError when the command exits non-zero or times out. */
   check?: boolean;
-  /** Output as it comes (switches to a streamed exec, no 64 KiB cap). */
+  /**
+   * Output as it comes (switches to a streamed exec, not capped). Without
+   * callbacks the answer keeps at most 64 KiB of stdout and of stderr, or
+   * 1 MiB when `timeoutMs` is over 60 s (`execOutputCap`).
+   */
   onStdout?: (text: string) => void;
   onStderr?: (text: string) => void;
   /** Stream even without callbacks. */
@@ -66,6 +70,10 @@ export interface SnapshotOptions extends RequestOptions {
 
 export interface ForkOptions extends RequestOptions {
   count?: number;
+  /** The copies are called name, name-1, name-2, ... */
+  name?: string;
+  /** Accepted for the public API's sake and not sent: a local daemon has no trial. */
+  funding?: "trial" | "paid";
   labels?: Record<string, string>;
   keepSnapshot?: boolean;
   /** Egress rules of the copies; default: this sandbox's. */
@@ -143,6 +151,16 @@ export class Sandbox implements AsyncDisposable {
     return (client ?? defaultClient()).sandboxes.get(id, rest);
   }
 
+  /** The live sandbox called `name` (woken if paused), or a new one made from `input`. */
+  static async getOrCreate(
+    name: string,
+    input: Omit<CreateSandbox, "name" | "getOrCreate"> & { wait?: boolean } = {},
+    options: CreateOptions & { client?: Runtime } = {},
+  ): Promise<Sandbox> {
+    const { client, ...rest } = options;
+    return (client ?? defaultClient()).sandboxes.getOrCreate(name, input, rest);
+  }
+
   static async list(filter: ListFilter = {}, options: { client?: Runtime } = {}): Promise<Page<Sandbox>> {
     return (options.client ?? defaultClient()).sandboxes.list(filter);
   }
@@ -156,8 +174,13 @@ export class Sandbox implements AsyncDisposable {
     return this.#info;
   }
 
+  /** starting, running, pausing, paused, resuming, stopping or stopped (as last seen). */
   get state(): SandboxState {
     return this.#info.state;
+  }
+
+  get paused(): boolean {
+    return this.#info.state === "paused" || this.#info.state === "pausing";
   }
 
   toJSON(): SandboxInfo {
@@ -173,11 +196,16 @@ export class Sandbox implements AsyncDisposable {
     return this.t.json<T>({ ...spec, path: `/v1/sandboxes/${enc(this.id)}${spec.path}` });
   }
 
-  private async lifecycle(verb: string, body: Record<string, unknown>, options: RequestOptions): Promise<SandboxInfo> {
+  private async lifecycle(
+    verb: string,
+    body: Record<string, unknown>,
+    options: RequestOptions & { wait?: boolean },
+  ): Promise<SandboxInfo> {
     const info = await this.call<SandboxInfo>({
       method: "POST",
       path: `:${verb}`,
       json: body,
+      ...(options.wait === true ? { headers: { Prefer: "wait=60" } } : {}),
       idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
       retry: "safe",
       signal: options.signal,
@@ -198,12 +226,8 @@ export class Sandbox implements AsyncDisposable {
    * (`timedOut: true`), not an error, unless `check` is set.
    */
   async exec(command: Command, options: ExecOptions = {}): Promise<CommandResult> {
-    // A command allowed to run longer than the default timeout streams too.
-    const streamed =
-      options.stream === true ||
-      options.onStdout !== undefined ||
-      options.onStderr !== undefined ||
-      (options.timeoutMs ?? 0) > DEFAULT_EXEC_TIMEOUT_MS;
+    // A long timeout stays a JSON answer: its cap is 1 MiB per stream then.
+    const streamed = options.stream === true || options.onStdout !== undefined || options.onStderr !== undefined;
     if (streamed) {
       const started = Date.now();
       const c = new Collector(options.onStdout, options.onStderr);
@@ -297,9 +321,35 @@ export class Sandbox implements AsyncDisposable {
     return p;
   }
 
-  /** Stops the sandbox (synchronous: when it answers nothing of it remains). */
-  async stop(options: RequestOptions = {}): Promise<SandboxInfo> {
-    return this.lifecycle("stop", {}, options);
+  /**
+   * Stops the sandbox (synchronous in kilnd: when it answers nothing of it
+   * remains); `wait: false` only leaves out `Prefer: wait`.
+   */
+  async stop(options: RequestOptions & { wait?: boolean } = {}): Promise<SandboxInfo> {
+    return this.lifecycle("stop", {}, { ...options, wait: options.wait ?? true });
+  }
+
+  /** Freezes the sandbox (processes, memory, files kept). 409 `not_running` / `not_pausable`. */
+  async pause(options: RequestOptions & { wait?: boolean } = {}): Promise<SandboxInfo> {
+    return this.lifecycle("pause", {}, { ...options, wait: options.wait ?? true });
+  }
+
+  /**
+   * Resumes a paused sandbox (same id); `timeoutSeconds` asks for a new
+   * lease. Already awake (409 `not_paused`) is success unless a new lease
+   * was asked for.
+   */
+  async wake(options: RequestOptions & { wait?: boolean; timeoutSeconds?: number } = {}): Promise<SandboxInfo> {
+    const { timeoutSeconds, ...rest } = options;
+    try {
+      return await this.lifecycle("wake", timeoutSeconds === undefined ? {} : { timeoutSeconds }, {
+        ...rest,
+        wait: rest.wait ?? true,
+      });
+    } catch (e) {
+      if (!(e instanceof RuntimeError) || e.code !== "not_paused" || timeoutSeconds !== undefined) throw e;
+      return this.refresh({ signal: options.signal, timeoutMs: options.timeoutMs });
+    }
   }
 
   /** Moves the lease end to max(expiresAt, now) + seconds (at most an hour ahead). */
@@ -341,6 +391,7 @@ export class Sandbox implements AsyncDisposable {
   async fork(options: ForkOptions = {}): Promise<Sandbox | Sandbox[]> {
     const body: Record<string, unknown> = {};
     if (options.count !== undefined) body["count"] = options.count;
+    if (options.name !== undefined) body["name"] = options.name;
     if (options.labels !== undefined) body["labels"] = options.labels;
     if (options.keepSnapshot !== undefined) body["keepSnapshot"] = options.keepSnapshot;
     if (options.network !== undefined) body["network"] = options.network;
@@ -365,7 +416,7 @@ export class Sandbox implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     if (this.#info.state === "stopped") return;
     try {
-      await this.stop();
+      await this.stop({ wait: false });
     } catch {
       // best effort: the lease stops it anyway
     }

@@ -60,6 +60,45 @@ export interface CreateSandbox {
   /** Start from this image: id, name (its latest), name:tag or name@version. */
   image?: string;
   network?: NetworkRules;
+  /** Whether it may be paused (default true). */
+  pausable?: boolean;
+  /** Pause after this many idle seconds (0 = never, else 10-86400). */
+  idlePauseSeconds?: number;
+  /** A command, file or process call on a paused sandbox wakes it first (default true). */
+  autoWake?: boolean;
+  persistent?: boolean;
+  /** Lifetime cost cap in microdollars. */
+  maxTotalCostMicros?: number;
+  /** Whether the sandbox user may use sudo (default true). */
+  sudo?: boolean;
+  /** With `name`: answer the live sandbox of that name (woken if paused, `reused: true`). */
+  getOrCreate?: boolean;
+  /** Accepted for the public API's sake; a local daemon has no trial. */
+  funding?: "trial" | "paid";
+  /** Accepted and ignored: a local daemon has one region. */
+  region?: string;
+  /** Not supported by kiln (400 not_supported). */
+  volumes?: Array<{ volumeId: string; path: string; mode?: "rw" | "snapshot" }>;
+}
+
+/** `GET /v1/limits`. */
+export interface Limits {
+  access: "full" | "read" | "selected";
+  daily: { limitMicros: number | null; usedMicros: number; remainingMicros: number | null; window: "24h" };
+  trial: null | Record<string, unknown>;
+  [field: string]: unknown;
+}
+
+/** `files.list` options. */
+export interface ListFilesOptions {
+  /** Levels to descend (default 1; with `glob`, as deep as the pattern reaches). */
+  depth?: number;
+  /** Keep entries whose path below the folder matches: `*`, `?` within a name, `**` across folders. */
+  glob?: string;
+  /** false leaves out names starting with "." and what is under them. */
+  hidden?: boolean;
+  /** At most this many entries. */
+  limit?: number;
 }
 
 export interface SandboxInfo {
@@ -82,6 +121,15 @@ export interface SandboxInfo {
   cpuSeconds: number;
   stopReason: string | null;
   envNames: string[];
+  pausable?: boolean;
+  idlePauseSeconds?: number;
+  autoWake?: boolean;
+  persistent?: boolean;
+  pausedAt?: string | null;
+  maxTotalCostMicros?: number | null;
+  sudo?: boolean;
+  /** True when `getOrCreate` found the sandbox instead of making one. */
+  reused?: boolean;
   replayed?: boolean;
   [field: string]: unknown;
 }

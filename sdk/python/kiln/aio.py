@@ -29,18 +29,22 @@ class _Pool:
 
 class AsyncRuntime:
     """`async with AsyncRuntime() as runtime: sbx = await runtime.sandboxes.create()`.
-    Same arguments as Runtime, plus `max_workers` (calls in flight at once)."""
+    Same arguments as Runtime (`AsyncRuntime(api_key, base_url, *, timeout, max_retries,
+    max_connections, wait_for_capacity)`); `max_workers` (calls in flight at once) defaults to
+    `max_connections`."""
 
-    def __init__(self, api_url: Optional[str] = None, api_key: Optional[str] = None,
-                 wait_for_capacity: float = 120, *, max_workers: int = 32, **kw: Any) -> None:
-        self.sync = Runtime(api_url, api_key, wait_for_capacity, **kw)
+    def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None, *,
+                 max_workers: Optional[int] = None, **kw: Any) -> None:
+        self.sync = Runtime(api_key, base_url, **kw)
         self.api_url = self.sync.api_url
-        self._pool = _Pool(max_workers)
+        self.base_url = self.api_url
+        self._pool = _Pool(max_workers or self.sync.max_connections)
         self.sandboxes = AsyncSandboxes(self)
         self.sandbox = self.sandboxes
         self.snapshots = AsyncSnapshots(self)
         self.images = AsyncImages(self)
         self.image = self.images
+        self.limits = _AsyncProxy(self.sync.limits, self._pool)
 
     async def request(self, method: str, path: str, **kw: Any) -> Any:
         return await self._pool.run(self.sync.request, method, path, **kw)
@@ -90,6 +94,13 @@ class AsyncSandboxes:
         """Same fields as `Runtime.sandboxes.create`."""
         async def go() -> AsyncSandbox:
             return AsyncSandbox(await self._pool.run(self._rt.sync.sandboxes.create, **fields), self._rt)
+        return _Creating(go())
+
+    def get_or_create(self, name: str, **fields: Any) -> _Creating:
+        """The live sandbox called `name` (woken if paused), or a new one with `fields`."""
+        async def go() -> AsyncSandbox:
+            return AsyncSandbox(await self._pool.run(self._rt.sync.sandboxes.get_or_create, name, **fields),
+                                self._rt)
         return _Creating(go())
 
     async def get(self, sandbox_id: str) -> "AsyncSandbox":
@@ -173,6 +184,10 @@ class AsyncSandbox:
     def create(*, client: AsyncRuntime, **fields: Any) -> _Creating:
         return client.sandboxes.create(**fields)
 
+    @staticmethod
+    def get_or_create(name: str, *, client: AsyncRuntime, **fields: Any) -> _Creating:
+        return client.sandboxes.get_or_create(name, **fields)
+
     @property
     def id(self) -> str:
         return self.sync.id
@@ -227,8 +242,18 @@ class AsyncSandbox:
     async def extend(self, seconds: int) -> Dict[str, Any]:
         return await self._pool.run(self.sync.extend, seconds)
 
-    async def stop(self) -> Dict[str, Any]:
-        return await self._pool.run(self.sync.stop)
+    @property
+    def paused(self) -> bool:
+        return self.sync.paused
+
+    async def stop(self, wait: bool = True, **kw: Any) -> Dict[str, Any]:
+        return await self._pool.run(self.sync.stop, wait, **kw)
+
+    async def pause(self, wait: bool = True, **kw: Any) -> Dict[str, Any]:
+        return await self._pool.run(self.sync.pause, wait, **kw)
+
+    async def wake(self, wait: bool = True, timeout_seconds: Optional[int] = None, **kw: Any) -> Dict[str, Any]:
+        return await self._pool.run(self.sync.wake, wait, timeout_seconds, **kw)
 
     async def delete(self) -> Dict[str, Any]:
         return await self._pool.run(self.sync.delete)
@@ -248,7 +273,7 @@ class AsyncSandbox:
     async def __aexit__(self, *exc: Any) -> None:
         if self.state != "stopped":
             try:
-                await self.stop()
+                await self.stop(wait=False)
             except Exception:  # noqa: BLE001 -- leaving the block must not hide the first error
                 pass
 

@@ -90,7 +90,7 @@ class Transport:
     """Sends requests to one daemon. Thread-safe: each thread keeps its own connection."""
 
     def __init__(self, base_url: str, api_key: Optional[str], *, timeout: float = 300.0,
-                 max_retries: int = 4) -> None:
+                 max_retries: int = 4, max_connections: int = 32) -> None:
         u = urllib.parse.urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"api_url must be an http(s) URL, got {base_url!r}")
@@ -103,6 +103,11 @@ class Transport:
         self.api_key = api_key
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
+        if int(max_connections) < 1:
+            raise ValueError(f"max_connections must be at least 1, got {max_connections!r}")
+        self.max_connections = int(max_connections)
+        # Whole-body calls in flight at once (streams hold their own connection and do not count).
+        self._calls = threading.BoundedSemaphore(self.max_connections)
         self._https = u.scheme == "https"
         self._host = u.hostname
         self._port = u.port or (443 if self._https else 80)
@@ -228,6 +233,10 @@ class Transport:
             raise err
 
     def _once(self, method: str, target: str, body: Any, hdrs: Dict[str, str], timeout: float) -> Response:
+        with self._calls:
+            return self._send(method, target, body, hdrs, timeout)
+
+    def _send(self, method: str, target: str, body: Any, hdrs: Dict[str, str], timeout: float) -> Response:
         conn = self._connection(timeout)
         try:
             conn.request(method, target, body=body, headers=hdrs)

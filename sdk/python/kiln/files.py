@@ -64,10 +64,20 @@ class Files:
     def read_text(self, path: str, encoding: str = "utf-8") -> str:
         return self.read(path).decode(encoding)
 
-    def list(self, path: str = "/workspace", *, depth: Optional[int] = None) -> List[Dict[str, Any]]:
-        """FileEntry dicts of a folder (`depth` levels, default 1)."""
-        r = self._t.request("GET", self._base + "/list", query={"path": path, "depth": depth})
+    def list(self, path: str = "/workspace", *, depth: Optional[int] = None, glob: Optional[str] = None,
+             hidden: Optional[bool] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """FileEntry dicts of a folder (`depth` levels, default 1). `glob` keeps entries whose
+        path relative to `path` matches (`*` and `?` stay within a name, `**` spans folders;
+        without `depth` it searches as deep as the pattern reaches, 16 levels for `**`);
+        `hidden=False` leaves out names starting with "." and what is under them; `limit` caps
+        how many entries come back."""
+        r = self._t.request("GET", self._base + "/list", query={
+            "path": path, "depth": depth, "glob": glob, "hidden": hidden, "limit": limit})
         return r.json()["data"]
+
+    def glob(self, pattern: str, root: str = "/workspace") -> List[Dict[str, Any]]:
+        """Entries under `root` whose relative path matches `pattern`, e.g. "**/*.csv"."""
+        return self.list(root, glob=pattern)
 
     def stat(self, path: str) -> Dict[str, Any]:
         """FileEntry plus `exists: True`, or `{"exists": False, "path"}`."""

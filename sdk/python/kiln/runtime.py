@@ -26,7 +26,14 @@ _CREATE_FIELDS = {
     "pausable": "pausable", "idle_pause_seconds": "idlePauseSeconds", "auto_wake": "autoWake",
     "persistent": "persistent", "max_total_cost_micros": "maxTotalCostMicros",
     "get_or_create": "getOrCreate", "image": "image", "volumes": "volumes", "tailscale": "tailscale",
+    "sudo": "sudo",
 }
+#: Every `state` a SandboxInfo may carry.
+STATES = ("starting", "running", "pausing", "paused", "resuming", "stopping", "stopped")
+# States a sandbox passes through on its way to running.
+_ON_THE_WAY = ("starting", "resuming")
+_START_WAIT_SECONDS = 60.0
+_START_POLL_SECONDS = 0.25
 _CAMEL = set(_CREATE_FIELDS.values())
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 CapacityCallback = Callable[[errors.KilnError, float], None]
@@ -82,18 +89,29 @@ class Sandboxes:
         self._rt = runtime
         self._t = runtime._transport
 
-    def create(self, *, idempotency_key: Optional[str] = None, wait_for_capacity: Optional[float] = None,
-               on_capacity_wait: Optional[CapacityCallback] = None, prefer_wait: Optional[int] = None,
-               **fields: Any) -> Sandbox:
+    def create(self, *, wait: bool = True, idempotency_key: Optional[str] = None,
+               wait_for_capacity: Optional[float] = None, on_capacity_wait: Optional[CapacityCallback] = None,
+               prefer_wait: Optional[int] = None, **fields: Any) -> Sandbox:
         """Creates a sandbox and answers once it runs. Fields: vcpu, memory_mib, disk_mib,
         timeout_seconds, on_lease_end, labels, env, name, snapshot, image (id, name, name:tag or
-        name@version), max_cost_micros, network.
+        name@version), max_cost_micros, network, pausable, idle_pause_seconds, auto_wake,
+        persistent, max_total_cost_micros, sudo, get_or_create, funding and region (accepted,
+        ignored by a local daemon).
 
         Past capacity (409 `no_capacity`/`quota_exceeded`) it waits in the daemon's line
         (`Prefer: wait=N`, N ≤ 120 s each try, or `prefer_wait`) and retries with the same
         Idempotency-Key and body until `wait_for_capacity` seconds (default: the runtime's) end,
-        calling `on_capacity_wait(error, sleep_seconds)` before each sleep."""
+        calling `on_capacity_wait(error, sleep_seconds)` before each sleep.
+
+        `wait=False` sends no `Prefer: wait` and answers as soon as the daemon does, possibly
+        while the sandbox is still `starting`; with `wait=True` a `starting` answer is followed
+        until the sandbox runs (else `start_failed`)."""
         body = create_body(fields)
+        if not wait:
+            r = self._t.request("POST", "/v1/sandboxes", json=body,
+                                idempotency_key=check_idempotency_key(idempotency_key) if idempotency_key
+                                else new_idempotency_key())
+            return Sandbox(r.json(), self._rt)
         key = check_idempotency_key(idempotency_key) if idempotency_key else new_idempotency_key()
         budget = self._rt.wait_for_capacity if wait_for_capacity is None else float(wait_for_capacity)
         deadline = time.monotonic() + max(0.0, budget)
@@ -105,7 +123,7 @@ class Sandboxes:
             try:
                 r = self._t.request("POST", "/v1/sandboxes", json=body, headers={"Prefer": f"wait={wait_s}"},
                                     idempotency_key=key, timeout=self._t.timeout + wait_s)
-                return Sandbox(r.json(), self._rt)
+                return self._until_running(Sandbox(r.json(), self._rt))
             except errors.KilnError as e:
                 if e.code not in errors.ROOM_CODES or (e.details or {}).get("field") == "count":
                     raise
@@ -121,6 +139,26 @@ class Sandboxes:
                     on_capacity_wait(e, sleep)
                 time.sleep(sleep)
                 attempt += 1
+
+    def _until_running(self, sbx: Sandbox) -> Sandbox:
+        deadline = time.monotonic() + _START_WAIT_SECONDS
+        while sbx.state in _ON_THE_WAY and time.monotonic() < deadline:
+            time.sleep(_START_POLL_SECONDS)
+            sbx.refresh()
+        if sbx.state != "running":
+            raise errors.KilnError(f"sandbox {sbx.id} did not start (state {sbx.state})", code="start_failed",
+                                   details={"sandboxId": sbx.id, "state": sbx.state,
+                                            "stopReason": sbx.info.get("stopReason")})
+        return sbx
+
+    def get_or_create(self, name: str, **fields: Any) -> Sandbox:
+        """The live sandbox called `name` (woken if paused; its `info["reused"]` is True), or a
+        new one made with `fields` (which apply only when creating)."""
+        if not name:
+            raise ValueError("get_or_create needs a name")
+        fields.pop("get_or_create", None)
+        fields.pop("getOrCreate", None)
+        return self.create(name=name, get_or_create=True, **fields)
 
     def get(self, sandbox_id: str) -> Sandbox:
         return Sandbox(self._t.request("GET", f"/v1/sandboxes/{sandbox_id}").json(), self._rt)
@@ -192,25 +230,55 @@ class Snapshots:
                                idempotency_key=new_idempotency_key()).json()
 
 
-class Runtime:
-    """A client of one kilnd. Arguments win over KILN_API_URL/KILN_API_KEY (then
-    RUNTIME_API_URL/RUNTIME_API_KEY); with nothing set it reaches http://127.0.0.1:7070 with
-    the local admin key. Thread-safe; each thread keeps one keep-alive connection."""
+class Limits:
+    """`runtime.limits`: what this key may spend."""
 
-    def __init__(self, api_url: Optional[str] = None, api_key: Optional[str] = None,
-                 wait_for_capacity: float = 120, *, base_url: Optional[str] = None,
-                 timeout: float = 300.0, max_retries: int = 4) -> None:
-        if api_url is not None and "://" not in api_url:
-            raise ValueError(f"api_url must be an http(s) URL, got {api_url!r} (pass keys as api_key=)")
-        url, key = config.resolve(api_url or base_url, api_key)
+    def __init__(self, runtime: "Runtime") -> None:
+        self._t = runtime._transport
+
+    def get(self) -> Dict[str, Any]:
+        """`{"access", "daily": {"limitMicros", "usedMicros", "remainingMicros", "window"}, "trial"}`
+        (limit and remaining are None without a daily limit; a local daemon has no trial)."""
+        return self._t.request("GET", "/v1/limits").json()
+
+
+class Runtime:
+    """A client of one kilnd: `Runtime(api_key=None, base_url=None, *, timeout=300, max_retries=4,
+    max_connections=32, wait_for_capacity=120)`, the public runtime client's order. Arguments
+    win over KILN_API_URL/KILN_API_KEY (then RUNTIME_API_URL/RUNTIME_API_KEY); with nothing set it
+    reaches http://127.0.0.1:7070 with the local admin key. Thread-safe; each thread keeps one
+    keep-alive connection, and at most `max_connections` whole-body calls are in flight at once.
+
+    kiln's older order `Runtime(url, key)` still works: a first argument holding "://" is a URL."""
+
+    def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None, *,
+                 timeout: float = 300.0, max_retries: int = 4, max_connections: int = 32,
+                 wait_for_capacity: float = 120, api_url: Optional[str] = None) -> None:
+        if api_key is not None and "://" in api_key:
+            if base_url is not None and "://" in base_url:
+                raise ValueError("api_key holds a URL; pass the key first: Runtime(api_key, base_url)")
+            api_key, base_url = base_url, api_key  # kiln's older (url, key) order
+        if base_url is not None and api_url is not None and base_url != api_url:
+            raise ValueError("give base_url or api_url, not both")
+        base_url = base_url or api_url
+        if base_url is not None and "://" not in base_url:
+            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r} (pass keys as api_key=)")
+        url, key = config.resolve(base_url, api_key)
         self.api_url = url.rstrip("/")
+        self.base_url = self.api_url
         self.wait_for_capacity = float(wait_for_capacity)
-        self._transport = Transport(url, key, timeout=timeout, max_retries=max_retries)
+        self._transport = Transport(url, key, timeout=timeout, max_retries=max_retries,
+                                    max_connections=max_connections)
         self.sandboxes = Sandboxes(self)
         self.sandbox = self.sandboxes
         self.snapshots = Snapshots(self)
         self.images = Images(self)
         self.image = self.images
+        self.limits = Limits(self)
+
+    @property
+    def max_connections(self) -> int:
+        return self._transport.max_connections
 
     @property
     def timeout(self) -> float:
@@ -252,5 +320,5 @@ def default_runtime() -> Runtime:
     with _defaults_lock:
         rt = _defaults.get((url, key))
         if rt is None:
-            rt = _defaults[(url, key)] = Runtime(url, key)
+            rt = _defaults[(url, key)] = Runtime(key, url)
         return rt

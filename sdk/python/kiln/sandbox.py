@@ -79,6 +79,12 @@ class Sandbox:
         return (client or default_runtime()).sandboxes.create(**fields)
 
     @staticmethod
+    def get_or_create(name: str, *, client: Optional["Runtime"] = None, **fields: Any) -> "Sandbox":
+        """The live sandbox called `name` (woken if paused), or a new one with `fields`."""
+        from .runtime import default_runtime
+        return (client or default_runtime()).sandboxes.get_or_create(name, **fields)
+
+    @staticmethod
     def connect(sandbox_id: str, *, client: Optional["Runtime"] = None) -> "Sandbox":
         from .runtime import default_runtime
         return (client or default_runtime()).sandboxes.get(sandbox_id)
@@ -87,7 +93,12 @@ class Sandbox:
 
     @property
     def state(self) -> str:
+        """One of starting, running, pausing, paused, resuming, stopping, stopped (as last seen)."""
         return self.info.get("state", "unknown")
+
+    @property
+    def paused(self) -> bool:
+        return self.state in ("pausing", "paused")
 
     def refresh(self) -> Dict[str, Any]:
         self.info = self._t.request("GET", self._path).json()
@@ -98,9 +109,32 @@ class Sandbox:
         self.info = self._post(":extend", {"seconds": int(seconds)})
         return self.info
 
-    def stop(self) -> Dict[str, Any]:
-        """Stops the sandbox (synchronous: nothing of it remains when this returns)."""
-        self.info = self._post(":stop", {})
+    def stop(self, wait: bool = True, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Stops the sandbox. kilnd's stop is synchronous (nothing of it remains when it answers);
+        `wait=False` only leaves out `Prefer: wait`."""
+        self.info = self._post(":stop", {}, headers={"Prefer": "wait=60"} if wait else None,
+                               idempotency_key=idempotency_key)
+        return self.info
+
+    def pause(self, wait: bool = True, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Freezes the sandbox (processes, memory and files kept); `wake` or any command (with
+        auto_wake) resumes it. 409 `not_running` / `not_pausable` otherwise."""
+        self.info = self._post(":pause", {}, headers={"Prefer": "wait=60"} if wait else None,
+                               timeout=self._t.timeout + 60, idempotency_key=idempotency_key)
+        return self.info
+
+    def wake(self, wait: bool = True, timeout_seconds: Optional[int] = None,
+             idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Resumes a paused sandbox, same id; `timeout_seconds` asks for a new lease. A sandbox
+        that is already awake (409 `not_paused`) is success unless a new lease was asked for."""
+        body: Dict[str, Any] = {} if timeout_seconds is None else {"timeoutSeconds": int(timeout_seconds)}
+        try:
+            self.info = self._post(":wake", body, headers={"Prefer": "wait=60"} if wait else None,
+                                   timeout=self._t.timeout + 60, idempotency_key=idempotency_key)
+        except errors.ConflictError as e:
+            if e.code != "not_paused" or timeout_seconds is not None:
+                raise
+            self.refresh()
         return self.info
 
     def delete(self) -> Dict[str, Any]:
@@ -124,9 +158,11 @@ class Sandbox:
              idempotency_key: Optional[str] = None, stop_at_output_cap: bool = False) -> CommandResult:
         """Runs a command to its end. A str runs with `bash -c`, a list as argv. A timeout is a
         result (`timed_out`), not an error, unless `check=True` (then CommandError on exit ≠ 0).
-        With `on_stdout`/`on_stderr` the output streams to them as it comes (and is not capped).
-        `stop_at_output_cap` (kiln's own) kills the command as soon as stdout or stderr passes
-        the 64 KiB cap of the answer instead of reading and dropping the rest.
+        The answer keeps at most 64 KiB of stdout and of stderr, or 1 MiB when `timeout_ms` is
+        over 60 s (`contract.exec_output_cap`); the rest is dropped and `stdout_truncated` /
+        `stderr_truncated` set. With `on_stdout`/`on_stderr` the output streams to them as it
+        comes (and is not capped). `stop_at_output_cap` (kiln's own) kills the command as soon
+        as stdout or stderr passes the answer's cap instead of reading and dropping the rest.
         Not retried on a broken connection unless `idempotency_key` is given."""
         body = command_body(command, cwd=cwd, env=env, stdin=stdin, timeout_ms=timeout_ms)
         if stop_at_output_cap:
@@ -224,12 +260,17 @@ class Sandbox:
                                   ("mode", mode)) if v is not None}
         return self._post(":snapshot", body, timeout=self._t.timeout + 60, idempotency_key=idempotency_key)
 
-    def fork(self, count: Optional[int] = None, *, labels: Optional[Mapping[str, str]] = None,
-             keep_snapshot: Optional[bool] = None, idempotency_key: Optional[str] = None,
+    def fork(self, count: Optional[int] = None, *, name: Optional[str] = None,
+             labels: Optional[Mapping[str, str]] = None, keep_snapshot: Optional[bool] = None,
+             funding: Optional[str] = None, idempotency_key: Optional[str] = None,
              network: Optional[Mapping[str, Any]] = None) -> Union["Sandbox", List["Sandbox"]]:
         """Copies of this running sandbox: a list with `count`, one Sandbox without it.
-        They keep this sandbox's egress rules unless `network` names others."""
+        They keep this sandbox's egress rules unless `network` names others. With `name` the
+        copies are called name, name-1, name-2, ... (sent as the fork's `name`). `funding` is
+        accepted for the public API's sake and not sent (a local daemon has no trial)."""
         body: Dict[str, Any] = {"count": 1 if count is None else int(count)}
+        if name is not None:
+            body["name"] = name
         if labels is not None:
             body["labels"] = dict(labels)
         if network is not None:
@@ -249,7 +290,7 @@ class Sandbox:
     def __exit__(self, *exc: Any) -> None:
         if self.state != "stopped":
             try:
-                self.stop()
+                self.stop(wait=False)
             except Exception:  # noqa: BLE001 -- leaving the block must not hide the first error
                 pass
 

@@ -39,3 +39,19 @@ def test_the_sdk_uses_them():
     assert sandbox.DEFAULT_EXEC_TIMEOUT_MS is contract.DEFAULT_EXEC_TIMEOUT_MS
     defaults = gym.SandboxEnv.__init__.__kwdefaults__
     assert defaults["exec_timeout_ms"] == contract.DEFAULT_EXEC_TIMEOUT_MS
+
+
+def test_exec_output_caps(doc):
+    for stream in ("stdout", "stderr"):
+        prop = doc["components"]["schemas"]["CommandResult"]["properties"][stream]
+        assert contract.EXEC_OUTPUT_CAP == prop["x-kiln-max-bytes"]
+        assert contract.EXEC_LONG_OUTPUT_CAP == prop["x-kiln-long-max-bytes"]
+        assert contract.EXEC_LONG_CAP_AFTER_MS == prop["x-kiln-long-after-timeout-ms"]
+    assert contract.exec_output_cap() == 65536
+    assert contract.exec_output_cap(60_000) == 65536
+    assert contract.exec_output_cap(60_001) == 1 << 20
+
+
+def test_files_list_parameters(doc):
+    names = {p.get("name") for p in doc["paths"]["/v1/sandboxes/{id}/files/list"]["get"]["parameters"]}
+    assert {"depth", "glob", "hidden", "limit"} <= names
