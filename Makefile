@@ -64,6 +64,7 @@ bench: setup build
 	$(PY) bench/rewards.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/rollouts.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/images.py --kilnd $(BUILD)/bin/kilnd
+	$(PY) bench/pause.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 
 # Idle sandboxes until the host refuses or a neighbour slows (minutes; not in bench).

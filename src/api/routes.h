@@ -54,6 +54,9 @@ std::optional<std::string> OwnerScope(const Exchange& ex);
 
 // The `Prefer: wait=N` header as a deadline (N capped at 120 s; none = now).
 control::Deadline PreferWaitDeadline(const Exchange& ex);
+// A sandbox name's characters ([A-Za-z0-9._-]+; the length is the caller's).
+bool ValidSandboxName(const std::string& name);
+
 // 402 spending_limit_reached once the caller's key spent its daily limit.
 void CheckSpendingLimit(ApiContext& ctx, Exchange& ex);
 

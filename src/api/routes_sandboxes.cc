@@ -62,9 +62,7 @@ control::SandboxSpec ReadCreate(const json& body, CreateExtras* extras) {
                    "body.volumes: kiln has no volumes; keep data in a snapshot or an image");
   if (auto v = f.Int("maxCostMicros", 0, contract::kMaxCostMicrosMax)) spec.max_cost_micros = *v;
   if (auto v = f.String("name", contract::kSandboxNameMax)) {
-    static const std::regex kName("[A-Za-z0-9._-]+");
-    if (!std::regex_match(*v, kName))
-      f.Issue("name", "may hold only letters, digits, '.', '_' and '-'");
+    if (!ValidSandboxName(*v)) f.Issue("name", "may hold only letters, digits, '.', '_' and '-'");
     spec.name = *v;
   }
   if (auto v = ReadLabels(f)) spec.labels = *v;
@@ -106,6 +104,11 @@ void CheckSpendingLimit(ApiContext& ctx, const Caller& caller) {
 }
 
 }  // namespace
+
+bool ValidSandboxName(const std::string& name) {
+  static const std::regex kName("[A-Za-z0-9._-]+");
+  return std::regex_match(name, kName);
+}
 
 void CheckSpendingLimit(ApiContext& ctx, Exchange& ex) { CheckSpendingLimit(ctx, CallerOf(ex)); }
 

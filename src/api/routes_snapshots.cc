@@ -80,6 +80,12 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     opts.count = static_cast<int>(f.Int("count", contract::kForkCount));
     opts.labels = ReadLabels(f).value_or(std::map<std::string, std::string>{});
     opts.keep_snapshot = f.Bool("keepSnapshot").value_or(false);
+    if (auto name = f.String("name", contract::kSandboxNameMax)) {
+      if (!ValidSandboxName(*name))
+        f.Issue("name", "may hold only letters, digits, '.', '_' and '-'");
+      opts.name = *name;
+    }
+    f.String("funding", 16);  // accepted: a local daemon has no trial
     opts.network = ReadNetworkField(f);
     f.Finish();
     CheckSpendingLimit(ctx, ex);

@@ -225,6 +225,8 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
     // and runs the same image: a restore needs the root it was captured on.
     spec.image = from->image;
     spec.rootfs = from->rootfs;
+    // A copy of a sandbox without sudo stays without it (a grader's guard).
+    if (from->sudo_off) spec.sudo = false;
     if (spec.labels.empty()) spec.labels = from->labels;
     if (!spec.network && !from->network.is_null()) {
       network::PolicyError error;
@@ -362,6 +364,10 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
 Result<store::SnapshotRecord> SandboxManager::Snapshot(const std::shared_ptr<Sandbox>& sandbox,
                                                        const SnapshotOptions& options) {
   if (Status running = sandbox->RequireRunning(); !running.ok()) return running;
+  if (!sandbox->spec().pausable)
+    return Status(Code::kNotPausable, "sandbox " + sandbox->id() +
+                                          " was created with pausable: false: it cannot be "
+                                          "snapshotted or forked");
   return Capture(sandbox, options);
 }
 
@@ -433,6 +439,8 @@ ForkResult SandboxManager::Fork(const std::shared_ptr<Sandbox>& source, const Fo
       spec.owner = source->spec().owner;
       spec.snapshot = snap->id;
       spec.labels = options.labels.empty() ? source->spec().labels : options.labels;
+      if (options.name)
+        spec.name = i == 0 ? *options.name : *options.name + "-" + std::to_string(i);
       spec.env = source->spec().env;
       spec.timeout_seconds = source->spec().timeout_seconds;
       const SandboxSpec& from = source->spec();

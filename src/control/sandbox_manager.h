@@ -70,6 +70,8 @@ struct ForkOptions {
   std::map<std::string, std::string> labels;  // empty = the source's
   bool keep_snapshot = false;
   std::optional<network::Policy> network;  // unset = the source's rules
+  // Names the copies name, name-1, name-2, ... (unset: no names).
+  std::optional<std::string> name;
 };
 
 // Copies that started, and why the others did not (OK if all did).

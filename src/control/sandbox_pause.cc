@@ -39,6 +39,10 @@ void SandboxManager::SetWaker(const std::shared_ptr<Sandbox>& sandbox) {
 }
 
 Status SandboxManager::Pause(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason) {
+  SandboxState st = sandbox->state();
+  // A stopped sandbox is refused for that first, whatever its settings.
+  if (st == SandboxState::kStopping || st == SandboxState::kStopped)
+    return sandbox->RequireRunning();
   if (!sandbox->spec().pausable)
     return Status(Code::kNotPausable,
                   "sandbox " + sandbox->id() + " was created with pausable: false");

@@ -313,3 +313,15 @@ def test_kill_9_during_a_pause_or_wake_loses_nothing(daemons, op):  # noqa: F811
     # Either way it serves again, with its memory.
     assert counter(api, sid) == 2, d.log_tail()
     api.delete(sid)
+
+
+def test_fork_names_its_copies_and_refuses_an_unpausable_source(api, sandboxes):
+    src = sandboxes.create(vcpu=1, memoryMiB=256)["id"]
+    name = unique("copy")
+    copies = api.ok("POST", f"/v1/sandboxes/{src}:fork", json={"count": 2, "name": name,
+                                                                "funding": "paid"})["sandboxes"]
+    sandboxes.ids += [c["id"] for c in copies]
+    assert sorted(c["name"] for c in copies) == [name, f"{name}-1"]
+    fixed = sandboxes.create(vcpu=1, memoryMiB=256, pausable=False)["id"]
+    assert_error(api.post(f"/v1/sandboxes/{fixed}:fork", json={"count": 1}), 409, "not_pausable")
+    assert_error(api.post(f"/v1/sandboxes/{fixed}:snapshot", json={}), 409, "not_pausable")
