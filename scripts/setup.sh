@@ -38,7 +38,10 @@ PKGS=(build-essential cmake ninja-build pkg-config clang-format
       openssl git  # openssl, git: the network tests' own test hosts (CA, git repository)
       # Images: layers and build contexts (libarchive); pulls (skopeo); the
       # image tests' registry, image packer and shell-less or musl programs.
-      libarchive-dev skopeo umoci docker-registry musl-tools busybox-static apache2-utils)
+      libarchive-dev skopeo umoci docker-registry musl-tools busybox-static apache2-utils
+      # Terminals driven as a person would (tmux); the vendors' own clients
+      # (withruntime, pandastack) installed from PyPI into a test's venv.
+      tmux python3-venv)
 
 step_packages() {
   local backports=/etc/apt/sources.list.d/kiln-bookworm-backports.sources updated=0
