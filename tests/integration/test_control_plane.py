@@ -414,7 +414,7 @@ def test_bad_control_plane_input(api):
     for body, path in [({"timeoutSeconds": 59}, "body.timeoutSeconds"),
                        ({"timeoutSeconds": 3601}, "body.timeoutSeconds"),
                        ({"maxCostMicros": -1}, "body.maxCostMicros"),
-                       ({"onLeaseEnd": "pause"}, "body.onLeaseEnd"),
+                       ({"onLeaseEnd": "hibernate"}, "body.onLeaseEnd"),
                        ({"labels": {f"k{i}": "v" for i in range(33)}}, "body.labels")]:
         assert_error(api.post("/v1/sandboxes", json=body), 400, "invalid_request", issue_path=path)
     assert_error(api.post("/v1/keys", json={"dailyLimitMicros": -5}), 400, "invalid_request",
