@@ -5,9 +5,12 @@ import time
 from withruntime import Sandbox
 
 with Sandbox.create(memory_mib=512) as sbx:
+    # Each count is written whole (a new file renamed over the old), so a
+    # read never sees a half-written one.
     counter = sbx.spawn(["python3", "-c",
-                         "import time\ni = 0\nwhile True:\n"
-                         "    i += 1\n    open('/workspace/count', 'w').write(str(i))\n    time.sleep(0.05)"])
+                         "import os, time\ni = 0\nwhile True:\n"
+                         "    i += 1\n    open('/workspace/.count', 'w').write(str(i))\n"
+                         "    os.replace('/workspace/.count', '/workspace/count')\n    time.sleep(0.05)"])
     time.sleep(0.5)
     sbx.files.write("/workspace/branch.txt", "trunk")
     fork = sbx.fork()
