@@ -186,3 +186,19 @@ def test_create_fields(venv_python, client_env, tmp_path):
         assert status == 400 and code in ("invalid_request", "not_supported"), answers[field]
         camel = field.split("_")[0] + "".join(w.title() for w in field.split("_")[1:])
         assert f"body.{camel}" in message, answers[field]
+
+
+def test_write_offset_skips_bytes_already_taken(api, sandboxes):
+    """withruntime's Process.write sends `offset` (where its bytes start in
+    stdin): a resent write's bytes already taken are not typed twice."""
+    sid = sandboxes.create(vcpu=1, memoryMiB=256)["id"]
+    p = api.spawn(sid, argv=["cat"], stdinMode="pipe")
+    path = f"/v1/sandboxes/{sid}/processes/{p['id']}"
+    assert api.ok("POST", path + ":write", json={"data": "hel", "offset": 0})["offset"] == 3
+    assert api.ok("POST", path + ":write", json={"data": "hello ", "offset": 0})["offset"] == 6
+    r = api.post(path + ":write", json={"data": "x", "offset": 9})
+    assert r.status == 400 and r.json()["error"]["details"]["issues"][0]["path"] == "body.offset", r
+    assert api.ok("POST", path + ":write", json={"data": "world\n", "offset": 6, "eof": True})["offset"] == 12
+    assert api.wait_process(sid, p["id"])["exitCode"] == 0
+    page = api.ok("GET", path + "/output", query={"cursor": 0})
+    assert "".join(c["data"] for c in page["chunks"]) == "hello world\n"
