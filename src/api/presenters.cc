@@ -43,6 +43,9 @@ json SandboxJson(const control::SandboxRecord& r) {
               {"name", spec.name ? json(*spec.name) : json(nullptr)},
               {"labels", spec.labels},
               {"state", control::StateName(r.state)},
+              // One host, no trial: every sandbox is metered and charged alike.
+              {"funding", "paid"},
+              {"region", "local"},
               {"vcpu", spec.shape.vcpu},
               {"memoryMiB", spec.shape.memory_mib},
               {"diskMiB", spec.shape.disk_mib},

@@ -1,5 +1,9 @@
 // Background processes:
 // /v1/sandboxes/{id}/processes[/{pid}[/output|:write|:signal|:resize]].
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
 #include "api/errors.h"
 #include "api/presenters.h"
 #include "api/routes.h"
@@ -114,12 +118,24 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     auto data = f.String("data", contract::kStdinMax);
     auto b64 = f.String("base64", contract::kStdinBase64Max);
     bool eof = f.Bool("eof").value_or(false);
+    // Where these bytes start in the process's stdin, as the caller counts:
+    // bytes before the offset already taken are not written twice.
+    auto at = f.Int("offset", 0, INT64_MAX);
     if (data && b64) f.Issue("data", "give either data or base64, not both");
     std::optional<std::string> decoded = b64 ? proto::Base64Decode(*b64) : std::nullopt;
     if (b64 && !decoded) f.Issue("base64", "is not valid base64");
     f.Finish();
     std::string bytes = b64 ? *decoded : data.value_or("");
-    uint64_t offset = ValueOrThrow(RunningAgent(*s).ProcessWrite(ex.params["pid"], bytes, eof));
+    engine::AgentClient agent = RunningAgent(*s);
+    if (at) {
+      uint64_t taken = ValueOrThrow(agent.ProcessGet(ex.params["pid"])).stdin_offset;
+      uint64_t start = static_cast<uint64_t>(*at);
+      if (start > taken)
+        throw InvalidField("body.offset",
+                           "is past the " + std::to_string(taken) + " stdin bytes taken so far");
+      bytes.erase(0, std::min<uint64_t>(taken - start, bytes.size()));
+    }
+    uint64_t offset = ValueOrThrow(agent.ProcessWrite(ex.params["pid"], bytes, eof));
     ex.SendJson(200, json{{"offset", offset}});
   });
 

@@ -49,6 +49,8 @@ TEST(PresentersTest, SandboxHidesEnvValuesAndSpellsTheState) {
   EXPECT_TRUE(j["endedAt"].is_null());
   EXPECT_TRUE(j["stopReason"].is_null());
   EXPECT_TRUE(j["name"].is_null());
+  EXPECT_EQ(j["funding"], "paid");  // Runtime's client reads info["funding"]
+  EXPECT_EQ(j["region"], "local");
   EXPECT_EQ(j["network"],
             (json{{"internet", false}, {"allow", json::array()}, {"deny", json::array()}}));
 }
