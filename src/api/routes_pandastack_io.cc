@@ -57,10 +57,11 @@ void ExecJson(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& req)
   }
 }
 
-// One server-sent event: "event: NAME" and its JSON data.
+// One server-sent event: "event: NAME" and its JSON data, in ASCII (\u
+// escapes): requests decodes text/* without a charset as Latin-1.
 std::string Event(const char* name, const json& data) {
   return std::string("event: ") + name +
-         "\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+         "\ndata: " + data.dump(-1, ' ', true, json::error_handler_t::replace) + "\n\n";
 }
 
 void ExecStream(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& req) {
@@ -68,7 +69,7 @@ void ExecStream(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& re
   auto begin = [&] {
     if (started) return true;
     started = true;
-    return ex.BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+    return ex.BeginStream(200, "text/event-stream; charset=utf-8", {{"Cache-Control", "no-cache"}});
   };
   // After the stream began, an error is its last event.
   auto fail = [&](const Status& s) {
