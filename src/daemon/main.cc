@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
   kiln::api::AddImageRoutes(router, ctx);
   kiln::api::AddUsageRoutes(router, ctx);
   kiln::api::AddMetricsRoutes(router, ctx);
-  kiln::api::AddPandaStackRoutes(router, ctx);  // /pandastack/v1: PandaStack's client
+  kiln::api::AddPandaStackRoutes(router, ctx);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency);
   front_ptr = &front;
