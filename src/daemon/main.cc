@@ -20,6 +20,7 @@
 #include "api/front.h"
 #include "api/http_server.h"
 #include "api/openapi.h"
+#include "api/pandastack.h"
 #include "api/routes.h"
 #include "api/routes_keys.h"
 #include "common/contract.h"
@@ -225,6 +226,7 @@ int main(int argc, char** argv) {
   kiln::api::AddImageRoutes(router, ctx);
   kiln::api::AddUsageRoutes(router, ctx);
   kiln::api::AddMetricsRoutes(router, ctx);
+  kiln::api::AddPandaStackRoutes(router, ctx);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency);
   front_ptr = &front;

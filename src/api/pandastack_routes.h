@@ -1,0 +1,35 @@
+// What the PandaStack front's route files share (src/api/routes_pandastack*.cc).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/pandastack.h"
+
+namespace kiln::api::pandastack {
+
+// How long a create, fork or wake waits for room before answering 503.
+inline constexpr std::chrono::seconds kRoomWait{15};
+
+// Answers `s` in PandaStack's shape (with Retry-After when it clears on
+// its own); nothing if an answer already began.
+void SendError(Exchange& ex, const Status& s);
+// The handler, its ApiErrors answered in PandaStack's shape.
+Handler Wrap(Handler handler);
+// The name of the image `image` (an id); "base" for kiln's default.
+std::string TemplateName(ApiContext& ctx, const std::optional<std::string>& image);
+// The sandbox in PandaStack's shape.
+nlohmann::json Present(ApiContext& ctx, const control::Sandbox& s);
+// The later of Prefer: wait and now + kRoomWait.
+control::Deadline CreateDeadline(const Exchange& ex);
+
+// exec, exec/stream, fs (routes_pandastack_io.cc).
+void AddIoRoutes(Router& r, ApiContext& ctx);
+// snapshots, fork, fork-tree, templates (routes_pandastack_copies.cc).
+void AddCopyRoutes(Router& r, ApiContext& ctx);
+
+}  // namespace kiln::api::pandastack

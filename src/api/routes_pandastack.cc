@@ -1,0 +1,218 @@
+// PandaStack's sandbox routes under /pandastack/v1 (see api/pandastack.h):
+// create, get, list, kill, hibernate/pause, wake/resume, lifecycle, and the
+// refusals. Exec and files: routes_pandastack_io.cc; snapshots, forks and
+// templates: routes_pandastack_copies.cc.
+#include "api/auth.h"
+#include "api/errors.h"
+#include "api/pandastack.h"
+#include "api/pandastack_routes.h"
+#include "api/validate.h"
+#include "common/metrics.h"
+#include "common/time.h"
+#include "images/image_manager.h"
+
+namespace kiln::api::pandastack {
+
+using nlohmann::json;
+
+void SendError(Exchange& ex, const Status& s) {
+  if (ex.responded()) return;  // a stream already began; it ends as it can
+  int status = HttpStatus(s.code());
+  int retry = s.retry_after_s() > 0 ? s.retry_after_s() : s.code() == Code::kNoCapacity ? 5 : 0;
+  if (retry > 0) ex.extra_headers.emplace_back("Retry-After", std::to_string(retry));
+  ex.SendJson(status, ErrorBody(s));
+}
+
+Handler Wrap(Handler handler) {
+  return [handler = std::move(handler)](Exchange& ex) {
+    try {
+      handler(ex);
+    } catch (const ApiError& e) {
+      SendError(ex, e.status());
+    }
+  };
+}
+
+std::string TemplateName(ApiContext& ctx, const std::optional<std::string>& image) {
+  if (!image || !ctx.images) return "base";
+  auto rec = ctx.images->Get(*image, std::nullopt);
+  return rec.ok() ? rec->value("name", *image) : *image;
+}
+
+json Present(ApiContext& ctx, const control::Sandbox& s) {
+  control::SandboxRecord r = s.Record();
+  SandboxExtras extras{TemplateName(ctx, r.spec.image), std::nullopt};
+  // Only a snapshot of the key's own counts: an image's warm copy or a
+  // fork's own capture is how kiln started it, not what the caller chose.
+  if (r.spec.snapshot) {
+    auto snap = ctx.sandboxes.FindSnapshot(*r.spec.snapshot);
+    if (snap && !snap->hidden() && !snap->temporary) extras.from_snapshot = snap->id;
+  }
+  return SandboxJson(r, extras);
+}
+
+control::Deadline CreateDeadline(const Exchange& ex) {
+  // Wait a little for room (well inside the client's 30 s timeout); past
+  // that the 503 + Retry-After hands the retry to the client.
+  return std::max(PreferWaitDeadline(ex), std::chrono::steady_clock::now() + kRoomWait);
+}
+
+namespace {
+
+// The image a create runs; PandaStack's own default template, which kiln
+// lacks, is kiln's built-in image unless the key made an image of that name.
+images::ImageLaunch Launch(ApiContext& ctx, Exchange& ex, const CreateRequest& req) {
+  if (!ctx.images) throw ApiError(Code::kImageNotFound, "this kilnd serves no images");
+  auto launch = ctx.images->ForSandbox(req.template_name, OwnerScope(ex), req.spec.shape);
+  if (!launch.ok() && launch.status().code() == Code::kImageNotFound &&
+      req.template_name == kClientDefaultTemplate)
+    launch = ctx.images->ForSandbox("base", OwnerScope(ex), req.spec.shape);
+  return ValueOrThrow(std::move(launch));
+}
+
+void Create(ApiContext& ctx, Exchange& ex) {
+  CreateRequest req = ReadCreate(ex.JsonBody());
+  control::SandboxSpec& spec = req.spec;
+  spec.owner = CallerOf(ex).key_id;
+  std::optional<images::ImageLaunch> launch;
+  if (spec.snapshot) {
+    FindSnapshot(ctx, ex, *spec.snapshot);  // another key's is not found
+  } else {
+    launch = Launch(ctx, ex, req);
+    spec.image = launch->image_id;
+    spec.rootfs = launch->rootfs;
+    spec.run_as = launch->run_as;
+    if (!launch->sudo) spec.sudo = false;
+    spec.snapshot = launch->warm_snapshot;  // the image's warm copy, if ready
+  }
+  CheckSpendingLimit(ctx, ex);
+  const char* op = spec.snapshot ? "restore" : "create";
+  int64_t t0 = MonotonicNowMs();
+  auto s = ValueOrThrow(
+      ctx.sandboxes.Create(std::move(spec), CreateDeadline(ex), [&ex] { return ex.ClientGone(); }));
+  metrics::ObserveOperation(op, static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
+  // A cold boot runs the image's start command, as kiln's own create does.
+  if (launch && launch->start && !launch->warm_snapshot) ctx.images->StartIn(s, *launch->start);
+  ex.SendJson(200, Present(ctx, *s));
+}
+
+// Sets the TTL to `seconds` from now by lengthening the lease; kiln leases
+// never shorten, so a smaller TTL is refused rather than ignored.
+void SetTtl(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sandbox>& s,
+            int64_t seconds) {
+  ThrowIfError(s->RequireRunning());
+  int64_t left_s = (s->expires_ms() - StableNowMs() + 999) / 1000;
+  if (seconds + 1 < left_s)
+    throw InvalidField("body.ttl_seconds", "kiln leases only lengthen: this sandbox has " +
+                                               std::to_string(left_s) + " s left");
+  if (seconds <= left_s) return;
+  CheckSpendingLimit(ctx, ex);
+  ValueOrThrow(ctx.sandboxes.Extend(s, seconds - left_s));
+}
+
+void Lifecycle(ApiContext& ctx, Exchange& ex) {
+  auto s = FindSandbox(ctx, ex);
+  LifecycleChange change = ReadLifecycle(ex.JsonBody());
+  if (change.persistent && *change.persistent != s->spec().persistent)
+    throw ApiError(Code::kNotSupported,
+                   "kiln fixes persistent when a sandbox is created: create it with persistent=" +
+                       std::string(*change.persistent ? "True" : "False") + " (this one is " +
+                       (s->spec().persistent ? "persistent" : "not persistent") + ")",
+                   json{{"feature", "changing persistent"}});
+  if (change.ttl_seconds) SetTtl(ctx, ex, s, *change.ttl_seconds);
+  ex.SendJson(200, LifecycleJson(s->Record(), StableNowMs()));
+}
+
+void AddLifecycleRoutes(Router& r, ApiContext& ctx) {
+  r.Add("POST", "/pandastack/v1/sandboxes", Wrap([&ctx](Exchange& ex) { Create(ctx, ex); }));
+
+  r.Add("GET", "/pandastack/v1/sandboxes", Wrap([&ctx](Exchange& ex) {
+          control::ListFilter filter;
+          filter.owner = OwnerScope(ex);
+          json items = json::array();
+          for (const auto& s : ctx.sandboxes.List(filter)) items.push_back(Present(ctx, *s));
+          ex.SendJson(200, json{{"items", items}});
+        }));
+
+  r.Add("GET", "/pandastack/v1/sandboxes/{id}",
+        Wrap([&ctx](Exchange& ex) { ex.SendJson(200, Present(ctx, *FindSandbox(ctx, ex))); }));
+
+  r.Add("DELETE", "/pandastack/v1/sandboxes/{id}", Wrap([&ctx](Exchange& ex) {
+          auto deleted = ctx.sandboxes.Delete(ex.params["id"], OwnerScope(ex));
+          if (!deleted) throw NotFound("sandbox " + ex.params["id"]);
+          ex.SendJson(200, json{{"id", deleted->record.id}, {"status", "deleted"}});
+        }));
+
+  // PandaStack's hibernate and pause are one thing in kiln: a checkpoint on
+  // disk that frees memory and CPU; any later call wakes it (autoWake).
+  Handler pause = Wrap([&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    FieldReader(ex.JsonBody()).Finish();
+    ex.activity.reset();  // a pause is not activity that keeps it awake
+    ThrowIfError(ctx.sandboxes.Pause(s, "requested"));
+    ex.SendJson(200, Present(ctx, *s));
+  });
+  r.Add("POST", "/pandastack/v1/sandboxes/{id}/hibernate", pause);
+  r.Add("POST", "/pandastack/v1/sandboxes/{id}/pause", pause);
+  Handler wake = Wrap([&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    FieldReader(ex.JsonBody()).Finish();
+    // PandaStack's wake of a running sandbox does nothing, and says so.
+    if (s->state() != control::SandboxState::kRunning) {
+      CheckSpendingLimit(ctx, ex);
+      ThrowIfError(ctx.sandboxes.Wake(s, std::nullopt, CreateDeadline(ex)));
+    }
+    ex.SendJson(200, Present(ctx, *s));
+  });
+  r.Add("POST", "/pandastack/v1/sandboxes/{id}/wake", wake);
+  r.Add("POST", "/pandastack/v1/sandboxes/{id}/resume", wake);
+
+  r.Add("GET", "/pandastack/v1/sandboxes/{id}/lifecycle", Wrap([&ctx](Exchange& ex) {
+          auto s = FindSandbox(ctx, ex);
+          ex.SendJson(200, LifecycleJson(s->Record(), StableNowMs()));
+        }));
+  r.Add("PATCH", "/pandastack/v1/sandboxes/{id}/lifecycle",
+        Wrap([&ctx](Exchange& ex) { Lifecycle(ctx, ex); }));
+}
+
+// Whatever else is asked under the prefix: refused in PandaStack's shape,
+// naming the feature. The router has no wildcard, so every depth the
+// client's paths reach is registered, after the served routes (a route
+// matches in registration order).
+void AddRefusals(Router& r) {
+  Handler refuse = [](Exchange& ex) { SendError(ex, Unsupported(ex.method(), ex.path())); };
+  r.Add("GET", "/pandastack/v1/{a}", refuse);
+  r.Add("POST", "/pandastack/v1/{a}", refuse);
+  r.Add("PUT", "/pandastack/v1/{a}", refuse);
+  r.Add("PATCH", "/pandastack/v1/{a}", refuse);
+  r.Add("DELETE", "/pandastack/v1/{a}", refuse);
+  r.Add("GET", "/pandastack/v1/{a}/{b}", refuse);
+  r.Add("POST", "/pandastack/v1/{a}/{b}", refuse);
+  r.Add("PUT", "/pandastack/v1/{a}/{b}", refuse);
+  r.Add("PATCH", "/pandastack/v1/{a}/{b}", refuse);
+  r.Add("DELETE", "/pandastack/v1/{a}/{b}", refuse);
+  r.Add("GET", "/pandastack/v1/{a}/{b}/{c}", refuse);
+  r.Add("POST", "/pandastack/v1/{a}/{b}/{c}", refuse);
+  r.Add("PUT", "/pandastack/v1/{a}/{b}/{c}", refuse);
+  r.Add("PATCH", "/pandastack/v1/{a}/{b}/{c}", refuse);
+  r.Add("DELETE", "/pandastack/v1/{a}/{b}/{c}", refuse);
+  r.Add("GET", "/pandastack/v1/{a}/{b}/{c}/{d}", refuse);
+  r.Add("POST", "/pandastack/v1/{a}/{b}/{c}/{d}", refuse);
+  r.Add("PUT", "/pandastack/v1/{a}/{b}/{c}/{d}", refuse);
+  r.Add("PATCH", "/pandastack/v1/{a}/{b}/{c}/{d}", refuse);
+  r.Add("DELETE", "/pandastack/v1/{a}/{b}/{c}/{d}", refuse);
+}
+
+}  // namespace
+}  // namespace kiln::api::pandastack
+
+namespace kiln::api {
+
+void AddPandaStackRoutes(Router& r, ApiContext& ctx) {
+  pandastack::AddLifecycleRoutes(r, ctx);
+  pandastack::AddIoRoutes(r, ctx);
+  pandastack::AddCopyRoutes(r, ctx);
+  pandastack::AddRefusals(r);
+}
+
+}  // namespace kiln::api
