@@ -113,12 +113,11 @@ void SetTtl(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sandbo
 void Lifecycle(ApiContext& ctx, Exchange& ex) {
   auto s = FindSandbox(ctx, ex);
   LifecycleChange change = ReadLifecycle(ex.JsonBody());
-  if (change.persistent && *change.persistent != s->spec().persistent)
-    throw ApiError(Code::kNotSupported,
-                   "kiln fixes persistent when a sandbox is created: create it with persistent=" +
-                       std::string(*change.persistent ? "True" : "False") + " (this one is " +
-                       (s->spec().persistent ? "persistent" : "not persistent") + ")",
-                   json{{"feature", "changing persistent"}});
+  if (change.persistent && *change.persistent != s->spec().persistent) {
+    control::SandboxUpdate update;  // kiln's own :update
+    update.persistent = *change.persistent;
+    ThrowIfError(ctx.sandboxes.Update(s, update));
+  }
   if (change.ttl_seconds) SetTtl(ctx, ex, s, *change.ttl_seconds);
   ex.SendJson(200, LifecycleJson(s->Record(), StableNowMs()));
 }

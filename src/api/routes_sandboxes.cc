@@ -206,6 +206,52 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     ex.SendJson(200, SandboxJson(*s));
   });
 
+  r.Add("POST", "/v1/sandboxes/{id}:update", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    control::SandboxUpdate u;
+    auto is_null = [&](const char* k) {
+      return body.is_object() && body.contains(k) && body[k].is_null();
+    };
+    if (is_null("name")) u.name = std::optional<std::string>();
+    if (auto v = f.String("name", contract::kSandboxNameMax)) {
+      if (!ValidSandboxName(*v)) f.Issue("name", "may hold only letters, digits, '.', '_' and '-'");
+      u.name = *v;
+    }
+    u.labels = ReadLabels(f);
+    if (const json* env = f.Raw("env")) {
+      if (!env->is_object()) {
+        f.Issue("env", "must be an object of names to strings (or null to remove one)");
+      } else {
+        for (const auto& [k, v] : env->items()) {
+          if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");
+          if (v.is_null()) {
+            u.env[k] = std::nullopt;
+          } else if (!v.is_string() ||
+                     v.get<std::string>().size() > contract::kSandboxEnvValueMax ||
+                     v.get<std::string>().find('\0') != std::string::npos) {
+            f.Issue("env." + k, "must be a string without NUL bytes, at most 32 KiB, or null");
+          } else {
+            u.env[k] = v.get<std::string>();
+          }
+        }
+      }
+    }
+    u.auto_wake = f.Bool("autoWake");
+    if (auto v = f.Int("idlePauseSeconds", 0, 86400)) {
+      if (*v != 0 && *v < 10) f.Issue("idlePauseSeconds", "must be 0 (never) or 10 to 86400");
+      u.idle_pause_seconds = static_cast<int>(*v);
+    }
+    u.persistent = f.Bool("persistent");
+    if (is_null("maxTotalCostMicros")) u.max_total_cost_micros = std::optional<int64_t>();
+    if (auto v = f.Int("maxTotalCostMicros", 0, contract::kMaxCostMicrosMax))
+      u.max_total_cost_micros = *v;
+    f.Finish();
+    ThrowIfError(ctx.sandboxes.Update(s, u));
+    ex.SendJson(200, SandboxJson(*s));
+  });
+
   r.Add("POST", "/v1/sandboxes/{id}:pause", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     FieldReader(ex.JsonBody()).Finish();

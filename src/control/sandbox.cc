@@ -6,18 +6,30 @@
 
 namespace kiln::control {
 
-Sandbox::Sandbox(std::string id, SandboxSpec spec, int64_t created_ms)
-    : id_(std::move(id)), spec_(std::move(spec)) {
+Sandbox::Sandbox(std::string id, SandboxSpec spec, int64_t created_ms) : id_(std::move(id)) {
+  spec_versions_.push_back(std::move(spec));
+  spec_ = &spec_versions_.back();
   record_.id = id_;
-  record_.spec = spec_;
+  record_.spec = spec_versions_.back();
   record_.created_ms = created_ms;
-  record_.expires_ms = created_ms + static_cast<int64_t>(spec_.timeout_seconds) * 1000;
-  record_.network = spec_.network.value_or(network::Policy{});
+  record_.expires_ms = created_ms + static_cast<int64_t>(this->spec().timeout_seconds) * 1000;
+  record_.network = this->spec().network.value_or(network::Policy{});
   record_.network_updated_ms = created_ms;
 }
 
-Sandbox::Sandbox(SandboxRecord record)
-    : id_(record.id), spec_(record.spec), record_(std::move(record)) {}
+Sandbox::Sandbox(SandboxRecord record) : id_(record.id), record_(std::move(record)) {
+  spec_versions_.push_back(record_.spec);
+  spec_ = &spec_versions_.back();
+}
+
+bool Sandbox::UpdateSpec(SandboxSpec next) {
+  std::lock_guard lock(mu_);
+  if (spec_versions_.size() >= kMaxSpecVersions) return false;
+  record_.spec = next;
+  spec_versions_.push_back(std::move(next));  // a deque keeps older elements in place
+  spec_ = &spec_versions_.back();
+  return true;
+}
 
 SandboxState Sandbox::state() const {
   std::lock_guard lock(mu_);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -26,7 +27,14 @@ class Sandbox {
   explicit Sandbox(SandboxRecord record);
 
   const std::string& id() const { return id_; }
-  const SandboxSpec& spec() const { return spec_; }
+  // What it was asked for. :update publishes a new version; a version once
+  // published never changes and lives as long as the sandbox, so a
+  // reference taken here stays valid and consistent without a lock.
+  const SandboxSpec& spec() const { return *spec_.load(); }
+  // Publishes `next` as its spec (and in its record); false once it has had
+  // kMaxSpecVersions versions (each is kept, see above).
+  bool UpdateSpec(SandboxSpec next);
+  static constexpr size_t kMaxSpecVersions = 100;
 
   SandboxState state() const;
   bool running() const { return state() == SandboxState::kRunning; }
@@ -108,7 +116,8 @@ class Sandbox {
 
  private:
   const std::string id_;
-  const SandboxSpec spec_;
+  std::deque<SandboxSpec> spec_versions_;  // under mu_; never erased
+  std::atomic<const SandboxSpec*> spec_;
   mutable std::mutex mu_;
   SandboxRecord record_;  // id and spec are copies of the above
   std::shared_ptr<engine::AgentChannel> channel_;

@@ -80,6 +80,17 @@ struct ForkResult {
   Status status;
 };
 
+// What :update changes; unset members stay as they are.
+struct SandboxUpdate {
+  std::optional<std::optional<std::string>> name;  // a name, or none (nullopt inside)
+  std::optional<std::map<std::string, std::string>> labels;
+  std::map<std::string, std::optional<std::string>> env;  // set, or remove (nullopt)
+  std::optional<bool> auto_wake;
+  std::optional<int> idle_pause_seconds;
+  std::optional<bool> persistent;
+  std::optional<std::optional<int64_t>> max_total_cost_micros;
+};
+
 // A deleted sandbox's last record, kept a day so a repeated delete answers
 // the same.
 struct DeletedSandbox {
@@ -124,6 +135,11 @@ class SandboxManager {
   // checkpoint is kept for inspection and it stays paused), kStartupFailed.
   Status Wake(const std::shared_ptr<Sandbox>& sandbox, std::optional<int> timeout_seconds,
               Deadline deadline);
+  // Changes its settings (commands started afterwards see a new env).
+  // kNotRunning once stopped, kNameTaken, kInvalidRequest (persistent or
+  // idle pause on an unpausable sandbox, persistent off while paused, or
+  // past Sandbox::kMaxSpecVersions updates).
+  Status Update(const std::shared_ptr<Sandbox>& sandbox, const SandboxUpdate& update);
   // The key's live (not stopped) sandbox of that name, if any.
   std::shared_ptr<Sandbox> FindByName(const std::string& owner, const std::string& name) const;
 

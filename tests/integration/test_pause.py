@@ -326,3 +326,33 @@ def test_fork_names_its_copies_and_refuses_an_unpausable_source(api, sandboxes):
     fixed = sandboxes.create(vcpu=1, memoryMiB=256, pausable=False)["id"]
     assert_error(api.post(f"/v1/sandboxes/{fixed}:fork", json={"count": 1}), 409, "not_pausable")
     assert_error(api.post(f"/v1/sandboxes/{fixed}:snapshot", json={}), 409, "not_pausable")
+
+
+def test_update_changes_settings_and_refuses_what_it_must(api, sandboxes):
+    taken = unique("taken")
+    sandboxes.create(vcpu=1, memoryMiB=256, name=taken)
+    sid = sandboxes.create(vcpu=1, memoryMiB=256, name=unique("mine"), env={"A": "1", "B": "2"},
+                           persistent=True)["id"]
+    u = api.ok("POST", f"/v1/sandboxes/{sid}:update",
+               json={"env": {"A": "9", "B": None}, "labels": {"team": "rl"}, "idlePauseSeconds": 600,
+                     "autoWake": False, "maxTotalCostMicros": 10_000_000})
+    assert u["envNames"] == ["A"] and u["labels"] == {"team": "rl"} and u["idlePauseSeconds"] == 600
+    assert u["autoWake"] is False and u["maxTotalCostMicros"] == 10_000_000
+    assert api.sh(sid, "echo $A-${B:-unset}") == "9-unset\n"
+    assert api.ok("POST", f"/v1/sandboxes/{sid}:update", json={"maxTotalCostMicros": None})[
+        "maxTotalCostMicros"] is None
+    err = assert_error(api.post(f"/v1/sandboxes/{sid}:update", json={"name": taken}), 409, "name_taken")
+    assert err["details"]["sandboxId"] != sid
+    new_name = unique("renamed")
+    assert api.ok("POST", f"/v1/sandboxes/{sid}:update", json={"name": new_name})["name"] == new_name
+    assert [x["id"] for x in api.ok("GET", "/v1/sandboxes", query={"name": new_name})["data"]] == [sid]
+    pause(api, sid)
+    assert_error(api.post(f"/v1/sandboxes/{sid}:update", json={"persistent": False}), 400, "invalid_request",
+                 mentions=("persistent",))
+    assert api.sandbox(sid)["persistent"] is True
+    for body, field in [({"idlePauseSeconds": 3}, "idlePauseSeconds"), ({"env": {"1X": "y"}}, "env.1X"),
+                        ({"vcpu": 4}, "vcpu"), ({"name": "a b"}, "name")]:
+        assert_error(api.post(f"/v1/sandboxes/{sid}:update", json=body), 400, "invalid_request",
+                     mentions=(field,))
+    api.stop(sid)
+    assert_error(api.post(f"/v1/sandboxes/{sid}:update", json={"autoWake": True}), 409, "not_running")

@@ -9,8 +9,8 @@ gets back; it runs in that venv's python as an ordinary (non-admin) kiln key.
 
 Samples run (python.md numbering; xN are the RL shapes):
   s02 hello            s03 create name/labels/shape/network, stop
-  s04 env at create (update: not offered)      s17 idle_pause_seconds (update: not offered)
-  s18 persistent, max_total_cost_micros, keep_alive and its release
+  s04 env at create, update(env=)              s17 idle_pause_seconds, update(...)
+  s18 persistent, max_total_cost_micros, keep_alive and its release, update(persistent=False)
   s05 AsyncRuntime, 10 concurrent execs                s06 exec str/argv
   s07 on_stdout, exec_stream                           s08 spawn, stdin pipe, kill
   s09 terminal         s10 files ops   s11 upload/download   s12 archive/unarchive
@@ -28,8 +28,6 @@ calls kiln does not offer"):
 
 | python.md sample / call                       | why not                                                     |
 |-----------------------------------------------|-------------------------------------------------------------|
-| 4, 17, 18 update(env= / idle_pause_seconds= /  | no `:update`: settings are fixed at create. The samples run  |
-|   persistent=)                                |   up to it and check it answers 404 route_not_found         |
 | 14, 15 files.watch / files.watches            | no inotify bridge in the agent                              |
 | 26 secrets.set/list/delete                    | the egress proxy substitutes no secrets                     |
 | 27 volumes.create, create(volumes=...)        | no volumes (create's volumes: 400 not_supported)            |
