@@ -231,3 +231,22 @@ def test_cli_auto_wake_off(kiln_cli, api):
 
 def test_typescript_sdk_pause_wake_get_or_create(node, built, kilnd):  # noqa: F811
     _node_test(node, built, kilnd, SDK / "test" / "pause" / "pause.test.mjs", timeout=300)
+
+
+def test_update_and_a_pty_process_from_python(rt):
+    sbx = rt.sandboxes.create(env={"A": "1", "B": "2"})
+    info = sbx.update(env={"A": "9", "B": None}, auto_wake=False, max_total_cost_micros=10_000_000)
+    assert info["envNames"] == ["A"] and info["autoWake"] is False and info["maxTotalCostMicros"] == 10_000_000
+    assert sbx.exec("echo $A-${B:-unset}").stdout == "9-unset\n"
+    with pytest.raises(TypeError):
+        sbx.update(vcpu=4)
+    p = sbx.spawn("stty size; read x; stty size", pty={"cols": 100, "rows": 30}, stdin="pipe")
+    deadline = time.monotonic() + 10
+    while (p.refresh().get("outputBytes") or 0) < 6 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the first size is printed before the resize
+    p.resize(120, 40)
+    p.write("\n")
+    out = p.wait().stdout
+    assert "30 100" in out and "40 120" in out, out
+    root = sbx.spawn("id -u", user="root")
+    assert root.wait().stdout.strip() == "0"

@@ -5,7 +5,7 @@ export { Sandbox } from "./sandbox.js";
 export { DockerIgnore, ImageBuildError, Images, Registries, packContext } from "./images.js";
 export { Process, Processes } from "./process.js";
 export { Network } from "./network.js";
-export type { Command, ExecOptions, ForkOptions, SnapshotOptions, SpawnOptions } from "./sandbox.js";
+export type { Command, ExecOptions, ForkOptions, SandboxSettings, SnapshotOptions, SpawnOptions } from "./sandbox.js";
 export { Files } from "./files.js";
 export type { TransferResult, WriteOptions } from "./files.js";
 export { Transport, DEFAULT_API_URL, DEFAULT_ADMIN_KEY_FILE, DEFAULT_MAX_CONNECTIONS } from "./client.js";

@@ -147,6 +147,19 @@ export class Process {
   }
 
   /** Signals its process group (SIGTERM, SIGKILL, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2). */
+  /** Resizes the terminal of a process spawned with `pty` (it gets SIGWINCH). */
+  async resize(cols: number, rows: number, options: RequestOptions = {}): Promise<void> {
+    await this.sandbox.call<unknown>({
+      method: "POST",
+      path: `/processes/${enc(this.id)}:resize`,
+      json: { cols, rows },
+      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+      retry: "safe",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+
   async kill(signal = "SIGTERM", options: RequestOptions = {}): Promise<ProcessInfo> {
     this.#info = await this.sandbox.call<ProcessInfo>({
       method: "POST",

@@ -59,6 +59,21 @@ export interface SpawnOptions extends RequestOptions {
   stdin?: "pipe" | string;
   /** Kill the process after this long (default: never). */
   timeoutMs?: number;
+  /** Run it on a terminal: true (80x24) or its size; `process.resize` changes it. */
+  pty?: boolean | { cols: number; rows: number };
+  /** "root" runs it as root (the key's holder only); default the sandbox's user. */
+  user?: string;
+}
+
+/** What `update` changes; what is left out stays. `null` removes a name, an env variable or the cap. */
+export interface SandboxSettings {
+  name?: string | null;
+  labels?: Record<string, string>;
+  env?: Record<string, string | null>;
+  autoWake?: boolean;
+  idlePauseSeconds?: number;
+  persistent?: boolean;
+  maxTotalCostMicros?: number | null;
 }
 
 export interface SnapshotOptions extends RequestOptions {
@@ -308,6 +323,8 @@ export class Sandbox implements AsyncDisposable {
     if (options.env !== undefined) body["env"] = options.env;
     if (options.stdin !== undefined) body["stdinMode"] = "pipe";
     if (options.timeoutMs !== undefined) body["timeoutMs"] = options.timeoutMs;
+    if (options.pty) body["pty"] = options.pty === true ? true : { cols: options.pty.cols, rows: options.pty.rows };
+    if (options.user !== undefined) body["user"] = options.user;
     const info = await this.call<ProcessInfo>({
       method: "POST",
       path: "/processes",
@@ -350,6 +367,21 @@ export class Sandbox implements AsyncDisposable {
       if (!(e instanceof RuntimeError) || e.code !== "not_paused" || timeoutSeconds !== undefined) throw e;
       return this.refresh({ signal: options.signal, timeoutMs: options.timeoutMs });
     }
+  }
+
+  /** Changes its settings (`SandboxSettings`); commands started afterwards see a new env. */
+  async update(settings: SandboxSettings, options: RequestOptions = {}): Promise<SandboxInfo> {
+    const info = await this.call<SandboxInfo>({
+      method: "POST",
+      path: ":update",
+      json: settings,
+      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+      retry: "safe",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    this.#info = info;
+    return info;
   }
 
   /** Moves the lease end to max(expiresAt, now) + seconds (at most an hour ahead). */

@@ -86,6 +86,12 @@ class Process:
     def close_stdin(self) -> int:
         return self.write("", eof=True)
 
+    def resize(self, cols: int, rows: int) -> Dict[str, Any]:
+        """Resizes the terminal of a process spawned with `pty` (the program gets SIGWINCH)."""
+        r = self._t.request("POST", self._path + ":resize", json={"cols": int(cols), "rows": int(rows)},
+                            idempotency_key=new_idempotency_key())
+        return r.json() or {}
+
     def kill(self, signal: str = "SIGTERM") -> Dict[str, Any]:
         """Signals the process group (SIGTERM, SIGKILL, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2)."""
         self.info = self._t.request("POST", self._path + ":signal", json={"signal": signal},

@@ -104,6 +104,19 @@ class Sandbox:
         self.info = self._t.request("GET", self._path).json()
         return self.info
 
+    def update(self, idempotency_key: Optional[str] = None, **settings: Any) -> Dict[str, Any]:
+        """Changes settings; what is left out stays: name, labels, env (a value sets a variable,
+        None removes it), auto_wake, idle_pause_seconds, persistent, max_total_cost_micros."""
+        known = {"name": "name", "labels": "labels", "env": "env", "auto_wake": "autoWake",
+                 "idle_pause_seconds": "idlePauseSeconds", "persistent": "persistent",
+                 "max_total_cost_micros": "maxTotalCostMicros"}
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            raise TypeError(f"update() got unexpected settings {unknown}; it takes {sorted(known)}")
+        self.info = self._post(":update", {known[k]: v for k, v in settings.items()},
+                               idempotency_key=idempotency_key)
+        return self.info
+
     def extend(self, seconds: int) -> Dict[str, Any]:
         """Moves the lease end to max(expiresAt, now) + seconds (at most an hour ahead)."""
         self.info = self._post(":extend", {"seconds": int(seconds)})
@@ -117,8 +130,9 @@ class Sandbox:
         return self.info
 
     def pause(self, wait: bool = True, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
-        """Freezes the sandbox (processes, memory and files kept); `wake` or any command (with
-        auto_wake) resumes it. 409 `not_running` / `not_pausable` otherwise."""
+        """Writes the sandbox (memory, processes, files) to disk and frees its memory, CPU and
+        capacity; `wake` or any command (with auto_wake) brings it back, same id. 409
+        `not_running` / `not_pausable` otherwise."""
         self.info = self._post(":pause", {}, headers={"Prefer": "wait=60"} if wait else None,
                                timeout=self._t.timeout + 60, idempotency_key=idempotency_key)
         return self.info
@@ -230,13 +244,20 @@ class Sandbox:
         return result
 
     def spawn(self, command: Command, *, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-              stdin: Optional[str] = None, timeout_ms: Optional[int] = None) -> Process:
-        """Starts a background process; `stdin="pipe"` keeps its stdin open for `write`."""
+              stdin: Optional[str] = None, timeout_ms: Optional[int] = None,
+              pty: Union[bool, Mapping[str, int], None] = None, user: Optional[str] = None) -> Process:
+        """Starts a background process; `stdin="pipe"` keeps its stdin open for `write`.
+        `pty=True` (80x24) or `pty={"cols": C, "rows": R}` runs it on a terminal (its output is
+        stdout; `process.resize(cols, rows)`); `user="root"` runs it as root."""
         body = command_body(command, cwd=cwd, env=env, stdin=None, timeout_ms=timeout_ms)
         if stdin is not None:
             if stdin != "pipe":
                 raise ValueError('spawn(stdin=) takes only "pipe"')
             body["stdinMode"] = "pipe"
+        if pty:
+            body["pty"] = True if pty is True else {"cols": int(pty["cols"]), "rows": int(pty["rows"])}
+        if user is not None:
+            body["user"] = user
         info = self._t.request("POST", self._path + "/processes", json=body,
                                idempotency_key=new_idempotency_key()).json()
         return Process(self, info)

@@ -90,3 +90,20 @@ test("create fields and limits", async () => {
   assert.equal(limits.daily.window, "24h");
   assert.equal(limits.trial, null);
 });
+
+test("update changes settings; a pty process reports its size and resizes", async () => {
+  const sbx = await create({ env: { A: "1", B: "2" } });
+  const info = await sbx.update({ env: { A: "9", B: null }, idlePauseSeconds: 600, labels: { t: "u" } });
+  assert.deepEqual(info.envNames, ["A"]);
+  assert.equal(info.idlePauseSeconds, 600);
+  assert.equal((await sbx.exec("echo $A-${B:-unset}")).stdout, "9-unset\n");
+  const p = await sbx.spawn("stty size; read x; stty size", { pty: { cols: 100, rows: 30 }, stdin: "pipe" });
+  // The first size is printed before the resize.
+  for (let i = 0; i < 200 && ((await p.refresh()).outputBytes ?? 0) < 6; i++)
+    await new Promise((r) => setTimeout(r, 50));
+  await p.resize(120, 40);
+  await p.write("\n");
+  const out = (await p.wait()).stdout;
+  assert.match(out, /30 100/);
+  assert.match(out, /40 120/);
+});
