@@ -54,9 +54,12 @@ def python():
 
 
 @pytest.fixture(scope="module")
-def env(kilnd):
+def env(kilnd, api):
+    # A key of its own, as a PandaStack user has: it sees only its own images
+    # (other tests leave images such as "code-interpreter" under the admin key).
+    key = api.ok("POST", "/v1/keys", json={"name": "pandastack-tests"})["secret"]
     return dict(os.environ, PANDASTACK_API=kilnd.url + "/pandastack",
-                PANDASTACK_API_KEY=kilnd.admin_key, PANDASTACK_MAX_CREATE_RETRY_SECONDS="30")
+                PANDASTACK_API_KEY=key, PANDASTACK_MAX_CREATE_RETRY_SECONDS="30")
 
 
 @pytest.fixture(scope="module")
