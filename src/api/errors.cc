@@ -50,6 +50,11 @@ int HttpStatus(Code code) {
       return 413;
     case Code::kIdempotencyKeyReused:
       return 422;
+    case Code::kRequestTimeout:
+      return 408;
+    case Code::kRateLimited:
+    case Code::kTooManyStreams:
+      return 429;
     case Code::kShuttingDown:
       return 503;
     case Code::kAgentTimeout:

@@ -59,6 +59,10 @@ enum class Code {
   kQuotaExceeded,
   kShuttingDown,
   kNoSpace,
+  // Too much at once from one caller: clears as the caller slows down.
+  kRateLimited,     // over its key's (or address's) requests per second
+  kTooManyStreams,  // a sandbox's long-lived streams are at their cap
+  kRequestTimeout,  // the request's headers or body did not arrive in time
   // Something broke.
   kAgentTimeout,
   kStartupFailed,
