@@ -1,5 +1,6 @@
 #include "api/http_server.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -12,8 +13,9 @@
 #include <boost/beast/websocket.hpp>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <thread>
 
 #include "api/errors.h"
@@ -33,7 +35,6 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kMaxBody = 1ull << 30;
-constexpr int kIdleSeconds = 300;
 
 // Beast's websocket stream, driven asynchronously by an io_context of its
 // own that Run turns on the connection's thread: other threads only post
@@ -163,11 +164,65 @@ class BeastWebSocket : public WebSocket {
   size_t queued_ = 0;
 };
 
+// The socket as Beast's SyncReadStream for a request's thread, with a
+// progress deadline: a read that gets no byte for `timeout_ms` fails with
+// timed_out (Asio's own blocking reads wait forever).
+class TimedReader {
+ public:
+  using executor_type = tcp::socket::executor_type;
+  TimedReader(tcp::socket& sock, int timeout_ms, bool* timed_out)
+      : sock_(sock), timeout_ms_(timeout_ms), timed_out_(timed_out) {}
+  executor_type get_executor() { return sock_.get_executor(); }
+
+  template <class Buffers>
+  size_t read_some(const Buffers& buffers, boost::system::error_code& ec) {
+    pollfd p{sock_.native_handle(), POLLIN, 0};
+    int n;
+    do {
+      n = ::poll(&p, 1, timeout_ms_);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) {
+      *timed_out_ = true;
+      ec = net::error::timed_out;
+      return 0;
+    }
+    return sock_.read_some(buffers, ec);
+  }
+  template <class Buffers>
+  size_t read_some(const Buffers& buffers) {
+    boost::system::error_code ec;
+    size_t n = read_some(buffers, ec);
+    if (ec) throw boost::system::system_error(ec);
+    return n;
+  }
+
+ private:
+  tcp::socket& sock_;
+  int timeout_ms_;
+  bool* timed_out_;
+};
+
+// What a request's thread gets from the I/O thread: the parsed headers,
+// bytes read past them, and the body read so far.
+struct Arrived {
+  tcp::socket& sock;
+  boost::beast::flat_buffer& buf;
+  http::request_parser<http::buffer_body>& parser;
+  std::string& early_body;
+  std::string peer;
+  int body_timeout_ms;
+};
+
 class BeastExchange : public Exchange {
  public:
-  BeastExchange(tcp::socket& sock, boost::beast::flat_buffer& buf,
-                http::request_parser<http::buffer_body>& parser)
-      : sock_(sock), buf_(buf), parser_(parser) {
+  explicit BeastExchange(const Arrived& in)
+      : sock_(in.sock),
+        buf_(in.buf),
+        parser_(in.parser),
+        early_body_(in.early_body),
+        peer_(in.peer),
+        reader_(in.sock, in.body_timeout_ms, &body_timed_out_),
+        body_timeout_s_(in.body_timeout_ms / 1000) {
     const auto& req = parser_.get();
     method_ = std::string(req.method_string());
     request_id_ = "req_" + NewUuid();
@@ -185,6 +240,7 @@ class BeastExchange : public Exchange {
   const std::string& method() const override { return method_; }
   const std::string& path() const override { return path_; }
   const std::string& request_id() const override { return request_id_; }
+  std::string peer_address() const override { return peer_; }
   std::optional<std::string> Query(const std::string& name) const override {
     for (const auto& [k, v] : query_) {
       if (k == name) return v;
@@ -210,12 +266,16 @@ class BeastExchange : public Exchange {
 
   bool ReadBodyChunk(std::string* out) override {
     out->clear();
+    if (!early_body_.empty()) {  // read by the I/O thread before the handler ran
+      out->swap(early_body_);
+      return true;
+    }
     while (!parser_.is_done()) {
       char chunk[64 * 1024];
       parser_.get().body().data = chunk;
       parser_.get().body().size = sizeof chunk;
       boost::system::error_code ec;
-      http::read_some(sock_, buf_, parser_, ec);
+      http::read_some(reader_, buf_, parser_, ec);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {
         body_error_ = true;
@@ -252,6 +312,9 @@ class BeastExchange : public Exchange {
                        "the JSON body is larger than " + std::to_string(max_bytes) + " bytes");
       }
     }
+    if (body_timed_out_)
+      throw ApiError(Code::kRequestTimeout, "body: no byte of the request body arrived for " +
+                                                std::to_string(body_timeout_s_) + " s");
     if (body_error_) throw ApiError(Code::kInvalidRequest, "body: the request body ended early");
     return ParseJsonBody(body);
   }
@@ -359,6 +422,7 @@ class BeastExchange : public Exchange {
   // A body the handler did not read must be consumed before the next
   // request on this connection; a large one closes the connection instead.
   void DrainBody() {
+    early_body_.clear();
     if (parser_.is_done()) return;
     auto left = parser_.content_length_remaining();
     if (!left || *left > (1 << 20)) {
@@ -374,6 +438,11 @@ class BeastExchange : public Exchange {
   tcp::socket& sock_;
   boost::beast::flat_buffer& buf_;
   http::request_parser<http::buffer_body>& parser_;
+  std::string& early_body_;
+  std::string peer_;
+  bool body_timed_out_ = false;
+  TimedReader reader_;
+  int body_timeout_s_;
   std::string method_, path_, request_id_;
   std::vector<std::pair<std::string, std::string>> query_;
   std::optional<json> json_body_;
@@ -386,69 +455,196 @@ class BeastExchange : public Exchange {
   int status_ = 0;
 };
 
+// A fixed answer written by the I/O thread before it closes a connection.
+std::shared_ptr<std::string> ErrorAnswer(int status, const char* reason, const std::string& code,
+                                         const std::string& message) {
+  std::string body =
+      json{{"error", {{"code", code}, {"status", status}, {"message", message}}}}.dump(
+          -1, ' ', false, json::error_handler_t::replace);
+  return std::make_shared<std::string>("HTTP/1.1 " + std::to_string(status) + " " + reason +
+                                       "\r\nContent-Type: application/json\r\n"
+                                       "x-request-id: req_" +
+                                       NewUuid() + "\r\nConnection: close\r\nContent-Length: " +
+                                       std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
 }  // namespace
 
-// Each connection has a thread; this many at once at most (a queue of
-// 10,000 waiting creates fits).
-constexpr int kMaxConnections = 16384;
-
 struct HttpServer::Impl {
+  class Conn;
+
   std::string listen;
   Handler handler;
-  net::io_context ioc;
-  std::unique_ptr<tcp::acceptor> acceptor;
+  ServerLimits limits;
+  std::mutex mu;  // guards the acceptor's closing, conns and draining
+  std::condition_variable idle;
+  // Every open connection by descriptor, so Drain can end the idle ones.
+  std::map<int, std::weak_ptr<Conn>> conns;
+  bool draining = false;
   std::atomic<bool> stopped{false};
   std::atomic<int> connections{0};
-  std::mutex mu;  // guards the acceptor's closing and open_fds
-  std::condition_variable idle;
-  std::set<int> open_fds;  // client sockets, so Drain can end idle keep-alives
+  std::atomic<int> active{0};  // requests running on their threads
+  // Declared after what Conns touch: a Conn still queued in the I/O
+  // context when it is destroyed untracks itself.
+  net::io_context ioc;
+  std::unique_ptr<tcp::acceptor> acceptor;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::thread io_thread;
 
-  void Track(int fd) {
-    std::lock_guard lock(mu);
-    open_fds.insert(fd);
-  }
-  void Untrack(int fd) {
-    std::lock_guard lock(mu);
-    open_fds.erase(fd);
-    --connections;
-    idle.notify_all();
+  ~Impl() {
+    work.reset();
+    ioc.stop();
+    if (io_thread.joinable()) io_thread.join();
   }
 
-  void Serve(tcp::socket sock) {
-    timeval tv{kIdleSeconds, 0};
-    setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int one = 1;
-    setsockopt(sock.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    boost::beast::flat_buffer buf;
-    for (;;) {
-      http::request_parser<http::buffer_body> parser;
-      parser.body_limit(kMaxBody);
-      parser.header_limit(64 * 1024);
-      boost::system::error_code ec;
-      http::read_header(sock, buf, parser, ec);
-      if (ec) {
-        if (ec != http::error::end_of_stream && ec != net::error::eof &&
-            ec != net::error::connection_reset && ec != net::error::would_block &&
-            ec != net::error::timed_out) {
-          // A request we cannot parse: answer 400 and close.
-          http::response<http::string_body> res{http::status::bad_request, 11};
-          res.set(http::field::content_type, "application/json");
-          res.body() = json{{"error",
-                             {{"code", "invalid_request"},
-                              {"status", 400},
-                              {"message", "malformed HTTP request: " + ec.message()}}}}
-                           .dump();
-          res.keep_alive(false);
-          res.prepare_payload();
-          boost::system::error_code wec;
-          http::write(sock, res, wec);
+  void StartIoThread() {
+    if (io_thread.joinable()) return;
+    work.emplace(ioc.get_executor());
+    io_thread = std::thread([this] {
+      for (;;) {
+        try {
+          ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          LogError("HTTP I/O thread failed", {{"error", e.what()}});
         }
-        break;
       }
-      BeastExchange ex(sock, buf, parser);
+    });
+  }
+
+  void Start(tcp::socket sock);
+};
+
+// One client connection. Between requests it belongs to the I/O thread,
+// which waits for the next request, reads its headers and the start of
+// its body under a deadline; then to a thread of its own that runs the
+// handler and hands it back (keep-alive) or closes it. Never both at once.
+class HttpServer::Impl::Conn : public std::enable_shared_from_this<Conn> {
+ public:
+  Conn(Impl& impl, tcp::socket sock)
+      : impl_(impl), sock_(std::move(sock)), timer_(impl.ioc), fd_(sock_.native_handle()) {
+    boost::system::error_code ec;
+    auto remote = sock_.remote_endpoint(ec);
+    if (!ec) peer_ = remote.address().to_string();
+  }
+  ~Conn() { Close(); }
+
+  int fd() const { return fd_; }
+
+  // I/O thread: waits for the next request (the first one on a new
+  // connection within the request timeout, later ones within the idle
+  // timeout), then reads it.
+  void WaitRequest(bool first) {
+    parser_.emplace();
+    parser_->body_limit(kMaxBody);
+    parser_->header_limit(64 * 1024);
+    early_body_.clear();
+    if (buf_.size() > 0) return ReadHeader();  // pipelined: it is here
+    Arm(first ? impl_.limits.request_timeout_s : impl_.limits.idle_timeout_s, /*answer=*/false);
+    sock_.async_wait(tcp::socket::wait_read,
+                     [self = shared_from_this(), gen = gen_](boost::system::error_code ec) {
+                       if (gen != self->gen_) return;  // the deadline passed and closed it
+                       if (ec) return self->Close();
+                       self->ReadHeader();
+                     });
+  }
+
+ private:
+  static constexpr size_t kEarlyBody = 64 * 1024;
+
+  // Starts a deadline `seconds` away for the phase now starting. When it
+  // passes, the phase's pending read is cancelled and the connection ends
+  // (with a 408 if `answer`: a request was under way).
+  void Arm(int seconds, bool answer) {
+    ++gen_;
+    timer_.expires_after(std::chrono::seconds(seconds));
+    timer_.async_wait([self = shared_from_this(), gen = gen_,
+                       answer](boost::system::error_code ec) {
+      if (ec || gen != self->gen_) return;
+      ++self->gen_;  // the pending read's handler finds it stale
+      boost::system::error_code ignored;
+      self->sock_.cancel(ignored);
+      if (!answer) return self->Close();
+      self->Refuse(ErrorAnswer(408, "Request Timeout", "request_timeout",
+                               "the request did not arrive within " +
+                                   std::to_string(self->impl_.limits.request_timeout_s) + " s"));
+    });
+  }
+
+  void Disarm() {
+    ++gen_;
+    timer_.cancel();
+  }
+
+  void ReadHeader() {
+    Arm(impl_.limits.request_timeout_s, /*answer=*/true);
+    http::async_read_header(
+        sock_, buf_, *parser_,
+        [self = shared_from_this(), gen = gen_](boost::system::error_code ec, size_t) {
+          if (gen != self->gen_) return;
+          if (ec) return self->HeaderFailed(ec);
+          self->ReadEarlyBody();
+        });
+  }
+
+  void HeaderFailed(boost::system::error_code ec) {
+    Disarm();
+    // The client left (or the socket failed): nobody to answer.
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+        ec.category() != http::make_error_code(http::error::bad_target).category())
+      return Close();
+    // A request we cannot parse: answer 400 and close.
+    Refuse(ErrorAnswer(400, "Bad Request", "invalid_request",
+                       "malformed HTTP request: " + ec.message()));
+  }
+
+  // Reads the body's first kEarlyBody bytes (all of a JSON body) under the
+  // same deadline as the headers, so a client that dribbles its body does
+  // not hold a thread either.
+  void ReadEarlyBody() {
+    if (parser_->is_done() || early_body_.size() >= kEarlyBody) return Dispatch();
+    parser_->get().body().data = chunk_;
+    parser_->get().body().size = sizeof chunk_;
+    http::async_read_some(
+        sock_, buf_, *parser_,
+        [self = shared_from_this(), gen = gen_](boost::system::error_code ec, size_t) {
+          if (gen != self->gen_) return;
+          if (ec == http::error::need_buffer) ec = {};
+          if (ec) return self->HeaderFailed(ec);
+          self->early_body_.append(self->chunk_,
+                                   sizeof self->chunk_ - self->parser_->get().body().size);
+          self->ReadEarlyBody();
+        });
+  }
+
+  // Hands the connection to a thread of its own for the handler.
+  void Dispatch() {
+    Disarm();
+    ++impl_.active;
+    try {
+      std::thread([self = shared_from_this()] { self->Serve(); }).detach();
+    } catch (const std::system_error& e) {
+      Finished();
+      LogError("cannot start a request thread", {{"error", e.what()}});
+      Refuse(ErrorAnswer(503, "Service Unavailable", "server_busy", "cannot start a thread"));
+    }
+  }
+
+  void Finished() {
+    std::lock_guard lock(impl_.mu);
+    --impl_.active;
+    impl_.idle.notify_all();
+  }
+
+  // The request's own thread.
+  void Serve() {
+    bool keep_alive = false;
+    {
+      BeastExchange ex(Arrived{sock_, buf_, *parser_, early_body_, peer_,
+                               impl_.limits.request_timeout_s * 1000});
       try {
         ex.ParseTarget();
-        handler(ex);
+        impl_.handler(ex);
       } catch (const ApiError& e) {
         if (!ex.responded()) ex.SendJson(e.http_status(), ErrorBody(e.status(), ex.request_id()));
       } catch (const std::exception& e) {
@@ -458,17 +654,96 @@ struct HttpServer::Impl {
       }
       if (!ex.responded())
         ex.SendJson(500, ErrorBody(Status(Code::kInternal, "no answer"), ex.request_id()));
-      if (!ex.keep_alive()) break;
+      keep_alive = ex.keep_alive();
+    }
+    {
+      std::lock_guard lock(impl_.mu);
+      if (impl_.draining) keep_alive = false;
+    }
+    if (keep_alive) {
+      net::post(impl_.ioc, [self = shared_from_this()] { self->WaitRequest(false); });
+    } else {
+      Close();
+    }
+    Finished();
+  }
+
+  // Writes a fixed answer (the I/O thread), then closes. The write and
+  // what follows get 5 s in all: a client that reads nothing may not hold
+  // the connection open through it.
+  void Refuse(std::shared_ptr<std::string> answer) {
+    ++gen_;
+    timer_.expires_after(std::chrono::seconds(5));
+    timer_.async_wait([self = shared_from_this(), gen = gen_](boost::system::error_code ec) {
+      if (!ec && gen == self->gen_) self->Close();
+    });
+    net::async_write(sock_, net::buffer(*answer),
+                     [self = shared_from_this(), answer](boost::system::error_code ec, size_t) {
+                       if (ec) return self->Close();
+                       // Closing with unread bytes from the client would send
+                       // a reset, which may discard the answer before the
+                       // client reads it: end our side, then read and drop
+                       // what comes until the client closes (lingering close).
+                       boost::system::error_code ignored;
+                       self->sock_.shutdown(tcp::socket::shutdown_send, ignored);
+                       self->Linger();
+                     });
+  }
+
+  void Linger() {
+    sock_.async_read_some(net::buffer(chunk_),
+                          [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                            if (ec) return self->Close();
+                            self->Linger();
+                          });
+  }
+
+  // Ends the connection (idempotent): FIN to the client, the descriptor
+  // closed, and it no longer counts.
+  void Close() {
+    if (closed_.exchange(true)) return;
+    {
+      // Untracked before the descriptor is closed: until then no new
+      // connection can get its number.
+      std::lock_guard lock(impl_.mu);
+      impl_.conns.erase(fd_);
+      --impl_.connections;
+      impl_.idle.notify_all();
     }
     boost::system::error_code ec;
-    sock.shutdown(tcp::socket::shutdown_both, ec);
+    sock_.shutdown(tcp::socket::shutdown_both, ec);
+    sock_.close(ec);
   }
+
+  Impl& impl_;
+  tcp::socket sock_;
+  net::steady_timer timer_;
+  const int fd_;
+  std::string peer_;
+  boost::beast::flat_buffer buf_;
+  std::optional<http::request_parser<http::buffer_body>> parser_;
+  std::string early_body_;
+  char chunk_[16 * 1024];
+  uint64_t gen_ = 0;  // the I/O thread's: which phase a handler belongs to
+  std::atomic<bool> closed_{false};
 };
 
-HttpServer::HttpServer(const std::string& listen, Handler handler)
+void HttpServer::Impl::Start(tcp::socket sock) {
+  int one = 1;
+  setsockopt(sock.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  auto conn = std::make_shared<Conn>(*this, std::move(sock));
+  {
+    std::lock_guard lock(mu);
+    conns[conn->fd()] = conn;
+  }
+  net::post(ioc, [conn] { conn->WaitRequest(true); });
+}
+
+HttpServer::HttpServer(const std::string& listen, Handler handler, ServerLimits limits)
     : impl_(std::make_unique<Impl>()) {
   impl_->listen = listen;
   impl_->handler = std::move(handler);
+  impl_->limits = limits;
 }
 
 HttpServer::~HttpServer() { Stop(); }
@@ -489,6 +764,7 @@ void HttpServer::Listen() {
 
 void HttpServer::Run() {
   if (!impl_->acceptor) Listen();
+  impl_->StartIoThread();
   std::chrono::steady_clock::time_point last_accept_error{};
   while (!impl_->stopped) {
     boost::system::error_code ec;
@@ -505,8 +781,8 @@ void HttpServer::Run() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
-    if (impl_->connections.load() >= kMaxConnections) {
-      // Past the cap a new connection gets a plain refusal, not a thread.
+    if (impl_->connections.load() >= impl_->limits.max_connections) {
+      // Past the cap a new connection gets a plain refusal and is closed.
       static const char kBusy[] =
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
           "Retry-After: 1\r\nx-request-id: req_refused\r\nConnection: close\r\n"
@@ -516,18 +792,8 @@ void HttpServer::Run() {
       net::write(sock, net::buffer(kBusy, sizeof(kBusy) - 1), ec);
       continue;
     }
-    int fd = sock.native_handle();
-    try {
-      ++impl_->connections;
-      impl_->Track(fd);
-      std::thread([impl = impl_.get(), s = std::move(sock), fd]() mutable {
-        impl->Serve(std::move(s));
-        impl->Untrack(fd);
-      }).detach();
-    } catch (const std::system_error& e) {
-      impl_->Untrack(fd);
-      LogError("cannot start a connection thread", {{"error", e.what()}});
-    }
+    ++impl_->connections;
+    impl_->Start(std::move(sock));
   }
   std::lock_guard lock(impl_->mu);
   boost::system::error_code ec;
@@ -544,11 +810,16 @@ void HttpServer::Stop() {
 
 bool HttpServer::Drain(int timeout_ms) {
   std::unique_lock lock(impl_->mu);
-  // Ends connections waiting for their next request; a request being
-  // handled still gets to write its answer.
-  for (int fd : impl_->open_fds) ::shutdown(fd, SHUT_RD);
+  impl_->draining = true;
+  // Ends connections waiting for their next request (their wait sees the
+  // end of the stream); a request being handled still gets to write its
+  // answer, and its connection is closed after it.
+  for (const auto& [fd, conn] : impl_->conns) ::shutdown(fd, SHUT_RD);
   return impl_->idle.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                              [this] { return impl_->connections.load() == 0; });
+                              [this] { return impl_->active.load() == 0; });
 }
+
+int HttpServer::connections() const { return impl_->connections.load(); }
+int HttpServer::active_requests() const { return impl_->active.load(); }
 
 }  // namespace kiln::api

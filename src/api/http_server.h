@@ -1,6 +1,11 @@
-// kilnd's HTTP/1.1 server (Boost.Beast, synchronous, a thread per
-// connection). Threads keep handlers simple -- an exec handler just blocks
-// on its sandbox's answer -- and one slow command never holds up another.
+// kilnd's HTTP/1.1 server (Boost.Beast). A request runs on a thread of its
+// own, synchronously: threads keep handlers simple -- an exec handler just
+// blocks on its sandbox's answer -- and one slow command never holds up
+// another. Everything before that is asynchronous on one I/O thread: an
+// idle keep-alive connection, a request's headers and the start of its
+// body cost a socket and a few KiB, never a thread, and each has a
+// deadline, so slow or silent clients (slowloris) hold nobody up and are
+// let go.
 #pragma once
 
 #include <atomic>
@@ -49,6 +54,8 @@ class Exchange {
   virtual std::string Header(const std::string& name) const = 0;
   virtual const std::string& request_id() const = 0;
   virtual std::optional<uint64_t> content_length() const = 0;
+  // The client's IP address ("" when unknown, as in tests).
+  virtual std::string peer_address() const { return ""; }
 
   // The whole body as JSON ({} when empty). Throws ApiError on bad JSON or
   // a body over max_bytes. Read once, then the same value again.
@@ -109,10 +116,24 @@ class Exchange {
 
 using Handler = std::function<void(Exchange&)>;
 
+// How long a client may take, and how many connections it may hold.
+struct ServerLimits {
+  // A request's headers, and the first 64 KiB of its body (all of a JSON
+  // body), must arrive within this of its first byte (a new connection's
+  // first byte within this of the connect), else 408 request_timeout and
+  // the connection is closed. Past that a body must keep coming: no byte
+  // for this long ends it the same way.
+  int request_timeout_s = 30;
+  // A keep-alive connection with no request for this long is closed.
+  int idle_timeout_s = 60;
+  // Open connections, idle or busy; past it new ones get 503 server_busy.
+  int max_connections = 16384;
+};
+
 class HttpServer {
  public:
   // `listen` is host:port.
-  HttpServer(const std::string& listen, Handler handler);
+  HttpServer(const std::string& listen, Handler handler, ServerLimits limits = {});
   ~HttpServer();
   // Binds the listening socket; throws on a bind failure. Connections wait
   // in the backlog until Run.
@@ -124,6 +145,10 @@ class HttpServer {
   // After Run returned: ends idle connections and waits up to timeout_ms
   // for the ones still handling a request. False if some remain.
   bool Drain(int timeout_ms);
+
+  // Connections open now (idle ones included), and those running a request.
+  int connections() const;
+  int active_requests() const;
 
  private:
   struct Impl;
