@@ -1,5 +1,6 @@
 #include "api/front.h"
 
+#include <cstdio>
 #include <map>
 #include <regex>
 
@@ -41,22 +42,46 @@ void SendError(Exchange& ex, const ApiError& e) {
 
 }  // namespace
 
+void ApiFront::Limit(const std::string& who, const std::string& what) {
+  if (!limiter_ || !limiter_->enabled()) return;
+  auto wait_s = limiter_->Take(who);
+  if (!wait_s) return;
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%g", limiter_->rate());
+  throw ApiError(Status(Code::kRateLimited,
+                        what + " is over its rate limit of " + rate + " requests/s (burst " +
+                            std::to_string(limiter_->burst()) + "); retry after " +
+                            std::to_string(*wait_s) + " s",
+                        json{{"limit", limiter_->rate()}, {"burst", limiter_->burst()}})
+                     .WithRetryAfter(*wait_s));
+}
+
 void ApiFront::Authenticate(Exchange& ex) {
+  // Callers without a valid key are limited by address: guessing keys
+  // spends the guesser's own bucket, not anyone's key's.
+  auto by_address = [&] {
+    std::string addr = ex.peer_address();
+    Limit("ip:" + addr, "client " + (addr.empty() ? std::string("(unknown)") : addr));
+  };
   if (Unauthenticated(ex)) {
     SetCaller(ex, Caller{});
+    by_address();
     return;
   }
   auto token = BearerToken(ex.Header("Authorization"));
   if (!token) {
     SetCaller(ex, Caller{});
+    by_address();
     throw ApiError(Code::kUnauthorized, "missing API key: send Authorization: Bearer KEY");
   }
   auto key = keys_.Authenticate(*token);
   if (!key) {
     SetCaller(ex, Caller{});
+    by_address();
     throw ApiError(Code::kUnauthorized, "the API key is unknown or revoked");
   }
   SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
+  if (!key->admin) Limit("key:" + key->id, "API key " + key->id);
 }
 
 void ApiFront::DispatchOnce(Exchange& ex, const std::string& idempotency_key) {

@@ -1,8 +1,10 @@
 // What every request goes through before and after its route's handler:
-// authentication (Bearer API key), idempotent replays, error answers (with
-// Retry-After), one structured log line, and request metrics.
+// authentication (Bearer API key), per-caller rate limits, idempotent
+// replays, error answers (with Retry-After), one structured log line, and
+// request metrics.
 #pragma once
 
+#include "api/rate_limit.h"
 #include "api/router.h"
 #include "store/idempotency_store.h"
 #include "store/key_store.h"
@@ -11,13 +13,20 @@ namespace kiln::api {
 
 class ApiFront {
  public:
-  ApiFront(const Router& router, store::KeyStore& keys, store::IdempotencyStore& idempotency)
-      : router_(router), keys_(keys), idempotency_(idempotency) {}
+  // `limiter` (may be null: no limits) is asked once per request, after the
+  // key is known: a valid key draws from its own bucket, anything else
+  // (health, a missing or wrong key) from its client address's. Admin keys
+  // are not limited: they are the operator's.
+  ApiFront(const Router& router, store::KeyStore& keys, store::IdempotencyStore& idempotency,
+           RateLimiter* limiter = nullptr)
+      : router_(router), keys_(keys), idempotency_(idempotency), limiter_(limiter) {}
 
   void Handle(Exchange& ex);
 
  private:
   void Authenticate(Exchange& ex);
+  // 429 rate_limited (with Retry-After) once `who` is over its rate.
+  void Limit(const std::string& who, const std::string& what);
   // Runs the route; ApiErrors become their answer here, so that they can be
   // stored for replay like any other.
   void Dispatch(Exchange& ex);
@@ -26,6 +35,7 @@ class ApiFront {
   const Router& router_;
   store::KeyStore& keys_;
   store::IdempotencyStore& idempotency_;
+  RateLimiter* limiter_;
 };
 
 }  // namespace kiln::api
