@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/router.h"
+#include "api/stream_limit.h"
 #include "api/validate.h"
 #include "control/sandbox_manager.h"
 #include "engine/agent_client.h"
@@ -25,6 +26,7 @@ struct ApiContext {
   store::KeyStore& keys;
   store::EgressLogStore& egress_log;
   images::ImageManager* images = nullptr;  // null: no image routes (unit tests)
+  StreamLimiter* streams = nullptr;        // null: streams are not capped
 };
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx);
@@ -56,6 +58,11 @@ std::optional<std::string> OwnerScope(const Exchange& ex);
 control::Deadline PreferWaitDeadline(const Exchange& ex);
 // A sandbox name's characters ([A-Za-z0-9._-]+; the length is the caller's).
 bool ValidSandboxName(const std::string& name);
+
+// A slot for one long-lived stream on `s` (exec stream, output follow,
+// terminal, download), held until the returned handle goes; 429
+// too_many_streams, naming the cap, when its streams are at the cap.
+std::shared_ptr<void> OpenStream(ApiContext& ctx, const control::Sandbox& s);
 
 // 402 spending_limit_reached once the caller's key spent its daily limit.
 void CheckSpendingLimit(ApiContext& ctx, Exchange& ex);

@@ -23,6 +23,20 @@ std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex) {
   return s;
 }
 
+std::shared_ptr<void> OpenStream(ApiContext& ctx, const control::Sandbox& s) {
+  if (!ctx.streams) return nullptr;
+  auto slot = ctx.streams->TryOpen(s.id());
+  if (!slot) {
+    int cap = ctx.streams->max_per_sandbox();
+    throw ApiError(Status(Code::kTooManyStreams,
+                          "sandbox " + s.id() + " has " + std::to_string(cap) +
+                              " streams open, its cap (--max-streams-per-sandbox); close one first",
+                          json{{"limit", cap}})
+                       .WithRetryAfter(1));
+  }
+  return slot;
+}
+
 store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const std::string& id) {
   auto rec = ctx.sandboxes.FindSnapshot(id);
   auto scope = OwnerScope(ex);

@@ -197,6 +197,8 @@ void AddExecRoutes(Router& r, ApiContext& ctx) {
   r.Add("POST", "/v1/sandboxes/{id}:exec", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     ExecCall req = ReadExec(ex.JsonBody(16 << 20), *s);
+    std::shared_ptr<void> stream_slot;
+    if (req.stream) stream_slot = OpenStream(ctx, *s);
     engine::ExecRun run = RunningAgent(*s).Exec(req.agent, req.stdin_bytes);
     if (req.stream) {
       RunStream(ex, run, req);

@@ -42,11 +42,22 @@ uint64_t PumpBody(Exchange& ex, engine::ContentWriter& to, uint64_t max, std::st
   return total;
 }
 
-void ReadContent(Exchange& ex, const engine::AgentClient& agent, const std::string& path) {
+void ReadContent(ApiContext& ctx, const control::Sandbox& s, Exchange& ex,
+                 const engine::AgentClient& agent, const std::string& path) {
   engine::ContentReader file = ValueOrThrow(agent.ReadFile(path));
   std::vector<std::pair<std::string, std::string>> headers = {
       {"x-content-length", std::to_string(file.size())}};
   bool buffered = file.size() <= kHashedFile;
+  // A streamed download is a long-lived stream; a buffered one is brief.
+  std::shared_ptr<void> stream_slot;
+  if (!buffered) {
+    try {
+      stream_slot = OpenStream(ctx, s);
+    } catch (const ApiError&) {
+      file.Cancel();
+      throw;
+    }
+  }
   if (!buffered && !ex.BeginStream(200, "application/octet-stream", headers)) return file.Cancel();
   std::string data, chunk;
   while (file.Next(&chunk, 60000)) {
@@ -147,7 +158,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/sandboxes/{id}/files/content", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
-    ReadContent(ex, RunningAgent(*s), path);
+    ReadContent(ctx, *s, ex, RunningAgent(*s), path);
   });
 
   r.Add("PUT", "/v1/sandboxes/{id}/files/content", [&ctx](Exchange& ex) {
@@ -247,6 +258,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
     bool gzip = ex.Query("gzip").value_or("false") == "true";
+    auto stream_slot = OpenStream(ctx, *s);
     engine::ContentReader tar = ValueOrThrow(RunningAgent(*s).ArchiveGet(path, gzip));
     if (!ex.BeginStream(200, gzip ? "application/gzip" : "application/x-tar")) return tar.Cancel();
     std::string chunk;

@@ -122,6 +122,8 @@ Handler Exec(ApiContext& ctx, bool stream) {
     req.env = s->spec().env;
     // A JSON answer keeps kiln's cap per stream; a stream has none.
     req.capture_limit = stream ? 0 : contract::ExecOutputCap(req.timeout_ms);
+    std::shared_ptr<void> stream_slot;
+    if (stream) stream_slot = OpenStream(ctx, *s);
     engine::ExecRun run = RunningAgent(*s).Exec(req);
     if (stream) {
       ExecStream(ex, run, req);
@@ -189,6 +191,7 @@ void AddIoRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs", Wrap([&ctx](Exchange& ex) {
           auto s = FindSandbox(ctx, ex);
+          auto stream_slot = OpenStream(ctx, *s);
           ReadFile(ex, RunningAgent(*s), QueryPath(ex));
         }));
   r.Add("PUT", "/pandastack/v1/sandboxes/{id}/fs", Wrap([&ctx](Exchange& ex) {

@@ -105,6 +105,7 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     if (follow == "true") {
       // Check the process exists before answering 200.
       ValueOrThrow(agent.ProcessGet(ex.params["pid"]));
+      auto stream_slot = OpenStream(ctx, *s);
       return Follow(ex, agent, ex.params["pid"], cursor);
     }
     ex.SendJson(200, OutputPageJson(ValueOrThrow(agent.ProcessOutput(

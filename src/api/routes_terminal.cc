@@ -174,6 +174,8 @@ void AddTerminalRoutes(Router& r, ApiContext& ctx) {
       throw ApiError(
           Code::kInvalidRequest,
           "the terminal is a WebSocket: send Upgrade: websocket and Connection: Upgrade");
+    // Refused before the upgrade, as an HTTP answer the client can read.
+    auto stream_slot = OpenStream(ctx, *FindSandbox(ctx, ex));
     std::unique_ptr<WebSocket> ws = ex.UpgradeToWebSocket();
     if (!ws) return;  // the handshake failed: there is no one to tell
     TerminalSession(ctx, ex, *ws).Run();
