@@ -52,6 +52,33 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
       ->capture_default_str();
   app.add_option("--admin-key-file", f->admin_key_file,
                  "where the local admin key is kept (default STATE_DIR/admin.key)");
+  app.add_option("--request-timeout-seconds", f->request_timeout_s,
+                 "a request's headers (and a JSON body) must arrive within this; a body must "
+                 "progress within it (else 408)")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--idle-timeout-seconds", f->idle_timeout_s,
+                 "keep-alive connections with no request for this long are closed")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--max-connections", f->max_connections,
+                 "open connections at once, idle ones included (past it: 503 server_busy)")
+      ->check(CLI::Range(16, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--rate-limit", f->rate_limit,
+                 "requests/s per API key, and per client address without a valid key; admin "
+                 "keys are not limited (0: off)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  app.add_option("--rate-burst", f->rate_burst,
+                 "requests a caller may send at once after a pause (0: 2 x --rate-limit)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-streams-per-sandbox", f->max_streams_per_sandbox,
+                 "open streams (exec streams, output follows, terminals, downloads) per sandbox "
+                 "(0: no cap)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   app.add_option("--test-resolver-file", f->test_resolver_file,
                  "tests only: egress names resolved from this file, not DNS");
   app.add_flag("--version", f->version, "print kiln's version and the runsc it uses, and exit");

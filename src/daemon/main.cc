@@ -23,6 +23,7 @@
 #include "api/pandastack.h"
 #include "api/routes.h"
 #include "api/routes_keys.h"
+#include "api/stream_limit.h"
 #include "common/contract.h"
 #include "common/log.h"
 #include "common/subprocess.h"
@@ -192,7 +193,9 @@ int main(int argc, char** argv) {
   kiln::api::ApiFront* front_ptr = nullptr;
   try {
     server = std::make_unique<kiln::api::HttpServer>(
-        flags.listen, [&front_ptr](kiln::api::Exchange& ex) { front_ptr->Handle(ex); });
+        flags.listen, [&front_ptr](kiln::api::Exchange& ex) { front_ptr->Handle(ex); },
+        kiln::api::ServerLimits{flags.request_timeout_s, flags.idle_timeout_s,
+                                flags.max_connections});
     server->Listen();
   } catch (const std::exception& e) {
     kiln::LogError("cannot serve", {{"listen", flags.listen}, {"error", e.what()}});
@@ -213,7 +216,9 @@ int main(int argc, char** argv) {
                                          static_cast<int>(kiln::contract::kMemoryMiB.def),
                                          static_cast<int>(kiln::contract::kDiskMiB.def)};
   kiln::images::ImageManager images(image_options, image_catalog, sandboxes, engine);
-  kiln::api::ApiContext ctx{sandboxes, keys, egress_log, &images};
+  kiln::api::StreamLimiter streams(flags.max_streams_per_sandbox);
+  kiln::api::RateLimiter rate_limiter({flags.rate_limit, flags.rate_burst});
+  kiln::api::ApiContext ctx{sandboxes, keys, egress_log, &images, &streams};
   kiln::api::Router router;
   kiln::api::AddSandboxRoutes(router, ctx);
   kiln::api::AddExecRoutes(router, ctx);
@@ -228,7 +233,7 @@ int main(int argc, char** argv) {
   kiln::api::AddMetricsRoutes(router, ctx);
   kiln::api::AddPandaStackRoutes(router, ctx);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
-  kiln::api::ApiFront front(router, keys, idempotency);
+  kiln::api::ApiFront front(router, keys, idempotency, &rate_limiter);
   front_ptr = &front;
   // Expired idempotency answers, old usage rows and egress log entries older
   // than 30 days go once an hour.
