@@ -178,8 +178,9 @@ class Transport:
                 data: Union[bytes, Any, None] = None, headers: Optional[Mapping[str, str]] = None,
                 timeout: Optional[float] = None, idempotency_key: Optional[str] = None,
                 retry: Optional[bool] = None) -> Response:
-        """One logical call. Retries connection failures and 429/502/503/504 only when the
-        call is safe to repeat: GET/PUT, or it carries an Idempotency-Key (`retry` overrides)."""
+        """One logical call. Retries connection failures and 502/503/504 only when the call
+        is safe to repeat: GET/PUT, or it carries an Idempotency-Key (`retry` overrides);
+        429 and `server_busy` always (nothing ran), after their Retry-After."""
         if self.api_key is None and path != "/v1/health":
             raise errors.AuthenticationError(
                 "no API key: pass api_key=, set KILN_API_KEY, or make the local admin key "
@@ -225,8 +226,11 @@ class Transport:
                     _raise_late_error(resp)
                 return resp
             err = self._error(resp, idempotency_key)
-            if (safe and resp.status in errors.RETRY_STATUSES and err.code not in errors.DELIBERATE_CODES
-                    and attempt < self.max_retries):
+            # A 429 (rate_limited, too_many_streams) or server_busy was refused before
+            # anything ran, so even an unsafe call may be sent again.
+            refused_before_acting = resp.status == 429 or err.code == "server_busy"
+            if ((safe or refused_before_acting) and resp.status in errors.RETRY_STATUSES
+                    and err.code not in errors.DELIBERATE_CODES and attempt < self.max_retries):
                 time.sleep(_retry_delay(err, attempt))
                 attempt += 1
                 continue

@@ -312,6 +312,34 @@ def test_exec_503_retried_with_idempotency_key(server, rt):
     assert [r["headers"]["idempotency-key"] for r in server.requests] == ["exec-1", "exec-1"]
 
 
+def test_exec_429_retried_after_retry_after_without_idempotency_key(server, rt):
+    # A 429 was refused before anything ran: even an unkeyed POST is sent again,
+    # once its Retry-After (seconds) has passed.
+    server.answer(429, err_body("rate_limited", 429, "over its rate limit of 5 requests/s"),
+                  {"Retry-After": "1"})
+    server.answer(200, {"exitCode": 0, "stdout": "hi\n"})
+    t0 = time.monotonic()
+    res = sandbox(rt).exec("echo hi")
+    waited = time.monotonic() - t0
+    assert res.stdout == "hi\n"
+    assert len(server.requests) == 2
+    assert 0.85 <= waited < 5, waited
+
+
+def test_429_gives_up_after_max_retries_as_rate_limit_error(server):
+    rt = Runtime(server.url, KEY, timeout=5, max_retries=1)
+    try:
+        for _ in range(2):
+            server.answer(429, err_body("too_many_streams", 429, "cap 64", retryAfterMs=10))
+        with pytest.raises(kiln.RateLimitError) as ei:
+            sandbox(rt).exec("echo hi")
+        assert ei.value.code == "too_many_streams" and ei.value.status == 429
+        assert ei.value.retry_after_ms == 10 and ei.value.retryable
+        assert len(server.requests) == 2
+    finally:
+        rt.close()
+
+
 def test_stop_503_retried_same_key(server, rt):
     # :stop carries a fresh Idempotency-Key, which makes it safe to retry.
     server.answer(502, err_body("bad_gateway", 502, retryAfterMs=1))
