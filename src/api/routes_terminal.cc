@@ -174,8 +174,13 @@ void AddTerminalRoutes(Router& r, ApiContext& ctx) {
       throw ApiError(
           Code::kInvalidRequest,
           "the terminal is a WebSocket: send Upgrade: websocket and Connection: Upgrade");
-    // Refused before the upgrade, as an HTTP answer the client can read.
-    auto stream_slot = OpenStream(ctx, *FindSandbox(ctx, ex));
+    // The stream cap is checked before the upgrade: a 429 with Retry-After
+    // the client can act on. A sandbox the caller cannot see is left to the
+    // session, which reports it after the upgrade like its other errors.
+    std::shared_ptr<void> stream_slot;
+    auto s = ctx.sandboxes.Get(ex.params["id"]);
+    auto scope = OwnerScope(ex);
+    if (s && (!scope || s->spec().owner == *scope)) stream_slot = OpenStream(ctx, *s);
     std::unique_ptr<WebSocket> ws = ex.UpgradeToWebSocket();
     if (!ws) return;  // the handshake failed: there is no one to tell
     TerminalSession(ctx, ex, *ws).Run();
