@@ -143,7 +143,7 @@ def test_file_api_writes_deletes_and_renames_only_inside(api, marker, box):
     assert api.sh(box, f"ls {marker.dir}") == "made\n"
     api.write_file(box, "/workspace/src", b"moved\n")
     r = api.ok("POST", F.format(box) + ":rename",
-               json={"from": "/workspace/src", "to": f"/workspace/wdl/inside", "overwrite": True})
+               json={"from": "/workspace/src", "to": "/workspace/wdl/inside", "overwrite": True})
     assert api.sh(box, f"cat {marker.dir}/inside") == "moved\n"
     r = api.ok("POST", F.format(box) + ":rename", json={"from": f"/workspace/../..{marker.dir}/inside",
                                                           "to": "/workspace/back"})
