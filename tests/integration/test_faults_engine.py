@@ -234,6 +234,7 @@ class stepped_clock:
         time.clock_settime(time.CLOCK_REALTIME, true_now)
 
 
+@pytest.mark.hostile  # waits out a 60 s lease
 def test_leases_ignore_host_clock_steps(daemons):
     d = daemons("--meter-interval-ms", "500")
     t0 = time.monotonic()
