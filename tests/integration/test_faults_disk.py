@@ -16,8 +16,8 @@ import pytest
 
 from client import assert_error
 from conftest import stop_kilnd
-from faults_util import daemons, free_bytes, wait_for  # noqa: F401
-from test_images import upload_context, wait_image
+from faults_util import daemons, free_bytes  # noqa: F401
+from test_images import context_tar, upload_context, wait_image
 
 MiB = 1 << 20
 FS_MIB = 512
@@ -137,7 +137,6 @@ def test_image_build_on_a_full_disk(full):
     files = {"big.bin": os.urandom(24 * MiB)}
     dockerfile = "FROM base\nCOPY big.bin /big.bin\n"
     d.filler.fill()
-    from test_images import context_tar
     digest, blob = context_tar(files)
     r = api.request("PUT", f"/v1/images/context/{digest}", data=blob,
                     headers={"Content-Type": "application/gzip"})

@@ -5,19 +5,16 @@ Every case runs a real kilnd of its own with real gVisor sandboxes."""
 import os
 import signal
 import sqlite3
-import stat
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from client import Client, assert_error
+from client import assert_error
 from conftest import stop_kilnd
-from faults_util import (RUNSC, cmdline, daemons, run_kilnd_expecting_exit, sha256, wait_for,  # noqa: F401
-                         wait_stopped)
+from faults_util import RUNSC, cmdline, daemons, run_kilnd_expecting_exit, sha256, wait_stopped  # noqa: F401
 
 # Two 512 MiB sandboxes fill this kilnd: a third waits for the room of one.
 ROOM = ("--host-memory-mib", "1024", "--memory-overcommit", "1", "--host-vcpus", "4")

@@ -3,14 +3,12 @@ pull (issue 15). After a restart on the same state dir: nothing on the host
 that the new kilnd does not account for, every sandbox running (re-adopted)
 or stopped with a reason, nothing half-made usable, and the operation can be
 redone. (Pause and wake under kill -9: tests/integration/test_pause.py.)"""
-import tempfile
+import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from client import Client
 from faults_util import daemons, kill9, orphans, restart, wait_for  # noqa: F401
 from oci import Registry, build_image, busybox_rootfs
 from test_images import wait_image
@@ -126,7 +124,6 @@ def test_kill_9_during_a_pool_refill(daemons):
 def big_image_registry(tmp_path):
     with Registry(tmp_path / "reg") as reg:
         root = busybox_rootfs(tmp_path / "root")
-        import os
         (root / "data.bin").write_bytes(os.urandom(48 << 20))
         reg.big = reg.push(build_image(tmp_path / "layout", [root], tag="big"), "big:1")
         yield reg
