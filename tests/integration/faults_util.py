@@ -14,7 +14,14 @@ from client import Client
 from conftest import BIN_DIR, IMAGE_DIR, start_kilnd, stop_kilnd
 from host import Host, runsc_of
 
-RUNSC = runsc_of(BIN_DIR / "kilnd")
+_runsc = []
+
+
+def runsc():
+    """The runsc the kilnd build uses (asked once, when first needed)."""
+    if not _runsc:
+        _runsc.append(runsc_of(BIN_DIR / "kilnd"))
+    return _runsc[0]
 
 
 def wait_for(pred, within, what, every=0.2):
@@ -70,7 +77,7 @@ def orphans(state_dir, running_ids, ever_ids=()):
     """What a kilnd on state_dir left on the host beyond its running
     sandboxes: runsc containers and sandbox dirs it does not run, and every
     trace (processes, cgroups, mounts, dir) of the ever_ids not running."""
-    host = Host(state_dir, RUNSC)
+    host = Host(state_dir, runsc())
     running = set(running_ids)
     left = [f"runsc container {i}" for i in host.runsc_ids() if i not in running]
     sdir = Path(state_dir) / "sandboxes"
@@ -91,7 +98,7 @@ def daemons():
         state = state_dir or tempfile.mkdtemp(prefix="kiln-fault-", dir="/tmp")
         d = start_kilnd(state, *args)
         d.api = Client(d.url, key=d.admin_key)
-        d.host = Host(state, RUNSC)
+        d.host = Host(state, runsc())
         started.append(d)
         return d
 

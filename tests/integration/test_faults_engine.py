@@ -14,7 +14,7 @@ import pytest
 
 from client import assert_error
 from conftest import stop_kilnd
-from faults_util import RUNSC, cmdline, daemons, run_kilnd_expecting_exit, sha256, wait_stopped  # noqa: F401
+from faults_util import cmdline, runsc, daemons, run_kilnd_expecting_exit, sha256, wait_stopped  # noqa: F401
 
 # Two 512 MiB sandboxes fill this kilnd: a third waits for the room of one.
 ROOM = ("--host-memory-mib", "1024", "--memory-overcommit", "1", "--host-vcpus", "4")
@@ -60,7 +60,7 @@ def test_agent_killed_from_the_host(daemons):
     d = daemons(*ROOM)
     neighbour, victim = full_house(d)
     pids = d.host.pids(victim)
-    r = subprocess.run([RUNSC, "--root", f"{d.state_dir}/runsc", "kill", victim, "KILL"],
+    r = subprocess.run([runsc(), "--root", f"{d.state_dir}/runsc", "kill", victim, "KILL"],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     assert_cleaned_and_room_back(d, neighbour, victim, pids)
@@ -96,20 +96,20 @@ def _script(tmp, name, body):
     ("not-executable", "not executable"),
 ])
 def test_kilnd_refuses_to_start_with_a_broken_runsc(tmp_path, kind, expect):
-    runsc = {
+    path = {
         "missing": str(tmp_path / "nonexistent"),
         "exits-1": _script(tmp_path, "r1", "echo broken >&2\nexit 1\n"),
         "garbage": _script(tmp_path, "r2", "echo 'hello, I am not runsc'\n"),
         "not-executable": str(tmp_path / "plain"),
     }[kind]
     if kind == "not-executable":
-        Path(runsc).write_text("not a program")
+        Path(path).write_text("not a program")
     state = tmp_path / "state"
     t0 = time.monotonic()
-    rc, out = run_kilnd_expecting_exit(state, "--runsc", runsc)
+    rc, out = run_kilnd_expecting_exit(state, "--runsc", path)
     assert rc != 0, out
     assert time.monotonic() - t0 < 30
-    assert runsc in out and expect in out, out
+    assert path in out and expect in out, out
     if kind == "exits-1":
         assert "broken" in out, out  # its own words are passed on
     assert not (state / "kiln.db").exists(), "kilnd touched state before refusing"
