@@ -29,8 +29,15 @@ struct RunscOptions {
   std::string pinned_version;  // the runsc version this kiln was built for
 };
 
-// The version a runsc binary reports ("runsc version X" -> "X"), or "" if it
-// cannot be run.
+// The version a runsc binary reports ("runsc version X" -> "X"), or
+// kStartupFailed saying what is wrong with it: not found, not executable,
+// exited non-zero (with its stderr), killed, hung, or printed no version.
+// kilnd refuses to start on any of these: the check costs one
+// `runsc --version` (~10 ms), and a daemon that cannot start a single
+// sandbox must not look healthy.
+Result<std::string> ProbeRunsc(const std::string& runsc);
+
+// ProbeRunsc's version, or "" if runsc cannot be run.
 std::string RunscVersion(const std::string& runsc);
 
 class RunscEngine : public Engine {

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -150,8 +151,14 @@ Status SnapshotStore::Seal(const SnapshotRecord& record) {
   if (ec || files.empty()) return fail("the capture wrote no files");
   // The manifest names the files now; their checksums follow from the
   // hasher (a manifest without them is completed at the next start).
-  if (!WriteManifest(record.id, json{{"record", record}, {"files", files}}))
+  if (!WriteManifest(record.id, json{{"record", record}, {"files", files}})) {
+    int err = errno;
+    if (err == ENOSPC || err == EDQUOT) {
+      Discard(record.id);
+      return Status(Code::kNoSpace, "no space left on the state disk for the snapshot's manifest");
+    }
     return fail("cannot write the manifest");
+  }
   {
     std::lock_guard lock(mu_);
     snapshots_[record.id] = {record, files};
