@@ -79,6 +79,12 @@ bench: setup build
 	$(PY) bench/pause.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 
+# Bounded load against one kilnd for SOAK_MINUTES (README "Soak"), restarted
+# once with SIGTERM and once with kill -9; fails on errors or resource growth.
+SOAK_MINUTES ?= 30
+soak: setup build
+	SOAK_MINUTES=$(SOAK_MINUTES) $(PY) bench/soak.py --kilnd $(BUILD)/bin/kilnd --minutes $(SOAK_MINUTES)
+
 # Idle sandboxes until the host refuses or a neighbour slows (minutes; not in bench).
 density: setup build
 	$(PY) bench/density.py --kilnd $(BUILD)/bin/kilnd

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/log.h"
 #include "common/subprocess.h"
@@ -221,6 +222,7 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
   }
   RaiseMemoryLimit(p.id, p.shape);
   GuardMemory(p.id, p.shape, *conn);
+  ContinueOnSilence(p.id, **conn);
   LogInfo("sandbox launched", {{"event", "engine.launch"},
                                {"sandboxId", p.id},
                                {"verb", verb[0]},
@@ -269,7 +271,20 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Attach(const std::string& id,
   auto conn = AgentConnection::Connect(dir + "/agent.in", dir + "/agent.out", 5000);
   if (!conn.ok()) return conn.status();
   GuardMemory(id, shape, *conn);
+  ContinueOnSilence(id, **conn);
   return std::shared_ptr<AgentChannel>(std::move(*conn));
+}
+
+void RunscEngine::ContinueOnSilence(const std::string& id, AgentConnection& conn) {
+  auto args = RunscArgs();
+  args.insert(args.end(), {"kill", id, "CONT"});
+  conn.OnSilence([args, id] {
+    // Off the waiting thread: the caller is answering a timeout already.
+    std::thread([args, id] {
+      ProcessOutput r = RunProcess(args, 10000);
+      if (!r.ok()) LogWarn("runsc kill CONT failed", {{"sandboxId", id}, {"detail", r.Describe()}});
+    }).detach();
+  });
 }
 
 void RunscEngine::Destroy(const std::string& id) {

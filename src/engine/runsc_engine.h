@@ -82,6 +82,9 @@ class RunscEngine : public Engine {
   // Kills the sandbox's largest process when it goes over its memory.
   void GuardMemory(const std::string& id, const Shape& shape,
                    const std::shared_ptr<AgentChannel>& conn);
+  // Sends SIGCONT to the sandbox's PID 1 when its agent stops answering
+  // (see AgentConnection::OnSilence).
+  void ContinueOnSilence(const std::string& id, AgentConnection& conn);
 
   RunscOptions opts_;
   EngineInfo info_;

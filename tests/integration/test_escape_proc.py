@@ -190,3 +190,36 @@ def test_mount_namespace_and_chroot_attempts(api, kilnd, box, nosudo):
     assert not new, f"the host's mount table changed: {new}"
     for sid in (box, nosudo):
         assert api.sh(sid, "echo alive") == "alive\n"
+
+
+def test_a_stopped_agent_is_continued_by_kilnd(api):
+    """Root inside may stop PID 1 (gVisor lets `kill -STOP 1` through, Linux
+    would not). Nothing inside can start it again, so kilnd sends SIGCONT to
+    PID 1 when a wait for the agent times out: the sandbox answers again and
+    its files are intact."""
+    info = api.create(vcpu=1, memoryMiB=512)
+    sid = info["id"]
+    try:
+        api.sh(sid, "echo kept > /tmp/kept")
+        r = api.request("POST", f"/v1/sandboxes/{sid}:exec",
+                        json={"command": "sudo /bin/kill -STOP 1; echo stopped", "timeoutMs": 3000},
+                        timeout=120)
+        # The agent may stop before or after it answers this one; when it is
+        # continued it finds the command past its timeout.
+        assert r.status in (200, 504), r
+        if r.status == 200:
+            assert r.json()["timedOut"] or r.json()["stdout"] == "stopped\n", r
+        deadline = time.monotonic() + 90
+        answered = None
+        while time.monotonic() < deadline:
+            r = api.request("POST", f"/v1/sandboxes/{sid}:exec",
+                            json={"command": "cat /tmp/kept", "timeoutMs": 3000}, timeout=120)
+            if r.status == 200:
+                answered = r.json()
+                break
+            assert r.status == 504 and r.json()["error"]["code"] == "agent_timeout", r
+        assert answered is not None, "the sandbox never answered again after kill -STOP 1"
+        assert answered["stdout"] == "kept\n", answered
+        assert api.ok("GET", f"/v1/sandboxes/{sid}")["state"] == "running"
+    finally:
+        api.request("DELETE", f"/v1/sandboxes/{sid}")
