@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all setup build asan image demo test unit integration hostile bench density format clean
+.PHONY: all setup build asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean
 
 all: build
 
@@ -29,6 +29,17 @@ build:
 asan:
 	@$(STEP) "asan build" sh -c '[ -f $(ASAN)/build.ninja ] || cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_BENCH=OFF; ninja -C $(ASAN) -j $(JOBS)'
 
+# libFuzzer targets (tests/fuzz) under ASan + UBSan, built with clang.
+FUZZ      := build-fuzz
+FUZZ_SECONDS ?= 60
+fuzz-build:
+	@$(STEP) "fuzz build" sh -c '[ -f $(FUZZ)/build.ninja ] || CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_TESTS=OFF -DKILN_BENCH=OFF; ninja -C $(FUZZ) -j $(JOBS) fuzzers'
+
+# Each target for FUZZ_SECONDS (after its committed regressions and seeds);
+# fails on any crash, leak or timeout. One JSON line of figures per target.
+fuzz: fuzz-build
+	$(PY) tests/fuzz/run.py --bin-dir $(FUZZ)/bin --seconds $(FUZZ_SECONDS)
+
 # Debian bookworm minbase, keyed by the recipe's hash; built once.
 image:
 	@mkdir -p $(IMAGES)
@@ -41,6 +52,7 @@ demo: setup build
 # tests (real kilnd, real gVisor, as root), sanitized.
 test: setup
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
 	KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration
 
 # The unit tier: no root, no gVisor, no daemon. The sanitized C++ unit tests,
@@ -66,6 +78,12 @@ bench: setup build
 	$(PY) bench/images.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/pause.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
+
+# Bounded load against one kilnd for SOAK_MINUTES (README "Soak"), restarted
+# once with SIGTERM and once with kill -9; fails on errors or resource growth.
+SOAK_MINUTES ?= 30
+soak: setup build
+	SOAK_MINUTES=$(SOAK_MINUTES) $(PY) bench/soak.py --kilnd $(BUILD)/bin/kilnd --minutes $(SOAK_MINUTES)
 
 # Idle sandboxes until the host refuses or a neighbour slows (minutes; not in bench).
 density: setup build

@@ -41,7 +41,9 @@ PKGS=(build-essential cmake ninja-build pkg-config clang-format
       libarchive-dev skopeo umoci docker-registry musl-tools busybox-static apache2-utils
       # Terminals driven as a person would (tmux); the vendors' own clients
       # (withruntime, pandastack) installed from PyPI into a test's venv.
-      tmux python3-venv)
+      tmux python3-venv
+      # Fuzzing: clang and its libFuzzer + sanitizer runtimes (make fuzz).
+      clang-14 libclang-rt-14-dev)
 
 step_packages() {
   local backports=/etc/apt/sources.list.d/kiln-bookworm-backports.sources updated=0

@@ -322,7 +322,7 @@ proto::AgentError FileError(int err, const std::string& path) {
       break;
     case ENOSPC:
     case EDQUOT:
-      code = "no_space";
+      code = "insufficient_storage";
       break;
     case EBUSY:
       code = "busy";

@@ -282,9 +282,18 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     engine::ArchiveWriter tar = ValueOrThrow(RunningAgent(*s).ArchivePut(path, gzip));
     uint64_t sent = PumpBody(ex, tar, kMaxArchive, std::move(first));
     engine::ArchiveUnpacked done = ValueOrThrow(tar.Finish());
-    if (done.exit.exit_code != 0)
-      throw ApiError(Code::kInvalidArchive,
-                     "the archive could not be unpacked: " + done.stderr_head);
+    if (done.exit.exit_code != 0) {
+      // A full disk is not a bad archive: tar says ENOSPC, or (gVisor's
+      // overlay on a full host disk) that a write came up short.
+      const std::string& said = done.stderr_head;
+      if (said.find("No space left on device") != std::string::npos ||
+          said.find("Disk quota exceeded") != std::string::npos ||
+          said.find("Wrote only") != std::string::npos)
+        throw ApiError(Code::kNoSpace,
+                       "no space left to unpack the archive into " + path + ": " + said,
+                       json{{"path", path}});
+      throw ApiError(Code::kInvalidArchive, "the archive could not be unpacked: " + said);
+    }
     if (done.exit.stdin_bytes != sent)
       throw ApiError(Code::kUploadIncomplete, "the sandbox took " +
                                                   std::to_string(done.exit.stdin_bytes) + " of " +

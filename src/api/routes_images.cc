@@ -3,6 +3,8 @@
 // (POST /v1/images/context/missing, PUT /v1/images/context/{digest}),
 // registry credentials (GET/POST /v1/images/registries, :delete) and
 // POST /v1/images:prune.
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -134,6 +136,7 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
       std::ofstream out(path, std::ios::binary | std::ios::trunc);
       std::string chunk;
       uint64_t total = 0;
+      int write_errno = 0;
       while (ex.ReadBodyChunk(&chunk)) {
         total += chunk.size();
         if (total > kMaxContext) {
@@ -142,12 +145,21 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
           throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
                          json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
         }
-        out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        // After a failed write the rest of the body is still read (and
+        // dropped), so the answer reaches a client that is still sending.
+        if (out && !out.write(chunk.data(), static_cast<std::streamsize>(chunk.size())))
+          write_errno = errno;
       }
+      if (out && !out.flush()) write_errno = errno;
       if (ex.body_error() || !out) {
         out.close();
         std::filesystem::remove(path);
-        throw ApiError(Code::kInvalidRequest, "body: the upload ended early");
+        if (ex.body_error()) throw ApiError(Code::kInvalidRequest, "body: the upload ended early");
+        bool full = write_errno == ENOSPC || write_errno == EDQUOT;
+        throw ApiError(full ? Code::kNoSpace : Code::kIoError,
+                       std::string(full ? "no space left on the state disk for the build context"
+                                        : "cannot store the build context") +
+                           " (" + std::strerror(write_errno) + ")");
       }
     }
     images::ContextUpload up = ValueOrThrow(Images(ctx).PutContext("sha256:" + hex, path));

@@ -182,7 +182,9 @@ std::string Render() {
     }
   }
   std::map<std::string, std::string, std::less<>> collected;  // name -> sample lines
-  for (const auto& [name, collect] : collectors) {
+  for (const auto& [family, collect] : collectors) {
+    // A named copy: clang 14 cannot capture a structured binding.
+    const std::string& name = family;
     std::string& lines = collected[name];
     collect([&](const Labels& labels, double v) {
       AppendSample(&lines, name, LabelKey(labels), "", v);

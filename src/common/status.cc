@@ -46,7 +46,7 @@ constexpr std::array kNames = {
     Named{Code::kNoCapacity, "no_capacity"},
     Named{Code::kQuotaExceeded, "quota_exceeded"},
     Named{Code::kShuttingDown, "shutting_down"},
-    Named{Code::kNoSpace, "no_space"},
+    Named{Code::kNoSpace, "insufficient_storage"},
     Named{Code::kRateLimited, "rate_limited"},
     Named{Code::kTooManyStreams, "too_many_streams"},
     Named{Code::kRequestTimeout, "request_timeout"},
@@ -71,6 +71,9 @@ std::string_view CodeName(Code code) {
 std::optional<Code> CodeFromName(std::string_view name) {
   for (const auto& n : kNames)
     if (n.name == name) return n.code;
+  // The agent's name before the rename: a sandbox restored from an older
+  // snapshot may still run an agent that says it.
+  if (name == "no_space") return Code::kNoSpace;
   return std::nullopt;
 }
 

@@ -83,10 +83,30 @@ void SandboxManager::Shutdown(const std::string& reason) {
   for (auto& t : workers) t.join();
 }
 
+namespace {
+
+// A record from the database, or nullopt (logged) for one that is damaged:
+// the daemon starts without it rather than not at all, and the row is left
+// as it is for whoever looks into it.
+std::optional<SandboxRecord> DecodeRecord(const json& record) {
+  try {
+    return record.get<SandboxRecord>();
+  } catch (const json::exception& e) {
+    LogError("skipping an unreadable sandbox record",
+             {{"sandboxId", record.is_object() ? record.value("id", json()) : json()},
+              {"error", e.what()}});
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 void SandboxManager::Recover() {
   std::set<std::string> adopted;
   for (const auto& record : records_.Live()) {
-    auto s = std::make_shared<Sandbox>(record.get<SandboxRecord>());
+    auto decoded = DecodeRecord(record);
+    if (!decoded) continue;
+    auto s = std::make_shared<Sandbox>(std::move(*decoded));
     SetWaker(s);
     SandboxState was = s->state();
     if (was == SandboxState::kPausing || was == SandboxState::kPaused ||
@@ -144,7 +164,9 @@ void SandboxManager::Recover() {
   std::lock_guard lock(mu_);
   std::vector<std::string> old_order;
   for (const auto& record : stopped) {
-    auto s = std::make_shared<Sandbox>(record.get<SandboxRecord>());
+    auto decoded = DecodeRecord(record);
+    if (!decoded) continue;
+    auto s = std::make_shared<Sandbox>(std::move(*decoded));
     if (sandboxes_.count(s->id())) continue;
     sandboxes_[s->id()] = s;
     old_order.push_back(s->id());

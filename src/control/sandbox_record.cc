@@ -1,5 +1,7 @@
 #include "control/sandbox_record.h"
 
+#include "common/json_integer.h"
+
 #include <array>
 
 namespace kiln::control {
@@ -79,10 +81,11 @@ void from_json(const json& j, SandboxRecord& r) {
   j.at("id").get_to(r.id);
   SandboxSpec& spec = r.spec;
   spec.owner = j.value("owner", "");
-  spec.shape.vcpu = j.value("vcpu", 1);
-  spec.shape.memory_mib = j.value("memoryMiB", 512);
-  spec.shape.disk_mib = j.value("diskMiB", spec.shape.disk_mib);
-  spec.timeout_seconds = j.value("timeoutSeconds", 1800);
+  spec.shape.vcpu = JsonIntegerOr<decltype(spec.shape.vcpu)>(j, "vcpu", 1);
+  spec.shape.memory_mib = JsonIntegerOr<decltype(spec.shape.memory_mib)>(j, "memoryMiB", 512);
+  spec.shape.disk_mib =
+      JsonIntegerOr<decltype(spec.shape.disk_mib)>(j, "diskMiB", spec.shape.disk_mib);
+  spec.timeout_seconds = JsonIntegerOr<decltype(spec.timeout_seconds)>(j, "timeoutSeconds", 1800);
   spec.labels = j.value("labels", std::map<std::string, std::string>{});
   spec.env = j.value("env", std::map<std::string, std::string>{});
   if (j.contains("name")) spec.name = j["name"].get<std::string>();
@@ -90,14 +93,16 @@ void from_json(const json& j, SandboxRecord& r) {
   if (j.contains("image")) spec.image = j["image"].get<std::string>();
   spec.rootfs = j.value("rootfs", "");
   if (j.contains("runAs")) spec.run_as = j["runAs"].get<RunAs>();
-  if (j.contains("maxCostMicros")) spec.max_cost_micros = j["maxCostMicros"].get<int64_t>();
+  if (j.contains("maxCostMicros"))
+    spec.max_cost_micros = JsonIntegerAt<int64_t>(j, "maxCostMicros");
   spec.pausable = j.value("pausable", true);
-  spec.idle_pause_seconds = j.value("idlePauseSeconds", 0);
+  spec.idle_pause_seconds =
+      JsonIntegerOr<decltype(spec.idle_pause_seconds)>(j, "idlePauseSeconds", 0);
   spec.auto_wake = j.value("autoWake", true);
   spec.pause_on_lease_end = j.value("onLeaseEnd", "stop") == "pause";
   spec.persistent = j.value("persistent", false);
   if (j.contains("maxTotalCostMicros"))
-    spec.max_total_cost_micros = j["maxTotalCostMicros"].get<int64_t>();
+    spec.max_total_cost_micros = JsonIntegerAt<int64_t>(j, "maxTotalCostMicros");
   spec.sudo = j.value("sudo", true);
   if (j.contains("network")) {
     // Written by us, so valid; a record from before egress rules is "off".
@@ -106,24 +111,26 @@ void from_json(const json& j, SandboxRecord& r) {
   }
   r.network = spec.network.value_or(network::Policy{});
   r.state = ParseState(j.value("state", "stopped")).value_or(SandboxState::kStopped);
-  r.created_ms = j.value("createdMs", int64_t{0});
-  r.ready_ms = j.value("readyMs", int64_t{0});
-  r.expires_ms =
-      j.value("expiresMs", r.created_ms + static_cast<int64_t>(spec.timeout_seconds) * 1000);
-  r.ended_ms = j.value("endedMs", int64_t{0});
+  r.created_ms = JsonIntegerOr<decltype(r.created_ms)>(j, "createdMs", int64_t{0});
+  r.ready_ms = JsonIntegerOr<decltype(r.ready_ms)>(j, "readyMs", int64_t{0});
+  r.expires_ms = JsonIntegerOr<decltype(r.expires_ms)>(
+      j, "expiresMs", r.created_ms + static_cast<int64_t>(spec.timeout_seconds) * 1000);
+  r.ended_ms = JsonIntegerOr<decltype(r.ended_ms)>(j, "endedMs", int64_t{0});
   r.stop_reason = j.value("stopReason", "");
-  r.network_version = j.value("networkVersion", int64_t{1});
-  r.network_updated_ms = j.value("networkUpdatedMs", r.created_ms);
+  r.network_version = JsonIntegerOr<decltype(r.network_version)>(j, "networkVersion", int64_t{1});
+  r.network_updated_ms =
+      JsonIntegerOr<decltype(r.network_updated_ms)>(j, "networkUpdatedMs", r.created_ms);
   const json& m = j.value("meter", json::object());
-  r.meter.cpu_ns = m.value("cpuNs", uint64_t{0});
-  r.meter.at_ms = m.value("atMs", int64_t{0});
+  r.meter.cpu_ns = JsonIntegerOr<decltype(r.meter.cpu_ns)>(m, "cpuNs", uint64_t{0});
+  r.meter.at_ms = JsonIntegerOr<decltype(r.meter.at_ms)>(m, "atMs", int64_t{0});
   r.meter.cpu_seconds = m.value("cpuSeconds", 0.0);
   r.meter.gib_hours = m.value("gibHours", 0.0);
   r.meter.micros = m.value("micros", 0.0);
-  r.paused_ms = j.value("pausedMs", int64_t{0});
-  r.paused_lease_ms = j.value("pausedLeaseMs", int64_t{0});
+  r.paused_ms = JsonIntegerOr<decltype(r.paused_ms)>(j, "pausedMs", int64_t{0});
+  r.paused_lease_ms = JsonIntegerOr<decltype(r.paused_lease_ms)>(j, "pausedLeaseMs", int64_t{0});
   r.checkpoint = j.value("checkpoint", "");
-  r.paused_expires_ms = j.value("pausedExpiresMs", int64_t{0});
+  r.paused_expires_ms =
+      JsonIntegerOr<decltype(r.paused_expires_ms)>(j, "pausedExpiresMs", int64_t{0});
 }
 
 }  // namespace kiln::control

@@ -107,6 +107,15 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   kiln::StartChildReaper();
 
+  // Before anything touches the state directory: a kilnd that cannot start
+  // one sandbox refuses to start, saying which runsc and what is wrong.
+  if (auto probe = kiln::engine::ProbeRunsc(flags.runsc); !probe.ok()) {
+    kiln::LogError("cannot start: " + probe.status().message() +
+                       "; build the pinned one with `make setup` (scripts/build-runsc.sh), "
+                       "or name another with --runsc PATH",
+                   {{"runsc", flags.runsc}});
+    return 1;
+  }
   kiln::engine::RunscEngine engine(
       {flags.state_dir, flags.runsc, flags.platform, flags.agent, 30000, KILN_RUNSC_VERSION});
   kiln::engine::EngineInfo engine_info = engine.Info();

@@ -34,6 +34,8 @@ bool AgentOp::Next(Message* m, int timeout_ms) {
   if (timeout_ms < 0) {
     cv_.wait(lock, ready);
   } else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
+    lock.unlock();
+    conn_->Silent();
     return false;
   }
   *m = std::move(queue_.front());
@@ -149,6 +151,14 @@ Result<std::shared_ptr<AgentConnection>> AgentConnection::Connect(const std::str
 }
 
 AgentConnection::~AgentConnection() { Close(); }
+
+void AgentConnection::Silent() {
+  if (!on_silence_ || !alive_) return;
+  int64_t now = MonotonicNowMs();
+  int64_t last = last_silence_ms_.load();
+  if (now - last < kSilenceEvery || !last_silence_ms_.compare_exchange_strong(last, now)) return;
+  on_silence_();
+}
 
 void AgentConnection::Close() {
   if (reader_.joinable()) {

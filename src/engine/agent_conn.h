@@ -69,9 +69,17 @@ class AgentConnection : public AgentChannel, public std::enable_shared_from_this
   bool alive() const override { return alive_; }
   void OnClose(std::function<void()> cb) override;
   void Close() override;
+  // Called (on the waiting thread, at most once per kSilenceEvery) when a
+  // wait for the agent times out. The engine uses it to send SIGCONT to the
+  // sandbox's PID 1: root inside may stop the agent (gVisor lets `kill
+  // -STOP 1` through), and nothing inside can start it again. Set it before
+  // the connection is used.
+  void OnSilence(std::function<void()> cb) { on_silence_ = std::move(cb); }
+  static constexpr int64_t kSilenceEvery = 5000;  // ms
 
  private:
   friend class AgentOp;
+  void Silent();
   AgentConnection() = default;
   bool WriteFrame(const std::string& frame);
   void ReadLoop();
@@ -87,6 +95,8 @@ class AgentConnection : public AgentChannel, public std::enable_shared_from_this
   std::map<uint32_t, AgentOp*> ops_;
   uint32_t next_stream_ = 1;
   std::function<void()> on_close_;
+  std::function<void()> on_silence_;
+  std::atomic<int64_t> last_silence_ms_{0};
   std::string initial_;  // bytes read past the sync marker during Connect
 };
 

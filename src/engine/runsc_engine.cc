@@ -4,10 +4,14 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/log.h"
 #include "common/subprocess.h"
@@ -43,14 +47,43 @@ uint64_t ReadU64(const std::string& path) {
 
 }  // namespace
 
-std::string RunscVersion(const std::string& runsc) {
+Result<std::string> ProbeRunsc(const std::string& runsc) {
+  auto fail = [&runsc](const std::string& what) {
+    return Status(Code::kStartupFailed, "runsc " + runsc + " " + what, {{"runsc", runsc}});
+  };
+  // A bare name is looked up in PATH by the spawn; a path is checked first,
+  // so that "not found" and "not executable" are told apart.
+  if (runsc.find('/') != std::string::npos) {
+    struct stat st;
+    if (::stat(runsc.c_str(), &st) != 0) return fail("not found: " + std::string(strerror(errno)));
+    if (!S_ISREG(st.st_mode)) return fail("is not a regular file");
+    if (::access(runsc.c_str(), X_OK) != 0) return fail("is not executable");
+  }
   ProcessOutput r = RunProcess({runsc, "--version"}, 10000);
-  if (!r.ok()) return "";
+  if (r.status < 0) return fail("could not be started, or `--version` took over 10 s");
+  auto first_line = [](const std::string& text) {
+    std::string line = text.substr(0, text.find_first_of("\r\n"));
+    return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+  };
+  if (WIFSIGNALED(r.status))
+    return fail("`--version` was killed by signal " + std::to_string(WTERMSIG(r.status)));
+  if (WEXITSTATUS(r.status) != 0) {
+    std::string said = first_line(r.err.empty() ? r.out : r.err);
+    return fail("`--version` exited with status " + std::to_string(WEXITSTATUS(r.status)) +
+                (said.empty() ? "" : ": " + said));
+  }
   static const std::string kPrefix = "runsc version ";
   size_t at = r.out.find(kPrefix);
-  if (at == std::string::npos) return "";
+  if (at == std::string::npos)
+    return fail("`--version` printed no `runsc version` line (is it runsc?): \"" +
+                first_line(r.out) + "\"");
   size_t from = at + kPrefix.size();
   return r.out.substr(from, r.out.find_first_of("\r\n", from) - from);
+}
+
+std::string RunscVersion(const std::string& runsc) {
+  Result<std::string> v = ProbeRunsc(runsc);
+  return v.ok() ? *v : "";
 }
 
 RunscEngine::RunscEngine(RunscOptions options) : opts_(std::move(options)) {
@@ -106,7 +139,13 @@ Result<CheckpointStats> RunscEngine::Checkpoint(const std::string& id, const std
   stats.duration_ms = MonotonicNowMs() - t0;
   if (!r.ok()) {
     fs::remove_all(tmp, ec);
-    return fail("runsc checkpoint failed: " + r.Describe());
+    // runsc passes the host's ENOSPC/EDQUOT on in its words: a full state
+    // disk is the operator's to fix (507), not a broken sandbox.
+    std::string said = r.Describe();
+    if (said.find("no space left on device") != std::string::npos ||
+        said.find("disk quota exceeded") != std::string::npos)
+      return Status(Code::kNoSpace, "no space left on the state disk for the snapshot: " + said);
+    return fail("runsc checkpoint failed: " + said);
   }
   for (const auto& e : fs::recursive_directory_iterator(tmp, ec)) {
     if (e.is_regular_file()) stats.bytes += e.file_size();
@@ -183,6 +222,7 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
   }
   RaiseMemoryLimit(p.id, p.shape);
   GuardMemory(p.id, p.shape, *conn);
+  ContinueOnSilence(p.id, **conn);
   LogInfo("sandbox launched", {{"event", "engine.launch"},
                                {"sandboxId", p.id},
                                {"verb", verb[0]},
@@ -231,7 +271,20 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Attach(const std::string& id,
   auto conn = AgentConnection::Connect(dir + "/agent.in", dir + "/agent.out", 5000);
   if (!conn.ok()) return conn.status();
   GuardMemory(id, shape, *conn);
+  ContinueOnSilence(id, **conn);
   return std::shared_ptr<AgentChannel>(std::move(*conn));
+}
+
+void RunscEngine::ContinueOnSilence(const std::string& id, AgentConnection& conn) {
+  auto args = RunscArgs();
+  args.insert(args.end(), {"kill", id, "CONT"});
+  conn.OnSilence([args, id] {
+    // Off the waiting thread: the caller is answering a timeout already.
+    std::thread([args, id] {
+      ProcessOutput r = RunProcess(args, 10000);
+      if (!r.ok()) LogWarn("runsc kill CONT failed", {{"sandboxId", id}, {"detail", r.Describe()}});
+    }).detach();
+  });
 }
 
 void RunscEngine::Destroy(const std::string& id) {

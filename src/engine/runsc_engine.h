@@ -29,8 +29,15 @@ struct RunscOptions {
   std::string pinned_version;  // the runsc version this kiln was built for
 };
 
-// The version a runsc binary reports ("runsc version X" -> "X"), or "" if it
-// cannot be run.
+// The version a runsc binary reports ("runsc version X" -> "X"), or
+// kStartupFailed saying what is wrong with it: not found, not executable,
+// exited non-zero (with its stderr), killed, hung, or printed no version.
+// kilnd refuses to start on any of these: the check costs one
+// `runsc --version` (~10 ms), and a daemon that cannot start a single
+// sandbox must not look healthy.
+Result<std::string> ProbeRunsc(const std::string& runsc);
+
+// ProbeRunsc's version, or "" if runsc cannot be run.
 std::string RunscVersion(const std::string& runsc);
 
 class RunscEngine : public Engine {
@@ -75,6 +82,9 @@ class RunscEngine : public Engine {
   // Kills the sandbox's largest process when it goes over its memory.
   void GuardMemory(const std::string& id, const Shape& shape,
                    const std::shared_ptr<AgentChannel>& conn);
+  // Sends SIGCONT to the sandbox's PID 1 when its agent stops answering
+  // (see AgentConnection::OnSilence).
+  void ContinueOnSilence(const std::string& id, AgentConnection& conn);
 
   RunscOptions opts_;
   EngineInfo info_;

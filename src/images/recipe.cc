@@ -181,7 +181,8 @@ Result<RecipeBuild> RecipeToBuild(const json& recipe) {
   if (!recipe.is_object()) return FieldError("recipe", "must be an object");
   static const char* kFields[] = {"base",     "apt",   "pip", "npm",
                                   "commands", "files", "env", "workdir"};
-  for (const auto& [key, value] : recipe.items()) {
+  for (const auto& item : recipe.items()) {
+    const std::string& key = item.key();
     if (std::none_of(std::begin(kFields), std::end(kFields),
                      [&](const char* f) { return key == f; })) {
       return FieldError("recipe." + key, "unknown field");

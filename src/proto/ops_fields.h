@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -14,22 +15,39 @@ namespace kiln::proto {
 // Every struct decodes from an object only (type_error otherwise).
 inline void Object(const nlohmann::json& j) { (void)j.get_ref<const nlohmann::json::object_t&>(); }
 
+// An integer member must be a JSON integer: nlohmann converts a float with
+// a cast, which is undefined past the integer's range (1e30 as an exit
+// code), and the other end of the channel is not trusted.
+template <typename T>
+void CheckInteger(const nlohmann::json& v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (v.is_number_float())
+      throw nlohmann::json::type_error::create(302, "type must be an integer, but is a float", &v);
+  }
+}
+
 // A required member: missing or of another type throws.
 template <typename T>
 void Need(const nlohmann::json& j, const char* key, T& out) {
-  j.at(key).get_to(out);
+  const nlohmann::json& v = j.at(key);
+  CheckInteger<T>(v);
+  v.get_to(out);
 }
 
 // An optional member: absent or null keeps the default.
 template <typename T>
 void Take(const nlohmann::json& j, const char* key, T& out) {
   auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) it->get_to(out);
+  if (it == j.end() || it->is_null()) return;
+  CheckInteger<T>(*it);
+  it->get_to(out);
 }
 template <typename T>
 void Take(const nlohmann::json& j, const char* key, std::optional<T>& out) {
   auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) out = it->template get<T>();
+  if (it == j.end() || it->is_null()) return;
+  CheckInteger<T>(*it);
+  out = it->template get<T>();
 }
 
 // A nullable member: null when absent.

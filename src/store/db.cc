@@ -81,17 +81,47 @@ Db::Db(const std::string& path) {
     sqlite3_close(db_);
     throw DbError("open " + path + ": " + msg);
   }
-  sqlite3_busy_timeout(db_, 5000);
+  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   try {
-    // Before anything writes to the file: a newer kilnd's database is left as it is.
+    // Before anything writes to the file: a newer kilnd's database, a
+    // corrupted one and one another process holds are all left as they are.
     RefuseNewerSchema(*this, path);
+    CheckUsable(path);
     // WAL: a committed transaction survives a kill -9 of the process;
     // synchronous=NORMAL only risks the last commits on power loss.
     Script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
     MigrateSchema(*this, path);
+  } catch (const DbError& e) {
+    sqlite3_close(db_);
+    std::string what = e.what();
+    if (what.find(path) != std::string::npos) throw;
+    throw DbError(path + ": " + what + "; kilnd left the file untouched");
   } catch (...) {
     sqlite3_close(db_);
     throw;
+  }
+}
+
+void Db::CheckUsable(const std::string& path) {
+  if (path == ":memory:") return;
+  // A read of every page's structure: a few ms for kilnd's database, and
+  // the only way to find damage past the header before writing over it.
+  std::vector<DbRow> rows = Query("PRAGMA quick_check(5)");
+  if (rows.empty() || rows[0].Text(0) != "ok") {
+    std::string problems;
+    for (const DbRow& r : rows) problems += (problems.empty() ? "" : "; ") + r.Text(0);
+    throw DbError(path + " is corrupt (database disk image is malformed: " + problems +
+                  "); kilnd left the file untouched: restore it from a backup, or move it "
+                  "away to start with an empty state");
+  }
+  // Another process holding the write lock: wait busy_timeout for it,
+  // then refuse rather than start a daemon that cannot record anything.
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE; ROLLBACK;", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    std::string msg = sqlite3_errmsg(db_);
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw DbError(path + " cannot be written (" + msg + ") after waiting " +
+                  std::to_string(kBusyTimeoutMs / 1000) +
+                  " s: another process holds it; kilnd left the file untouched");
   }
 }
 

@@ -50,6 +50,8 @@ class Db {
   // Opens (creating if needed) the database at `path`; ":memory:" for tests.
   // Brings its schema to the latest version (store/schema.h); throws
   // DbError for one newer than this code knows, without changing it.
+  // Refuses (DbError naming `path` and the problem) a corrupted file and
+  // one whose write lock another process holds past the busy timeout.
   explicit Db(const std::string& path);
   ~Db();
   Db(const Db&) = delete;
@@ -78,6 +80,10 @@ class Db {
   };
 
  private:
+  // How long a statement waits for another process's lock before failing.
+  static constexpr int kBusyTimeoutMs = 5000;
+
+  void CheckUsable(const std::string& path);
   sqlite3_stmt* Prepare(const std::string& sql);
   void Raw(const char* sql);
 

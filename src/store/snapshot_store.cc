@@ -1,7 +1,10 @@
 #include "store/snapshot_store.h"
 
+#include "common/json_integer.h"
+
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -55,14 +58,14 @@ void from_json(const json& j, SnapshotRecord& r) {
   if (j.at("name").is_string()) r.name = j["name"].get<std::string>();
   j.at("labels").get_to(r.labels);
   j.at("sourceSandboxId").get_to(r.source_sandbox_id);
-  j.at("vcpu").get_to(r.shape.vcpu);
-  j.at("memoryMiB").get_to(r.shape.memory_mib);
-  j.at("diskMiB").get_to(r.shape.disk_mib);
-  j.at("retentionDays").get_to(r.retention_days);
-  j.at("createdMs").get_to(r.created_ms);
-  j.at("expiresMs").get_to(r.expires_ms);
-  j.at("sizeBytes").get_to(r.size_bytes);
-  j.at("captureMs").get_to(r.capture_ms);
+  r.shape.vcpu = JsonIntegerAt<decltype(r.shape.vcpu)>(j, "vcpu");
+  r.shape.memory_mib = JsonIntegerAt<decltype(r.shape.memory_mib)>(j, "memoryMiB");
+  r.shape.disk_mib = JsonIntegerAt<decltype(r.shape.disk_mib)>(j, "diskMiB");
+  r.retention_days = JsonIntegerAt<decltype(r.retention_days)>(j, "retentionDays");
+  r.created_ms = JsonIntegerAt<decltype(r.created_ms)>(j, "createdMs");
+  r.expires_ms = JsonIntegerAt<decltype(r.expires_ms)>(j, "expiresMs");
+  r.size_bytes = JsonIntegerAt<decltype(r.size_bytes)>(j, "sizeBytes");
+  r.capture_ms = JsonIntegerAt<decltype(r.capture_ms)>(j, "captureMs");
   r.network = j.value("network", json());
   if (j.contains("image")) r.image = j["image"].get<std::string>();
   r.rootfs = j.value("rootfs", "");
@@ -148,8 +151,14 @@ Status SnapshotStore::Seal(const SnapshotRecord& record) {
   if (ec || files.empty()) return fail("the capture wrote no files");
   // The manifest names the files now; their checksums follow from the
   // hasher (a manifest without them is completed at the next start).
-  if (!WriteManifest(record.id, json{{"record", record}, {"files", files}}))
+  if (!WriteManifest(record.id, json{{"record", record}, {"files", files}})) {
+    int err = errno;
+    if (err == ENOSPC || err == EDQUOT) {
+      Discard(record.id);
+      return Status(Code::kNoSpace, "no space left on the state disk for the snapshot's manifest");
+    }
     return fail("cannot write the manifest");
+  }
   {
     std::lock_guard lock(mu_);
     snapshots_[record.id] = {record, files};

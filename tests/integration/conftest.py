@@ -31,6 +31,7 @@ _started = []  # every Daemon start_kilnd made, so a failed test can show its ow
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "hostile: slow hostile-workload tests (deselect with -m 'not hostile')")
+    config.addinivalue_line("markers", "fs_mib(n): test_faults_disk.py's loop file system size")
 
 
 _started_mark = pytest.StashKey[int]()

@@ -72,7 +72,7 @@ TEST(ErrorsTest, AgentErrorStatusMapping) {
       {"file_not_found", 404},    {"not_found", 404},       {"is_a_directory", 409},
       {"not_a_directory", 409},   {"file_exists", 409},     {"directory_not_empty", 409},
       {"not_running", 409},       {"stdin_closed", 409},    {"busy", 409},
-      {"permission_denied", 403}, {"invalid_request", 400}, {"no_space", 507},
+      {"permission_denied", 403}, {"invalid_request", 400}, {"insufficient_storage", 507},
       {"agent_timeout", 504},     {"io_error", 500},        {"internal_error", 500},
   };
   for (const auto& [code, status] : cases) {
@@ -139,3 +139,10 @@ TEST(AgentErrorRegression, NonObjectErrorIsAnInternalError) {
 
 }  // namespace
 }  // namespace kiln::api
+
+TEST(ErrorsTest, AnOlderAgentsNoSpaceIsInsufficientStorage) {
+  // Agents before the rename said "no_space"; restored sandboxes may run one.
+  ApiError e = AgentAnswerError(json{{"error", {{"code", "no_space"}, {"message", "full"}}}});
+  EXPECT_EQ(e.http_status(), 507);
+  EXPECT_EQ(CodeName(e.status().code()), "insufficient_storage");
+}

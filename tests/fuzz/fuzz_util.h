@@ -1,0 +1,55 @@
+// Small helpers the fuzz targets share (tests/fuzz; see README "Fuzzing").
+#pragma once
+
+#include <stdlib.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::fuzz {
+
+// A directory for the process's lifetime, removed at exit.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-fuzz-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+// Splits an input into parts at a separator line, so that one input can
+// carry several files (a layout's index, manifest and config).
+inline std::vector<std::string> SplitParts(std::string_view input, std::string_view separator) {
+  std::vector<std::string> parts;
+  for (;;) {
+    size_t at = input.find(separator);
+    parts.emplace_back(input.substr(0, at));
+    if (at == std::string_view::npos) return parts;
+    input.remove_prefix(at + separator.size());
+  }
+}
+
+inline std::string_view AsText(const uint8_t* data, size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+}  // namespace kiln::fuzz
