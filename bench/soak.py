@@ -157,12 +157,29 @@ class Soak:
         raw = resp.read()
         if resp.will_close:
             api.close()
-        # A hostile command may finish, time out, be killed, or take its own
-        # sandbox down (409 not_running); nothing else.
-        if resp.status == 200 or (resp.status == 409 and b"not_running" in raw):
+        # A hostile command may finish, time out (answered by the agent, or by
+        # kilnd when the agent itself could not answer in time under a fork
+        # bomb: 504 agent_timeout), be killed, or take its own sandbox down
+        # (409 not_running); nothing else. Then the sandbox must answer again
+        # or be stopped.
+        if (resp.status == 200 or (resp.status == 409 and b"not_running" in raw)
+                or (resp.status == 504 and b"agent_timeout" in raw)):
             self.count("hostile_" + name)
         else:
             self.error(f"hostile {name} -> {resp.status} {raw[:200]!r}")
+            return
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            resp = api.send("POST", f"/v1/sandboxes/{sid}:exec",
+                            {"argv": ["true"], "timeoutMs": 10000})
+            raw = resp.read()
+            if resp.will_close:
+                api.close()
+            if resp.status == 200 or (resp.status == 409 and b"not_running" in raw):
+                return
+            if resp.status != 504:
+                break
+        self.error(f"after {name} the sandbox neither answers nor stopped: {resp.status} {raw[:200]!r}")
 
     def worker(self, n):
         rnd = random.Random(n)
@@ -277,12 +294,18 @@ class Soak:
         for t in threads:
             t.start()
         total = self.minutes * 60
-        plan = [(total * 0.10, "warmup", None), (total * 0.30, "before", "sigterm"),
+        # Warm-up ends once kilnd's list of recently stopped sandboxes (the
+        # last 1,000) is full, which a restart reloads at once; before that
+        # its memory grows by design.
+        plan = [(total * 0.15, "warmup", None), (total * 0.30, "before", "sigterm"),
                 (total * 0.43, "warmup", None), (total * 0.63, "before", "kill9"),
                 (total * 0.76, "warmup", None), (total * 0.999, "end", None)]
         samples = []
         for at, label, restart in plan:
             time.sleep(max(0.0, self.t0 + at - time.monotonic()))
+            while label == "warmup" and not samples and self.counts.get("stop", 0) < 1000 \
+                    and time.monotonic() < self.t0 + total * 0.25:
+                time.sleep(1)
             self.quiesce(WORKERS)
             qapi = self.api()
             self.set_pool(qapi)

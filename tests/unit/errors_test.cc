@@ -137,12 +137,12 @@ TEST(AgentErrorRegression, NonObjectErrorIsAnInternalError) {
   EXPECT_EQ(f.http_status(), 500);
 }
 
-}  // namespace
-}  // namespace kiln::api
-
 TEST(ErrorsTest, AnOlderAgentsNoSpaceIsInsufficientStorage) {
   // Agents before the rename said "no_space"; restored sandboxes may run one.
   ApiError e = AgentAnswerError(json{{"error", {{"code", "no_space"}, {"message", "full"}}}});
   EXPECT_EQ(e.http_status(), 507);
   EXPECT_EQ(CodeName(e.status().code()), "insufficient_storage");
 }
+
+}  // namespace
+}  // namespace kiln::api
