@@ -235,6 +235,9 @@ Result<std::string> NormalizeHost(std::string_view host) {
   }
   if (s.back() == '.') s.pop_back();
   if (s.empty()) return fail("is empty");
+  // Only one trailing dot: "1.2.3.4.." would otherwise reach ParseIpLiteral
+  // (which takes one more) and be kept as a name that is really an address.
+  if (s.back() == '.') return fail("has an empty label");
   if (ParseIpLiteral(s)) return s;
   if (s.size() > 253) return fail("is longer than 253 characters");
   size_t start = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "network/address.h"
+#include "network/policy.h"
 
 namespace kiln::network {
 namespace {
@@ -271,6 +272,19 @@ TEST(NetworkAddressTest, NormalizeHostNames) {
   std::string longest = label63 + "." + label63 + "." + label63 + "." + std::string(61, 'b');
   ASSERT_EQ(longest.size(), 253u);
   EXPECT_EQ(NormalizeHost(longest + ".").value(), longest);
+}
+
+// fuzz_egress_rules: "101.0.173.001.." was kept as the name "101.0.173.001."
+// (ParseIpLiteral takes one trailing dot after NormalizeHost dropped one),
+// which read back as the address 101.0.173.1.
+TEST(NetworkAddressTest, TwoTrailingDotsAreAnEmptyLabel) {
+  EXPECT_EQ(NormalizeHost("101.0.173.001..").status().code(), Code::kInvalidRequest);
+  EXPECT_EQ(NormalizeHost("example.com..").status().code(), Code::kInvalidRequest);
+  EXPECT_EQ(NormalizeHost("127.0.0.1.").value(), "127.0.0.1");
+  PolicyError error;
+  EXPECT_FALSE(ParsePolicy(nlohmann::json{{"internet", true}, {"allow", {"101.0.173.001.."}}},
+                           "network", &error));
+  EXPECT_EQ(error.path, "network.allow[0]");
 }
 
 TEST(NetworkAddressTest, NormalizeHostErrors) {
