@@ -32,13 +32,14 @@ asan:
 # libFuzzer targets (tests/fuzz) under ASan + UBSan, built with clang.
 FUZZ      := build-fuzz
 FUZZ_SECONDS ?= 60
+FUZZ_SEED    ?=
 fuzz-build:
 	@$(STEP) "fuzz build" sh -c '[ -f $(FUZZ)/build.ninja ] || CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_TESTS=OFF -DKILN_BENCH=OFF; ninja -C $(FUZZ) -j $(JOBS) fuzzers'
 
 # Each target for FUZZ_SECONDS (after its committed regressions and seeds);
 # fails on any crash, leak or timeout. One JSON line of figures per target.
 fuzz: fuzz-build
-	$(PY) tests/fuzz/run.py --bin-dir $(FUZZ)/bin --seconds $(FUZZ_SECONDS)
+	$(PY) tests/fuzz/run.py --bin-dir $(FUZZ)/bin --seconds $(FUZZ_SECONDS) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 # Debian bookworm minbase, keyed by the recipe's hash; built once.
 image:
@@ -52,7 +53,7 @@ demo: setup build
 # tests (real kilnd, real gVisor, as root), sanitized.
 test: setup
 	@$(MAKE) --no-print-directory unit
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_SEED=1
 	KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration
 
 # The unit tier: no root, no gVisor, no daemon. The sanitized C++ unit tests,

@@ -16,6 +16,7 @@
 
 #include "common/digest.h"
 #include "common/unique_fd.h"
+#include "images/archive_error.h"
 #include "images/tar_extract.h"
 
 namespace kiln::images {
@@ -77,8 +78,7 @@ Status WriteTar(const std::string& dir, const std::string& tar_path,
                 const std::vector<Found>& found) {
   WriteArchive a(archive_write_new(), archive_write_free);
   auto fail = [&](const std::string& what) {
-    return Status(Code::kIoError, what + ": " + archive_error_string(a.get()),
-                  {{"path", tar_path}});
+    return Status(Code::kIoError, what + ": " + ArchiveError(a.get()), {{"path", tar_path}});
   };
   archive_write_add_filter_gzip(a.get());
   // A gzip header stamped with the time would make every pack differ.

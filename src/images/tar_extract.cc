@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "images/archive_error.h"
 #include "images/safe_path.h"
 
 namespace kiln::images::internal {
@@ -122,7 +123,7 @@ struct Extractor {
       }
     }
     if (r != ARCHIVE_EOF)
-      return Bad(entry, std::string("truncated or corrupt: ") + archive_error_string(a));
+      return Bad(entry, std::string("truncated or corrupt: ") + ArchiveError(a));
     if (declared > 0 && ::ftruncate(out.get(), declared) != 0) {  // sparse tails
       return Status(Code::kIoError, "truncate " + entry + ": " + std::strerror(errno));
     }
@@ -240,7 +241,7 @@ Result<ContextStats> ExtractTar(int tar_fd, int dest_fd, const ExtractOptions& o
   ReadArchive a = NewReader();
   if (archive_read_open_fd(a.get(), tar_fd, 1 << 16) != ARCHIVE_OK) {
     return Status(Code::kInvalidArchive,
-                  std::string("not a tar archive: ") + archive_error_string(a.get()));
+                  std::string("not a tar archive: ") + ArchiveError(a.get()));
   }
   Extractor x{dest_fd, options, {}, {}};
   for (;;) {
@@ -249,7 +250,7 @@ Result<ContextStats> ExtractTar(int tar_fd, int dest_fd, const ExtractOptions& o
     if (r == ARCHIVE_EOF) break;
     if (r == ARCHIVE_FATAL || (r == ARCHIVE_RETRY)) {
       return Status(Code::kInvalidArchive,
-                    std::string("corrupt tar archive: ") + archive_error_string(a.get()));
+                    std::string("corrupt tar archive: ") + ArchiveError(a.get()));
     }
     // ARCHIVE_WARN (an odd header field) still yields a usable entry.
     if (Status s = x.Entry(a.get(), e); !s.ok()) return s;

@@ -51,7 +51,7 @@ def replay(binary, inputs, log):
     return r.returncode == 0
 
 
-def fuzz(binary, target, seconds, work):
+def fuzz(binary, target, seconds, work, seed=None):
     corpus = os.path.join(work, "corpus", target)
     artifacts = os.path.join(work, "artifacts", target) + "/"
     os.makedirs(corpus, exist_ok=True)
@@ -66,6 +66,8 @@ def fuzz(binary, target, seconds, work):
     cmd = [binary, corpus, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048",
            "-max_len=65536", f"-artifact_prefix={artifacts}", "-print_final_stats=1",
            f"-dict={os.path.join(HERE, 'dict', target + '.dict')}"]
+    if seed is not None:
+        cmd.append(f"-seed={seed}")
     r = subprocess.run(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, errors="replace")
     with open(log, "a") as f:
@@ -97,6 +99,9 @@ def main():
     ap.add_argument("--bin-dir", required=True)
     ap.add_argument("--seconds", type=int, default=int(os.environ.get("FUZZ_SECONDS", 60)))
     ap.add_argument("--work", default=None)
+    ap.add_argument("--seed", type=int, default=None,
+                    help="libFuzzer's seed: the same inputs in the same order every run "
+                         "(make test uses one, so a brief CI run is repeatable)")
     ap.add_argument("targets", nargs="*")
     a = ap.parse_args()
     work = a.work or os.path.join(os.path.dirname(os.path.abspath(a.bin_dir)), "fuzz-work")
@@ -106,7 +111,7 @@ def main():
         if not os.access(binary, os.X_OK):
             print(f"fuzz: {binary} is missing (make fuzz builds it)", file=sys.stderr)
             return 2
-        fig = fuzz(binary, target, a.seconds, work)
+        fig = fuzz(binary, target, a.seconds, work, a.seed)
         fig["date"] = datetime.date.today().isoformat()
         print(json.dumps({"bench": "fuzz", **fig}), flush=True)
         if not fig["ok"]:
