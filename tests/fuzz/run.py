@@ -56,8 +56,8 @@ def fuzz(binary, target, seconds, work, seed=None):
     artifacts = os.path.join(work, "artifacts", target) + "/"
     os.makedirs(corpus, exist_ok=True)
     os.makedirs(artifacts, exist_ok=True)
-    for seed in files_in(os.path.join(HERE, "corpus", target)):
-        shutil.copy(seed, corpus)
+    for start in files_in(os.path.join(HERE, "corpus", target)):
+        shutil.copy(start, corpus)
     log = os.path.join(work, target + ".log")
     open(log, "w").close()
     regressions = files_in(os.path.join(HERE, "regressions", target))
