@@ -155,9 +155,18 @@ AgentConnection::~AgentConnection() { Close(); }
 void AgentConnection::Silent() {
   if (!on_silence_ || !alive_) return;
   int64_t now = MonotonicNowMs();
+  // A waiter polling a quiet command (exec checks its client every 250 ms)
+  // is not news while the agent spoke recently.
+  if (now - last_heard_ms_.load() < kSilenceEvery) return;
   int64_t last = last_silence_ms_.load();
   if (now - last < kSilenceEvery || !last_silence_ms_.compare_exchange_strong(last, now)) return;
-  on_silence_();
+  // A quiet agent may just have nothing to say: ask it first (a ping costs
+  // a frame; the engine's remedy costs a process).
+  std::thread([self = shared_from_this()] {
+    auto ping = self->Start(nlohmann::json{{"op", "ping"}});
+    AgentStream::Message m;
+    if (!ping->Next(&m, 1000) && self->alive_) self->on_silence_();
+  }).detach();
 }
 
 void AgentConnection::Close() {
@@ -223,6 +232,7 @@ void AgentConnection::ReadLoop() {
   initial_.clear();
   char buf[65536];
   auto dispatch = [&](proto::Frame f) {
+    last_heard_ms_ = MonotonicNowMs();
     AgentOp::Message m;
     if (f.type == FrameType::kData) {
       m.kind = AgentOp::Message::kData;

@@ -69,8 +69,9 @@ class AgentConnection : public AgentChannel, public std::enable_shared_from_this
   bool alive() const override { return alive_; }
   void OnClose(std::function<void()> cb) override;
   void Close() override;
-  // Called (on the waiting thread, at most once per kSilenceEvery) when a
-  // wait for the agent times out. The engine uses it to send SIGCONT to the
+  // Called (at most once per kSilenceEvery) when a wait for the agent
+  // times out, the agent has sent nothing for kSilenceEvery and does not
+  // answer a ping within a second. The engine uses it to send SIGCONT to the
   // sandbox's PID 1: root inside may stop the agent (gVisor lets `kill
   // -STOP 1` through), and nothing inside can start it again. Set it before
   // the connection is used.
@@ -97,7 +98,8 @@ class AgentConnection : public AgentChannel, public std::enable_shared_from_this
   std::function<void()> on_close_;
   std::function<void()> on_silence_;
   std::atomic<int64_t> last_silence_ms_{0};
-  std::string initial_;  // bytes read past the sync marker during Connect
+  std::atomic<int64_t> last_heard_ms_{0};  // the last frame from the agent
+  std::string initial_;                    // bytes read past the sync marker during Connect
 };
 
 }  // namespace kiln::engine
