@@ -9,7 +9,7 @@ the same work done from the host (the peer) in the same run.
     through the proxy and from the host.
 
 The only outside hosts are the integration tests' own (tests/integration/
-nethosts.py: servers in a network namespace on 203.0.113.0/24), and kilnd
+nethosts.py: servers in a network namespace on 198.51.100.0/24), and kilnd
 resolves their names from a test resolver file. Needs root.
 
 Usage: /usr/bin/python3 bench/network.py [--kilnd PATH] [--quick]

@@ -4,14 +4,14 @@ test may ever reach through kilnd's egress proxy.
     with TestHosts() as hosts:                 # root, iproute2, openssl, git
         start kilnd with --test-resolver-file hosts.resolver_file
         hosts.url("api.allowed.test", "/whoami")    -> "https://api.allowed.test/whoami"
-        hosts.addr("pkgs.test")                     -> "203.0.113.10"
+        hosts.addr("pkgs.test")                     -> "198.51.100.10"
         hosts.hits()                                -> [{"addr", "host", "path", "method", ...}]
 
 On start it creates
   * network namespace kilnth-<pid> with a veth pair kth<pid>h (host side,
-    203.0.113.1/24) / kth<pid>n (namespace side, 203.0.113.10-13/24), lo up;
+    198.51.100.1/24) / kth<pid>n (namespace side, 198.51.100.10-13/24), lo up;
   * a test CA and one server certificate (SANs: every name below, their
-    wildcards, 203.0.113.10-13), `ca_pem_path` / `ca_pem`;
+    wildcards, 198.51.100.10-13), `ca_pem_path` / `ca_pem`;
   * nethosts_server.py inside the namespace: HTTP :80 and HTTPS :443 on each of
     the four addresses (routes: see nethosts_server.py);
   * a loopback "canary" HTTP server on the host at 127.0.0.1:`canary_port`;
@@ -48,22 +48,25 @@ HERE = Path(__file__).resolve().parent
 SERVER_SCRIPT = HERE / "nethosts_server.py"
 PYTHON = "/usr/bin/python3"
 
-HOST_ADDR = "203.0.113.1"
-NS_ADDRS = ("203.0.113.10", "203.0.113.11", "203.0.113.12", "203.0.113.13")
+# TEST-NET-2. Not 203.0.113.0/24: the machines this runs on reach their package
+# registries at an address in that range, and a link route over it cut them off
+# for as long as the hosts were up.
+HOST_ADDR = "198.51.100.1"
+NS_ADDRS = ("198.51.100.10", "198.51.100.11", "198.51.100.12", "198.51.100.13")
 PREFIX_LEN = 24
 START_TIMEOUT = 15.0  # seconds until every server answers
 
 DEFAULT_NAMES = {
-    "pkgs.test": ["203.0.113.10"],
-    "allowed.test": ["203.0.113.11"],
-    "api.allowed.test": ["203.0.113.11"],
-    "deep.api.allowed.test": ["203.0.113.11"],
-    "blocked.allowed.test": ["203.0.113.11"],
-    "other.test": ["203.0.113.12"],
-    "rebind.test": ["203.0.113.13"],
+    "pkgs.test": ["198.51.100.10"],
+    "allowed.test": ["198.51.100.11"],
+    "api.allowed.test": ["198.51.100.11"],
+    "deep.api.allowed.test": ["198.51.100.11"],
+    "blocked.allowed.test": ["198.51.100.11"],
+    "other.test": ["198.51.100.12"],
+    "rebind.test": ["198.51.100.13"],
     "private.test": ["127.0.0.1"],
     "metadata.test": ["169.254.169.254"],
-    "mixed.test": ["10.0.0.1", "203.0.113.12"],
+    "mixed.test": ["10.0.0.1", "198.51.100.12"],
 }
 
 # Certificate SANs: every default name, a wildcard under each, and the
@@ -159,7 +162,7 @@ class TestHosts:
     """See the module docstring. Attributes after start():
 
       ns, veth_host, veth_ns   namespace and link names
-      host_addr, addrs         "203.0.113.1", the four namespace addresses
+      host_addr, addrs         "198.51.100.1", the four namespace addresses
       dir                      temp dir (certs, www content, logs)
       ca_pem_path, ca_pem      test CA (path, PEM bytes)
       cert_path, key_path      the servers' certificate and key

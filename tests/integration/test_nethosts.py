@@ -72,18 +72,18 @@ def test_whoami_http_and_https_on_every_address(hosts):
         assert _get(hosts, addr, "/whoami", "x.test", https=False)[2] == f"{addr} x.test\n".encode()
         assert _get(hosts, addr, "/whoami")[2] == f"{addr} {addr}\n".encode()
     status, _, body = _get_name(hosts, "deep.api.allowed.test", "/whoami")
-    assert (status, body) == (200, b"203.0.113.11 deep.api.allowed.test\n")
-    assert _get_name(hosts, "pkgs.test", "/whoami")[2] == b"203.0.113.10 pkgs.test\n"
+    assert (status, body) == (200, b"198.51.100.11 deep.api.allowed.test\n")
+    assert _get_name(hosts, "pkgs.test", "/whoami")[2] == b"198.51.100.10 pkgs.test\n"
 
 
 def test_hits_record_address_host_path_method(hosts):
     hosts.clear_hits()
-    _get(hosts, "203.0.113.12", "/whoami?x=1", "other.test", https=False, method="POST")
+    _get(hosts, "198.51.100.12", "/whoami?x=1", "other.test", https=False, method="POST")
     _get_name(hosts, "rebind.test", "/nothing-here")
     hits = hosts.wait_for_hits(count=2)
     assert [(h["addr"], h["host"], h["path"], h["method"]) for h in hits] == [
-        ("203.0.113.12", "other.test", "/whoami?x=1", "POST"),
-        ("203.0.113.13", "rebind.test", "/nothing-here", "GET"),
+        ("198.51.100.12", "other.test", "/whoami?x=1", "POST"),
+        ("198.51.100.13", "rebind.test", "/nothing-here", "GET"),
     ]
     assert hits[1]["sni"] == "rebind.test" and hits[1]["scheme"] == "https"
     hosts.clear_hits()
@@ -98,11 +98,11 @@ def test_canary_records_hits(hosts):
 
 
 def test_bytes_and_drip(hosts):
-    status, headers, body = _get(hosts, "203.0.113.10", "/bytes/1000001")
+    status, headers, body = _get(hosts, "198.51.100.10", "/bytes/1000001")
     assert status == 200 and headers["Content-Length"] == "1000001" and len(body) == 1000001
-    assert _get(hosts, "203.0.113.10", "/bytes/0", https=False)[2] == b""
-    assert _get(hosts, "203.0.113.10", f"/bytes/{200 * 1024 * 1024 + 1}", https=False)[0] == 400
-    c = http.client.HTTPConnection("203.0.113.11", 80, timeout=10)
+    assert _get(hosts, "198.51.100.10", "/bytes/0", https=False)[2] == b""
+    assert _get(hosts, "198.51.100.10", f"/bytes/{200 * 1024 * 1024 + 1}", https=False)[0] == 400
+    c = http.client.HTTPConnection("198.51.100.11", 80, timeout=10)
     t0 = time.monotonic()
     c.request("GET", "/drip")
     r = c.getresponse()
@@ -113,7 +113,7 @@ def test_bytes_and_drip(hosts):
     assert 0.1 < time.monotonic() - t1 < 1
     c.close()  # cut it mid-transfer
     assert time.monotonic() - t0 < 2
-    status, _, body = _get(hosts, "203.0.113.11", "/drip?count=3&interval=0.05")
+    status, _, body = _get(hosts, "198.51.100.11", "/drip?count=3&interval=0.05")
     assert body == b"drip 0\ndrip 1\ndrip 2\n"
 
 
@@ -143,7 +143,7 @@ def test_pip_installs_the_wheel(hosts, tmp_path):
     r = subprocess.run(
         ["/usr/bin/python3", "-m", "pip",
          "install", "--isolated", "--no-deps", "--no-cache-dir", "--disable-pip-version-check",
-         "--target", str(target), "--index-url", "https://203.0.113.10/simple/", "--cert",
+         "--target", str(target), "--index-url", "https://198.51.100.10/simple/", "--cert",
          hosts.ca_pem_path, "kilntestpkg"],
         capture_output=True, text=True, env=_CLEAN_ENV, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -160,7 +160,7 @@ def test_npm_packument_and_tarball(hosts):
     dist = doc["versions"]["1.0.0"]["dist"]
     assert dist["tarball"] == "https://pkgs.test/kiln-test-pkg/-/kiln-test-pkg-1.0.0.tgz"
     # The tarball URL follows the Host header.
-    other = json.loads(_get(hosts, "203.0.113.12", "/kiln-test-pkg", "other.test:80", https=False)[2])
+    other = json.loads(_get(hosts, "198.51.100.12", "/kiln-test-pkg", "other.test:80", https=False)[2])
     assert other["versions"]["1.0.0"]["dist"]["tarball"].startswith("https://other.test/")
     status, _, tgz = _get_name(hosts, "pkgs.test", "/kiln-test-pkg/-/kiln-test-pkg-1.0.0.tgz")
     assert status == 200
@@ -175,7 +175,7 @@ def test_git_clone_dumb_http(hosts, tmp_path):
     env = {**_CLEAN_ENV, "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": "/dev/null"}
     r = subprocess.run(["git", "-c", f"http.sslCAInfo={hosts.ca_pem_path}", "clone", "-q",
-                        "https://203.0.113.10/repo.git", str(tmp_path / "repo")],
+                        "https://198.51.100.10/repo.git", str(tmp_path / "repo")],
                        capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "repo" / "README").read_text() == "kiln test repo\n"
@@ -199,8 +199,8 @@ def test_resolver_file_rewrites(hosts):
     hosts.resolve_to("rebind.test", "127.0.0.1")
     assert read()["rebind.test"] == ["127.0.0.1"] and hosts.addr("rebind.test") == "127.0.0.1"
     assert os.stat(hosts.resolver_file).st_ino != inode  # replaced, not rewritten in place
-    hosts.set_names({"new.allowed.test": ["203.0.113.11", "203.0.113.12"], "other.test": None})
-    assert read()["new.allowed.test"] == ["203.0.113.11", "203.0.113.12"] and "other.test" not in read()
+    hosts.set_names({"new.allowed.test": ["198.51.100.11", "198.51.100.12"], "other.test": None})
+    assert read()["new.allowed.test"] == ["198.51.100.11", "198.51.100.12"] and "other.test" not in read()
     with pytest.raises(ValueError):
         hosts.resolve_to("bad.test", "not-an-ip")
     hosts.reset_names()
@@ -237,6 +237,6 @@ def test_close_leaves_nothing_and_crash_leftovers_are_removed(hosts):
     with TestHosts() as again:
         assert _netns_and_links() == ([again.ns], [again.veth_host])  # the ns side is inside the ns
         assert not Path(crashed_dir).exists()
-        assert _get(again, "203.0.113.13", "/whoami", "rebind.test", https=False)[2] == \
-            b"203.0.113.13 rebind.test\n"
+        assert _get(again, "198.51.100.13", "/whoami", "rebind.test", https=False)[2] == \
+            b"198.51.100.13 rebind.test\n"
     assert _netns_and_links() == ([], [])

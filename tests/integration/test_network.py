@@ -1,7 +1,7 @@
 """Issue 6: no NIC, egress only through kilnd's policy-enforcing proxy.
 
 Every outside host here is one of the suite's own test hosts (nethosts.py:
-servers in a network namespace on 203.0.113.0/24); kilnd resolves names from
+servers in a network namespace on 198.51.100.0/24); kilnd resolves names from
 the hosts' resolver file (--test-resolver-file), never from DNS.
 """
 import json
@@ -112,7 +112,7 @@ def test_a_sandbox_has_loopback_only_and_no_route_out(net):
     dev = net.api.sh(sid, "tail -n +3 /proc/net/dev | cut -d: -f1").split()
     assert dev == ["lo"], dev
     # Straight to a test host, around the proxy: there is no route.
-    r = net.api.exec(sid, command="python3 -c 'import socket; socket.create_connection((\"203.0.113.10\", 80), timeout=5)'")
+    r = net.api.exec(sid, command="python3 -c 'import socket; socket.create_connection((\"198.51.100.10\", 80), timeout=5)'")
     assert r["exitCode"] != 0 and ("unreachable" in r["stderr"] or "Errno" in r["stderr"]), r
     assert net.hosts.connections() == []
 
@@ -154,8 +154,8 @@ def test_policy_defaults_put_get_versions_and_bad_input(net):
     p = net.api.ok("GET", f"/v1/sandboxes/{sid}/network")
     assert (p["internet"], p["allow"], p["deny"], p["version"], p["sandboxId"]) == (False, [], [], 1, sid)
     assert p["enforcedVersion"] == p["version"] and p["enforced"] is True
-    p2 = net.set(sid, internet=True, allow=["PKGS.test.", "*.Allowed.test", "203.0.113.0/24"], deny=["0x7f.1"])
-    assert p2["allow"] == ["pkgs.test", "*.allowed.test", "203.0.113.0/24"], p2
+    p2 = net.set(sid, internet=True, allow=["PKGS.test.", "*.Allowed.test", "198.51.100.0/24"], deny=["0x7f.1"])
+    assert p2["allow"] == ["pkgs.test", "*.allowed.test", "198.51.100.0/24"], p2
     assert p2["deny"] == ["127.0.0.1"] and p2["version"] == 2, p2
     assert net.api.ok("GET", f"/v1/sandboxes/{sid}/network") == p2
     assert net.api.sandbox(sid)["network"] == {"internet": True, "allow": p2["allow"], "deny": p2["deny"]}
@@ -182,7 +182,7 @@ def test_internet_off_refuses_every_connection_with_a_clear_answer(net):
     for v in PROXY_ENV_NAMES:
         assert net.api.sh(sid, f"printenv {v}").strip() in ("http://127.0.0.1:10800", "localhost,127.0.0.1,::1")
     answers = net.probe(sid, ("GET", "http://pkgs.test/whoami"), ("CONNECT", "pkgs.test:443"),
-                        ("CONNECT", "203.0.113.10:443"))
+                        ("CONNECT", "198.51.100.10:443"))
     for a in answers:
         assert (a["status"], a["egress"]) == (403, "internet-off"), a
         assert a["s"] < 5, a  # an answer, not a hang
@@ -198,16 +198,16 @@ def test_allowed_domains_and_wildcards_reach_their_hosts_and_nothing_else(net):
         r = net.curl(sid, f"https://{name}/whoami")
         assert r["exitCode"] == 0 and r["stdout"] == f"{net.hosts.addr(name)} {name}\n", r
     plain = net.curl(sid, "http://api.allowed.test/whoami")
-    assert plain["stdout"] == "203.0.113.11 api.allowed.test\n", plain
+    assert plain["stdout"] == "198.51.100.11 api.allowed.test\n", plain
     apex, other = net.probe(sid, ("CONNECT", "allowed.test:443"), ("GET", "http://other.test/whoami"))
     assert (apex["status"], apex["egress"]) == (403, "not-allowed"), apex
     assert (other["status"], other["egress"]) == (403, "not-allowed"), other
-    assert {h["addr"] for h in net.hosts.hits()} == {"203.0.113.10", "203.0.113.11"}
+    assert {h["addr"] for h in net.hosts.hits()} == {"198.51.100.10", "198.51.100.11"}
 
 
 def test_deny_beats_allow(net):
     sid = net.create(network={"internet": True, "allow": ["*.allowed.test", "other.test"],
-                              "deny": ["blocked.allowed.test", "203.0.113.12/32"]})
+                              "deny": ["blocked.allowed.test", "198.51.100.12/32"]})
     ok, blocked, by_cidr = net.probe(sid, ("GET", "http://api.allowed.test/whoami"),
                                      ("CONNECT", "blocked.allowed.test:443"), ("GET", "http://other.test/whoami"))
     assert ok["status"] == 200, ok
@@ -238,14 +238,14 @@ def test_private_addresses_are_refused_in_every_spelling(net):
     assert net.hosts.connections() == [], "a refused address was reached"
     # mixed.test answers one private and one public address: only the public one is dialled.
     [mixed] = net.probe(sid, ("GET", "http://mixed.test/whoami"))
-    assert mixed["status"] == 200 and mixed["body"].startswith("203.0.113.12 "), mixed
+    assert mixed["status"] == 200 and mixed["body"].startswith("198.51.100.12 "), mixed
 
 
 def test_dns_rebinding_is_refused(net):
     sid = net.create(network={"internet": True, "allow": ["rebind.test"]})
     canary = net.hosts.canary_port
     [first] = net.probe(sid, ("GET", f"http://rebind.test/whoami"))
-    assert first["status"] == 200 and first["body"].startswith("203.0.113.13 "), first
+    assert first["status"] == 200 and first["body"].startswith("198.51.100.13 "), first
     # The name now answers with a loopback address: the check is on the
     # address actually dialled, so the second connection is refused.
     net.hosts.resolve_to("rebind.test", "127.0.0.1")
@@ -256,7 +256,7 @@ def test_dns_rebinding_is_refused(net):
     assert not [c for c in net.hosts.connections() if c.get("addr") == "127.0.0.1"]
     entries = net.log(sid)
     assert [(e["host"], e["address"], e["verdict"]) for e in entries] == [
-        ("rebind.test", "203.0.113.13", "allowed"),
+        ("rebind.test", "198.51.100.13", "allowed"),
         ("rebind.test", "127.0.0.1", "private-address"),
         ("rebind.test", "127.0.0.1", "private-address")], entries
 
@@ -294,7 +294,7 @@ def test_pip_install_from_a_local_index_needs_its_host_allowed(net):
     r = net.api.exec(refused, command=pip, timeoutMs=120000)
     assert r["exitCode"] != 0, r
     assert "not-allowed" in [e["verdict"] for e in net.log(refused) if e["host"] == "pkgs.test"]
-    assert not [h for h in net.hosts.hits() if h["addr"] == "203.0.113.10"]
+    assert not [h for h in net.hosts.hits() if h["addr"] == "198.51.100.10"]
     sid = net.create(network={"internet": True, "allow": ["pkgs.test"]})
     r = net.api.exec(sid, command=pip, timeoutMs=120000)
     assert r["exitCode"] == 0, r
@@ -327,7 +327,7 @@ def test_log_entries_are_exact_and_paged(net):
     assert len(entries) == 3, entries
     got, refused, denied = entries
     assert (got["method"], got["host"], got["address"], got["port"], got["verdict"]) == \
-        ("CONNECT", "pkgs.test", "203.0.113.10", 443, "allowed")
+        ("CONNECT", "pkgs.test", "198.51.100.10", 443, "allowed")
     assert got["bytesIn"] > 100000 and got["bytesOut"] > 100 and not got["open"], got
     assert got["closedBy"] in ("client", "server") and got["durationMs"] >= 0, got
     assert (refused["method"], refused["host"], refused["address"], refused["port"], refused["verdict"]) == \
@@ -410,7 +410,7 @@ def test_rules_and_log_survive_a_daemon_kill(net):
     [old] = [e for e in net.log(sid) if e["host"] == "pkgs.test"]
     assert not old["open"] and old["closedBy"] == "daemon-restart", old
     r = net.curl(sid, "https://other.test/whoami")
-    assert r["exitCode"] == 0 and r["stdout"] == "203.0.113.12 other.test\n", r
+    assert r["exitCode"] == 0 and r["stdout"] == "198.51.100.12 other.test\n", r
     [refused] = net.probe(sid, ("CONNECT", "allowed.test:443"))
     assert (refused["status"], refused["egress"]) == (403, "not-allowed"), refused
 
@@ -447,7 +447,7 @@ def test_a_connection_flood_affects_only_its_own_sandbox(net):
     assert _threads(net.d.proc.pid) < threads_before + 2 * 256 + 50
     t = time.monotonic()
     r = net.curl(neighbour, "https://pkgs.test/whoami")
-    assert r["exitCode"] == 0 and r["stdout"] == "203.0.113.10 pkgs.test\n", r
+    assert r["exitCode"] == 0 and r["stdout"] == "198.51.100.10 pkgs.test\n", r
     assert time.monotonic() - t < 10
     net.api.ok("POST", f"/v1/sandboxes/{flooder}/processes/{p['id']}:signal", json={"signal": "SIGKILL"})
     net.api.wait_process(flooder, p["id"])
