@@ -128,7 +128,7 @@ class Soak:
                 url = self.hosts.url("api.allowed.test", "/whoami", https=False)
                 r = api.call("POST", f"/v1/sandboxes/{sid}:exec",
                              {"command": f"curl -sS --max-time 30 {url}"})
-                if r["stdout"] != "203.0.113.11 api.allowed.test\n":
+                if r["stdout"] != "198.51.100.11 api.allowed.test\n":
                     self.error(f"egress answered {r!r}")
                 self.count("egress")
             if rnd.random() < 0.25:
@@ -249,6 +249,22 @@ class Soak:
             time.sleep(0.5)
         self.error("the pool did not refill within 120 s")
 
+    def heap_figures(self):
+        """kilnd's own account of its memory (/metrics), to tell what RSS holds."""
+        status, body = raw(self.api(), "GET", "/metrics")
+        if status != 200:
+            self.error(f"/metrics answered {status}")
+            return {}
+        gauges = {'kiln_daemon_heap_bytes{kind="in_use"}': "heap_in_use_mib",
+                  'kiln_daemon_heap_bytes{kind="free"}': "heap_free_mib",
+                  "kiln_daemon_sqlite_bytes": "sqlite_mib"}
+        out = {}
+        for line in body.decode().splitlines():
+            name, _, value = line.rpartition(" ")
+            if name in gauges:
+                out[gauges[name]] = round(float(value) / 2**20, 2)
+        return out
+
     def sample(self, label):
         pid = self.k.proc.pid
         state = self.k.state_dir
@@ -271,6 +287,7 @@ class Soak:
                "threads": int(status["Threads"]),
                "cgroups": cgroups, "mounts": mounts, "netns": netns,
                "sandbox_dirs": len(dirs)}
+        fig.update(self.heap_figures())
         emit(fig)
         return fig
 

@@ -2,7 +2,9 @@
 #include "api/auth.h"
 #include "api/errors.h"
 #include "api/routes.h"
+#include "common/heap.h"
 #include "common/metrics.h"
+#include "store/db.h"
 
 namespace kiln::api {
 
@@ -59,6 +61,18 @@ void AddCollectors(ApiContext& ctx) {
     for (const auto& [id, st] : ctx.sandboxes.Pools())
       total += static_cast<double>(st.memory_bytes);
     emit({}, total);
+  });
+  metrics::Describe("kiln_daemon_heap_bytes", "gauge",
+                    "kilnd's malloc heap: in use, and freed but still held.");
+  metrics::AddCollector("kiln_daemon_heap_bytes", [](const metrics::Emit& emit) {
+    heap::Stats h = heap::Read();
+    emit({{"kind", "in_use"}}, static_cast<double>(h.in_use_bytes));
+    emit({{"kind", "free"}}, static_cast<double>(h.free_bytes));
+  });
+  metrics::Describe("kiln_daemon_sqlite_bytes", "gauge",
+                    "Memory SQLite holds in kilnd (page cache, statements).");
+  metrics::AddCollector("kiln_daemon_sqlite_bytes", [](const metrics::Emit& emit) {
+    emit({}, static_cast<double>(store::Db::MemoryUsed()));
   });
   metrics::Describe("kiln_http_request_seconds", "histogram", "HTTP request latency by route.");
   metrics::Describe("kiln_http_errors_total", "counter", "Error answers by code.");

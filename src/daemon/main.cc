@@ -25,6 +25,7 @@
 #include "api/routes_keys.h"
 #include "api/stream_limit.h"
 #include "common/contract.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "common/time.h"
@@ -89,6 +90,7 @@ int PrintVersion(const kiln::daemon::Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kiln::heap::UseOneArena();
   kiln::daemon::Flags flags;
   if (int rc = kiln::daemon::ParseFlags(argc, argv, &flags, std::cout, std::cerr); rc >= 0)
     return rc;
@@ -256,6 +258,17 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         kiln::LogError("cannot prune the database", {{"error", e.what()}});
       }
+    }
+  }).detach();
+
+  // Freed heap pages stay in kilnd's RSS until trimmed: a 30-minute soak saw
+  // the heap in use flat at ~6 MiB while the freed part held grew 9.5 -> 11.8
+  // MiB (and RSS with it). Handing them back every 30 s keeps RSS at what is
+  // in use.
+  std::thread([] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::seconds(30));
+      kiln::heap::ReleaseFree();
     }
   }).detach();
 

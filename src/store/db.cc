@@ -136,6 +136,8 @@ void Db::Raw(const char* sql) {
   }
 }
 
+int64_t Db::MemoryUsed() { return sqlite3_memory_used(); }
+
 void Db::Script(const std::string& sql) {
   std::lock_guard lock(mu_);
   Raw(sql.c_str());

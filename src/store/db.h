@@ -57,6 +57,10 @@ class Db {
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
+  // Bytes SQLite holds in this process (page caches, statements), all
+  // connections together.
+  static int64_t MemoryUsed();
+
   // Runs one or more statements without parameters (schema, pragmas).
   void Script(const std::string& sql);
   // Runs one statement; returns the number of rows it changed.

@@ -398,6 +398,8 @@ def test_metrics_exposition(api, sandboxes):
     s = sandboxes.create(vcpu=1, memoryMiB=256)
     api.sh(s["id"], "true")
     api.get("/v1/sandboxes/no-such-sandbox")
+    # CPU time is metered on kilnd's next tick.
+    wait_for(lambda: metric(api, "kiln_metered_cpu_seconds_total") is not None, 30, "a metering tick")
     text = api.get("/metrics").body.decode()
     for needle in ('kiln_sandboxes{state="running"}', "kiln_capacity_queue_length", "kiln_pool_memory_bytes",
                    'kiln_operation_seconds_bucket{op="create"', 'kiln_operation_seconds_count{op="exec"}',
@@ -405,6 +407,10 @@ def test_metrics_exposition(api, sandboxes):
                    "# TYPE kiln_http_request_seconds histogram"):
         assert needle in text, needle
     assert metric(api, "kiln_sandboxes", '{state="running"}') >= 1
+    # kilnd's own memory, as the soak reads it: heap in use, freed but held, SQLite.
+    assert 64 << 10 < metric(api, "kiln_daemon_heap_bytes", '{kind="in_use"}') < 1 << 30
+    assert metric(api, "kiln_daemon_heap_bytes", '{kind="free"}') >= 0
+    assert 0 < metric(api, "kiln_daemon_sqlite_bytes") < 256 << 20
 
 
 # --- 8. bad input ------------------------------------------------------------
