@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all setup build asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean
+.PHONY: all setup ray-env build asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean
 
 all: build
 
@@ -46,12 +46,16 @@ image:
 	@mkdir -p $(IMAGES)
 	@$(STEP) "base image" sh -c 'if [ -x $(IMAGE)/usr/bin/python3 ]; then echo "base image ready: $(IMAGE)"; else bash $(RECIPE) $(IMAGE); fi'
 
+# Ray for kiln.ray's tests, in its own venv (/opt/kiln/ray-venv).
+ray-env:
+	@$(STEP) ray bash scripts/setup.sh ray
+
 demo: setup build
 	@$(PY) examples/demo.py --bin-dir $(BUILD)/bin
 
 # Both tiers, in order: the unit tier, and only if it passed the integration
 # tests (real kilnd, real gVisor, as root), sanitized.
-test: setup
+test: setup ray-env
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_SEED=1
 	KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration

@@ -6,6 +6,8 @@
 #             with the mirror the machine's apt sources already use)
 #   node      Node >= 20 for the TypeScript SDK; gymnasium for one test
 #   runsc     the pinned gVisor, built from its Go module (build-runsc.sh)
+#   ray       Ray in /opt/kiln/ray-venv, for kiln.ray's tests (not a default
+#             step: `make test` runs it; `make demo` needs no Ray)
 #
 # Usage: setup.sh [STEP...]   (default: every step; a step alone is for step.sh)
 set -euo pipefail
@@ -89,6 +91,18 @@ step_node() {
 }
 
 step_runsc() { bash "$here/build-runsc.sh"; }
+
+# Ray, only for the tests of kiln.ray (and for users who import it): its own
+# venv, so the system Python and the SDK stay free of it.
+RAY_VERSION=2.60.0
+step_ray() {
+  local venv=/opt/kiln/ray-venv
+  if ! "$venv/bin/python" -c "import ray, sys; sys.exit(ray.__version__ != '$RAY_VERSION')" 2>/dev/null; then
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "ray==$RAY_VERSION"
+  fi
+  echo "setup.sh: ray $RAY_VERSION in $venv"
+}
 
 if [ $# -gt 0 ]; then
   for s in "$@"; do "step_$s"; done

@@ -111,7 +111,7 @@ class Sandboxes:
             r = self._t.request("POST", "/v1/sandboxes", json=body,
                                 idempotency_key=check_idempotency_key(idempotency_key) if idempotency_key
                                 else new_idempotency_key())
-            return Sandbox(r.json(), self._rt)
+            return self._rt._sandbox(r.json())
         key = check_idempotency_key(idempotency_key) if idempotency_key else new_idempotency_key()
         budget = self._rt.wait_for_capacity if wait_for_capacity is None else float(wait_for_capacity)
         deadline = time.monotonic() + max(0.0, budget)
@@ -123,7 +123,7 @@ class Sandboxes:
             try:
                 r = self._t.request("POST", "/v1/sandboxes", json=body, headers={"Prefer": f"wait={wait_s}"},
                                     idempotency_key=key, timeout=self._t.timeout + wait_s)
-                return self._until_running(Sandbox(r.json(), self._rt))
+                return self._until_running(self._rt._sandbox(r.json()))
             except errors.KilnError as e:
                 if e.code not in errors.ROOM_CODES or (e.details or {}).get("field") == "count":
                     raise
@@ -161,7 +161,7 @@ class Sandboxes:
         return self.create(name=name, get_or_create=True, **fields)
 
     def get(self, sandbox_id: str) -> Sandbox:
-        return Sandbox(self._t.request("GET", f"/v1/sandboxes/{sandbox_id}").json(), self._rt)
+        return self._rt._sandbox(self._t.request("GET", f"/v1/sandboxes/{sandbox_id}").json())
 
     def list(self, *, labels: Optional[Mapping[str, str]] = None, state: Union[str, Iterable[str], None] = None,
              include_stopped: bool = False, name: Optional[str] = None, limit: Optional[int] = None) -> Page:
@@ -178,7 +178,7 @@ class Sandboxes:
             page_size = 100 if limit is None else max(1, min(100, limit - len(out)))
             answer = self._t.request("GET", "/v1/sandboxes",
                                      query={**query, "limit": page_size, "cursor": cursor}).json()
-            out.extend(Sandbox(info, self._rt) for info in answer.get("data", []))
+            out.extend(self._rt._sandbox(info) for info in answer.get("data", []))
             cursor = answer.get("nextCursor")
             if not cursor or (limit is not None and len(out) >= limit):
                 out.next_cursor = cursor
@@ -296,6 +296,10 @@ class Runtime:
 
     def health(self) -> Dict[str, Any]:
         return self._transport.request("GET", "/v1/health").json()
+
+    def _sandbox(self, info: Dict[str, Any]) -> Sandbox:
+        """The Sandbox object for a SandboxInfo (kiln.ray's runtime makes its own kind)."""
+        return Sandbox(info, self)
 
     def close(self) -> None:
         self._transport.close()

@@ -300,7 +300,7 @@ class Sandbox:
             body["keepSnapshot"] = bool(keep_snapshot)
         answer = self._post(":fork", body, headers={"Prefer": "wait=60"}, timeout=self._t.timeout + 60,
                             idempotency_key=idempotency_key)
-        copies = [Sandbox(info, self.runtime) for info in answer["sandboxes"]]
+        copies = [self.runtime._sandbox(info) for info in answer["sandboxes"]]
         return copies[0] if count is None else copies
 
     # --- context manager ---------------------------------------------------

@@ -1,0 +1,125 @@
+"""kiln.ray on a real Ray cluster: three Ray nodes on this machine
+(ray.cluster_utils.Cluster), each with its own kilnd (own state directory and
+port), driven by ray_driver.py under the Ray venv's interpreter
+(/opt/kiln/ray-venv/bin/python, set up by `make ray-env`). One cluster serves
+every scenario; each test checks one scenario's report, then that nothing is
+left: no running sandbox on any kilnd, no Ray process of this cluster."""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, start_kilnd, stop_kilnd
+from client import Client
+
+RAY_PYTHON = Path(os.environ.get("KILN_RAY_PYTHON", "/opt/kiln/ray-venv/bin/python"))
+NODES = 3
+DRIVER_TIMEOUT = 900
+
+
+def _ray_processes(temp_dir):
+    out = subprocess.run(["pgrep", "-f", temp_dir], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in out if int(p) != os.getpid()]
+
+
+@pytest.fixture(scope="module")
+def run():
+    if not RAY_PYTHON.exists():
+        pytest.fail(f"{RAY_PYTHON} not found: run `make ray-env` (the tests' Ray venv)")
+    root = Path(tempfile.mkdtemp(prefix="kiln-ray-", dir="/tmp"))
+    # Room for 4 sandboxes of 256 MiB each: the Ray resource is read from it.
+    daemons = [start_kilnd(root / f"node{i}", "--host-memory-mib", "256", "--memory-overcommit", "4")
+               for i in range(NODES)]
+    nodes = [{"url": d.url, "key": d.admin_key, "pid": d.proc.pid, "state_dir": str(d.state_dir)}
+             for d in daemons]
+    temp_dir = str(root / "ray")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "sdk" / "python"), RAY_USAGE_STATS_ENABLED="0")
+    log = root / "driver.log"
+    with open(log, "wb") as out:
+        proc = subprocess.run([str(RAY_PYTHON), str(Path(__file__).parent / "ray_driver.py"),
+                               "--nodes", json.dumps(nodes), "--temp-dir", temp_dir],
+                              stdout=subprocess.PIPE, stderr=out, env=env, timeout=DRIVER_TIMEOUT)
+    reports = {}
+    for line in proc.stdout.decode(errors="replace").splitlines():
+        if line.startswith("KILNRAY "):
+            r = json.loads(line[len("KILNRAY "):])
+            reports[r["scenario"]] = r
+    # The lost node's kilnd comes back (as a rebooted host's would) and finds its sandboxes gone.
+    victim = NODES - 1
+    if daemons[victim].proc.poll() is not None:
+        daemons[victim] = start_kilnd(root / f"node{victim}", "--host-memory-mib", "256",
+                                      "--memory-overcommit", "4")
+    time.sleep(1)
+    leftovers = {}
+    for i, d in enumerate(daemons):
+        c = Client(d.url, key=d.admin_key)
+        listed = c.get("/v1/sandboxes", query={"limit": 500}).json()["data"]
+        leftovers[i] = [s["id"] for s in listed if s["state"] != "stopped"]
+        for s in listed:
+            c.request("DELETE", f"/v1/sandboxes/{s['id']}")
+    ray_left = _ray_processes(temp_dir)
+    for pid in ray_left:
+        os.kill(pid, signal.SIGKILL)
+    for d in daemons:
+        stop_kilnd(d)
+    yield {"reports": reports, "rc": proc.returncode, "log": log, "leftovers": leftovers,
+           "ray_left": ray_left}
+
+
+def _report(run, scenario):
+    r = run["reports"]
+    assert "error" not in r, r["error"]["traceback"]
+    assert scenario in r, f"no {scenario} report (driver exit {run['rc']}; log {run['log']})"
+    return r[scenario]
+
+
+def test_each_node_advertises_its_kilnd_capacity_as_a_ray_resource(run):
+    c = _report(run, "cluster")
+    assert len(c["tags"]) == NODES and sorted(c["attached"]) == sorted(c["tags"])
+    # Each kilnd plans with 256 MiB x 4 = 1 GiB: 4 sandboxes of 256 MiB.
+    assert c["resources"] == {"kiln_sandbox": 4.0 * NODES}, c
+
+
+def test_a_batch_from_one_snapshot_spreads_over_the_nodes(run):
+    b = _report(run, "batch")
+    assert b["values"] == [1000 + i for i in range(40)]
+    assert set(b["nodes"]) == set(_report(run, "cluster")["tags"]), b["nodes"]
+    # Each sandbox ran on the node of the task that made it; the snapshot came from the head.
+    assert b["sandbox_nodes"] == b["nodes"]
+    assert b["attempts"] == [1] * 40
+    assert all(ids == [] for ids in b["running_after"].values()), b["running_after"]
+
+
+def test_a_fork_places_its_copies_on_other_nodes(run):
+    f = _report(run, "fork")
+    assert f["states"] == ["forked-state\n"] * 3
+    assert len(set(f["nodes"])) == 3, f["nodes"]
+    assert all(c.split(".")[0] == n for c, n in zip(f["copies"], f["nodes"]))
+    assert set(f["copies"]) <= set(f["owned"])
+
+
+def test_a_sandbox_is_stopped_when_the_actor_that_owned_it_dies(run):
+    o = _report(run, "owner_died")
+    assert o["state"] == "stopped", o
+
+
+def test_a_lost_node_loses_only_its_episodes_which_are_retried(run):
+    n = _report(run, "node_lost")
+    assert n["killed"]
+    assert n["values"] == [1000 + i for i in range(24)]
+    assert n["victim"] not in n["nodes"], "a result came from the lost node"
+    assert max(n["attempts"]) > 1, "no episode was on the lost node"
+    assert n["lost_error"] and "lost" in n["lost_error"] and n["victim"] in n["lost_error"]
+    assert all(ids == [] for ids in n["running_after"].values()), n["running_after"]
+
+
+def test_nothing_is_left_over(run):
+    assert "shutdown" in run["reports"], f"driver exit {run['rc']}; log {run['log']}"
+    assert run["ray_left"] == [], "Ray processes of the test cluster outlived it"
+    assert run["leftovers"] == {i: [] for i in range(NODES)}, run["leftovers"]
