@@ -700,6 +700,8 @@ MUTATIONS = {
                              "volumes", "mounts volume 'cgroup', which the pod does not have"),
     "not privileged": ("daemonset.yaml", _docs(lambda ds: _kilnd(ds).pop("securityContext")),
                        "volumes", "is not privileged"),
+    "no hostPID": ("daemonset.yaml", _docs(lambda ds: _ds(ds)["spec"]["template"]["spec"].pop("hostPID")),
+                   "volumes", "no hostPID"),
     "prices key": ("configmap.yaml", _docs(lambda cm: cm[0]["data"].update({"prices.json": '{"vcpuHour": 1}'})),
                    "volumes", "keys must be among"),
     "admin key path": ("raycluster.yaml", _docs(lambda rc: _group(rc)["template"]["spec"]["volumes"][0]["hostPath"]
