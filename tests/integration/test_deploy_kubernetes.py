@@ -312,7 +312,7 @@ def check_flags(d):
                 problems.append(f"{where}: $({var}) is not in the container's env")
         if (why := flag.problem(value)):
             problems.append(f"{where}: {why}")
-    if c.get("command", [None])[0] is None:
+    if not (c.get("command") or [None])[0]:
         problems.append(f"{file}: container kilnd: no command")
     return problems
 
@@ -561,7 +561,7 @@ def check_image(d):
         for s in sources:
             copies[s] = dest
     problems = []
-    command = c.get("command", [""])[0]
+    command = (c.get("command") or [""])[0]
     bin_dir = command.rsplit("/", 1)[0] + "/"
     for name in ("kilnd", "kiln-agent"):
         if not any(s.endswith("/" + name) and dest == bin_dir for s, dest in copies.items()):
