@@ -38,6 +38,7 @@ PKGS=(build-essential cmake ninja-build pkg-config clang-format
       libgtest-dev libgmock-dev libbenchmark-dev
       debootstrap iproute2 procps psmisc python3 python3-pytest python3-pip curl ca-certificates
       openssl git  # openssl, git: the network tests' own test hosts (CA, git repository)
+      python3-yaml  # the Kubernetes manifests' test (tests/integration/test_deploy_kubernetes.py)
       # Images: layers and build contexts (libarchive); pulls (skopeo); the
       # image tests' registry, image packer and shell-less or musl programs.
       libarchive-dev skopeo umoci docker-registry musl-tools busybox-static apache2-utils
