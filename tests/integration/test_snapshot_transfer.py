@@ -161,7 +161,7 @@ def test_restored_on_b_the_server_keeps_counting(hosts, moved):
             assert copy["state"] == "running" and copy["network"] == POLICY
             assert counter(b.client, copy["id"]) == 2
             assert counter(b.client, copy["id"]) == 3
-            assert b.client.read_file(copy["id"], "/workspace/moved.txt") == b"moved\n"
+            assert b.client.read_file(copy["id"], "/workspace/moved.txt").body == b"moved\n"
         finally:
             b.client.request("DELETE", f"/v1/sandboxes/{copy['id']}")
 
