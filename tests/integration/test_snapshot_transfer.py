@@ -155,6 +155,9 @@ def test_restored_on_b_the_server_keeps_counting(hosts, moved):
     assert_error(other.client.get(f"/v1/snapshots/{snap['id']}"), 404, "snapshot_not_found")
     manifest = json.loads((Path(daemon_b.state_dir) / "snapshots" / snap["id"] / "manifest.json").read_text())
     assert manifest["record"]["owner"] == b.key_id
+    # Its storage is metered to B's key (which has nothing else), like a snapshot it took.
+    time.sleep(1)
+    assert b.client.ok("GET", "/v1/usage")["total"]["gbMonths"] > 0
     for _ in range(2):  # each copy starts from the snapshot's state
         copy = b.client.create(snapshot=snap["id"])
         try:
