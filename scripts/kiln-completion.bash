@@ -96,7 +96,7 @@ _kiln_spec() {
       valued=""
       ;;
     "snapshot")
-      verbs="ls get rm"
+      verbs="ls get rm export import"
       flags="--json --quiet --help"
       ;;
     "snapshot ls"|"snapshot list")
@@ -108,6 +108,14 @@ _kiln_spec() {
       valued=""
       ;;
     "snapshot rm"|"snapshot delete")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "snapshot export")
+      flags="--output --json --quiet --help"
+      valued="--output"
+      ;;
+    "snapshot import")
       flags="--json --quiet --help"
       valued=""
       ;;
@@ -216,6 +224,11 @@ _kiln_value() {
       ;;
     "sandbox kill --signal")
       COMPREPLY=($(compgen -W "TERM KILL INT HUP QUIT USR1 USR2" -- "$2"))
+      ;;
+    "snapshot export --output")
+      local IFS=$'\n'
+      COMPREPLY=($(compgen -f -- "$2"))
+      compopt -o filenames 2>/dev/null
       ;;
     "usage --group-by")
       COMPREPLY=($(compgen -W "key label:" -- "$2"))

@@ -43,6 +43,8 @@ int HttpStatus(Code code) {
     case Code::kNotPaused:
     case Code::kNotPausable:
     case Code::kNameTaken:
+    case Code::kSnapshotExists:
+    case Code::kSnapshotIncompatible:
     case Code::kNoCapacity:
     case Code::kQuotaExceeded:
       return 409;

@@ -36,6 +36,8 @@ void AddProcessRoutes(Router& r, ApiContext& ctx);
 void AddTerminalRoutes(Router& r, ApiContext& ctx);
 void AddFileRoutes(Router& r, ApiContext& ctx);
 void AddSnapshotRoutes(Router& r, ApiContext& ctx);
+// GET /v1/snapshots/{id}/archive, POST /v1/snapshots:import.
+void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx);
 void AddNetworkRoutes(Router& r, ApiContext& ctx);
 // A `network` body member (create, fork) as egress rules; issues go to `f`.
 std::optional<network::Policy> ReadNetworkField(FieldReader& f);

@@ -359,6 +359,16 @@ const std::vector<Verb>& SandboxVerbs() {
   return verbs;
 }
 
+namespace {
+FlagSpec OutputFlag() {
+  FlagSpec spec{"output", true, false};
+  spec.short_name = 'o';
+  spec.required = true;
+  spec.choices = std::string(kFileValue);
+  return spec;
+}
+}  // namespace
+
 const std::vector<Verb>& SnapshotVerbs() {
   static const std::vector<Verb> verbs = {
       {.name = "ls",
@@ -389,6 +399,28 @@ const std::vector<Verb>& SnapshotVerbs() {
        .positionals = 1,
        .takes_command = false,
        .handler = CmdSnapshotRm},
+      {.name = "export",
+       .synopsis = "export ID -o FILE",
+       .brief = "write a snapshot to a tar file",
+       .summary = "Write a snapshot (its checkpoint and checksums) to FILE as a tar, for\n"
+                  "`kiln snapshot import` on another kilnd with the same runsc and base image.\n"
+                  "FILE appears only once the whole tar arrived.",
+       .details = "  -o, --output FILE  where to write the tar (required)\n",
+       .flags = {OutputFlag()},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdSnapshotExport},
+      {.name = "import",
+       .synopsis = "import FILE",
+       .brief = "import a snapshot tar, print its id",
+       .summary = "Import a tar written by `kiln snapshot export` as this key's snapshot,\n"
+                  "keeping its id, name, labels and network rules. kilnd checks every\n"
+                  "checksum first; importing the same snapshot again is harmless.",
+       .details = "",
+       .flags = {},
+       .positionals = 1,
+       .takes_command = false,
+       .handler = CmdSnapshotImport},
   };
   return verbs;
 }

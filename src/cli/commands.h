@@ -41,6 +41,8 @@ int CmdSandboxCat(Context& ctx, const ParsedArgs& args);
 int CmdSnapshotLs(Context& ctx, const ParsedArgs& args);
 int CmdSnapshotGet(Context& ctx, const ParsedArgs& args);
 int CmdSnapshotRm(Context& ctx, const ParsedArgs& args);
+int CmdSnapshotExport(Context& ctx, const ParsedArgs& args);
+int CmdSnapshotImport(Context& ctx, const ParsedArgs& args);
 
 // kiln image …
 int CmdImageBuild(Context& ctx, const ParsedArgs& args);

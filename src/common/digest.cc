@@ -79,6 +79,23 @@ std::string FileSha256Hex(const std::string& path) {
   return Finish(ctx.get());
 }
 
+struct Xxh3::State {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> s{XXH3_createState(), XXH3_freeState};
+};
+
+Xxh3::Xxh3() : state_(std::make_unique<State>()) { XXH3_128bits_reset(state_->s.get()); }
+Xxh3::~Xxh3() = default;
+Xxh3::Xxh3(Xxh3&&) noexcept = default;
+Xxh3& Xxh3::operator=(Xxh3&&) noexcept = default;
+void Xxh3::Update(std::string_view data) {
+  XXH3_128bits_update(state_->s.get(), data.data(), data.size());
+}
+std::string Xxh3::HexDigest() const {
+  XXH128_canonical_t canon;
+  XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(state_->s.get()));
+  return LowerHex(canon.digest, sizeof canon.digest);
+}
+
 std::string FileXxh3Hex(const std::string& path) {
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
                                                                  XXH3_freeState);

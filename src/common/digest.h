@@ -31,6 +31,22 @@ class Sha256 {
   std::unique_ptr<State> state_;
 };
 
+// XXH3-128 fed piece by piece (a snapshot file while it is received).
+class Xxh3 {
+ public:
+  Xxh3();
+  ~Xxh3();
+  Xxh3(Xxh3&&) noexcept;
+  Xxh3& operator=(Xxh3&&) noexcept;
+  void Update(std::string_view data);
+  // The digest as lowercase hex, as FileXxh3Hex gives it.
+  std::string HexDigest() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 std::string Sha256Hex(std::string_view data);
 // The digest of a file's contents, read in 1 MiB blocks; "" if unreadable.
 std::string FileSha256Hex(const std::string& path);

@@ -43,6 +43,8 @@ constexpr std::array kNames = {
     Named{Code::kNotPaused, "not_paused"},
     Named{Code::kNotPausable, "not_pausable"},
     Named{Code::kNameTaken, "name_taken"},
+    Named{Code::kSnapshotExists, "snapshot_exists"},
+    Named{Code::kSnapshotIncompatible, "snapshot_incompatible"},
     Named{Code::kNoCapacity, "no_capacity"},
     Named{Code::kQuotaExceeded, "quota_exceeded"},
     Named{Code::kShuttingDown, "shutting_down"},

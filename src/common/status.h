@@ -54,6 +54,10 @@ enum class Code {
   kNotPaused,
   kNotPausable,
   kNameTaken,  // details.sandboxId names the holder
+  // An imported snapshot's id is here already, another key's or other files.
+  kSnapshotExists,
+  // An imported snapshot needs another runsc version or base image.
+  kSnapshotIncompatible,
   // Room: clears on its own; retry_after_s says when to try again.
   kNoCapacity,
   kQuotaExceeded,

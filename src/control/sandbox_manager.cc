@@ -629,6 +629,18 @@ bool SandboxManager::DeleteSnapshot(const std::string& id) {
   return snapshots_.Delete(id);
 }
 
+void SandboxManager::SnapshotImported(const store::SnapshotRecord& record) {
+  {
+    std::lock_guard lock(mu_);
+    snapshot_metered_ms_[record.id] = StableNowMs();
+  }
+  if (options_.default_pool_size > 0) pool_.Resize(record.id, options_.default_pool_size);
+  LogInfo("snapshot imported", {{"event", "snapshot.imported"},
+                                {"snapshotId", record.id},
+                                {"owner", record.owner},
+                                {"bytes", record.size_bytes}});
+}
+
 std::optional<store::SnapshotRecord> SandboxManager::FindSnapshot(const std::string& id) const {
   return snapshots_.Get(id);
 }

@@ -158,6 +158,14 @@ class SandboxManager {
   void ResizePool(const std::string& id, int size);
   // Deletes a snapshot and its pool; copies already handed out keep running.
   bool DeleteSnapshot(const std::string& id);
+  // Where snapshots are kept, for moving them between hosts
+  // (store/snapshot_transfer.h).
+  store::SnapshotStore& snapshot_store() { return snapshots_; }
+  // The daemon's base image root: what a snapshot without an image ran on.
+  const std::string& base_rootfs() const { return rootfs_; }
+  // A snapshot just imported into the store: metered from now and given the
+  // default pool, like a fresh capture.
+  void SnapshotImported(const store::SnapshotRecord& record);
 
   std::shared_ptr<Sandbox> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Sandbox>> List(const ListFilter& filter) const;

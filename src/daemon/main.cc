@@ -237,6 +237,7 @@ int main(int argc, char** argv) {
   kiln::api::AddTerminalRoutes(router, ctx);
   kiln::api::AddFileRoutes(router, ctx);
   kiln::api::AddSnapshotRoutes(router, ctx);
+  kiln::api::AddSnapshotTransferRoutes(router, ctx);
   kiln::api::AddNetworkRoutes(router, ctx);
   kiln::api::AddKeyRoutes(router, ctx);
   kiln::api::AddImageRoutes(router, ctx);

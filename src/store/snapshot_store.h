@@ -70,6 +70,21 @@ class SnapshotStore {
 
   // Where a capture for `id` must be written (the directory must not exist).
   std::string CheckpointDir(const std::string& id) const;
+  // The snapshot's directory (manifest.json, checkpoint/).
+  std::string SnapshotDir(const std::string& id) const { return dir_ + "/" + id; }
+  // Where an import of `id` is written until every checksum matched
+  // (snapshot_transfer.h); a starting store removes any it finds, so a
+  // daemon killed mid-import leaves nothing listed or restorable.
+  std::string ImportDir(const std::string& id) const { return dir_ + "/" + id + ".import-partial"; }
+  // Makes a verified import a snapshot: writes its manifest into
+  // ImportDir(record.id), renames the directory to the snapshot's and lists
+  // it. `files` holds every file's size and xxh3_128. kSnapshotExists if the
+  // id got taken meanwhile, kNoSpace, kIoError.
+  Status AdoptImport(const SnapshotRecord& record, const nlohmann::json& files);
+  // The manifest's files ({path: {size, xxh3_128}}) after Verify, with the
+  // checksums the background hasher has not written yet computed now (an
+  // export must name them before it sends a byte).
+  Result<nlohmann::json> VerifiedFiles(const std::string& id) const;
   // Records a complete capture: writes the manifest (atomically) naming
   // every file with its size, and notes each file's identity, so the
   // snapshot can be restored at once; a background thread then checksums

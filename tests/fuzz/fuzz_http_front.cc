@@ -141,6 +141,7 @@ struct World {
     api::AddProcessRoutes(router, ctx);
     api::AddFileRoutes(router, ctx);
     api::AddSnapshotRoutes(router, ctx);
+    api::AddSnapshotTransferRoutes(router, ctx);
     api::AddNetworkRoutes(router, ctx);
     api::AddKeyRoutes(router, ctx);
     api::AddUsageRoutes(router, ctx);

@@ -6,10 +6,12 @@ room again.
 The state dir is a small ext4 on a loop device made by the test; a filler
 file takes all but a few MiB of it."""
 import io
+import json
 import os
 import subprocess
 import tarfile
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from client import assert_error
 from conftest import stop_kilnd
 from faults_util import daemons, free_bytes  # noqa: F401
 from test_images import context_tar, upload_context, wait_image
+from test_snapshot_transfer import entries, retar
 
 MiB = 1 << 20
 FS_MIB = 512
@@ -174,3 +177,29 @@ def test_image_build_on_a_full_disk(full):
     assert image["state"] == "ready", (image, lines[-20:])
     s = api.create(image=image["id"])
     assert api.sh(s["id"], "wc -c < /big2.bin").strip() == "60000000"
+
+
+def test_snapshot_import_on_a_full_disk(full):
+    """An import that runs out of room answers 507 and leaves no partial directory."""
+    d, api = full, full.api
+    sid = api.create(vcpu=1, memoryMiB=256)["id"]
+    api.sh(sid, "head -c 30000000 /dev/urandom > /workspace/state.bin")
+    snap = api.ok("POST", f"/v1/sandboxes/{sid}:snapshot", json={})
+    r = api.get(f"/v1/snapshots/{snap['id']}/archive", timeout=300)
+    assert r.status == 200, r
+    items = entries(r.body)
+    manifest = json.loads(items[0][1])
+    manifest["record"]["id"] = str(uuid.uuid4())  # the same snapshot under a new id
+    tar = retar(items, manifest)
+    assert len(tar) > 2 * LEFT_MIB * MiB, len(tar)
+    d.filler.fill()
+    r = api.request("POST", "/v1/snapshots:import", data=tar, headers={"Content-Type": "application/x-tar"},
+                    timeout=300)
+    assert_error(r, 507, "insufficient_storage")
+    snaps = Path(d.state_dir) / "snapshots"
+    assert sorted(p.name for p in snaps.iterdir()) == [snap["id"]], "a failed import left something"
+    d.filler.remove()
+    r = api.request("POST", "/v1/snapshots:import", data=tar, headers={"Content-Type": "application/x-tar"},
+                    timeout=300)
+    assert r.status == 201, r
+    assert r.json()["id"] == manifest["record"]["id"]

@@ -1,4 +1,8 @@
 // The client: `new Runtime(options)` with `sandboxes` and `snapshots`.
+import { randomBytes } from "node:crypto";
+import { mkdir, open, rename as renameLocal, rm } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+
 import { type CallSpec, type RuntimeOptions, Transport, backoffMs, newIdempotencyKey, sleep } from "./client.js";
 import { CAPACITY_CODES, RuntimeError } from "./errors.js";
 import { Images } from "./images.js";
@@ -317,6 +321,99 @@ export class Snapshots {
       signal: options.signal,
       timeoutMs: options.timeoutMs,
     });
+  }
+
+  /**
+   * Writes the snapshot as a tar (its checkpoint and checksums) to `path`, for
+   * `import` on another kilnd. The file is written under a temporary name,
+   * length-checked, then renamed: it appears only once whole. Returns `path`.
+   */
+  async export(id: string, path: string, options: RequestOptions = {}): Promise<string> {
+    const target = resolve(path);
+    await mkdir(dirname(target), { recursive: true });
+    const partial = `${target}.kiln-partial-${randomBytes(4).toString("hex")}`;
+    const { response, deadline } = await this.runtime.transport.stream({
+      method: "GET",
+      path: `/v1/snapshots/${enc(id)}/archive`,
+      accept: "application/x-tar",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs ?? 0,
+    });
+    const expected = Number(response.headers.get("x-content-length") ?? NaN);
+    let received = 0;
+    const fh = await open(partial, "w", 0o600);
+    try {
+      if (response.body) {
+        const reader = response.body.getReader();
+        for (;;) {
+          const r = await reader.read();
+          if (r.done) break;
+          await fh.write(r.value);
+          received += r.value.length;
+        }
+      }
+      await fh.close();
+    } catch (e) {
+      await fh.close().catch(() => undefined);
+      await rm(partial, { force: true });
+      throw deadline.failure(e, `export snapshot ${id}`);
+    } finally {
+      deadline.done();
+    }
+    if (Number.isFinite(expected) && expected !== received) {
+      await rm(partial, { force: true });
+      throw new RuntimeError({
+        code: "download_incomplete",
+        status: 0,
+        message: `snapshot ${id}: received ${received} of ${expected} bytes`,
+        details: { received, expected },
+      });
+    }
+    await renameLocal(partial, target);
+    return path;
+  }
+
+  /**
+   * Imports a tar written by `export` (here or on another kilnd) as this key's
+   * snapshot, keeping its id, name, labels and network rules. kilnd checks
+   * every checksum before it answers; the same snapshot imported again answers
+   * its record. The file is streamed, never read whole.
+   */
+  async import(path: string, options: RequestOptions = {}): Promise<Snapshot> {
+    const fh = await open(path, "r");
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const buf = new Uint8Array(1 << 20);
+        try {
+          const { bytesRead } = await fh.read(buf, 0, buf.length, null);
+          if (bytesRead === 0) {
+            await fh.close();
+            controller.close();
+          } else {
+            controller.enqueue(buf.subarray(0, bytesRead));
+          }
+        } catch (e) {
+          await fh.close().catch(() => undefined);
+          controller.error(e);
+        }
+      },
+      async cancel() {
+        await fh.close().catch(() => undefined);
+      },
+    });
+    try {
+      return await this.runtime.transport.json<Snapshot>({
+        method: "POST",
+        path: "/v1/snapshots:import",
+        body,
+        contentType: "application/x-tar",
+        retry: "never",
+        signal: options.signal,
+        timeoutMs: options.timeoutMs ?? 0,
+      });
+    } finally {
+      await fh.close().catch(() => undefined);
+    }
   }
 }
 

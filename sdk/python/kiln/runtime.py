@@ -4,9 +4,12 @@ manages snapshots."""
 from __future__ import annotations
 
 import difflib
+import http.client
 import math
+import os
 import random
 import re
+import tempfile
 import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
@@ -228,6 +231,48 @@ class Snapshots:
         """Keeps `size` restored copies ready so creates from the snapshot are hand-outs (0 = off)."""
         return self._t.request("POST", f"/v1/snapshots/{snapshot_id}:pool", json={"size": int(size)},
                                idempotency_key=new_idempotency_key()).json()
+
+    def export(self, snapshot_id: str, path: Union[str, "os.PathLike[str]"]) -> str:
+        """Writes the snapshot as a tar (checkpoint and checksums) to `path`, for
+        `import_` on another kilnd; returns the path. The file appears only once whole."""
+        local = os.fspath(path)
+        parent = os.path.dirname(os.path.abspath(local))
+        fd, tmp = tempfile.mkstemp(prefix=".kiln-partial-", dir=parent)
+        try:
+            with os.fdopen(fd, "wb") as f, self._t.stream(
+                    "GET", f"/v1/snapshots/{snapshot_id}/archive",
+                    headers={"Accept": "application/x-tar"}, timeout=max(self._t.timeout, 600.0)) as s:
+                want = s.headers.get("x-content-length")
+                got = 0
+                try:
+                    while True:
+                        chunk = s.read(1 << 20)
+                        if not chunk:
+                            break
+                        f.write(chunk)
+                        got += len(chunk)
+                except (OSError, http.client.HTTPException) as e:
+                    raise errors.ConnectionError(f"snapshot {snapshot_id}: the export broke off: {e}",
+                                                 code="connection_error") from e
+                if want is not None and int(want) != got:
+                    raise errors.ConnectionError(
+                        f"snapshot {snapshot_id}: the export ended after {got} of {want} bytes",
+                        code="connection_error")
+            os.replace(tmp, local)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return local
+
+    def import_(self, path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+        """Imports a tar written by `export` (here or on another kilnd) as this key's snapshot,
+        keeping its id, name, labels and network rules; every checksum is checked first. Importing
+        the same snapshot again answers its record (nothing is written twice), so it is retried."""
+        with open(os.fspath(path), "rb") as f:
+            return self._t.request("POST", "/v1/snapshots:import", data=f,
+                                   headers={"Content-Type": "application/x-tar"},
+                                   timeout=max(self._t.timeout, 600.0), retry=True).json()
 
 
 class Limits:

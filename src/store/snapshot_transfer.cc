@@ -1,0 +1,380 @@
+#include "store/snapshot_transfer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "common/contract.h"
+#include "common/log.h"
+
+namespace kiln::store {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kManifestMax = 4 << 20;
+constexpr size_t kFilesMax = 100000;
+constexpr size_t kBlock = 1 << 20;
+
+// The record as it travels: what makes the snapshot what it is, not where
+// or whose it is here (owner, expiry, root path, hidden kinds).
+json PortableRecord(const SnapshotRecord& r) {
+  return json{{"id", r.id},
+              {"name", r.name ? json(*r.name) : json(nullptr)},
+              {"labels", r.labels},
+              {"sourceSandboxId", r.source_sandbox_id},
+              {"vcpu", r.shape.vcpu},
+              {"memoryMiB", r.shape.memory_mib},
+              {"diskMiB", r.shape.disk_mib},
+              {"retentionDays", r.retention_days},
+              {"createdMs", r.created_ms},
+              {"sizeBytes", r.size_bytes},
+              {"captureMs", r.capture_ms},
+              {"network", r.network},
+              {"sudoOff", r.sudo_off}};
+}
+
+Status Invalid(const std::string& message) {
+  return Status(Code::kInvalidArchive, "kiln-snapshot.json: " + message);
+}
+
+bool IsUuid(const std::string& s) {
+  if (s.size() != 36) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? s[i] != '-' : !std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(s[i]))
+      return false;
+  }
+  return true;
+}
+
+bool IsHex(const std::string& s, size_t len) {
+  return s.size() == len && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// "checkpoint/a/b": relative, no "." or ".." or empty parts.
+bool CleanCheckpointPath(const std::string& p) {
+  if (!p.starts_with("checkpoint/") || p.size() > 99 || p.back() == '/') return false;
+  size_t start = 0;
+  while (start < p.size()) {
+    size_t slash = p.find('/', start);
+    if (slash == std::string::npos) slash = p.size();
+    std::string part = p.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+// An integer member in [min, max]; a Status naming it otherwise.
+template <typename T>
+Status ReadInt(const json& rec, const char* key, int64_t min, int64_t max, T* out) {
+  auto it = rec.find(key);
+  if (it == rec.end() || !it->is_number_integer() || it->get<int64_t>() < min ||
+      it->get<int64_t>() > max)
+    return Invalid(std::string("record.") + key + " must be an integer from " +
+                   std::to_string(min) + " to " + std::to_string(max));
+  *out = static_cast<T>(it->get<int64_t>());
+  return Status::Ok();
+}
+
+Status ParseRecord(const json& rec, SnapshotRecord* r) {
+  if (!rec.is_object()) return Invalid("record must be an object");
+  auto id = rec.find("id");
+  if (id == rec.end() || !id->is_string() || !IsUuid(id->get<std::string>()))
+    return Invalid("record.id must be a snapshot id (a lowercase UUID)");
+  r->id = id->get<std::string>();
+  auto name = rec.find("name");
+  if (name != rec.end() && !name->is_null()) {
+    if (!name->is_string() || name->get<std::string>().size() > contract::kSnapshotNameMax)
+      return Invalid("record.name must be a string of at most " +
+                     std::to_string(contract::kSnapshotNameMax) + " bytes, or null");
+    r->name = name->get<std::string>();
+  }
+  auto labels = rec.find("labels");
+  if (labels != rec.end() && !labels->is_null()) {
+    if (!labels->is_object()) return Invalid("record.labels must be an object of strings");
+    for (const auto& [k, v] : labels->items()) {
+      if (!v.is_string()) return Invalid("record.labels." + k + " must be a string");
+      r->labels[k] = v.get<std::string>();
+    }
+  }
+  if (auto src = rec.find("sourceSandboxId"); src != rec.end() && src->is_string())
+    r->source_sandbox_id = src->get<std::string>();
+  Status s = ReadInt(rec, "vcpu", 1, 1024, &r->shape.vcpu);
+  if (s.ok()) s = ReadInt(rec, "memoryMiB", 1, int64_t{1} << 30, &r->shape.memory_mib);
+  if (s.ok()) s = ReadInt(rec, "diskMiB", 0, int64_t{1} << 30, &r->shape.disk_mib);
+  if (s.ok())
+    s = ReadInt(rec, "retentionDays", contract::kRetentionDays.min, contract::kRetentionDays.max,
+                &r->retention_days);
+  if (s.ok()) s = ReadInt(rec, "createdMs", 0, INT64_MAX, &r->created_ms);
+  if (s.ok()) s = ReadInt(rec, "captureMs", 0, INT64_MAX, &r->capture_ms);
+  if (!s.ok()) return s;
+  r->network = rec.value("network", json());
+  auto sudo_off = rec.find("sudoOff");
+  if (sudo_off != rec.end() && !sudo_off->is_boolean())
+    return Invalid("record.sudoOff must be true or false");
+  r->sudo_off = sudo_off != rec.end() && sudo_off->get<bool>();
+  return Status::Ok();
+}
+
+// Same files, sizes and checksums.
+bool SameFiles(const json& a, const json& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [rel, want] : a.items()) {
+    auto it = b.find(rel);
+    if (it == b.end() || it->value("size", uint64_t{0}) != want.value("size", uint64_t{0}) ||
+        it->value("xxh3_128", "") != want.value("xxh3_128", ""))
+      return false;
+  }
+  return true;
+}
+
+bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+Status WriteError(const std::string& what) {
+  int err = errno;
+  if (err == ENOSPC || err == EDQUOT)
+    return Status(Code::kNoSpace, "no space left on the state disk to import " + what);
+  return Status(Code::kIoError, "cannot write " + what + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+Result<SnapshotExport> SnapshotExport::Prepare(const SnapshotStore& store,
+                                               const SnapshotRecord& record,
+                                               const TransferHost& host) {
+  if (record.image || !record.rootfs.empty())
+    return Status(Code::kNotSupported,
+                  "snapshot " + record.id + " runs image " + record.image.value_or(record.rootfs) +
+                      ": only snapshots on the daemon's base image can be exported so far");
+  auto files = store.VerifiedFiles(record.id);
+  if (!files.ok()) return files.status();
+  SnapshotExport out;
+  out.dir_ = store.SnapshotDir(record.id);
+  json manifest = {{"format", kSnapshotFormat},
+                   {"record", PortableRecord(record)},
+                   {"engine", host.engine_version},
+                   {"base", host.base_image},
+                   {"files", *files}};
+  out.manifest_ = manifest.dump(2);
+  out.size_ = kTarBlock + out.manifest_.size() + TarPadding(out.manifest_.size()).size();
+  for (const auto& [rel, want] : files->items()) {
+    uint64_t size = want.at("size").get<uint64_t>();
+    out.files_[rel] = size;
+    out.size_ += kTarBlock + size + TarPadding(size).size();
+  }
+  out.size_ += TarEnd().size();
+  return out;
+}
+
+bool SnapshotExport::Stream(const std::function<bool(std::string_view)>& write) const {
+  int64_t now_s = ::time(nullptr);
+  if (!write(TarFileHeader(kSnapshotManifestEntry, manifest_.size(), now_s) + manifest_ +
+             TarPadding(manifest_.size())))
+    return false;
+  std::string buf(kBlock, '\0');
+  for (const auto& [rel, size] : files_) {
+    UniqueFd fd(::open((dir_ + "/" + rel).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) < 0 || static_cast<uint64_t>(st.st_size) != size) {
+      LogWarn("snapshot export stopped: a file changed", {{"file", rel}});
+      return false;
+    }
+    if (!write(TarFileHeader(rel, size, st.st_mtim.tv_sec))) return false;
+    for (uint64_t left = size; left > 0;) {
+      ssize_t n = ::read(fd.get(), buf.data(), std::min<uint64_t>(left, buf.size()));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      left -= static_cast<uint64_t>(n);
+      if (!write(std::string_view(buf.data(), static_cast<size_t>(n)))) return false;
+    }
+    if (std::string pad = TarPadding(size); !pad.empty() && !write(pad)) return false;
+  }
+  return write(TarEnd());
+}
+
+SnapshotImport::SnapshotImport(SnapshotStore& store, ImportRequest request)
+    : store_(store), request_(std::move(request)) {}
+
+SnapshotImport::~SnapshotImport() { Cleanup(); }
+
+void SnapshotImport::Cleanup() {
+  fd_.reset();
+  if (dir_made_ && !adopted_) {
+    std::error_code ec;
+    fs::remove_all(store_.ImportDir(record_.id), ec);
+    dir_made_ = false;
+  }
+}
+
+Status SnapshotImport::ReadManifest() {
+  json m = json::parse(manifest_text_, nullptr, false);
+  if (m.is_discarded() || !m.is_object()) return Invalid("is not a JSON object");
+  if (m.value("format", json()) != kSnapshotFormat)
+    return Invalid("format must be \"" + std::string(kSnapshotFormat) + "\" (it is " +
+                   m.value("format", json()).dump() + ")");
+  if (Status s = ParseRecord(m.value("record", json()), &record_); !s.ok()) return s;
+  const std::string& id = record_.id;
+  json engine = m.value("engine", json());
+  if (!engine.is_string()) return Invalid("engine must name the runsc version");
+  if (engine != request_.host.engine_version)
+    return Status(
+        Code::kSnapshotIncompatible,
+        "snapshot " + id + " was captured by runsc " + engine.get<std::string>() +
+            " but this host runs runsc " + request_.host.engine_version +
+            ": a checkpoint restores only on the runsc version that wrote it",
+        json{{"snapshotId", id}, {"engine", engine}, {"hostEngine", request_.host.engine_version}});
+  if (json layers = m.value("layers", json()); !layers.is_null() && !layers.empty())
+    return Status(Code::kSnapshotIncompatible,
+                  "snapshot " + id + " runs a built or pulled image: its layers do not travel yet",
+                  json{{"snapshotId", id}});
+  json base = m.value("base", json());
+  if (!base.is_string()) return Invalid("base must name the base image");
+  if (base != request_.host.base_image)
+    return Status(Code::kSnapshotIncompatible,
+                  "snapshot " + id + " ran on base image " + base.get<std::string>() +
+                      " but this kilnd's is " + request_.host.base_image +
+                      ": hosts that exchange snapshots must share one base image (one recipe)",
+                  json{{"snapshotId", id}, {"base", base}, {"hostBase", request_.host.base_image}});
+  files_ = m.value("files", json());
+  if (!files_.is_object() || files_.empty() || files_.size() > kFilesMax)
+    return Invalid("files must list the checkpoint's files (1 to " + std::to_string(kFilesMax) +
+                   ")");
+  uint64_t total = 0;
+  for (const auto& [rel, want] : files_.items()) {
+    if (!CleanCheckpointPath(rel))
+      return Invalid("files: \"" + rel +
+                     "\" is not a path under checkpoint/ (no \"..\", \".\" or empty parts, "
+                     "under 100 bytes)");
+    if (!want.is_object() || !want.contains("size") || !want["size"].is_number_unsigned() ||
+        !want.contains("xxh3_128") || !want["xxh3_128"].is_string() ||
+        !IsHex(want["xxh3_128"].get<std::string>(), 32))
+      return Invalid("files." + rel + " must be {size, xxh3_128 (32 lowercase hex)}");
+    total += want["size"].get<uint64_t>();
+  }
+  record_.size_bytes = total;  // what is stored and billed, whatever the record said
+  if (request_.check_record) {
+    if (Status s = request_.check_record(record_); !s.ok()) return s;
+  }
+  if (auto have = store_.Get(id)) {
+    auto conflict = [&](const std::string& why) {
+      return Status(Code::kSnapshotExists, "snapshot " + id + " exists on this host already " + why,
+                    json{{"snapshotId", id}});
+    };
+    if (have->hidden() || have->owner != request_.owner)
+      return conflict("(another key's): an import keeps the snapshot's id");
+    auto files = store_.VerifiedFiles(id);
+    if (!files.ok() || !SameFiles(*files, files_))
+      return conflict("with other files: an import keeps the snapshot's id");
+    existing_ = *have;  // the same snapshot: read the tar through, write nothing
+    return Status::Ok();
+  }
+  if (::mkdir(store_.ImportDir(id).c_str(), 0700) < 0) {
+    if (errno == EEXIST)
+      return Status(Code::kSnapshotExists, "snapshot " + id + " is being imported already",
+                    json{{"snapshotId", id}});
+    return WriteError("snapshot " + id);
+  }
+  dir_made_ = true;
+  return Status::Ok();
+}
+
+Status SnapshotImport::BeginEntry(const std::string& name, uint64_t size) {
+  entry_ = name;
+  if (entries_++ == 0) {
+    if (name != kSnapshotManifestEntry)
+      return Status(Code::kInvalidArchive,
+                    "the tar's first entry must be kiln-snapshot.json, not " + name +
+                        ": this is not a kiln snapshot");
+    if (size > kManifestMax) return Invalid("is larger than 4 MiB");
+    return Status::Ok();
+  }
+  auto it = files_.find(name);
+  if (it == files_.end())
+    return Status(Code::kInvalidArchive,
+                  "tar entry " + name + " is not listed in kiln-snapshot.json: refused");
+  if (seen_.count(name))
+    return Status(Code::kInvalidArchive, "tar entry " + name + " appears twice");
+  uint64_t want = (*it)["size"].get<uint64_t>();
+  if (size != want)
+    return Status(Code::kInvalidArchive, "tar entry " + name + " is " + std::to_string(size) +
+                                             " bytes but kiln-snapshot.json lists " +
+                                             std::to_string(want));
+  hash_ = std::make_unique<Xxh3>();
+  if (existing_) return Status::Ok();
+  std::string path = store_.ImportDir(record_.id) + "/" + name;
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (ec)
+    return Status(Code::kInvalidArchive,
+                  "tar entry " + name + " cannot be placed: " + ec.message());
+  fd_.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
+  if (!fd_) return WriteError(name);
+  return Status::Ok();
+}
+
+Status SnapshotImport::EntryData(std::string_view data) {
+  if (entries_ == 1) {
+    manifest_text_.append(data);
+    return Status::Ok();
+  }
+  hash_->Update(data);
+  if (fd_ && !WriteAll(fd_.get(), data)) return WriteError(entry_);
+  return Status::Ok();
+}
+
+Status SnapshotImport::EndEntry() {
+  if (entries_ == 1) return ReadManifest();
+  std::string want = files_[entry_]["xxh3_128"].get<std::string>();
+  if (hash_->HexDigest() != want)
+    return Status(Code::kInvalidArchive,
+                  "tar entry " + entry_ +
+                      " does not match its xxh3_128 checksum in kiln-snapshot.json: the tar is "
+                      "corrupted",
+                  json{{"entry", entry_}});
+  if (fd_ && ::close(fd_.release()) < 0) return WriteError(entry_);
+  seen_[entry_] = true;
+  return Status::Ok();
+}
+
+Result<ImportResult> SnapshotImport::Finish() {
+  if (Status s = tar_.Finish(); !s.ok()) {
+    Cleanup();
+    return s;
+  }
+  if (entries_ == 0) return Status(Code::kInvalidArchive, "the tar holds no kiln-snapshot.json");
+  for (const auto& [rel, want] : files_.items()) {
+    if (!seen_.count(rel)) {
+      Cleanup();
+      return Status(Code::kInvalidArchive,
+                    "the tar lacks " + rel + ", which kiln-snapshot.json lists",
+                    json{{"entry", rel}});
+    }
+  }
+  if (existing_) return ImportResult{*existing_, false};
+  record_.owner = request_.owner;
+  record_.expires_ms = request_.now_ms + static_cast<int64_t>(record_.retention_days) * 86400000;
+  if (Status s = store_.AdoptImport(record_, files_); !s.ok()) {
+    Cleanup();
+    return s;
+  }
+  adopted_ = true;
+  return ImportResult{record_, true};
+}
+
+}  // namespace kiln::store

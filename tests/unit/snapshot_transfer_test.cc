@@ -1,0 +1,202 @@
+// A snapshot exported from one store and imported into another, and every
+// way an imported tar can be wrong (store/snapshot_transfer.h).
+#include "store/snapshot_transfer.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace kiln::store {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr char kId[] = "0b3c6f0e-9a4e-4d43-8a55-2f4c1b7e9d10";
+const TransferHost kHost{"runsc-1", "base-0123456789abcdef"};
+
+class SnapshotTransferTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kiln-transfer-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    from_ = std::make_unique<SnapshotStore>(dir_ + "/a");
+    to_ = std::make_unique<SnapshotStore>(dir_ + "/b");
+  }
+  void TearDown() override {
+    from_.reset();
+    to_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // A sealed snapshot in `from_`, and its tar.
+  std::string ExportedTar() {
+    fs::create_directories(from_->CheckpointDir(kId));
+    std::ofstream(from_->CheckpointDir(kId) + "/pages.img", std::ios::binary)
+        << std::string(3 << 20, 'p') + "tail";
+    std::ofstream(from_->CheckpointDir(kId) + "/checkpoint.img", std::ios::binary) << "state";
+    SnapshotRecord r;
+    r.id = kId;
+    r.owner = "key_a";
+    r.name = "warm";
+    r.labels = {{"team", "x"}};
+    r.source_sandbox_id = "sb1";
+    r.created_ms = 1000;
+    r.expires_ms = 2000;
+    r.network = json{{"internet", false}, {"allow", json::array()}, {"deny", json::array()}};
+    EXPECT_TRUE(from_->Seal(r).ok());
+    auto tar = SnapshotExport::Prepare(*from_, r, kHost);
+    EXPECT_TRUE(tar.ok()) << tar.status().ToString();
+    std::string out;
+    EXPECT_TRUE(tar->Stream([&](std::string_view d) {
+      out.append(d);
+      return true;
+    }));
+    EXPECT_EQ(out.size(), tar->size());
+    return out;
+  }
+
+  // Imports `tar` into `to_` in uneven pieces, as a socket would give it.
+  Result<ImportResult> Import(const std::string& tar, const std::string& owner = "key_b",
+                              TransferHost host = kHost) {
+    SnapshotImport import(*to_, ImportRequest{owner, host, 5000, nullptr});
+    for (size_t at = 0; at < tar.size();) {
+      size_t n = std::min<size_t>(tar.size() - at, 1 + (at * 7919) % 70000);
+      if (Status s = import.Feed(std::string_view(tar).substr(at, n)); !s.ok()) return s;
+      at += n;
+    }
+    return import.Finish();
+  }
+
+  // Nothing of an import is in `to_`'s directory but finished snapshots.
+  std::vector<std::string> Entries() {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_ + "/b")) names.push_back(e.path().filename());
+    return names;
+  }
+
+  // Offset of an entry's data in the tar.
+  static size_t DataOf(const std::string& tar, const std::string& name) {
+    size_t header = tar.find(name + std::string(1, '\0'));
+    return header - header % kTarBlock + kTarBlock;
+  }
+
+  std::string dir_;
+  std::unique_ptr<SnapshotStore> from_, to_;
+};
+
+TEST_F(SnapshotTransferTest, ImportKeepsIdNameLabelsNetworkWithTheImportersOwner) {
+  std::string tar = ExportedTar();
+  auto done = Import(tar);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_TRUE(done->created);
+  auto got = to_->Get(kId);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->owner, "key_b");
+  EXPECT_EQ(got->name, "warm");
+  EXPECT_EQ(got->labels.at("team"), "x");
+  EXPECT_EQ(got->network["internet"], false);
+  EXPECT_EQ(got->size_bytes, (3u << 20) + 4 + 5);
+  EXPECT_EQ(got->expires_ms, 5000 + 7 * 86400000LL);
+  EXPECT_TRUE(to_->Verify(kId).ok());
+  EXPECT_EQ(Entries(), std::vector<std::string>{kId});
+  // Again, same key: the same record, nothing written.
+  auto again = Import(tar);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(again->created);
+  // Another key: the id is taken.
+  auto other = Import(tar, "key_c");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), Code::kSnapshotExists);
+  // A reloaded store has it too.
+  to_ = std::make_unique<SnapshotStore>(dir_ + "/b");
+  EXPECT_TRUE(to_->Verify(kId).ok());
+}
+
+TEST_F(SnapshotTransferTest, BadTarsLeaveNothing) {
+  std::string tar = ExportedTar();
+  auto refused = [&](const std::string& body, Code code, const std::string& says) {
+    auto done = Import(body);
+    ASSERT_FALSE(done.ok()) << says;
+    EXPECT_EQ(done.status().code(), code) << done.status().message();
+    EXPECT_NE(done.status().message().find(says), std::string::npos) << done.status().message();
+    EXPECT_TRUE(Entries().empty()) << says;
+    EXPECT_FALSE(to_->Get(kId));
+  };
+  std::string flipped = tar;
+  flipped[DataOf(tar, "checkpoint/pages.img") + 12345] ^= 1;
+  refused(flipped, Code::kInvalidArchive, "checkpoint/pages.img does not match its xxh3_128");
+  refused(tar.substr(0, tar.size() / 2), Code::kInvalidArchive, "truncated");
+  refused(tar.substr(0, tar.size() - 1024), Code::kInvalidArchive, "end-of-archive");
+  refused(std::string(4000, 'g'), Code::kInvalidArchive, "not a tar");
+  refused("", Code::kInvalidArchive, "empty");
+  std::string extra = tar.substr(0, tar.size() - 1024) + TarFileHeader("checkpoint/x.img", 1, 0) +
+                      "x" + TarPadding(1) + TarEnd();
+  refused(extra, Code::kInvalidArchive, "checkpoint/x.img is not listed");
+  std::string link = TarFileHeader("checkpoint/l", 0, 0);
+  link[156] = '2';  // a symlink, its header checksum made right again
+  unsigned sum = 0;
+  for (size_t i = 0; i < kTarBlock; ++i)
+    sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(link[i]);
+  snprintf(link.data() + 148, 8, "%06o", sum);
+  refused(tar.substr(0, tar.size() - 1024) + link + TarEnd(), Code::kInvalidArchive,
+          "symbolic link");
+  std::string escape = tar.substr(0, tar.size() - 1024) + TarFileHeader("../../etc/x", 0, 0);
+  refused(escape + TarEnd(), Code::kInvalidArchive, "..");
+  // A listed file left out.
+  size_t pages = DataOf(tar, "checkpoint/pages.img") - kTarBlock;
+  size_t after = DataOf(tar, "checkpoint/pages.img") + (3 << 20) + 512;
+  refused(tar.substr(0, pages) + tar.substr(after), Code::kInvalidArchive,
+          "lacks checkpoint/pages.img");
+  // Another engine or base image.
+  auto engine = Import(tar, "key_b", TransferHost{"runsc-2", kHost.base_image});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), Code::kSnapshotIncompatible);
+  EXPECT_NE(engine.status().message().find("runsc-1"), std::string::npos);
+  auto base = Import(tar, "key_b", TransferHost{kHost.engine_version, "base-ffff"});
+  ASSERT_FALSE(base.ok());
+  EXPECT_EQ(base.status().code(), Code::kSnapshotIncompatible);
+  EXPECT_TRUE(Entries().empty());
+}
+
+TEST_F(SnapshotTransferTest, AStartingStoreRemovesAnUnfinishedImport) {
+  std::string tar = ExportedTar();
+  {
+    SnapshotImport import(*to_, ImportRequest{"key_b", kHost, 5000, nullptr});
+    ASSERT_TRUE(import.Feed(std::string_view(tar).substr(0, tar.size() / 2)).ok());
+    EXPECT_TRUE(fs::exists(to_->ImportDir(kId)));
+    // As after a kill -9: the partial directory stays...
+    fs::create_directories(dir_ + "/b/" + kId + "-copy.import-partial/checkpoint");
+  }
+  EXPECT_FALSE(fs::exists(to_->ImportDir(kId)));  // ...an abandoned import removes its own
+  to_ = std::make_unique<SnapshotStore>(dir_ + "/b");
+  EXPECT_TRUE(Entries().empty());
+}
+
+TEST(SnapshotTarTest, HeaderRoundTripsThroughTheReader) {
+  struct Sink : TarSink {
+    std::vector<std::pair<std::string, std::string>> got;
+    Status BeginEntry(const std::string& name, uint64_t) override {
+      got.push_back({name, ""});
+      return Status::Ok();
+    }
+    Status EntryData(std::string_view d) override {
+      got.back().second.append(d);
+      return Status::Ok();
+    }
+    Status EndEntry() override { return Status::Ok(); }
+  } sink;
+  TarReader reader(sink);
+  std::string tar = TarFileHeader("./a//b", 3, 7) + "abc" + TarPadding(3) +
+                    TarFileHeader("e", 0, 7) + TarEnd() + std::string(8192, '\0');
+  for (char c : tar) ASSERT_TRUE(reader.Feed(std::string_view(&c, 1)).ok());
+  ASSERT_TRUE(reader.Finish().ok());
+  ASSERT_EQ(sink.got.size(), 2u);
+  EXPECT_EQ(sink.got[0], (std::pair<std::string, std::string>{"a/b", "abc"}));
+  EXPECT_EQ(sink.got[1].first, "e");
+}
+
+}  // namespace
+}  // namespace kiln::store
