@@ -177,13 +177,23 @@ class Api:
 
     def send(self, method, path, body=None):
         """Sends a request, returns the open response (caller reads it)."""
-        if self.conn is None or self.conn.sock is None:
+        reused = self.conn is not None and self.conn.sock is not None
+        if not reused:
             self.connect()
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data is not None else {}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
         try:
+            self.conn.request(method, path, body=data, headers=headers)
+            return self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            self.close()
+            if not reused:
+                raise
+            # kilnd closes keep-alive connections idle past --idle-timeout-seconds
+            # (60 s); the request never reached it: send it once more.
+            self.connect()
             self.conn.request(method, path, body=data, headers=headers)
             return self.conn.getresponse()
         except (ConnectionError, http.client.HTTPException, socket.timeout):
