@@ -23,7 +23,7 @@ from ray.cluster_utils import Cluster
 import kiln.ray as kray
 
 OBJECT_STORE = 80 * 2**20
-SEED_CMD = "echo 1000 > /tmp/seed && python3 -c 'import time; time.sleep(3600)' >/dev/null 2>&1 &"
+SEED_CMD = "echo 1000 > /tmp/seed; nohup python3 -c 'import time; time.sleep(3600)' >/dev/null 2>&1 &"
 
 
 def report(scenario, **fields):
@@ -73,7 +73,7 @@ def main():
     t0 = time.monotonic()
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "include_dashboard": False, "object_store_memory": OBJECT_STORE,
-        "_temp_dir": args.temp_dir,
+        "temp_dir": args.temp_dir,
         "resources": kray.node_resources(nodes[0]["url"], nodes[0]["key"], memory_mib=256)})
     ray_nodes = [cluster.head_node]
     for n in nodes[1:]:
@@ -85,7 +85,8 @@ def main():
     report("cluster", seconds=round(time.monotonic() - t0, 1), tags=tags, attached=kray.nodes(),
            resources={k: v for k, v in ray.cluster_resources().items() if k == kray.RESOURCE})
     try:
-        run(cluster, ray_nodes, nodes, tags)
+        victim = run(cluster, ray_nodes, nodes, tags)
+        report("victim", index=victim)
     except Exception:  # noqa: BLE001 -- the test reports it
         report("error", traceback=traceback.format_exc())
     finally:
@@ -135,7 +136,9 @@ def run(cluster, ray_nodes, nodes, tags):
     report("owner_died", sandbox=sid, state=state, seconds=round(time.monotonic() - t, 1))
 
     # A node lost mid-batch: its episodes fail and are retried on the others.
-    victim = len(nodes) - 1
+    # Not the head (it holds Ray's control store) nor the node this driver is attached to.
+    here = ray.get_runtime_context().get_node_id()
+    victim = next(i for i in range(len(nodes) - 1, 0, -1) if ray_nodes[i].node_id != here)
     lost_sbx = kray.runtime_for(tags[victim]).sandboxes.create(vcpu=1, memory_mib=256)
     killer_done = {}
 
@@ -157,9 +160,10 @@ def run(cluster, ray_nodes, nodes, tags):
     except kray.NodeLostError as e:
         lost_error = str(e)
     report("node_lost", seconds=round(time.monotonic() - t, 1), values=[r["value"] for r in res],
-           nodes=res.nodes, attempts=res.attempts, victim=tags[victim], lost_error=lost_error,
+           nodes=res.nodes, attempts=res.attempts, lost=res.lost, victim=tags[victim], lost_error=lost_error,
            killed=bool(killer_done),
-           running_after={tag: running(tag) for tag in tags[:victim]})
+           running_after={tag: running(tag) for i, tag in enumerate(tags) if i != victim})
+    return victim
 
 
 if __name__ == "__main__":

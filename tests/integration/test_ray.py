@@ -7,6 +7,7 @@ left: no running sandbox on any kilnd, no Ray process of this cluster."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -29,7 +30,7 @@ def _ray_processes(temp_dir):
 
 
 @pytest.fixture(scope="module")
-def run():
+def run(request):
     if not RAY_PYTHON.exists():
         pytest.fail(f"{RAY_PYTHON} not found: run `make ray-env` (the tests' Ray venv)")
     root = Path(tempfile.mkdtemp(prefix="kiln-ray-", dir="/tmp"))
@@ -45,16 +46,16 @@ def run():
         proc = subprocess.run([str(RAY_PYTHON), str(Path(__file__).parent / "ray_driver.py"),
                                "--nodes", json.dumps(nodes), "--temp-dir", temp_dir],
                               stdout=subprocess.PIPE, stderr=out, env=env, timeout=DRIVER_TIMEOUT)
+    (root / "driver.out").write_bytes(proc.stdout)
     reports = {}
     for line in proc.stdout.decode(errors="replace").splitlines():
         if line.startswith("KILNRAY "):
             r = json.loads(line[len("KILNRAY "):])
             reports[r["scenario"]] = r
     # The lost node's kilnd comes back (as a rebooted host's would) and finds its sandboxes gone.
-    victim = NODES - 1
-    if daemons[victim].proc.poll() is not None:
-        daemons[victim] = start_kilnd(root / f"node{victim}", "--host-memory-mib", "256",
-                                      "--memory-overcommit", "4")
+    for i, d in enumerate(daemons):
+        if d.proc.poll() is not None:
+            daemons[i] = start_kilnd(root / f"node{i}", "--host-memory-mib", "256", "--memory-overcommit", "4")
     time.sleep(1)
     leftovers = {}
     for i, d in enumerate(daemons):
@@ -68,8 +69,11 @@ def run():
         os.kill(pid, signal.SIGKILL)
     for d in daemons:
         stop_kilnd(d)
+    failed_before = request.session.testsfailed
     yield {"reports": reports, "rc": proc.returncode, "log": log, "leftovers": leftovers,
            "ray_left": ray_left}
+    if request.session.testsfailed == failed_before:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _report(run, scenario):
@@ -113,8 +117,11 @@ def test_a_lost_node_loses_only_its_episodes_which_are_retried(run):
     n = _report(run, "node_lost")
     assert n["killed"]
     assert n["values"] == [1000 + i for i in range(24)]
-    assert n["victim"] not in n["nodes"], "a result came from the lost node"
-    assert max(n["attempts"]) > 1, "no episode was on the lost node"
+    retried = [i for i, a in enumerate(n["attempts"]) if a > 1]
+    # Only what ran on the lost node (4 slots) was lost; each ran again elsewhere.
+    assert 1 <= len(retried) <= 4, n
+    assert all(n["nodes"][i] != n["victim"] for i in retried), n
+    assert all(n["lost"][i] for i in retried) and not any(n["lost"][i] for i in range(24) if i not in retried)
     assert n["lost_error"] and "lost" in n["lost_error"] and n["victim"] in n["lost_error"]
     assert all(ids == [] for ids in n["running_after"].values()), n["running_after"]
 

@@ -155,11 +155,13 @@ def _episode(fn: Callable[[ClusterRuntime, Any], Any], item: Any) -> Any:
 
 
 class RolloutResults(list):  # type: ignore[type-arg]
-    """The results in the items' order; `attempts[i]` is how many tries item i took and
-    `nodes[i]` the tag of the node whose try succeeded."""
+    """The results in the items' order; `attempts[i]` is how many tries item i took,
+    `nodes[i]` the tag of the node whose try succeeded and `lost[i]` why the earlier tries
+    failed (one line each)."""
 
     attempts: List[int]
     nodes: List[str]
+    lost: List[List[str]]
 
 
 @ray.remote(max_retries=0)
@@ -186,6 +188,7 @@ def map_rollouts(fn: Callable[[ClusterRuntime, Any], Any], items: Iterable[Any],
     results: List[Any] = [None] * len(items)
     where: List[str] = [""] * len(items)
     attempts = [1] * len(items)
+    lost: List[List[str]] = [[] for _ in items]
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         ref = done[0]
@@ -198,9 +201,10 @@ def map_rollouts(fn: Callable[[ClusterRuntime, Any], Any], items: Iterable[Any],
                     ray.cancel(other, force=True)
                 raise
             attempts[i] += 1
+            lost[i].append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
             pending[task.remote(wrapped, items[i])] = i
     out = RolloutResults(results)
-    out.attempts, out.nodes = attempts, where
+    out.attempts, out.nodes, out.lost = attempts, where, lost
     return out
 
 
