@@ -74,7 +74,7 @@ integration: build
 hostile: build
 	KILN_BIN_DIR=$(CURDIR)/$(BUILD)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration -m hostile
 
-bench: setup build
+bench: setup ray-env build
 	$(PY) bench/runsc_flags.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/run.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/network.py --kilnd $(BUILD)/bin/kilnd
@@ -83,6 +83,7 @@ bench: setup build
 	$(PY) bench/images.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/pause.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
+	/opt/kiln/ray-venv/bin/python bench/ray_bench.py --kilnd $(BUILD)/bin/kilnd
 
 # Bounded load against one kilnd for SOAK_MINUTES (README "Soak"), restarted
 # once with SIGTERM and once with kill -9; fails on errors or resource growth.

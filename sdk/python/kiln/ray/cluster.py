@@ -105,6 +105,8 @@ def unkeep(tag: str, local_id: str) -> None:
 def _renew_loop() -> None:
     stop = threading.Event()
     while not stop.wait(RENEW_INTERVAL_SECONDS):
+        if not ray.is_initialized():
+            continue  # after ray.shutdown(): a call here would connect this process again
         with _mu:
             owned = {tag: sorted(s) for tag, s in _owned.items() if s}
         for tag, local_ids in owned.items():
