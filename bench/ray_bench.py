@@ -29,6 +29,10 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "examples"))
 sys.path.insert(0, os.path.join(REPO, "sdk", "python"))
+# Ray's workers (started by the raylets this process starts) import the SDK too.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (os.path.join(REPO, "sdk", "python"), os.environ.get("PYTHONPATH")) if p)
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
