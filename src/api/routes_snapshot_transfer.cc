@@ -73,11 +73,10 @@ void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx) {
       throw ApiError(Code::kPayloadTooLarge, "an imported snapshot's tar is at most 1 GiB");
     store::ImportRequest request{CallerOf(ex).key_id, Host(ctx), StableNowMs(), CheckRecord};
     store::SnapshotImport import(ctx.sandboxes.snapshot_store(), std::move(request));
-    std::string chunk;
-    while (ex.ReadBodyChunk(&chunk)) ThrowIfError(import.Feed(chunk));
+    auto result = import.Run([&ex](std::string* chunk) { return ex.ReadBodyChunk(chunk); });
     if (ex.body_error())
       throw ApiError(Code::kInvalidArchive, "body: the upload ended early (the tar is truncated)");
-    store::ImportResult done = ValueOrThrow(import.Finish());
+    store::ImportResult done = ValueOrThrow(std::move(result));
     if (done.created) ctx.sandboxes.SnapshotImported(done.record);
     ex.SendJson(done.created ? 201 : 200,
                 SnapshotJson(done.record, ctx.sandboxes.SnapshotPool(done.record.id)));

@@ -1,8 +1,14 @@
 #include "store/snapshot_tar.h"
 
+#include <archive.h>
+#include <archive_entry.h>
+
 #include <algorithm>
 #include <cstring>
-#include <vector>
+#include <exception>
+#include <memory>
+
+#include "images/archive_error.h"
 
 namespace kiln::store {
 
@@ -12,7 +18,6 @@ namespace {
 constexpr size_t kName = 0, kNameLen = 100;
 constexpr size_t kMode = 100, kUid = 108, kGid = 116, kSize = 124, kMtime = 136;
 constexpr size_t kChecksum = 148, kType = 156, kMagic = 257, kVersion = 263;
-constexpr size_t kPrefix = 345, kPrefixLen = 155;
 
 void PutOctal(char* field, size_t len, uint64_t value) {
   // len-1 digits and a NUL.
@@ -32,37 +37,6 @@ uint64_t HeaderSum(const char* block) {
   return sum;
 }
 
-// An octal field (leading spaces, ending at a NUL or space), or GNU base-256.
-bool ParseNumber(const char* field, size_t len, uint64_t* out) {
-  auto* u = reinterpret_cast<const unsigned char*>(field);
-  if (u[0] & 0x80) {
-    if (u[0] != 0x80) return false;  // negative or too large
-    uint64_t v = 0;
-    for (size_t i = 1; i < len; ++i) {
-      if (v >> 56) return false;
-      v = (v << 8) | u[i];
-    }
-    *out = v;
-    return true;
-  }
-  size_t i = 0;
-  while (i < len && field[i] == ' ') ++i;
-  uint64_t v = 0;
-  bool digits = false;
-  for (; i < len && field[i] != '\0' && field[i] != ' '; ++i) {
-    if (field[i] < '0' || field[i] > '7' || (v >> 60)) return false;
-    v = v * 8 + static_cast<uint64_t>(field[i] - '0');
-    digits = true;
-  }
-  *out = v;
-  return digits;
-}
-
-std::string Field(const char* block, size_t at, size_t len) {
-  const char* p = block + at;
-  return std::string(p, strnlen(p, len));
-}
-
 // "./a//b" -> "a/b"; "" for a path that is absolute, has a "..", or names
 // nothing.
 std::string CleanName(const std::string& raw) {
@@ -80,25 +54,18 @@ std::string CleanName(const std::string& raw) {
   return out;
 }
 
-const char* KindOf(char type) {
-  switch (type) {
-    case '1':
-      return "a hard link";
-    case '2':
+const char* KindOf(archive_entry* e) {
+  if (archive_entry_hardlink(e)) return "a hard link";
+  switch (archive_entry_filetype(e)) {
+    case AE_IFLNK:
       return "a symbolic link";
-    case '3':
-    case '4':
+    case AE_IFCHR:
+    case AE_IFBLK:
       return "a device";
-    case '5':
+    case AE_IFDIR:
       return "a directory";
-    case '6':
+    case AE_IFIFO:
       return "a fifo";
-    case 'x':
-    case 'g':
-      return "a pax header";
-    case 'L':
-    case 'K':
-      return "a GNU long name";
     default:
       return "of an unknown type";
   }
@@ -137,119 +104,163 @@ std::string TarPadding(uint64_t size) {
 
 std::string TarEnd() { return std::string(2 * kTarBlock, '\0'); }
 
-Status TarReader::Fail(Status s) {
-  state_ = State::kFailed;
-  failed_ = s;
-  return s;
+namespace {
+
+// libarchive's view of the body: it pulls chunks through Read. Counts what
+// it was given, and where the last non-zero byte was, so that the end of
+// the tar can be checked (libarchive stops at the first zero block, and at
+// a body that simply ends).
+struct Pull {
+  explicit Pull(const TarSource& s) : source(s) {}
+
+  const TarSource& source;
+  std::string chunk;          // what libarchive reads now; kept until the next Read
+  uint64_t supplied = 0;      // bytes of the body taken so far
+  uint64_t last_nonzero = 0;  // one past the last non-zero byte taken
+  bool ended = false;         // the source said the body ended
+  std::exception_ptr thrown;  // what the source threw, passed on after libarchive
+
+  // Next non-empty chunk into `chunk`; false at the body's end.
+  bool Next() {
+    while (!ended) {
+      chunk.clear();
+      if (!source(&chunk)) {
+        ended = true;
+        break;
+      }
+      if (chunk.empty()) continue;
+      for (size_t i = chunk.size(); i-- > 0;) {
+        if (chunk[i] != '\0') {
+          last_nonzero = supplied + i + 1;
+          break;
+        }
+      }
+      supplied += chunk.size();
+      return true;
+    }
+    return false;
+  }
+
+  // libarchive's read callback: no exception may cross libarchive's C frames.
+  static la_ssize_t Read(archive*, void* self, const void** buffer) {
+    auto* p = static_cast<Pull*>(self);
+    *buffer = nullptr;
+    try {
+      if (!p->Next()) return 0;
+    } catch (...) {
+      p->thrown = std::current_exception();
+      return -1;
+    }
+    *buffer = p->chunk.data();
+    return static_cast<la_ssize_t>(p->chunk.size());
+  }
+};
+
+using ReadArchive = std::unique_ptr<archive, decltype(&archive_read_free)>;
+
+// A header libarchive refused: what it means depends on where the body is.
+Status HeaderError(archive* a, const Pull& pull, int entries, uint64_t end,
+                   const std::string& entry) {
+  std::string why = images::ArchiveError(a);
+  if (entries == 0) {
+    if (pull.supplied == 0) return Invalid("the body is empty: not a tar");
+    if (pull.ended && pull.supplied < kTarBlock)
+      return Invalid("the body is not a tar: it ends before its first header");
+    return Invalid("the body is not a tar: no tar header at its start (" + why + ")");
+  }
+  // The body ended within the next header (or within a pax or GNU long
+  // name header's data, which libarchive calls truncated too).
+  if (pull.ended && (pull.supplied < end + kTarBlock || why.find("runcated") != std::string::npos))
+    return Invalid("the tar is truncated: it ends at byte " + std::to_string(pull.supplied) +
+                   " before its end-of-archive marker");
+  return Invalid("the tar has a damaged header at byte " + std::to_string(end) + " (after entry " +
+                 entry + "): " + why);
 }
 
-Status TarReader::Header(const char* b) {
-  if (std::all_of(b, b + kTarBlock, [](char c) { return c == '\0'; })) {
-    if (++zero_blocks_ == 2) state_ = State::kEnd;
-    return Status::Ok();
+Status ReadEntries(archive* a, Pull& pull, TarSink& sink) {
+  int entries = 0;
+  std::string entry;  // the last entry's name
+  uint64_t end = 0;   // where the last entry's data and padding ended
+  for (;;) {
+    archive_entry* e = nullptr;
+    int rc = archive_read_next_header(a, &e);
+    if (rc == ARCHIVE_EOF) break;
+    if (rc != ARCHIVE_OK) return HeaderError(a, pull, entries, end, entry);
+    const char* path = archive_entry_pathname(e);
+    std::string raw = path ? path : "";
+    if (archive_entry_hardlink(e) || archive_entry_filetype(e) != AE_IFREG)
+      return Invalid("tar entry " + raw + " is " + KindOf(e) +
+                     ": a snapshot tar holds only regular files");
+    std::string name = CleanName(raw);
+    if (name.empty())
+      return Invalid("tar entry \"" + raw +
+                     "\" has an absolute path, a \"..\" or no name: refused");
+    if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
+      return Invalid("tar entry " + name + " has a garbled size");
+    uint64_t size = static_cast<uint64_t>(archive_entry_size(e));
+    ++entries;
+    entry = name;
+    if (Status s = sink.BeginEntry(name, size); !s.ok()) return s;
+    uint64_t got = 0;
+    for (;;) {
+      const void* buf = nullptr;
+      size_t n = 0;
+      la_int64_t offset = 0;
+      rc = archive_read_data_block(a, &buf, &n, &offset);
+      if (rc == ARCHIVE_EOF) break;
+      if (rc != ARCHIVE_OK) {
+        if (pull.ended)
+          return Invalid("the tar is truncated: it ends inside entry " + name + " at byte " +
+                         std::to_string(pull.supplied));
+        return Invalid("tar entry " + name + " cannot be read: " + images::ArchiveError(a));
+      }
+      // A GNU sparse entry skips its holes: not a file kiln wrote.
+      if (offset < 0 || static_cast<uint64_t>(offset) != got)
+        return Invalid("tar entry " + name + " is sparse: a snapshot tar holds only plain files");
+      got += n;
+      if (got > size) return Invalid("tar entry " + name + " has more data than its size");
+      if (Status s = sink.EntryData(std::string_view(static_cast<const char*>(buf), n)); !s.ok())
+        return s;
+    }
+    if (got != size)
+      return Invalid("tar entry " + name + " holds " + std::to_string(got) + " of its " +
+                     std::to_string(size) + " bytes");
+    if (Status s = sink.EndEntry(); !s.ok()) return s;
+    // libarchive has consumed the entry's data and padding by now.
+    end = static_cast<uint64_t>(archive_filter_bytes(a, 0));
   }
-  std::string where = "at byte " + std::to_string(offset_);
-  if (zero_blocks_ > 0) return Fail(Invalid("the tar has an entry after a zero block " + where));
-  uint64_t want_sum = 0;
-  bool ustar = std::memcmp(b + kMagic, "ustar", 5) == 0;
-  if (!ustar || !ParseNumber(b + kChecksum, 8, &want_sum) || want_sum != HeaderSum(b)) {
-    if (entries_ == 0 && offset_ == 0)
-      return Fail(Invalid("the body is not a tar: no ustar header at its start"));
-    return Fail(Invalid("the tar has a damaged header " + where +
-                        (entry_.empty() ? "" : " (after entry " + entry_ + ")")));
+  // What follows the last entry must be the end-of-archive marker (two zero
+  // blocks) and then only zeros, however much of it libarchive looked at.
+  while (pull.Next()) {
   }
-  std::string raw = Field(b, kName, kNameLen);
-  if (std::string prefix = Field(b, kPrefix, kPrefixLen); !prefix.empty()) raw = prefix + "/" + raw;
-  char type = b[kType];
-  if (type != '0' && type != '\0')
-    return Fail(Invalid("tar entry " + raw + " is " + KindOf(type) +
-                        ": a snapshot tar holds only regular files"));
-  std::string name = CleanName(raw);
-  if (name.empty())
-    return Fail(
-        Invalid("tar entry \"" + raw + "\" has an absolute path, a \"..\" or no name: refused"));
-  uint64_t size = 0;
-  if (!ParseNumber(b + kSize, 12, &size))
-    return Fail(Invalid("tar entry " + name + " has a garbled size"));
-  ++entries_;
-  entry_ = name;
-  remaining_ = size;
-  if (Status s = sink_.BeginEntry(name, size); !s.ok()) return Fail(s);
-  if (size == 0) {
-    if (Status s = sink_.EndEntry(); !s.ok()) return Fail(s);
-    return Status::Ok();
-  }
-  state_ = State::kData;
+  if (pull.supplied == 0) return Invalid("the body is empty: not a tar");
+  if (pull.last_nonzero > end)
+    return Invalid("the tar has data after its end-of-archive marker (at byte " +
+                   std::to_string(end) + ")");
+  if (pull.supplied < end + 2 * kTarBlock)
+    return Invalid("the tar is truncated: it ends at byte " + std::to_string(pull.supplied) +
+                   " before its end-of-archive marker");
   return Status::Ok();
 }
 
-Status TarReader::Feed(std::string_view data) {
-  while (!data.empty()) {
-    switch (state_) {
-      case State::kFailed:
-        return failed_;
-      case State::kHeader: {
-        size_t take = std::min(data.size(), kTarBlock - block_.size());
-        block_.append(data.substr(0, take));
-        data.remove_prefix(take);
-        if (block_.size() < kTarBlock) break;
-        std::string block = std::move(block_);
-        block_.clear();
-        if (Status s = Header(block.data()); !s.ok()) return s;
-        offset_ += kTarBlock;
-        break;
-      }
-      case State::kData: {
-        size_t take = static_cast<size_t>(std::min<uint64_t>(data.size(), remaining_));
-        if (Status s = sink_.EntryData(data.substr(0, take)); !s.ok()) return Fail(s);
-        data.remove_prefix(take);
-        offset_ += take;
-        remaining_ -= take;
-        if (remaining_ == 0) {
-          if (Status s = sink_.EndEntry(); !s.ok()) return Fail(s);
-          remaining_ = (kTarBlock - offset_ % kTarBlock) % kTarBlock;
-          state_ = remaining_ ? State::kPadding : State::kHeader;
-        }
-        break;
-      }
-      case State::kPadding: {
-        size_t take = static_cast<size_t>(std::min<uint64_t>(data.size(), remaining_));
-        data.remove_prefix(take);
-        offset_ += take;
-        remaining_ -= take;
-        if (remaining_ == 0) state_ = State::kHeader;
-        break;
-      }
-      case State::kEnd:
-        // What follows the end marker is the writer's record padding: zeros.
-        if (std::any_of(data.begin(), data.end(), [](char c) { return c != '\0'; }))
-          return Fail(Invalid("the tar has data after its end-of-archive marker"));
-        offset_ += data.size();
-        data = {};
-        break;
-    }
-  }
-  return state_ == State::kFailed ? failed_ : Status::Ok();
-}
+}  // namespace
 
-Status TarReader::Finish() {
-  switch (state_) {
-    case State::kFailed:
-      return failed_;
-    case State::kEnd:
-      return Status::Ok();
-    case State::kData:
-    case State::kPadding:
-      return Fail(Invalid("the tar is truncated: it ends inside entry " + entry_ + " at byte " +
-                          std::to_string(offset_)));
-    case State::kHeader:
-      break;
+Status ReadTar(const TarSource& source, TarSink& sink) {
+  Pull pull{source};
+  Status result;
+  {
+    ReadArchive a(archive_read_new(), archive_read_free);
+    if (!a) return Status(Code::kIoError, "libarchive: out of memory");
+    // Tar only: a snapshot tar is never compressed, and no other format's
+    // parser should see these bytes.
+    archive_read_support_format_tar(a.get());
+    if (archive_read_open(a.get(), &pull, nullptr, &Pull::Read, nullptr) != ARCHIVE_OK)
+      result = HeaderError(a.get(), pull, 0, 0, "");
+    else
+      result = ReadEntries(a.get(), pull, sink);
   }
-  if (offset_ == 0 && block_.empty()) return Fail(Invalid("the body is empty: not a tar"));
-  if (entries_ == 0 && zero_blocks_ == 0)
-    return Fail(Invalid("the body is not a tar: it ends before its first header"));
-  return Fail(Invalid("the tar is truncated: it ends at byte " + std::to_string(offset_) +
-                      " before its end-of-archive marker"));
+  if (pull.thrown) std::rethrow_exception(pull.thrown);
+  return result;
 }
 
 }  // namespace kiln::store

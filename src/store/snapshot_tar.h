@@ -1,15 +1,20 @@
 // The tar a snapshot travels in (GET /v1/snapshots/{id}/archive, POST
 // /v1/snapshots:import): plain ustar, regular files only.
 //
-// kiln writes this tar itself and reads nothing else, so the reader is a
-// strict push parser rather than libarchive: it is fed the request body as
-// it arrives (a snapshot is 100 MiB and more; it is never held whole), and
-// every way a body can be wrong -- not a tar, cut short, a link, a device,
-// a path leaving the snapshot -- is a Status naming the entry, before any
-// byte of that entry is written anywhere.
+// The writer is kiln's own: the export must state the tar's exact length
+// before its first byte (x-content-length), and a ustar header of a regular
+// file is one 512-byte block whose every field kiln sets, so the length is
+// plain arithmetic. The reader is libarchive's tar reader (tar only: no
+// compression filter, no other format), the same library that reads every
+// other tar kiln takes in: a parser of untrusted bytes is not hand-written.
+// It pulls the request body chunk by chunk (a snapshot is 100 MiB and more;
+// it is never held whole), and every way a body can be wrong -- not a tar,
+// cut short, a link, a device, a path leaving the snapshot -- is a Status
+// naming the entry, before any byte of that entry is written anywhere.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -27,7 +32,11 @@ std::string TarPadding(uint64_t size);
 // The end-of-archive marker: two zero blocks.
 std::string TarEnd();
 
-// What a TarReader found, one entry at a time.
+// Puts the next piece of the body in *chunk; false once the body ended. It
+// may throw (a body over the server's cap): ReadTar passes that on.
+using TarSource = std::function<bool(std::string* chunk)>;
+
+// What ReadTar found, one entry at a time.
 class TarSink {
  public:
   virtual ~TarSink() = default;
@@ -40,32 +49,10 @@ class TarSink {
   virtual Status EndEntry() = 0;
 };
 
-// Parses a tar fed in arbitrary pieces. Errors are kInvalidArchive with the
-// entry's name (or the sink's own Status); after one, Feed refuses more.
-class TarReader {
- public:
-  explicit TarReader(TarSink& sink) : sink_(sink) {}
-
-  Status Feed(std::string_view data);
-  // The body ended: OK only after the end-of-archive marker.
-  Status Finish();
-  // Bytes taken so far.
-  uint64_t offset() const { return offset_; }
-
- private:
-  Status Header(const char* block);
-  Status Fail(Status s);
-
-  enum class State { kHeader, kData, kPadding, kEnd, kFailed };
-  TarSink& sink_;
-  State state_ = State::kHeader;
-  std::string block_;  // a header being assembled
-  std::string entry_;  // the current entry's name
-  uint64_t remaining_ = 0;
-  int zero_blocks_ = 0;
-  uint64_t offset_ = 0;
-  int entries_ = 0;
-  Status failed_;
-};
+// Reads a whole tar from `source` into `sink`. OK only when the tar ended
+// with its end-of-archive marker and nothing but zeros (record padding)
+// followed. Errors are kInvalidArchive naming the entry or the byte, or the
+// sink's own Status; reading stops at the first.
+Status ReadTar(const TarSource& source, TarSink& sink);
 
 }  // namespace kiln::store

@@ -352,11 +352,22 @@ Status SnapshotImport::EndEntry() {
   return Status::Ok();
 }
 
-Result<ImportResult> SnapshotImport::Finish() {
-  if (Status s = tar_.Finish(); !s.ok()) {
+Result<ImportResult> SnapshotImport::Run(const TarSource& body) {
+  Status read;
+  try {
+    read = ReadTar(body, *this);
+  } catch (...) {
     Cleanup();
-    return s;
+    throw;
   }
+  if (!read.ok()) {
+    Cleanup();
+    return read;
+  }
+  return Finish();
+}
+
+Result<ImportResult> SnapshotImport::Finish() {
   if (entries_ == 0) return Status(Code::kInvalidArchive, "the tar holds no kiln-snapshot.json");
   for (const auto& [rel, want] : files_.items()) {
     if (!seen_.count(rel)) {

@@ -76,7 +76,7 @@ struct ImportResult {
   bool created = false;  // false: the same snapshot was here already
 };
 
-// One import, fed the request body as it arrives. The destructor removes
+// One import, pulling the request body as it arrives. The destructor removes
 // whatever an unfinished or failed import wrote.
 class SnapshotImport : private TarSink {
  public:
@@ -85,14 +85,16 @@ class SnapshotImport : private TarSink {
   SnapshotImport(const SnapshotImport&) = delete;
   SnapshotImport& operator=(const SnapshotImport&) = delete;
 
-  // kInvalidArchive (the tar or its manifest), kInvalidRequest (a record
-  // field), kSnapshotIncompatible, kSnapshotExists, kNoSpace, kIoError.
-  Status Feed(std::string_view data) { return tar_.Feed(data); }
-  // The body ended: checks that every listed file came, then lists the
-  // snapshot (owner = the importing key).
-  Result<ImportResult> Finish();
+  // Reads the whole tar from `body` (libarchive, store/snapshot_tar.h),
+  // checks that every listed file came whole, then lists the snapshot
+  // (owner = the importing key). kInvalidArchive (the tar or its manifest),
+  // kInvalidRequest (a record field), kSnapshotIncompatible,
+  // kSnapshotExists, kNoSpace, kIoError; whatever `body` throws passes
+  // through, with the partial directory removed. Call once.
+  Result<ImportResult> Run(const TarSource& body);
 
  private:
+  Result<ImportResult> Finish();
   Status BeginEntry(const std::string& name, uint64_t size) override;
   Status EntryData(std::string_view data) override;
   Status EndEntry() override;
@@ -101,7 +103,6 @@ class SnapshotImport : private TarSink {
 
   SnapshotStore& store_;
   ImportRequest request_;
-  TarReader tar_{*this};
   int entries_ = 0;
   std::string entry_;  // the entry being read
   std::string manifest_text_;

@@ -4,6 +4,7 @@
 The seeds are committed; this script is how they were made, so that a change
 of format (the agent's frame header, a route) can be followed by running it
 again. Usage: /usr/bin/python3 tests/fuzz/seeds.py"""
+import ctypes
 import gzip
 import io
 import json
@@ -277,6 +278,59 @@ CONFIG_SEEDS = {
 }
 
 
+# ---- Snapshot import (the body of POST /v1/snapshots:import) ----
+
+class _Xxh128(ctypes.Structure):
+    _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
+
+
+def xxh3_128(data):
+    """XXH3-128 as kiln writes it (canonical: high half first), from Debian's
+    libxxhash, which kiln links: Python's stdlib has no XXH3."""
+    fn = ctypes.CDLL("libxxhash.so.0").XXH3_128bits
+    fn.restype, fn.argtypes = _Xxh128, [ctypes.c_char_p, ctypes.c_size_t]
+    h = fn(data, len(data))
+    return "%016x%016x" % (h.high64, h.low64)
+
+
+def ustar(entries):
+    """Plain ustar as kiln's writer makes it (src/store/snapshot_tar.cc)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 1700000000
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()  # ends with tarfile's record padding: zeros, as kiln allows
+
+
+def snapshot_tar(files, host=("runsc-fuzz", "base-fuzz"), record=None, extra=()):
+    """A snapshot tar for fuzz_snapshot_import's host (tests/fuzz/fuzz_snapshot_import.cc)."""
+    rec = {"id": "0b3c6f0e-9a4e-4d43-8a55-2f4c1b7e9d10", "name": "warm", "labels": {"team": "x"},
+           "sourceSandboxId": "sb1", "vcpu": 1, "memoryMiB": 512, "diskMiB": 0,
+           "retentionDays": 7, "createdMs": 1000, "sizeBytes": 0, "captureMs": 10,
+           "network": None, "sudoOff": False}
+    rec.update(record or {})
+    manifest = {"format": "kiln-snapshot/1", "record": rec, "engine": host[0], "base": host[1],
+                "files": {name: {"size": len(data), "xxh3_128": xxh3_128(data)}
+                          for name, data in files}}
+    return ustar([("kiln-snapshot.json", json.dumps(manifest, indent=2).encode())]
+                 + list(files) + list(extra))
+
+
+CHECKPOINT = [("checkpoint/checkpoint.img", b"state"),
+              ("checkpoint/pages.img", bytes(range(256)) * 6 + b"tail"),
+              ("checkpoint/sub/empty.img", b"")]
+SNAPSHOT_SEEDS = {
+    "whole": snapshot_tar(CHECKPOINT),
+    "one_file": snapshot_tar(CHECKPOINT[:1]),
+    "other_engine": snapshot_tar(CHECKPOINT[:1], host=("runsc-2", "base-fuzz")),
+    "unlisted": snapshot_tar(CHECKPOINT[:1], extra=[("checkpoint/x.img", b"x")]),
+    "bad_record": snapshot_tar(CHECKPOINT[:1], record={"vcpu": 0, "labels": {"a": 1}}),
+}
+SNAPSHOT_SEEDS["truncated"] = SNAPSHOT_SEEDS["whole"][:3000]
+
+
 def main():
     for name, data in HTTP_SEEDS.items():
         write("fuzz_http_front", name, data)
@@ -296,6 +350,8 @@ def main():
         write("fuzz_oci_layout", name, data)
     for name, data in CONFIG_SEEDS.items():
         write("fuzz_config_json", name, json.dumps(data, indent=1))
+    for name, data in SNAPSHOT_SEEDS.items():
+        write("fuzz_snapshot_import", name, data)
 
 
 if __name__ == "__main__":

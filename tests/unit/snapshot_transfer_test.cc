@@ -62,12 +62,18 @@ class SnapshotTransferTest : public ::testing::Test {
   Result<ImportResult> Import(const std::string& tar, const std::string& owner = "key_b",
                               TransferHost host = kHost) {
     SnapshotImport import(*to_, ImportRequest{owner, host, 5000, nullptr});
-    for (size_t at = 0; at < tar.size();) {
-      size_t n = std::min<size_t>(tar.size() - at, 1 + (at * 7919) % 70000);
-      if (Status s = import.Feed(std::string_view(tar).substr(at, n)); !s.ok()) return s;
+    return import.Run(Pieces(tar));
+  }
+
+  // A body source giving `tar` in uneven pieces, some of them empty.
+  static TarSource Pieces(const std::string& tar) {
+    return [&tar, at = size_t{0}, calls = 0](std::string* chunk) mutable {
+      if (at == tar.size()) return false;
+      size_t n = ++calls % 5 == 0 ? 0 : std::min<size_t>(tar.size() - at, 1 + (at * 7919) % 70000);
+      chunk->assign(tar, at, n);
       at += n;
-    }
-    return import.Finish();
+      return true;
+    };
   }
 
   // Nothing of an import is in `to_`'s directory but finished snapshots.
@@ -163,39 +169,131 @@ TEST_F(SnapshotTransferTest, BadTarsLeaveNothing) {
 
 TEST_F(SnapshotTransferTest, AStartingStoreRemovesAnUnfinishedImport) {
   std::string tar = ExportedTar();
+  bool seen_partial = false;
   {
     SnapshotImport import(*to_, ImportRequest{"key_b", kHost, 5000, nullptr});
-    ASSERT_TRUE(import.Feed(std::string_view(tar).substr(0, tar.size() / 2)).ok());
-    EXPECT_TRUE(fs::exists(to_->ImportDir(kId)));
-    // As after a kill -9: the partial directory stays...
-    fs::create_directories(dir_ + "/b/" + kId + "-copy.import-partial/checkpoint");
+    size_t at = 0;
+    // The client goes away half way: the body source throws, as a broken
+    // connection's reader may.
+    EXPECT_THROW(import.Run([&](std::string* chunk) -> bool {
+      if (at >= tar.size() / 2) {
+        seen_partial = fs::exists(to_->ImportDir(kId));
+        // As after a kill -9: another import's partial directory stays...
+        fs::create_directories(dir_ + "/b/" + kId + "-copy.import-partial/checkpoint");
+        throw std::runtime_error("connection reset");
+      }
+      chunk->assign(tar, at, 65536);
+      at += 65536;
+      return true;
+    }),
+                 std::runtime_error);
   }
+  EXPECT_TRUE(seen_partial);
   EXPECT_FALSE(fs::exists(to_->ImportDir(kId)));  // ...an abandoned import removes its own
   to_ = std::make_unique<SnapshotStore>(dir_ + "/b");
   EXPECT_TRUE(Entries().empty());
 }
 
-TEST(SnapshotTarTest, HeaderRoundTripsThroughTheReader) {
-  struct Sink : TarSink {
-    std::vector<std::pair<std::string, std::string>> got;
-    Status BeginEntry(const std::string& name, uint64_t) override {
-      got.push_back({name, ""});
-      return Status::Ok();
-    }
-    Status EntryData(std::string_view d) override {
-      got.back().second.append(d);
-      return Status::Ok();
-    }
-    Status EndEntry() override { return Status::Ok(); }
-  } sink;
-  TarReader reader(sink);
+// libarchive reads what the writer wrote, in pieces of any size.
+struct Collect : TarSink {
+  std::vector<std::pair<std::string, std::string>> got;
+  Status BeginEntry(const std::string& name, uint64_t) override {
+    got.push_back({name, ""});
+    return Status::Ok();
+  }
+  Status EntryData(std::string_view d) override {
+    got.back().second.append(d);
+    return Status::Ok();
+  }
+  Status EndEntry() override { return Status::Ok(); }
+};
+
+Status ReadBytewise(const std::string& tar, Collect& sink) {
+  size_t at = 0;
+  return ReadTar(
+      [&](std::string* chunk) {
+        if (at == tar.size()) return false;
+        chunk->assign(1, tar[at++]);
+        return true;
+      },
+      sink);
+}
+
+TEST(SnapshotTarTest, HeaderRoundTripsThroughLibarchive) {
+  Collect sink;
   std::string tar = TarFileHeader("./a//b", 3, 7) + "abc" + TarPadding(3) +
                     TarFileHeader("e", 0, 7) + TarEnd() + std::string(8192, '\0');
-  for (char c : tar) ASSERT_TRUE(reader.Feed(std::string_view(&c, 1)).ok());
-  ASSERT_TRUE(reader.Finish().ok());
+  Status s = ReadBytewise(tar, sink);
+  ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_EQ(sink.got.size(), 2u);
   EXPECT_EQ(sink.got[0], (std::pair<std::string, std::string>{"a/b", "abc"}));
   EXPECT_EQ(sink.got[1].first, "e");
+}
+
+TEST(SnapshotTarTest, TheEndOfTheTarIsChecked) {
+  std::string entry = TarFileHeader("a", 600, 7) + std::string(600, 'x') + TarPadding(600);
+  auto read = [](const std::string& tar) {
+    Collect sink;
+    return ReadBytewise(tar, sink);
+  };
+  EXPECT_TRUE(read(entry + TarEnd()).ok());
+  Status one_block = read(entry + std::string(kTarBlock, '\0'));
+  EXPECT_NE(one_block.message().find("before its end-of-archive marker"), std::string::npos)
+      << one_block.ToString();
+  Status none = read(entry);
+  EXPECT_NE(none.message().find("it ends at byte 1536 before"), std::string::npos)
+      << none.ToString();
+  Status after = read(entry + TarEnd() + "x");
+  EXPECT_NE(after.message().find("data after its end-of-archive marker"), std::string::npos)
+      << after.ToString();
+  // An entry after a single zero block is never read: it is data after the end.
+  Status hidden = read(entry + std::string(kTarBlock, '\0') + entry + TarEnd());
+  EXPECT_NE(hidden.message().find("data after its end-of-archive marker"), std::string::npos)
+      << hidden.ToString();
+  Status inside = read(entry.substr(0, 700));
+  EXPECT_NE(inside.message().find("truncated: it ends inside entry a at byte 700"),
+            std::string::npos)
+      << inside.ToString();
+  Status header = read(entry + TarFileHeader("b", 1, 7).substr(0, 100));
+  EXPECT_NE(header.message().find("truncated"), std::string::npos) << header.ToString();
+  Status empty = read("");
+  EXPECT_NE(empty.message().find("the body is empty"), std::string::npos) << empty.ToString();
+  Status short_body = read("abc");
+  EXPECT_NE(short_body.message().find("not a tar"), std::string::npos) << short_body.ToString();
+  Status zeros = read(std::string(4096, '\0'));  // no entry: the import says what is missing
+  EXPECT_TRUE(zeros.ok()) << zeros.ToString();
+}
+
+// Every kind of entry but a regular file is refused by name, whatever
+// libarchive makes of it.
+TEST(SnapshotTarTest, OnlyRegularFilesAreTaken) {
+  auto with_type = [](const std::string& name, char type, const std::string& link = "") {
+    std::string h = TarFileHeader(name, 0, 7);
+    h[156] = type;
+    std::copy(link.begin(), link.end(), h.begin() + 157);
+    std::fill(h.begin() + 148, h.begin() + 156, ' ');
+    unsigned sum = 0;
+    for (char c : h) sum += static_cast<unsigned char>(c);
+    snprintf(h.data() + 148, 8, "%06o", sum);
+    return h + TarEnd();
+  };
+  struct Case {
+    char type;
+    const char* kind;
+  };
+  for (Case c : {Case{'1', "a hard link"}, Case{'2', "a symbolic link"}, Case{'3', "a device"},
+                 Case{'4', "a device"}, Case{'5', "a directory"}, Case{'6', "a fifo"}}) {
+    Collect sink;
+    Status s = ReadBytewise(with_type("checkpoint/x", c.type, "checkpoint/y"), sink);
+    EXPECT_EQ(s.code(), Code::kInvalidArchive) << c.kind;
+    EXPECT_NE(s.message().find(std::string("tar entry checkpoint/x is ") + c.kind),
+              std::string::npos)
+        << s.ToString();
+    EXPECT_TRUE(sink.got.empty());
+  }
+  Collect sink;
+  Status s = ReadBytewise(with_type("/etc/passwd", '0'), sink);
+  EXPECT_NE(s.message().find("absolute path"), std::string::npos) << s.ToString();
 }
 
 }  // namespace
