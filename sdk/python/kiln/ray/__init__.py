@@ -177,7 +177,7 @@ def map_rollouts(fn: Callable[[ClusterRuntime, Any], Any], items: Iterable[Any],
     raylet) is run again elsewhere up to `retries` times; any other error is raised."""
     items = list(items)
     opts = dict(ray_options)
-    opts.setdefault("resources", {})[RESOURCE] = sandboxes_per_item
+    opts["resources"] = {**opts.get("resources", {}), RESOURCE: sandboxes_per_item}
     opts.setdefault("num_cpus", 0)
     task = _episode.options(**opts)
 
