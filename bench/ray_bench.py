@@ -19,6 +19,7 @@ import argparse
 import functools
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -186,6 +187,7 @@ def main():
                 rc = 1
         kill_leftovers(workdir)
         unmount_under(workdir)
+        shutil.rmtree(workdir, ignore_errors=True)
     return rc
 
 
