@@ -5,6 +5,7 @@ add_library(kiln_images_layers STATIC
   ${CMAKE_CURRENT_LIST_DIR}/fs_tree.cc
   ${CMAKE_CURRENT_LIST_DIR}/layer_tar.cc
   ${CMAKE_CURRENT_LIST_DIR}/layer_writer.cc
+  ${CMAKE_CURRENT_LIST_DIR}/layer_export.cc
   ${CMAKE_CURRENT_LIST_DIR}/layer_unpack.cc
   ${CMAKE_CURRENT_LIST_DIR}/flatten.cc
   ${CMAKE_CURRENT_LIST_DIR}/oci_layout.cc

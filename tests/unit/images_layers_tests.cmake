@@ -3,5 +3,6 @@
 target_sources(kiln_unit_tests PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/images_layer_unpack_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/images_flatten_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/images_layer_export_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/images_oci_layout_test.cc)
 target_link_libraries(kiln_unit_tests PRIVATE kiln_images_layers)
