@@ -1,7 +1,10 @@
 // Moving snapshots between hosts: GET /v1/snapshots/{id}/archive streams a
 // snapshot as a tar (store/snapshot_transfer.h), POST /v1/snapshots:import
-// takes one, checks every checksum and lists it as the importing key's.
+// takes one, checks every checksum and lists it as the importing key's;
+// GET /v1/images:layers names the image layers an import here can skip.
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "api/auth.h"
 #include "api/errors.h"
@@ -9,6 +12,7 @@
 #include "api/routes.h"
 #include "api/validate.h"
 #include "common/time.h"
+#include "images/image_manager.h"
 #include "store/snapshot_transfer.h"
 
 namespace kiln::api {
@@ -17,8 +21,9 @@ using nlohmann::json;
 
 namespace {
 
-// The server's cap on any request body (http_server.cc).
-constexpr uint64_t kMaxImport = 1ull << 30;
+// An image's layers travel in the tar too; the disk (507) and the image
+// storage quota bound it before this does.
+constexpr uint64_t kMaxImport = 64ull << 30;
 
 store::TransferHost Host(ApiContext& ctx) {
   return {ctx.sandboxes.EngineInfo().version,
@@ -48,13 +53,38 @@ bool IsTarType(const std::string& content_type) {
   return type == "application/x-tar";
 }
 
+// ?skipLayers=<sha256>,<sha256>: layers the receiver has (GET /v1/images:layers).
+std::set<std::string> SkipLayers(Exchange& ex) {
+  std::set<std::string> out;
+  auto raw = ex.Query("skipLayers");
+  if (!raw || raw->empty()) return out;
+  std::string list = *raw;
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = std::min(list.find(',', at), list.size());
+    std::string d = list.substr(at, comma - at);
+    if (d.starts_with("sha256:")) d = d.substr(7);
+    if (d.size() != 64 || d.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw InvalidField("query.skipLayers",
+                         "must be a comma-separated list of layer sha256 digests (64 lowercase "
+                         "hex, as GET /v1/images:layers gives them); \"" +
+                             d + "\" is not one");
+    out.insert(d);
+    at = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/snapshots/{id}/archive", [&ctx](Exchange& ex) {
     auto rec = FindSnapshot(ctx, ex, ex.params["id"]);
-    auto tar = ValueOrThrow(
-        store::SnapshotExport::Prepare(ctx.sandboxes.snapshot_store(), rec, Host(ctx)));
+    std::set<std::string> skip = SkipLayers(ex);
+    std::vector<store::TransferLayer> layers;
+    if ((rec.image || !rec.rootfs.empty()) && ctx.images)
+      layers = ValueOrThrow(ctx.images->TransferLayers(rec));
+    auto tar = ValueOrThrow(store::SnapshotExport::Prepare(ctx.sandboxes.snapshot_store(), rec,
+                                                           Host(ctx), std::move(layers), skip));
     if (!ex.BeginStream(200, "application/x-tar",
                         {{"x-content-length", std::to_string(tar.size())},
                          {"content-disposition", "attachment; filename=\"" + rec.id + ".tar\""}}))
@@ -65,13 +95,23 @@ void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx) {
     ex.AbortStream();
   });
 
+  // The digests an import here may leave out of its tar (admin only: which
+  // layers a host holds says what its tenants pulled).
+  r.Add("GET", "/v1/images:layers", [&ctx](Exchange& ex) {
+    if (!CallerOf(ex).admin)
+      throw ApiError(Code::kForbidden, "listing the host's image layers needs the admin key");
+    ex.SendJson(200,
+                json{{"layers", ctx.images ? ctx.images->TransferableLayers() : json::array()}});
+  });
+
   r.Add("POST", "/v1/snapshots:import", [&ctx](Exchange& ex) {
     if (!IsTarType(ex.Header("Content-Type")))
       throw InvalidField("header.Content-Type",
                          "must be application/x-tar (a tar from GET /v1/snapshots/{id}/archive)");
     if (auto n = ex.content_length(); n && *n > kMaxImport)
-      throw ApiError(Code::kPayloadTooLarge, "an imported snapshot's tar is at most 1 GiB");
-    store::ImportRequest request{CallerOf(ex).key_id, Host(ctx), StableNowMs(), CheckRecord};
+      throw ApiError(Code::kPayloadTooLarge, "an imported snapshot's tar is at most 64 GiB");
+    store::ImportRequest request{CallerOf(ex).key_id, Host(ctx), StableNowMs(), CheckRecord,
+                                 ctx.images ? ctx.images->NewLayerSink() : nullptr};
     store::SnapshotImport import(ctx.sandboxes.snapshot_store(), std::move(request));
     auto result = import.Run([&ex](std::string* chunk) { return ex.ReadBodyChunk(chunk); });
     if (ex.body_error())

@@ -467,6 +467,8 @@ json ImageManager::CollectGarbage(bool cache, bool contexts) {
     if (!snap.rootfs.empty()) used_roots.insert(fs::path(snap.rootfs).filename());
   }
   std::set<std::string> keep_layers, keep_roots = used_roots;
+  for (const auto& snap : sandboxes_.ListSnapshots())  // an imported root's layers
+    keep_layers.insert(snap.layers.begin(), snap.layers.end());
   for (const auto& rec : catalog_.List(std::nullopt, std::nullopt, std::nullopt)) {
     bool live = rec["state"] != "deleted" || used_images.count(rec["id"]);
     if (!live || !rec.contains("layers")) continue;

@@ -33,6 +33,7 @@
 #include "images/image_request.h"
 #include "images/image_storage.h"
 #include "store/image_catalog.h"
+#include "store/snapshot_transfer.h"
 
 namespace kiln::images {
 
@@ -125,6 +126,15 @@ class ImageManager {
 
   // The image's ImageInfo (internal keys dropped, pool added).
   nlohmann::json Present(const nlohmann::json& record);
+
+  // Moving snapshots of images between hosts (image_transfer.cc): the
+  // layers an export of `snapshot` sends (each layer's export digest is
+  // computed once and kept), kNotSupported if they are gone.
+  Result<std::vector<store::TransferLayer>> TransferLayers(const store::SnapshotRecord& snapshot);
+  // Where an import puts the layers it receives.
+  std::unique_ptr<store::LayerSink> NewLayerSink();
+  // [{sha256, bytes}]: the layer digests an import here can skip.
+  nlohmann::json TransferableLayers();
 
   ImageStorage& storage() { return storage_; }
 

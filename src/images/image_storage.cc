@@ -36,7 +36,12 @@ std::optional<LayerInfo> ImageStorage::Layer(const std::string& id) const {
   if (!f) return std::nullopt;
   json j = json::parse(f, nullptr, false);
   if (!j.is_object() || !fs::is_directory(LayerDir(id))) return std::nullopt;
-  return LayerInfo{id, j.value("bytes", uint64_t{0}), j.value("files", uint64_t{0})};
+  return LayerInfo{id,
+                   j.value("bytes", uint64_t{0}),
+                   j.value("files", uint64_t{0}),
+                   j.value("tarSha256", ""),
+                   j.value("exportSha256", ""),
+                   j.value("exportSize", uint64_t{0})};
 }
 
 namespace {
@@ -45,7 +50,13 @@ Status WriteMeta(const std::string& path, const LayerInfo& info) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
-    f << json{{"bytes", info.bytes}, {"files", info.files}}.dump();
+    json meta{{"bytes", info.bytes}, {"files", info.files}};
+    if (!info.tar_sha256.empty()) meta["tarSha256"] = info.tar_sha256;
+    if (!info.export_sha256.empty()) {
+      meta["exportSha256"] = info.export_sha256;
+      meta["exportSize"] = info.export_size;
+    }
+    f << meta.dump();
     if (!f) return Status(Code::kNoSpace, "cannot write " + path);
   }
   std::error_code ec;
@@ -60,7 +71,7 @@ Result<LayerInfo> ImageStorage::AddLayerTar(const std::string& tar_path, UnpackO
   std::string tmp = TempPath("layer");
   Result<LayerStats> unpacked = UnpackLayer(tar_path, tmp, options);
   if (!unpacked.ok()) return unpacked.status();
-  LayerInfo info{unpacked->diff_id, unpacked->bytes, unpacked->files};
+  LayerInfo info{unpacked->diff_id, unpacked->bytes, unpacked->files, unpacked->diff_id};
   std::lock_guard lock(mu_);
   if (auto have = Layer(info.id)) {
     (void)RemoveTree(tmp);
@@ -75,6 +86,35 @@ Result<LayerInfo> ImageStorage::AddLayerTar(const std::string& tar_path, UnpackO
   }
   if (Status s = WriteMeta(LayerDir(info.id) + ".json", info); !s.ok()) return s;
   return info;
+}
+
+Status ImageStorage::SetLayerExport(const std::string& id, const std::string& sha256,
+                                    uint64_t size) {
+  std::lock_guard lock(mu_);
+  std::optional<LayerInfo> info = Layer(id);
+  if (!info) return Status(Code::kInvalidImage, "layer " + id + " is missing");
+  info->export_sha256 = sha256;
+  info->export_size = size;
+  return WriteMeta(LayerDir(id) + ".json", *info);
+}
+
+std::vector<LayerInfo> ImageStorage::LayersByTar() const {
+  std::vector<LayerInfo> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_ + "/layers", ec)) {
+    std::string name = e.path().filename();
+    if (!name.ends_with(".json")) continue;
+    auto l = Layer(name.substr(0, name.size() - 5));
+    if (l && (!l->tar_sha256.empty() || !l->export_sha256.empty())) out.push_back(*l);
+  }
+  return out;
+}
+
+std::optional<LayerInfo> ImageStorage::LayerByTar(const std::string& sha256) const {
+  if (auto l = Layer(sha256); l && l->tar_sha256 == sha256) return l;
+  for (auto& l : LayersByTar())
+    if (l.export_sha256 == sha256) return l;
+  return std::nullopt;
 }
 
 Result<LayerInfo> ImageStorage::AddLayerDir(const std::string& dir, const std::string& id) {

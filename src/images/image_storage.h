@@ -26,6 +26,13 @@ namespace kiln::images {
 struct LayerInfo {
   std::string id;
   uint64_t bytes = 0, files = 0;
+  // The sha256 of the tar this layer was unpacked from (its id: what
+  // AddLayerTar computed), empty for a layer kiln wrote as a directory.
+  std::string tar_sha256;
+  // The sha256 and length of the tar WriteLayerTar (layer_export.h) makes
+  // of it, once an export computed them (a layer never changes).
+  std::string export_sha256;
+  uint64_t export_size = 0;
 };
 
 struct PruneStats {
@@ -51,6 +58,13 @@ class ImageStorage {
   // Unpacks a layer tar into the store under its diff id (verifying the
   // digests `options` names); an existing layer is kept and the tar ignored.
   Result<LayerInfo> AddLayerTar(const std::string& tar_path, UnpackOptions options);
+  // Records the export digest of a stored layer (see LayerInfo).
+  Status SetLayerExport(const std::string& id, const std::string& sha256, uint64_t size);
+  // The layer whose tar (as unpacked, or as exported) has this sha256: a
+  // match proves the content, since this host computed both digests.
+  std::optional<LayerInfo> LayerByTar(const std::string& sha256) const;
+  // Every layer with a digest LayerByTar matches (its tar or export sha256).
+  std::vector<LayerInfo> LayersByTar() const;
   // Moves a layer directory written by kiln (a COPY) into the store as `id`.
   Result<LayerInfo> AddLayerDir(const std::string& dir, const std::string& id);
 

@@ -45,6 +45,7 @@ void to_json(json& j, const SnapshotRecord& r) {
            {"network", r.network}};
   if (r.image) j["image"] = *r.image;
   if (!r.rootfs.empty()) j["rootfs"] = r.rootfs;
+  if (!r.layers.empty()) j["layers"] = r.layers;
   if (r.image_warm) j["imageWarm"] = true;
   if (!r.paused_sandbox.empty()) j["pausedSandbox"] = r.paused_sandbox;
   if (r.temporary) j["temporary"] = true;
@@ -69,6 +70,7 @@ void from_json(const json& j, SnapshotRecord& r) {
   r.network = j.value("network", json());
   if (j.contains("image")) r.image = j["image"].get<std::string>();
   r.rootfs = j.value("rootfs", "");
+  if (j.contains("layers")) j["layers"].get_to(r.layers);
   r.image_warm = j.value("imageWarm", false);
   r.paused_sandbox = j.value("pausedSandbox", "");
   r.temporary = j.value("temporary", false);

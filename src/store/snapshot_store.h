@@ -45,6 +45,10 @@ struct SnapshotRecord {
   // filesystem ("" = the daemon's), which every restore must use again.
   std::optional<std::string> image;
   std::string rootfs;
+  // The layer ids rootfs was flattened from, for an imported snapshot of an
+  // image (a local one's are its image's): kept from prune, and what an
+  // export of it sends.
+  std::vector<std::string> layers;
   // An image's warm copy (its booted, ready state): kept and deleted with
   // the image, never listed or billed as the key's snapshot, no expiry.
   bool image_warm = false;

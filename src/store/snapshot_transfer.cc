@@ -23,22 +23,18 @@ constexpr size_t kFilesMax = 100000;
 constexpr size_t kBlock = 1 << 20;
 
 // The record as it travels: what makes the snapshot what it is, not where
-// or whose it is here (owner, expiry, root path, hidden kinds).
+// or whose it is here (owner, expiry, root and layers, hidden kinds).
 json PortableRecord(const SnapshotRecord& r) {
-  return json{{"id", r.id},
-              {"name", r.name ? json(*r.name) : json(nullptr)},
-              {"labels", r.labels},
-              {"sourceSandboxId", r.source_sandbox_id},
-              {"vcpu", r.shape.vcpu},
-              {"memoryMiB", r.shape.memory_mib},
-              {"diskMiB", r.shape.disk_mib},
-              {"retentionDays", r.retention_days},
-              {"createdMs", r.created_ms},
-              {"sizeBytes", r.size_bytes},
-              {"captureMs", r.capture_ms},
-              {"network", r.network},
-              {"sudoOff", r.sudo_off}};
+  json j = r;
+  for (const char* local :
+       {"owner", "expiresMs", "rootfs", "layers", "imageWarm", "pausedSandbox", "temporary"})
+    j.erase(local);
+  return j;
 }
+
+constexpr size_t kLayersMax = 256;
+
+std::string LayerEntry(const std::string& sha256) { return "layers/" + sha256 + ".tar"; }
 
 Status Invalid(const std::string& message) {
   return Status(Code::kInvalidArchive, "kiln-snapshot.json: " + message);
@@ -107,6 +103,15 @@ Status ParseRecord(const json& rec, SnapshotRecord* r) {
   }
   if (auto src = rec.find("sourceSandboxId"); src != rec.end() && src->is_string())
     r->source_sandbox_id = src->get<std::string>();
+  if (auto image = rec.find("image"); image != rec.end() && !image->is_null()) {
+    if (!image->is_string() || image->get<std::string>().empty() ||
+        image->get<std::string>().size() > 128 ||
+        image->get<std::string>().find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") !=
+            std::string::npos)
+      return Invalid("record.image must be an image id (letters, digits, \"-_.:\", 1 to 128)");
+    r->image = image->get<std::string>();  // where it came from; the root is rebuilt here
+  }
   Status s = ReadInt(rec, "vcpu", 1, 1024, &r->shape.vcpu);
   if (s.ok()) s = ReadInt(rec, "memoryMiB", 1, int64_t{1} << 30, &r->shape.memory_mib);
   if (s.ok()) s = ReadInt(rec, "diskMiB", 0, int64_t{1} << 30, &r->shape.disk_mib);
@@ -157,11 +162,13 @@ Status WriteError(const std::string& what) {
 
 Result<SnapshotExport> SnapshotExport::Prepare(const SnapshotStore& store,
                                                const SnapshotRecord& record,
-                                               const TransferHost& host) {
-  if (record.image || !record.rootfs.empty())
+                                               const TransferHost& host,
+                                               std::vector<TransferLayer> layers,
+                                               const std::set<std::string>& skip) {
+  if ((record.image || !record.rootfs.empty()) && layers.empty())
     return Status(Code::kNotSupported,
                   "snapshot " + record.id + " runs image " + record.image.value_or(record.rootfs) +
-                      ": only snapshots on the daemon's base image can be exported so far");
+                      " whose layers this kilnd cannot name: it cannot be exported");
   auto files = store.VerifiedFiles(record.id);
   if (!files.ok()) return files.status();
   SnapshotExport out;
@@ -171,8 +178,24 @@ Result<SnapshotExport> SnapshotExport::Prepare(const SnapshotStore& store,
                    {"engine", host.engine_version},
                    {"base", host.base_image},
                    {"files", *files}};
+  uint64_t data = 0;
+  if (!layers.empty()) {
+    json listed = json::array();
+    for (auto& layer : layers) {
+      if (!layer.base.empty()) {
+        listed.push_back({{"base", layer.base}});
+        continue;
+      }
+      bool included = !skip.count(layer.sha256);
+      listed.push_back({{"sha256", layer.sha256}, {"size", layer.size}, {"included", included}});
+      if (!included) continue;
+      data += kTarBlock + layer.size + TarPadding(layer.size).size();
+      out.sent_.push_back(std::move(layer));
+    }
+    manifest["layers"] = std::move(listed);
+  }
   out.manifest_ = manifest.dump(2);
-  out.size_ = kTarBlock + out.manifest_.size() + TarPadding(out.manifest_.size()).size();
+  out.size_ = kTarBlock + out.manifest_.size() + TarPadding(out.manifest_.size()).size() + data;
   for (const auto& [rel, want] : files->items()) {
     uint64_t size = want.at("size").get<uint64_t>();
     out.files_[rel] = size;
@@ -187,6 +210,20 @@ bool SnapshotExport::Stream(const std::function<bool(std::string_view)>& write) 
   if (!write(TarFileHeader(kSnapshotManifestEntry, manifest_.size(), now_s) + manifest_ +
              TarPadding(manifest_.size())))
     return false;
+  for (const auto& layer : sent_) {
+    if (!write(TarFileHeader(LayerEntry(layer.sha256), layer.size, now_s))) return false;
+    uint64_t sent = 0;
+    bool ok = layer.write([&](std::string_view data) {
+      sent += data.size();
+      return sent <= layer.size && write(data);
+    });
+    if (!ok || sent != layer.size) {
+      LogWarn("snapshot export stopped: a layer changed or could not be read",
+              {{"layer", layer.sha256}, {"bytes", sent}, {"expected", layer.size}});
+      return false;
+    }
+    if (std::string pad = TarPadding(layer.size); !pad.empty() && !write(pad)) return false;
+  }
   std::string buf(kBlock, '\0');
   for (const auto& [rel, size] : files_) {
     UniqueFd fd(::open((dir_ + "/" + rel).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -239,10 +276,6 @@ Status SnapshotImport::ReadManifest() {
             " but this host runs runsc " + request_.host.engine_version +
             ": a checkpoint restores only on the runsc version that wrote it",
         json{{"snapshotId", id}, {"engine", engine}, {"hostEngine", request_.host.engine_version}});
-  if (json layers = m.value("layers", json()); !layers.is_null() && !layers.empty())
-    return Status(Code::kSnapshotIncompatible,
-                  "snapshot " + id + " runs a built or pulled image: its layers do not travel yet",
-                  json{{"snapshotId", id}});
   json base = m.value("base", json());
   if (!base.is_string()) return Invalid("base must name the base image");
   if (base != request_.host.base_image)
@@ -271,6 +304,67 @@ Status SnapshotImport::ReadManifest() {
   if (request_.check_record) {
     if (Status s = request_.check_record(record_); !s.ok()) return s;
   }
+  if (Status s = ReadLayers(m.value("layers", json())); !s.ok()) return s;
+  return CheckExisting();
+}
+
+Status SnapshotImport::ReadLayers(const json& layers) {
+  const std::string& id = record_.id;
+  if (layers.is_null() || (layers.is_array() && layers.empty())) {
+    if (record_.image) return Invalid("record.image names an image but layers lists none");
+    return Status::Ok();
+  }
+  if (!layers.is_array() || layers.size() > kLayersMax)
+    return Invalid("layers must list the image's layers (at most " + std::to_string(kLayersMax) +
+                   ")");
+  if (!request_.layers)
+    return Status(Code::kSnapshotIncompatible,
+                  "snapshot " + id + " runs an image, and this kilnd keeps no image store",
+                  json{{"snapshotId", id}});
+  json missing = json::array();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const json& l = layers[i];
+    std::string at = "layers[" + std::to_string(i) + "]";
+    TransferLayer layer;
+    if (l.is_object() && l.contains("base")) {
+      if (l["base"] != request_.host.base_image)
+        return Status(Code::kSnapshotIncompatible,
+                      "snapshot " + id + "'s image is built on base image " + l["base"].dump() +
+                          " but this kilnd's is " + request_.host.base_image,
+                      json{{"snapshotId", id}, {"base", l["base"]}});
+      layer.base = request_.host.base_image;
+      layers_.push_back(std::move(layer));
+      continue;
+    }
+    if (!l.is_object() || !l.contains("sha256") || !l["sha256"].is_string() ||
+        !IsHex(l["sha256"].get<std::string>(), 64) || !l.contains("size") ||
+        !l["size"].is_number_unsigned() || !l.contains("included") || !l["included"].is_boolean())
+      return Invalid(at +
+                     " must be {\"base\": name} or {sha256 (64 lowercase hex), size, included}");
+    layer.sha256 = l["sha256"].get<std::string>();
+    layer.size = l["size"].get<uint64_t>();
+    if (l["included"].get<bool>()) {
+      if (!layer_entries_.emplace(LayerEntry(layer.sha256), layer.size).second)
+        return Invalid(at + " lists layer " + layer.sha256 + " twice");
+    } else if (!request_.layers->Has(layer.sha256)) {
+      missing.push_back(layer.sha256);
+    }
+    layers_.push_back(std::move(layer));
+  }
+  if (!missing.empty())
+    return Status(Code::kSnapshotIncompatible,
+                  "snapshot " + id +
+                      " needs image layers this host lacks and the tar leaves out (" +
+                      missing[0].get<std::string>() +
+                      (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more"
+                                          : std::string()) +
+                      "): export it again without them in skipLayers",
+                  json{{"snapshotId", id}, {"missingLayers", missing}});
+  return Status::Ok();
+}
+
+Status SnapshotImport::CheckExisting() {
+  const std::string& id = record_.id;
   if (auto have = store_.Get(id)) {
     auto conflict = [&](const std::string& why) {
       return Status(Code::kSnapshotExists, "snapshot " + id + " exists on this host already " + why,
@@ -304,6 +398,19 @@ Status SnapshotImport::BeginEntry(const std::string& name, uint64_t size) {
     if (size > kManifestMax) return Invalid("is larger than 4 MiB");
     return Status::Ok();
   }
+  if (auto layer = layer_entries_.find(name); layer != layer_entries_.end()) {
+    if (seen_.count(name))
+      return Status(Code::kInvalidArchive, "tar entry " + name + " appears twice");
+    if (size != layer->second)
+      return Status(Code::kInvalidArchive, "tar entry " + name + " is " + std::to_string(size) +
+                                               " bytes but kiln-snapshot.json lists " +
+                                               std::to_string(layer->second));
+    in_layer_ = true;
+    layer_hash_ = std::make_unique<Sha256>();
+    if (existing_) return Status::Ok();
+    return request_.layers->Begin(name.substr(7, 64), size);
+  }
+  in_layer_ = false;
   auto it = files_.find(name);
   if (it == files_.end())
     return Status(Code::kInvalidArchive,
@@ -333,6 +440,10 @@ Status SnapshotImport::EntryData(std::string_view data) {
     manifest_text_.append(data);
     return Status::Ok();
   }
+  if (in_layer_) {
+    layer_hash_->Update(data);
+    return existing_ ? Status::Ok() : request_.layers->Data(data);
+  }
   hash_->Update(data);
   if (fd_ && !WriteAll(fd_.get(), data)) return WriteError(entry_);
   return Status::Ok();
@@ -340,6 +451,15 @@ Status SnapshotImport::EntryData(std::string_view data) {
 
 Status SnapshotImport::EndEntry() {
   if (entries_ == 1) return ReadManifest();
+  if (in_layer_) {
+    if (layer_hash_->HexDigest() != entry_.substr(7, 64))
+      return Status(
+          Code::kInvalidArchive,
+          "tar entry " + entry_ + " does not match the sha256 its name gives: the tar is corrupted",
+          json{{"entry", entry_}});
+    seen_[entry_] = true;
+    return existing_ ? Status::Ok() : request_.layers->End();
+  }
   std::string want = files_[entry_]["xxh3_128"].get<std::string>();
   if (hash_->HexDigest() != want)
     return Status(Code::kInvalidArchive,
@@ -377,7 +497,24 @@ Result<ImportResult> SnapshotImport::Finish() {
                     json{{"entry", rel}});
     }
   }
+  for (const auto& [entry, size] : layer_entries_) {
+    if (!seen_.count(entry)) {
+      Cleanup();
+      return Status(Code::kInvalidArchive,
+                    "the tar lacks " + entry + ", which kiln-snapshot.json lists as included",
+                    json{{"entry", entry}});
+    }
+  }
   if (existing_) return ImportResult{*existing_, false};
+  if (!layers_.empty()) {
+    Result<ImportedRoot> root = request_.layers->Commit(layers_);
+    if (!root.ok()) {
+      Cleanup();
+      return root.status();
+    }
+    record_.rootfs = root->rootfs;
+    record_.layers = root->layers;
+  }
   record_.owner = request_.owner;
   record_.expires_ms = request_.now_ms + static_cast<int64_t>(record_.retention_days) * 86400000;
   if (Status s = store_.AdoptImport(record_, files_); !s.ok()) {

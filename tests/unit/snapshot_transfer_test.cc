@@ -7,6 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
+#include "common/digest.h"
+
 namespace kiln::store {
 namespace {
 
@@ -165,6 +170,104 @@ TEST_F(SnapshotTransferTest, BadTarsLeaveNothing) {
   ASSERT_FALSE(base.ok());
   EXPECT_EQ(base.status().code(), Code::kSnapshotIncompatible);
   EXPECT_TRUE(Entries().empty());
+}
+
+// A layer store in memory: what an import gave it, and what it holds.
+class FakeLayers : public LayerSink {
+ public:
+  struct State {
+    std::set<std::string> held;              // digests Has() answers true for
+    std::map<std::string, std::string> got;  // sha256 -> bytes received
+    std::vector<std::string> committed;      // ids of the last Commit
+  };
+  explicit FakeLayers(State& state) : state_(state) {}
+  bool Has(const std::string& sha) override { return state_.held.count(sha) > 0; }
+  Status Begin(const std::string& sha, uint64_t) override {
+    current_ = sha;
+    state_.got[sha].clear();
+    return Status::Ok();
+  }
+  Status Data(std::string_view d) override {
+    state_.got[current_].append(d);
+    return Status::Ok();
+  }
+  Status End() override { return Status::Ok(); }
+  Result<ImportedRoot> Commit(const std::vector<TransferLayer>& layers) override {
+    ImportedRoot root{"/roots/imported", {}};
+    for (const auto& l : layers) root.layers.push_back(l.base.empty() ? "id-" + l.sha256 : l.base);
+    state_.committed = root.layers;
+    return root;
+  }
+
+ private:
+  State& state_;
+  std::string current_;
+};
+
+TransferLayer MemoryLayer(const std::string& bytes) {
+  TransferLayer l;
+  l.sha256 = Sha256Hex(bytes);
+  l.size = bytes.size();
+  l.write = [bytes](const std::function<bool(std::string_view)>& write) { return write(bytes); };
+  return l;
+}
+
+TEST_F(SnapshotTransferTest, AnImageSnapshotCarriesItsLayersAndSkipsWhatTheReceiverHas) {
+  ExportedTar();  // seals kId in from_
+  SnapshotRecord r = *from_->Get(kId);
+  r.image = "img-1";
+  TransferLayer base;
+  base.base = kHost.base_image;
+  std::vector<TransferLayer> layers = {base, MemoryLayer("layer one"), MemoryLayer("layer two")};
+  std::string sha1 = layers[1].sha256, sha2 = layers[2].sha256;
+
+  auto export_with = [&](const std::set<std::string>& skip) {
+    auto tar = SnapshotExport::Prepare(*from_, r, kHost, layers, skip);
+    EXPECT_TRUE(tar.ok()) << tar.status().ToString();
+    std::string out;
+    EXPECT_TRUE(tar->Stream([&](std::string_view d) {
+      out.append(d);
+      return true;
+    }));
+    EXPECT_EQ(out.size(), tar->size());
+    return out;
+  };
+  auto import_into = [&](const std::string& tar, FakeLayers::State& state) {
+    ImportRequest req{"key_b", kHost, 5000, nullptr, std::make_unique<FakeLayers>(state)};
+    SnapshotImport import(*to_, std::move(req));
+    return import.Run(Pieces(tar));
+  };
+
+  // Without a layer store, an image snapshot is refused.
+  std::string whole = export_with({});
+  EXPECT_EQ(Import(whole).status().code(), Code::kSnapshotIncompatible);
+  // A skipped layer the receiver lacks: refused before anything is stored.
+  FakeLayers::State lacking;
+  auto refused = import_into(export_with({sha2}), lacking);
+  EXPECT_EQ(refused.status().code(), Code::kSnapshotIncompatible);
+  EXPECT_EQ(refused.status().details()["missingLayers"], json::array({sha2}));
+  EXPECT_TRUE(lacking.got.empty());
+  EXPECT_FALSE(to_->Get(kId));
+  // A layer whose bytes do not match its name: invalid, nothing committed.
+  std::string bad = whole;
+  bad[DataOf(bad, "layers/" + sha1 + ".tar")] ^= 1;
+  FakeLayers::State corrupted;
+  EXPECT_EQ(import_into(bad, corrupted).status().code(), Code::kInvalidArchive);
+  EXPECT_TRUE(corrupted.committed.empty());
+  EXPECT_FALSE(to_->Get(kId));
+  // A receiver holding layer two gets only layer one, and the record points at its root.
+  FakeLayers::State holding;
+  holding.held = {sha2};
+  auto done = import_into(export_with({sha2}), holding);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(holding.got.size(), 1u);
+  EXPECT_EQ(holding.got[sha1], "layer one");
+  EXPECT_EQ(holding.committed,
+            (std::vector<std::string>{kHost.base_image, "id-" + sha1, "id-" + sha2}));
+  EXPECT_EQ(done->record.rootfs, "/roots/imported");
+  EXPECT_EQ(done->record.layers, holding.committed);
+  EXPECT_EQ(done->record.image, "img-1");
+  EXPECT_EQ(to_->Get(kId)->layers, holding.committed);  // kept in its manifest
 }
 
 TEST_F(SnapshotTransferTest, AStartingStoreRemovesAnUnfinishedImport) {

@@ -1,0 +1,177 @@
+// ImageManager: the image layers of a snapshot that moves between hosts
+// (store/snapshot_transfer.h): what an export sends, where an import puts
+// what it receives.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "common/log.h"
+#include "common/unique_fd.h"
+#include "images/image_manager.h"
+#include "images/layer_export.h"
+
+namespace kiln::images {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Layer tars received by one import, written to the store's tmp/ and
+// unpacked into the store only at Commit, after every checksum of the
+// snapshot matched; the destructor removes what was not stored.
+class ImportedLayers : public store::LayerSink {
+ public:
+  ImportedLayers(ImageStorage& storage, uint64_t limit_bytes)
+      : storage_(storage), limit_bytes_(limit_bytes) {}
+  ~ImportedLayers() override {
+    fd_.reset();
+    for (const auto& [sha, path] : received_) ::unlink(path.c_str());
+  }
+
+  bool Has(const std::string& sha256) override { return storage_.LayerByTar(sha256).has_value(); }
+
+  Status Begin(const std::string& sha256, uint64_t size) override {
+    pending_ += size;
+    if (limit_bytes_ && storage_.LayerBytes() + pending_ > limit_bytes_)
+      return Status(Code::kQuotaExceeded,
+                    "the snapshot's image layers (" + std::to_string(pending_ >> 20) +
+                        " MiB so far) would take image storage past --image-storage-mib " +
+                        std::to_string(limit_bytes_ >> 20) + ": delete images (and prune) first",
+                    json{{"code", "storage_quota_exceeded"}});
+    std::string path = storage_.TempPath("import-layer");
+    fd_.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd_) return WriteError(sha256);
+    received_[sha256] = path;
+    current_ = sha256;
+    return Status::Ok();
+  }
+
+  Status Data(std::string_view data) override {
+    while (!data.empty()) {
+      ssize_t n = ::write(fd_.get(), data.data(), data.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return WriteError(current_);
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return Status::Ok();
+  }
+
+  Status End() override {
+    if (::close(fd_.release()) < 0) return WriteError(current_);
+    return Status::Ok();
+  }
+
+  Result<store::ImportedRoot> Commit(const std::vector<store::TransferLayer>& layers) override {
+    store::ImportedRoot out;
+    for (const auto& layer : layers) {
+      if (!layer.base.empty()) {
+        out.layers.push_back(layer.base);
+        continue;
+      }
+      if (auto it = received_.find(layer.sha256); it != received_.end()) {
+        // Unpacked under the sha256 computed again while reading: the id
+        // is this host's digest of the bytes, never the tar's word.
+        UnpackOptions options;
+        options.expected_diff_id = layer.sha256;
+        Result<LayerInfo> added = storage_.AddLayerTar(it->second, options);
+        ::unlink(it->second.c_str());
+        received_.erase(it);
+        if (!added.ok()) return added.status();
+        out.layers.push_back(added->id);
+        continue;
+      }
+      std::optional<LayerInfo> have = storage_.LayerByTar(layer.sha256);
+      if (!have)
+        return Status(Code::kSnapshotIncompatible,
+                      "image layer " + layer.sha256 + " left this host during the import",
+                      json{{"missingLayers", json::array({layer.sha256})}});
+      out.layers.push_back(have->id);
+    }
+    Result<std::string> root = storage_.EnsureRoot(out.layers);
+    if (!root.ok()) return root.status();
+    out.rootfs = *root;
+    return out;
+  }
+
+ private:
+  static Status WriteError(const std::string& sha256) {
+    int err = errno;
+    if (err == ENOSPC || err == EDQUOT)
+      return Status(Code::kNoSpace, "no space left on the state disk for image layer " + sha256);
+    return Status(Code::kIoError, "cannot write image layer " + sha256 + ": " + std::strerror(err));
+  }
+
+  ImageStorage& storage_;
+  uint64_t limit_bytes_;
+  uint64_t pending_ = 0;
+  std::map<std::string, std::string> received_;  // sha256 -> its tar in tmp/
+  std::string current_;
+  UniqueFd fd_;
+};
+
+}  // namespace
+
+Result<std::vector<store::TransferLayer>> ImageManager::TransferLayers(
+    const store::SnapshotRecord& snapshot) {
+  std::vector<std::string> ids = snapshot.layers;
+  if (ids.empty() && snapshot.image) {
+    if (auto rec = catalog_.Get(*snapshot.image); rec && rec->contains("layers"))
+      (*rec)["layers"].get_to(ids);
+  }
+  if (ids.empty())
+    return Status(Code::kNotSupported, "snapshot " + snapshot.id + " runs image " +
+                                           snapshot.image.value_or(snapshot.rootfs) +
+                                           " whose layers this kilnd no longer has");
+  std::vector<store::TransferLayer> out;
+  for (const auto& id : ids) {
+    store::TransferLayer layer;
+    std::string dir = storage_.LayerDir(id);
+    if (fs::is_symlink(dir)) {  // kiln's built-in base: the receiver has its own
+      layer.base = id;
+      out.push_back(std::move(layer));
+      continue;
+    }
+    std::optional<LayerInfo> info = storage_.Layer(id);
+    if (!info)
+      return Status(Code::kNotSupported,
+                    "snapshot " + snapshot.id + " needs image layer " + id + ", which is gone");
+    if (info->export_sha256.empty()) {  // once per layer: it reads every byte
+      Result<LayerTarDigest> digest = DigestLayerTar(dir);
+      if (!digest.ok()) return digest.status();
+      info->export_sha256 = digest->sha256;
+      info->export_size = digest->size;
+      if (Status s = storage_.SetLayerExport(id, digest->sha256, digest->size); !s.ok())
+        LogWarn("cannot record a layer's export digest", {{"layer", id}, {"error", s.message()}});
+    }
+    layer.sha256 = info->export_sha256;
+    layer.size = info->export_size;
+    layer.write = [dir](const std::function<bool(std::string_view)>& write) {
+      Status s = WriteLayerTar(dir, write);
+      if (!s.ok()) LogWarn("layer export stopped", {{"layer", dir}, {"error", s.message()}});
+      return s.ok();
+    };
+    out.push_back(std::move(layer));
+  }
+  return out;
+}
+
+std::unique_ptr<store::LayerSink> ImageManager::NewLayerSink() {
+  return std::make_unique<ImportedLayers>(storage_, options_.storage_limit_mib << 20);
+}
+
+json ImageManager::TransferableLayers() {
+  json out = json::array();
+  for (const auto& l : storage_.LayersByTar()) {
+    std::set<std::string> digests = {l.tar_sha256, l.export_sha256};
+    digests.erase("");
+    for (const auto& d : digests) out.push_back({{"sha256", d}, {"bytes", l.bytes}});
+  }
+  return out;
+}
+
+}  // namespace kiln::images
