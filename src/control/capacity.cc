@@ -74,8 +74,7 @@ void Capacity::WatchHangUps(std::stop_token stop) {
 Capacity::Result Capacity::Acquire(const std::string& key, const Shape& shape,
                                    std::chrono::steady_clock::time_point deadline,
                                    const std::function<bool()>& cancelled) {
-  if (shape.memory_mib > limits_.memory_budget_mib() || shape.vcpu > limits_.vcpu_budget() + 1e-9)
-    return Result::kNeverFits;
+  if (!EverFits(shape)) return Result::kNeverFits;
   std::unique_lock lock(mu_);
   if (closed_) return Result::kNoCapacity;
   auto me = line_.emplace(line_.end());

@@ -72,6 +72,11 @@ class Capacity {
   };
   Stats stats() const;
   const CapacityLimits& limits() const { return limits_; }
+  // False if `shape` exceeds the whole host budget (Acquire's kNeverFits).
+  bool EverFits(const Shape& shape) const {
+    return shape.memory_mib <= limits_.memory_budget_mib() &&
+           shape.vcpu <= limits_.vcpu_budget() + 1e-9;
+  }
   // Seconds a client should wait before retrying a create.
   int RetryAfterSeconds() const;
 

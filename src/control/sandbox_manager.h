@@ -195,6 +195,7 @@ class SandboxManager {
   std::map<SandboxState, int> CountByState() const;
   Capacity::Stats CapacityStats() const { return capacity_.stats(); }
   const CapacityLimits& capacity_limits() const { return capacity_.limits(); }
+  bool ShapeEverFits(const Shape& shape) const { return capacity_.EverFits(shape); }
   const PriceTable& prices() const { return options_.prices; }
   // Meters every running sandbox and stored snapshot now; with flush_all,
   // writes every pending ledger row (before usage is read).

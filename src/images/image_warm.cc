@@ -94,6 +94,13 @@ json ImageManager::StartIn(const std::shared_ptr<control::Sandbox>& sandbox,
 
 Status ImageManager::Warm(Job& job, json& record) {
   auto log = LogOf(job.image_id);
+  // A host too small for the default shape never restores a warm copy of it
+  // (only creates of that shape do): the image is ready without one.
+  if (!sandboxes_.ShapeEverFits(options_.warm_shape)) {
+    log->Line("system", std::nullopt,
+              "not warmed: the default shape does not fit this host's capacity");
+    return Status::Ok();
+  }
   log->Line("system", std::nullopt, "warming: booting the image once and keeping it ready");
   Result<std::string> root = storage_.EnsureRoot(record["layers"].get<std::vector<std::string>>());
   if (!root.ok()) return root.status();
