@@ -34,7 +34,10 @@ using nlohmann::json;
 
 namespace {
 
-constexpr uint64_t kMaxBody = 1ull << 30;
+// The largest body any route takes (a snapshot import: an image's layers
+// with its checkpoint); each route that reads a body caps its own, and one
+// that does not read it closes the connection rather than drain it.
+constexpr uint64_t kMaxBody = 64ull << 30;
 
 // Beast's websocket stream, driven asynchronously by an io_context of its
 // own that Run turns on the connection's thread: other threads only post
