@@ -1,11 +1,17 @@
 #include "cli/calls.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "cli/errors.h"
 #include "cli/interrupt.h"
 #include "cli/json_util.h"
+#include "cli/output.h"
 #include "cli/requests.h"
 
 namespace kiln::cli {
@@ -53,6 +59,33 @@ json ListAll(Context& ctx, const PageTarget& target, std::string_view noun) {
     cursor = std::move(next);
   }
   return items;
+}
+
+std::uint64_t DownloadToFile(Context& ctx, std::string_view target, const std::string& local,
+                             const PartialCheck& finish) {
+  const std::string partial = local + ".kiln-partial";
+  int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw UsageError("cannot write " + partial + ": " + std::strerror(errno));
+  std::uint64_t bytes = 0;
+  try {
+    ctx.http().Download(target, kTransferOptions, [&](std::string_view chunk) {
+      bytes += chunk.size();
+      if (!WriteAll(fd, chunk)) throw ClientError("local_error", "cannot write " + partial);
+    });
+    if (::close(fd) != 0) {
+      fd = -1;
+      throw ClientError("local_error", "cannot write " + partial + ": " + std::strerror(errno));
+    }
+    fd = -1;
+    if (finish) finish(partial, bytes);
+    if (::rename(partial.c_str(), local.c_str()) != 0)
+      throw UsageError("cannot write " + local + ": " + std::strerror(errno));
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(partial.c_str());
+    throw;
+  }
+  return bytes;
 }
 
 }  // namespace kiln::cli

@@ -2,6 +2,8 @@
 // reading every page of a list.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -25,5 +27,17 @@ nlohmann::json PostOnce(Context& ctx, std::string_view target, const nlohmann::j
 // builds each request from the cursor; `noun` names the list in errors.
 using PageTarget = std::function<std::string(const std::optional<std::string>& cursor)>;
 nlohmann::json ListAll(Context& ctx, const PageTarget& target, std::string_view noun);
+
+// Bulk transfers (files, snapshot tars): an hour, and Ctrl-C ends them.
+inline const RequestOptions kTransferOptions{.timeout = std::chrono::seconds(3600),
+                                             .interruptible = true};
+
+// GETs raw bytes into the file `local`, written as `local`.kiln-partial and
+// renamed only once whole, so `local` never holds a part: `finish` (if
+// given) checks or adjusts the partial file first (its path, the bytes
+// got) and may throw. Any failure removes the partial file. Returns the bytes.
+using PartialCheck = std::function<void(const std::string& partial, std::uint64_t bytes)>;
+std::uint64_t DownloadToFile(Context& ctx, std::string_view target, const std::string& local,
+                             const PartialCheck& finish = nullptr);
 
 }  // namespace kiln::cli

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "cli/calls.h"
 #include "cli/commands.h"
 #include "cli/errors.h"
 #include "cli/json_util.h"
@@ -28,7 +29,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 const RequestOptions kQueryOptions{.timeout = 30s};
-const RequestOptions kTransferOptions{.timeout = 3600s, .interruptible = true};
 constexpr std::uint64_t kMaxFile = 256ull << 20;   // PUT files/content
 constexpr std::uint64_t kMaxArchive = 1ull << 30;  // PUT files/archive
 
@@ -208,36 +208,16 @@ json Download(Context& ctx, const std::string& id, const std::string& remote, st
     return json{{"path", local}, {"bytes", bytes}};
   }
   if (fs::is_directory(local, ec)) local = (fs::path(local) / BaseName(remote)).string();
-  const std::string partial = local + ".kiln-partial";
-  int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw UsageError("cannot write " + partial + ": " + std::strerror(errno));
-  std::uint64_t bytes = 0;
-  try {
-    ctx.http().Download(FilesTarget(id, "content", remote), kTransferOptions,
-                        [&](std::string_view chunk) {
-                          bytes += chunk.size();
-                          if (!WriteAll(fd, chunk))
-                            throw ClientError("local_error", "cannot write " + partial);
-                        });
-  } catch (...) {
-    ::close(fd);
-    ::unlink(partial.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (auto size = IntField(info, "size"); size && static_cast<std::uint64_t>(*size) != bytes) {
-    ::unlink(partial.c_str());
-    throw ClientError("download_incomplete", remote + ": got " + std::to_string(bytes) + " of " +
-                                                 std::to_string(*size) + " bytes");
-  }
-  std::string mode = StringField(info, "mode");
-  if (!mode.empty() && mode.find_first_not_of("01234567") == std::string::npos) {
-    ::chmod(partial.c_str(), static_cast<mode_t>(std::stoul(mode, nullptr, 8) & 0777));
-  }
-  if (::rename(partial.c_str(), local.c_str()) != 0) {
-    ::unlink(partial.c_str());
-    throw UsageError("cannot write " + local + ": " + std::strerror(errno));
-  }
+  std::uint64_t bytes = DownloadToFile(
+      ctx, FilesTarget(id, "content", remote), local,
+      [&](const std::string& partial, std::uint64_t got) {
+        if (auto size = IntField(info, "size"); size && static_cast<std::uint64_t>(*size) != got)
+          throw ClientError("download_incomplete", remote + ": got " + std::to_string(got) +
+                                                       " of " + std::to_string(*size) + " bytes");
+        std::string mode = StringField(info, "mode");
+        if (!mode.empty() && mode.find_first_not_of("01234567") == std::string::npos)
+          ::chmod(partial.c_str(), static_cast<mode_t>(std::stoul(mode, nullptr, 8) & 0777));
+      });
   return json{{"path", local}, {"bytes", bytes}};
 }
 

@@ -1,12 +1,9 @@
 // kiln sandbox snapshot | fork, kiln snapshot ls | get | rm | export | import
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "cli/calls.h"
 #include "cli/commands.h"
@@ -26,7 +23,6 @@ using namespace std::chrono_literals;
 // Capturing copies the sandbox's memory and files to disk.
 constexpr auto kCaptureTime = 300s;
 const RequestOptions kQueryOptions{.timeout = 30s};
-const RequestOptions kTransferOptions{.timeout = 3600s, .interruptible = true};
 
 // The sandboxes a partly failed fork did start ({"error": {"details": {"started": [...]}}}).
 std::vector<std::string> StartedIds(const json& error_body) {
@@ -133,43 +129,18 @@ int CmdSnapshotRm(Context& ctx, const ParsedArgs& args) {
 int CmdSnapshotExport(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
   const std::string out = *args.Get("output");
-  const std::string partial = out + ".kiln-partial";
-  int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw UsageError("cannot write " + partial + ": " + std::strerror(errno));
-  std::uint64_t bytes = 0;
   Progress progress("exporting snapshot " + id, ctx.progress());
-  try {
-    ctx.http().Download(SnapshotTarget(id, "/archive"), kTransferOptions,
-                        [&](std::string_view chunk) {
-                          bytes += chunk.size();
-                          if (!WriteAll(fd, chunk))
-                            throw ClientError("local_error", "cannot write " + partial);
-                        });
-  } catch (...) {
-    ::close(fd);
-    ::unlink(partial.c_str());
-    throw;
-  }
+  std::uint64_t bytes = DownloadToFile(ctx, SnapshotTarget(id, "/archive"), out);
   progress.Done();
-  if (::close(fd) != 0 || ::rename(partial.c_str(), out.c_str()) != 0) {
-    ::unlink(partial.c_str());
-    throw ClientError("local_error", "cannot write " + out + ": " + std::strerror(errno));
-  }
   return PrintAnswer(ctx, json{{"id", id}, {"path", out}, {"bytes", bytes}}, out + "\n");
 }
 
 int CmdSnapshotImport(Context& ctx, const ParsedArgs& args) {
   const std::string& path = args.positionals.at(0);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in && !in.eof()) throw UsageError("cannot read " + path);
   RequestOptions options = kTransferOptions;
   options.headers.emplace_back("Content-Type", "application/x-tar");
   Progress progress("importing " + path, ctx.progress());
-  json snapshot =
-      ctx.http().Upload(Method::kPost, "/v1/snapshots:import", std::move(bytes).str(), options);
+  json snapshot = ctx.http().UploadFile(Method::kPost, "/v1/snapshots:import", path, options);
   progress.Done();
   const std::string snapshot_id = StringField(snapshot, "id");
   if (snapshot_id.empty())

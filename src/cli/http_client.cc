@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include <boost/asio/io_context.hpp>
@@ -159,9 +160,10 @@ struct HttpClient::Impl {
                                               url.display + ": " + ec.message());
   }
 
-  Request MakeRequest(Method method, std::string_view target, std::string_view accept,
-                      const RequestOptions& o) const {
-    Request req{ToVerb(method), url.base_path + std::string(target), 11};
+  template <class Body = http::string_body>
+  http::request<Body> MakeRequest(Method method, std::string_view target, std::string_view accept,
+                                  const RequestOptions& o) const {
+    http::request<Body> req{ToVerb(method), url.base_path + std::string(target), 11};
     req.set(http::field::host, url.HostHeader());
     req.set(http::field::user_agent, "kiln-cli/" KILN_VERSION);
     req.set(http::field::accept, std::string(accept));
@@ -172,9 +174,15 @@ struct HttpClient::Impl {
 
   // Sends the request and reads the answer's header. Retries once on a fresh
   // connection when a reused one turns out to have been closed by the server.
-  std::unique_ptr<Parser> Exchange(Request& req, const RequestOptions& o) {
+  template <class Body>
+  std::unique_ptr<Parser> Exchange(http::request<Body>& req, const RequestOptions& o) {
     req.prepare_payload();
     for (int attempt = 0;; ++attempt) {
+      if constexpr (std::is_same_v<Body, http::file_body>) {  // a resend starts the file again
+        beast::error_code seek;
+        req.body().file().seek(0, seek);
+        if (seek) throw ClientError("local_error", "cannot read the upload: " + seek.message());
+      }
       const bool was_reused = stream.has_value() && reused;
       if (!stream) Connect(o.interruptible);
       stream->expires_after(o.timeout);  // one deadline for write + whole answer
@@ -289,6 +297,21 @@ void HttpClient::Download(std::string_view target, const RequestOptions& options
   auto parser = impl_->Exchange(req, options);
   impl_->ThrowIfError(*parser, options);
   impl_->ReadBody(*parser, options, sink);
+}
+
+json HttpClient::UploadFile(Method method, std::string_view target, const std::string& path,
+                            const RequestOptions& options) {
+  auto req = impl_->MakeRequest<http::file_body>(method, target, "application/json", options);
+  beast::error_code ec;
+  req.body().open(path.c_str(), beast::file_mode::scan, ec);
+  if (ec) throw ClientError("local_error", "cannot read " + path + ": " + ec.message());
+  bool typed = false;
+  for (const auto& h : options.headers)
+    typed = typed || boost::beast::iequals(h.first, "Content-Type");
+  if (!typed) req.set(http::field::content_type, "application/octet-stream");
+  auto parser = impl_->Exchange(req, options);
+  impl_->ThrowIfError(*parser, options);
+  return ParseAnswer(impl_->ReadString(*parser, options));
 }
 
 json HttpClient::Upload(Method method, std::string_view target, std::string bytes,

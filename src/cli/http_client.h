@@ -60,6 +60,10 @@ class HttpClient {
   // Raw bytes in (application/octet-stream); the answer is JSON.
   nlohmann::json Upload(Method method, std::string_view target, std::string bytes,
                         const RequestOptions& options = {});
+  // Like Upload(), with the body streamed from the file at `path` (never
+  // read whole: a snapshot's tar may be gigabytes).
+  nlohmann::json UploadFile(Method method, std::string_view target, const std::string& path,
+                            const RequestOptions& options = {});
 
  private:
   struct Impl;
