@@ -325,16 +325,26 @@ export class Snapshots {
 
   /**
    * Writes the snapshot as a tar (its checkpoint and checksums) to `path`, for
-   * `import` on another kilnd. The file is written under a temporary name,
+   * `import` on another kilnd; a snapshot of an image carries its layers,
+   * but those named in `skipLayers` (sha256s the receiver's `layers()` gives)
+   * are listed, not sent. The file is written under a temporary name,
    * length-checked, then renamed: it appears only once whole. Returns `path`.
    */
-  async export(id: string, path: string, options: RequestOptions = {}): Promise<string> {
+  async export(
+    id: string,
+    path: string,
+    options: RequestOptions & { skipLayers?: string[] } = {},
+  ): Promise<string> {
     const target = resolve(path);
     await mkdir(dirname(target), { recursive: true });
     const partial = `${target}.kiln-partial-${randomBytes(4).toString("hex")}`;
     const { response, deadline } = await this.runtime.transport.stream({
       method: "GET",
-      path: `/v1/snapshots/${enc(id)}/archive`,
+      path:
+        `/v1/snapshots/${enc(id)}/archive` +
+        (options.skipLayers?.length
+          ? `?skipLayers=${[...new Set(options.skipLayers)].sort().join(",")}`
+          : ""),
       accept: "application/x-tar",
       signal: options.signal,
       timeoutMs: options.timeoutMs ?? 0,
@@ -379,6 +389,17 @@ export class Snapshots {
    * every checksum before it answers; the same snapshot imported again answers
    * its record. The file is streamed, never read whole.
    */
+  /** The sha256s of the image layers this kilnd holds, which an export for it may skip (admin key). */
+  async layers(options: RequestOptions = {}): Promise<string[]> {
+    const found = await this.runtime.transport.json<{ layers: { sha256: string }[] }>({
+      method: "GET",
+      path: "/v1/images:layers",
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    return [...new Set(found.layers.map((l) => l.sha256))].sort();
+  }
+
   async import(path: string, options: RequestOptions = {}): Promise<Snapshot> {
     const fh = await open(path, "r");
     const body = new ReadableStream<Uint8Array>({

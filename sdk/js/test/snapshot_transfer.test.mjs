@@ -65,3 +65,16 @@ test("export of an unknown snapshot is a 404 and leaves no file", async () => {
   );
   assert.deepEqual((await readdir(dir)).filter((n) => n.startsWith("none.tar")), []);
 });
+
+test("skipLayers reaches kilnd: a digest that is not one is named", async () => {
+  const snap = await sbx.snapshot({ name: "sdk-js-skip", retentionDays: 1 });
+  await assert.rejects(
+    runtime.snapshots.export(snap.id, join(dir, "skip.tar"), { skipLayers: ["not-a-digest"] }),
+    (e) => e instanceof RuntimeError && e.code === "invalid_request" && e.message.includes("skipLayers"),
+  );
+  // A well-formed digest the snapshot does not use changes nothing.
+  const path = join(dir, "skip.tar");
+  await runtime.snapshots.export(snap.id, path, { skipLayers: ["0".repeat(64)] });
+  assert.equal((await readFile(path)).subarray(0, 18).toString(), "kiln-snapshot.json");
+  await runtime.snapshots.delete(snap.id);
+});

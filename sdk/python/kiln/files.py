@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from . import errors
 from .client import new_idempotency_key
+from .localfile import write_whole
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
@@ -137,21 +138,9 @@ class Files:
                                        status=404, details={"path": remote_path})
         if info.get("type") != "directory":
             data = self.read(remote_path)
-            parent = os.path.dirname(os.path.abspath(local))
-            os.makedirs(parent, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".kiln-partial-", dir=parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                mode = info.get("mode")
-                if isinstance(mode, str) and mode.isdigit():
-                    os.chmod(tmp, int(mode, 8) & 0o777)
-                os.replace(tmp, local)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-            return local
+            mode = info.get("mode")
+            return write_whole(local, lambda f: f.write(data),
+                               int(mode, 8) & 0o777 if isinstance(mode, str) and mode.isdigit() else None)
         os.makedirs(local, exist_ok=True)
         with self._t.stream("GET", self._base + "/archive", query={"path": remote_path, "gzip": True},
                             headers={"Accept": "application/octet-stream"},

@@ -9,7 +9,6 @@ import math
 import os
 import random
 import re
-import tempfile
 import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
@@ -17,6 +16,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from . import config, errors
 from .client import Transport, new_idempotency_key
 from .images import Images
+from .localfile import write_whole
 from .sandbox import Sandbox
 
 # Create fields: kiln's own, then the rest of the public API's (the daemon judges those).
@@ -232,16 +232,19 @@ class Snapshots:
         return self._t.request("POST", f"/v1/snapshots/{snapshot_id}:pool", json={"size": int(size)},
                                idempotency_key=new_idempotency_key()).json()
 
-    def export(self, snapshot_id: str, path: Union[str, "os.PathLike[str]"]) -> str:
-        """Writes the snapshot as a tar (checkpoint and checksums) to `path`, for
-        `import_` on another kilnd; returns the path. The file appears only once whole."""
-        local = os.fspath(path)
-        parent = os.path.dirname(os.path.abspath(local))
-        fd, tmp = tempfile.mkstemp(prefix=".kiln-partial-", dir=parent)
-        try:
-            with os.fdopen(fd, "wb") as f, self._t.stream(
-                    "GET", f"/v1/snapshots/{snapshot_id}/archive",
-                    headers={"Accept": "application/x-tar"}, timeout=max(self._t.timeout, 600.0)) as s:
+    def export(self, snapshot_id: str, path: Union[str, "os.PathLike[str]"],
+               skip_layers: Optional[Iterable[str]] = None) -> str:
+        """Writes the snapshot as a tar (checkpoint, checksums and, for a snapshot of an image,
+        its layers) to `path`, for `import_` on another kilnd; returns the path. The file
+        appears only once whole. `skip_layers`: layer sha256s the receiver holds (its
+        `layers()`), listed but not sent."""
+        target = f"/v1/snapshots/{snapshot_id}/archive"
+        if skip_layers:
+            target += "?skipLayers=" + ",".join(sorted(set(skip_layers)))
+
+        def fill(f: Any) -> None:
+            with self._t.stream("GET", target, headers={"Accept": "application/x-tar"},
+                                timeout=max(self._t.timeout, 600.0)) as s:
                 want = s.headers.get("x-content-length")
                 got = 0
                 try:
@@ -258,12 +261,14 @@ class Snapshots:
                     raise errors.ConnectionError(
                         f"snapshot {snapshot_id}: the export ended after {got} of {want} bytes",
                         code="connection_error")
-            os.replace(tmp, local)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return local
+
+        return write_whole(os.fspath(path), fill)
+
+    def layers(self) -> List[str]:
+        """The sha256s of the image layers this kilnd holds, which an export for it may skip
+        (admin key only)."""
+        found = self._t.request("GET", "/v1/images:layers").json()["layers"]
+        return sorted({entry["sha256"] for entry in found})
 
     def import_(self, path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
         """Imports a tar written by `export` (here or on another kilnd) as this key's snapshot,

@@ -5,7 +5,9 @@ owner stopped renewing them (the task or actor that made them died)."""
 
 from __future__ import annotations
 
+import json
 import os
+import tarfile
 import tempfile
 import threading
 import time
@@ -31,6 +33,7 @@ class NodeAgent:
         self._owners: Dict[str, Tuple[float, Set[str]]] = {}  # owner -> (last renew, kilnd ids)
         self._fetching: Dict[str, threading.Lock] = {}
         self._stopped_by_reaper: List[str] = []
+        self._fetches: List[Dict[str, object]] = []
         threading.Thread(target=self._reap_loop, daemon=True, name="kiln-reaper").start()
 
     def address(self) -> Tuple[str, Optional[str], str]:
@@ -56,6 +59,11 @@ class NodeAgent:
     def reaped(self) -> List[str]:
         with self._mu:
             return list(self._stopped_by_reaper)
+
+    def fetches(self) -> List[Dict[str, object]]:
+        """The snapshots this agent fetched: {snapshot, how, bytes, layersSent, layersSkipped}."""
+        with self._mu:
+            return list(self._fetches)
 
     def _reap_loop(self) -> None:
         """Stops the sandboxes whose every owner stopped renewing."""
@@ -92,16 +100,35 @@ class NodeAgent:
                 how = "imported-shared"
                 if not os.path.exists(path):
                     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.partial"
-                    src.snapshots.export(snapshot_id, tmp)
+                    src.snapshots.export(snapshot_id, tmp)  # whole: every node reads it
                     os.replace(tmp, path)
                     how = "imported"
-                self._rt.snapshots.import_(path)
+                self._import(snapshot_id, path, how)
                 return how
             with tempfile.TemporaryDirectory(prefix="kiln-ray-") as d:
                 path = os.path.join(d, "snapshot.tar")
-                src.snapshots.export(snapshot_id, path)
-                self._rt.snapshots.import_(path)
+                # An image snapshot's layers this node holds already stay behind.
+                src.snapshots.export(snapshot_id, path, skip_layers=self._held_layers())
+                self._import(snapshot_id, path, "imported")
             return "imported"
+
+    def _import(self, snapshot_id: str, path: str, how: str) -> None:
+        self._rt.snapshots.import_(path)
+        with tarfile.open(path, "r:") as t:
+            first = t.next()
+            listed = json.load(t.extractfile(first)).get("layers", []) if first else []
+        sent = [entry for entry in listed if entry.get("included")]
+        with self._mu:
+            self._fetches.append({"snapshot": snapshot_id, "how": how, "bytes": os.path.getsize(path),
+                                  "layersSent": len(sent),
+                                  "layersSkipped": len([e for e in listed if e.get("included") is False])})
+
+    def _held_layers(self) -> List[str]:
+        """The image layers this node's kilnd holds ([] unless the agent's key is the admin's)."""
+        try:
+            return self._rt.snapshots.layers()
+        except errors.KilnError:
+            return []
 
     def _has(self, snapshot_id: str) -> bool:
         try:
