@@ -21,8 +21,10 @@ import ray
 from ray.cluster_utils import Cluster
 
 import kiln.ray as kray
+from kiln.ray.cluster import NAMESPACE, agent_name
 
 OBJECT_STORE = 80 * 2**20
+ARGS = None
 SEED_CMD = "echo 1000 > /tmp/seed; nohup python3 -c 'import time; time.sleep(3600)' >/dev/null 2>&1 &"
 
 
@@ -41,6 +43,25 @@ def slow_rollout(snapshot_id, rt, i):
     sbx = rt.sandboxes.create(snapshot=snapshot_id, vcpu=1, memory_mib=256, timeout_seconds=300)
     r = sbx.exec(f"sleep 2; echo $(( $(cat /tmp/seed) + {i} ))")
     return {"value": int(r.stdout), "sandbox": sbx.id}
+
+
+def image_rollout(snapshot_id, rt, i):
+    """An episode on the image snapshot: its file from the image, its seed from memory/disk."""
+    sbx = rt.sandboxes.create(snapshot=snapshot_id, vcpu=1, memory_mib=256, timeout_seconds=300)
+    r = sbx.exec(f"cat /srv/seed >/dev/null && echo $(( $(cat /tmp/seed) + {i} ))")
+    return {"value": int(r.stdout), "sandbox": sbx.id, "image": sbx.info.get("image")}
+
+
+def wait_detached(tag, within=30):
+    """Until the node's agent is gone (ray.kill is asynchronous), so attach makes a new one."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            ray.get_actor(agent_name(tag), namespace=NAMESPACE)
+        except ValueError:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the agent of node {tag} outlived ray.kill by {within} s")
 
 
 @ray.remote(num_cpus=0, resources={kray.RESOURCE: 1})
@@ -69,6 +90,8 @@ def main():
     ap.add_argument("--temp-dir", required=True)
     ap.add_argument("--slots", type=int, default=4)
     args = ap.parse_args()
+    global ARGS
+    ARGS = args
     nodes = json.loads(args.nodes)
     t0 = time.monotonic()
     cluster = Cluster(initialize_head=True, head_node_args={
@@ -134,6 +157,41 @@ def run(cluster, ray_nodes, nodes, tags):
             break
         time.sleep(0.5)
     report("owner_died", sandbox=sid, state=state, seconds=round(time.monotonic() - t, 1))
+
+    # A snapshot of an image built on the head node, its layers fetched by the other nodes
+    # through a shared directory (the agents attached again with one).
+    shared = os.path.join(os.path.dirname(ARGS.temp_dir), "shared")
+    os.makedirs(shared, exist_ok=True)
+    for n, rn, tag in zip(nodes, ray_nodes, tags):
+        kray.detach(tag)
+        wait_detached(tag)
+        kray.attach(n["url"], n["key"], node_id=rn.node_id, owner_timeout=6, shared_dir=shared)
+    image = head.images.build("ray-image", recipe={"files": [{"path": "/srv/seed", "content": "2000\n"}]},
+                              timeout=300)
+    src = head.sandboxes.create(image=image.id, vcpu=1, memory_mib=256)
+    src.exec("cp /srv/seed /tmp/seed")
+    image_snap = src.snapshot()
+    src.stop()
+    res = kray.map_rollouts(functools.partial(image_rollout, image_snap["id"]), range(12))
+    report("image_shared", values=[r["value"] for r in res], images=[r["image"] for r in res],
+           nodes=res.nodes, image=image.id, shared=sorted(os.listdir(shared)),
+           snapshot=image_snap["id"], running_after={tag: running(tag) for tag in tags})
+    held = {tag: kray.runtime_for(tag).snapshots.layers() for tag in tags}
+
+    # Agents without a shared directory: a second snapshot of the same image is fetched
+    # directly, and nodes that hold its layer leave it out of the tar they ask for.
+    for n, rn, tag in zip(nodes, ray_nodes, tags):
+        kray.detach(tag)
+        wait_detached(tag)
+        kray.attach(n["url"], n["key"], node_id=rn.node_id, owner_timeout=6)
+    src = head.sandboxes.create(image=image.id, vcpu=1, memory_mib=256)
+    src.exec("echo 3000 > /tmp/seed")
+    second = src.snapshot()
+    src.stop()
+    res = kray.map_rollouts(functools.partial(image_rollout, second["id"]), range(12))
+    report("image_direct", values=[r["value"] for r in res], nodes=res.nodes, held_before=held,
+           fetches={tag: ray.get(kray.agent(tag).fetches.remote()) for tag in tags},
+           running_after={tag: running(tag) for tag in tags})
 
     # A node lost mid-batch: its episodes fail and are retried on the others.
     # Not the head (it holds Ray's control store) nor the node this driver is attached to.

@@ -113,6 +113,30 @@ def test_a_sandbox_is_stopped_when_the_actor_that_owned_it_dies(run):
     assert o["state"] == "stopped", o
 
 
+def test_an_image_snapshot_travels_through_the_shared_directory(run):
+    s = _report(run, "image_shared")
+    assert s["values"] == [2000 + i for i in range(12)]
+    assert set(s["images"]) == {s["image"]}  # every copy runs the head node's image
+    assert len(set(s["nodes"])) >= 2, s["nodes"]  # so some fetched it, layers and all
+    # Fetched once into the shared directory (by the first node that needed it), whole.
+    local_id = s["snapshot"].split(".", 1)[1]
+    assert s["shared"] == [f"{local_id}.tar"], s["shared"]
+    assert all(ids == [] for ids in s["running_after"].values()), s["running_after"]
+
+
+def test_nodes_holding_an_images_layer_fetch_a_snapshot_without_it(run):
+    d = _report(run, "image_direct")
+    head = _report(run, "cluster")["tags"][0]
+    assert d["values"] == [3000 + i for i in range(12)]
+    fetched = {tag: f for tag, f in d["fetches"].items() if f}
+    assert fetched and head not in fetched, d["fetches"]  # the head made it: nothing to fetch
+    for tag, fetches in fetched.items():
+        assert [f["how"] for f in fetches] == ["imported"], fetches
+        holds = bool(d["held_before"][tag])  # imported the first snapshot, layer and all
+        assert (fetches[0]["layersSkipped"], fetches[0]["layersSent"]) == ((1, 0) if holds else (0, 1)), (tag, d)
+    assert all(ids == [] for ids in d["running_after"].values()), d["running_after"]
+
+
 def test_a_lost_node_loses_only_its_episodes_which_are_retried(run):
     n = _report(run, "node_lost")
     assert n["killed"]

@@ -2,16 +2,12 @@
 one kilnd, POST /v1/snapshots:import on another with its own state directory. A server
 holding a counter in memory keeps counting on the second host; every way a tar can be
 wrong is refused with its reason and leaves nothing in the state directory."""
-import io
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -20,83 +16,15 @@ import pytest
 
 from client import Client, assert_error
 from conftest import REPO, start_kilnd, stop_kilnd
+from transfer_util import (POLICY, TAR, Host, counter, entries, export, leftovers, retar, start_counter,
+                           two_hosts)
 
 sys.path.insert(0, str(REPO / "sdk" / "python"))
 import kiln  # noqa: E402
 
-COUNTER_SERVER = """
-import http.server, itertools
-count = itertools.count()
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(str(next(count)).encode())
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("127.0.0.1", 8000), H).serve_forever()
-"""
-ASK = ["python3", "-c", "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:8000').read().decode())"]
-POLICY = {"internet": True, "allow": ["pkgs.test"], "deny": []}
-TAR = {"Content-Type": "application/x-tar"}
-
-
-def counter(client, sid):
-    r = client.exec(sid, argv=ASK)
-    assert r["exitCode"] == 0, r
-    return int(r["stdout"])
-
-
-def export(client, snap_id):
-    r = client.get(f"/v1/snapshots/{snap_id}/archive", headers={"Accept": "application/x-tar"}, timeout=300)
-    assert r.status == 200, r
-    assert r.headers["Content-Type"] == "application/x-tar"
-    assert int(r.headers["x-content-length"]) == len(r.body)
-    return r.body
-
-
-def entries(tar_bytes):
-    """[(name, bytes)] in tar order."""
-    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as t:
-        return [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
-
-
-def retar(items, manifest=None):
-    """A tar of `items` (name, bytes), with kiln-snapshot.json replaced by `manifest`."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:", format=tarfile.USTAR_FORMAT) as t:
-        for name, data in items:
-            if name == "kiln-snapshot.json" and manifest is not None:
-                data = json.dumps(manifest).encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            t.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def leftovers(daemon, snap_id):
-    """What the state directory holds of snapshot `snap_id` (finished or partial)."""
-    snaps = Path(daemon.state_dir) / "snapshots"
-    return sorted(p.name for p in snaps.iterdir() if p.name.startswith(snap_id) or "import-partial" in p.name)
-
-
-class Host:
-    def __init__(self, daemon, name):
-        self.daemon = daemon
-        self.admin = Client(daemon.url, key=daemon.admin_key)
-        key = self.admin.ok("POST", "/v1/keys", json={"name": name})
-        self.key_id, self.secret = key["id"], key["secret"]
-        self.client = Client(daemon.url, key=self.secret)
-
-
 @pytest.fixture(scope="module")
 def hosts(kilnd):
-    """A: the session's kilnd. B: a second kilnd with its own state directory."""
-    state_b = tempfile.mkdtemp(prefix="kiln-it-b-", dir="/tmp")
-    b = start_kilnd(state_b)
-    yield Host(kilnd, "transfer-a"), Host(b, "transfer-b"), b
-    stop_kilnd(b)
-    shutil.rmtree(state_b, ignore_errors=True)
+    yield from two_hosts(kilnd, "transfer")
 
 
 @pytest.fixture(scope="module")
@@ -107,12 +35,8 @@ def moved(hosts):
     src = a.client.create(vcpu=1, memoryMiB=512, network=POLICY)["id"]
     try:
         a.client.sh(src, "echo moved > /workspace/moved.txt")
-        a.client.spawn(src, argv=["python3", "-c", COUNTER_SERVER])
-        deadline = time.monotonic() + 30
-        while a.client.exec(src, argv=ASK)["exitCode"] != 0:
-            assert time.monotonic() < deadline, "the server did not come up"
-            time.sleep(0.3)
-        assert counter(a.client, src) == 1  # the probe above took 0
+        start_counter(a.client, src)
+        assert counter(a.client, src) == 1  # the probe took 0
         snap = a.client.ok("POST", f"/v1/sandboxes/{src}:snapshot",
                            json={"name": "travels", "labels": {"t": "transfer"}, "retentionDays": 3})
     finally:
