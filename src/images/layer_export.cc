@@ -90,21 +90,24 @@ class TarWriter {
     root_ = dir;
     if (Status s = Add("", true); !s.ok()) return s;
     if (archive_write_close(a_.get()) != ARCHIVE_OK) return ArchiveError("finish the tar of", dir);
-    return Status::Ok();
+    return cancelled_ ? Gone() : Status::Ok();
   }
 
  private:
+  // Never fails the archive: libarchive in its fatal state leaks the
+  // format's state on free. A receiver gone is noted (and what follows
+  // dropped); the writer checks Gone() after each step and stops.
   static la_ssize_t Write(archive*, void* self, const void* buf, size_t len) {
     auto* w = static_cast<TarWriter*>(self);
-    if (!w->write_(std::string_view(static_cast<const char*>(buf), len))) {
+    if (!w->cancelled_ && !w->write_(std::string_view(static_cast<const char*>(buf), len)))
       w->cancelled_ = true;
-      return -1;
-    }
     return static_cast<la_ssize_t>(len);
   }
 
+  Status Gone() const { return Status(Code::kIoError, "layer export: the receiver went away"); }
+
   Status ArchiveError(const std::string& what, const std::string& path) {
-    if (cancelled_) return Status(Code::kIoError, "layer export: the receiver went away");
+    if (cancelled_) return Gone();
     const char* msg = a_ ? archive_error_string(a_.get()) : nullptr;
     return Status(Code::kIoError,
                   "layer export: cannot " + what + " " + path + ": " + (msg ? msg : "libarchive"));
@@ -147,6 +150,7 @@ class TarWriter {
     }
     if (archive_write_header(a_.get(), e.get()) != ARCHIVE_OK)
       return ArchiveError("write the header of", path);
+    if (cancelled_) return Gone();
     if (fd) {
       if (Status s = CopyData(fd.get(), static_cast<uint64_t>(st.st_size), path); !s.ok()) return s;
     }
@@ -168,6 +172,7 @@ class TarWriter {
       if (n == 0) return Status(Code::kIoError, "layer export: " + path + " shrank while read");
       if (archive_write_data(a_.get(), buf_.get(), static_cast<size_t>(n)) != n)
         return ArchiveError("write the data of", path);
+      if (cancelled_) return Gone();
       left -= static_cast<uint64_t>(n);
     }
     return Status::Ok();
