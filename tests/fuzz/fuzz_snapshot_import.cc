@@ -5,7 +5,8 @@
 // Whatever the input: no crash or leak; a failed import leaves the store's
 // directory and its list exactly as they were (no partial directory); a
 // successful one lists a snapshot whose files on disk are exactly those its
-// manifest names, with their sizes and checksums.
+// manifest names, with their sizes and checksums; an image snapshot's layers
+// reach the layer store only whole and matching their digests.
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,9 +14,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/digest.h"
 #include "fuzz_util.h"
@@ -68,6 +72,46 @@ void CheckImported(const store::SnapshotStore& store, const store::SnapshotRecor
   if (on_disk != listed || rec.size_bytes != total || rec.owner != "key_fuzz") __builtin_trap();
 }
 
+// An image store in memory. It holds one layer (the sha256 of "held layer"):
+// a layer the import hands it must be whole and match the digest it is named
+// by, and a root is committed only of layers it received or holds.
+class FuzzLayers : public store::LayerSink {
+ public:
+  bool Has(const std::string& sha) override { return sha == Held(); }
+  Status Begin(const std::string& sha, uint64_t size) override {
+    current_ = sha;
+    size_ = size;
+    data_.clear();
+    return Status::Ok();
+  }
+  Status Data(std::string_view d) override {
+    data_.append(d);
+    return Status::Ok();
+  }
+  Status End() override {
+    if (data_.size() != size_ || Sha256Hex(data_) != current_) __builtin_trap();
+    received_.insert(current_);
+    return Status::Ok();
+  }
+  Result<store::ImportedRoot> Commit(const std::vector<store::TransferLayer>& layers) override {
+    store::ImportedRoot root{"/fuzz-root", {}};
+    for (const auto& l : layers) {
+      if (l.base.empty() && !received_.count(l.sha256) && l.sha256 != Held()) __builtin_trap();
+      root.layers.push_back(l.base.empty() ? l.sha256 : l.base);
+    }
+    return root;
+  }
+
+ private:
+  static const std::string& Held() {
+    static const std::string held = Sha256Hex("held layer");
+    return held;
+  }
+  std::string current_, data_;
+  uint64_t size_ = 0;
+  std::set<std::string> received_;
+};
+
 }  // namespace
 }  // namespace kiln::fuzz
 
@@ -81,7 +125,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::optional<Result<store::ImportResult>> done;
   {
-    store::SnapshotImport import(*store, store::ImportRequest{"key_fuzz", fuzz::kHost, 1000, {}});
+    store::SnapshotImport import(
+        *store, store::ImportRequest{
+                    "key_fuzz", fuzz::kHost, 1000, {}, std::make_unique<fuzz::FuzzLayers>()});
     // Pieces of 1 to 4099 bytes: headers and entries split at every place.
     size_t at = 0, n = 1;
     done.emplace(import.Run([&](std::string* chunk) {

@@ -6,6 +6,7 @@ of format (the agent's frame header, a route) can be followed by running it
 again. Usage: /usr/bin/python3 tests/fuzz/seeds.py"""
 import ctypes
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -304,8 +305,9 @@ def ustar(entries):
     return buf.getvalue()  # ends with tarfile's record padding: zeros, as kiln allows
 
 
-def snapshot_tar(files, host=("runsc-fuzz", "base-fuzz"), record=None, extra=()):
-    """A snapshot tar for fuzz_snapshot_import's host (tests/fuzz/fuzz_snapshot_import.cc)."""
+def snapshot_tar(files, host=("runsc-fuzz", "base-fuzz"), record=None, extra=(), layers=None):
+    """A snapshot tar for fuzz_snapshot_import's host (tests/fuzz/fuzz_snapshot_import.cc).
+    `layers`: [(sha256, bytes or None)], an image snapshot's layers (None: skipped)."""
     rec = {"id": "0b3c6f0e-9a4e-4d43-8a55-2f4c1b7e9d10", "name": "warm", "labels": {"team": "x"},
            "sourceSandboxId": "sb1", "vcpu": 1, "memoryMiB": 512, "diskMiB": 0,
            "retentionDays": 7, "createdMs": 1000, "sizeBytes": 0, "captureMs": 10,
@@ -314,8 +316,17 @@ def snapshot_tar(files, host=("runsc-fuzz", "base-fuzz"), record=None, extra=())
     manifest = {"format": "kiln-snapshot/1", "record": rec, "engine": host[0], "base": host[1],
                 "files": {name: {"size": len(data), "xxh3_128": xxh3_128(data)}
                           for name, data in files}}
+    sent = []
+    if layers is not None:
+        manifest["record"]["image"] = "img-fuzz"
+        manifest["layers"] = [{"base": host[1]}]
+        for sha, data in layers:
+            size = len(data) if data is not None else 10
+            manifest["layers"].append({"sha256": sha, "size": size, "included": data is not None})
+            if data is not None:
+                sent.append((f"layers/{sha}.tar", data))
     return ustar([("kiln-snapshot.json", json.dumps(manifest, indent=2).encode())]
-                 + list(files) + list(extra))
+                 + sent + list(files) + list(extra))
 
 
 CHECKPOINT = [("checkpoint/checkpoint.img", b"state"),
@@ -329,6 +340,12 @@ SNAPSHOT_SEEDS = {
     "bad_record": snapshot_tar(CHECKPOINT[:1], record={"vcpu": 0, "labels": {"a": 1}}),
 }
 SNAPSHOT_SEEDS["truncated"] = SNAPSHOT_SEEDS["whole"][:3000]
+# An image snapshot: one layer sent, one skipped that the fuzz target's layer store holds
+# (the sha256 of b"held layer", tests/fuzz/fuzz_snapshot_import.cc).
+_LAYER = ustar([("srv/app.txt", b"built\n")])
+SNAPSHOT_SEEDS["image_layers"] = snapshot_tar(CHECKPOINT[:2], layers=[
+    (hashlib.sha256(_LAYER).hexdigest(), _LAYER),
+    (hashlib.sha256(b"held layer").hexdigest(), None)])
 
 
 def main():
