@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import ray
@@ -209,7 +208,7 @@ def map_rollouts(fn: Callable[[ClusterRuntime, Any], Any], items: Iterable[Any],
 
 
 @ray.remote(max_retries=0)
-def _restore(tag_hint: str, snapshot_id: str, fields: Dict[str, Any]) -> Dict[str, Any]:
+def _restore(snapshot_id: str, fields: Dict[str, Any]) -> Dict[str, Any]:
     rt = runtime().untracked()
     sbx = rt.sandboxes.create(snapshot=snapshot_id, **fields)
     return {"id": sbx.id}
@@ -230,7 +229,7 @@ def fork(source: RaySandbox, count: int, *, pg: Any = None, strategy: str = "SPR
     try:
         refs = [_restore.options(num_cpus=0, resources={RESOURCE: 1},
                                  scheduling_strategy=PlacementGroupSchedulingStrategy(
-                                     pg, placement_group_bundle_index=i)).remote(source.node, snap["id"], fields)
+                                     pg, placement_group_bundle_index=i)).remote(snap["id"], fields)
                 for i in range(count)]
         copies = [sandbox(r["id"]).adopt() for r in ray.get(refs)]
     finally:

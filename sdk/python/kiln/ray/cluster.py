@@ -104,16 +104,22 @@ def unkeep(tag: str, local_id: str) -> None:
 
 def _renew_loop() -> None:
     stop = threading.Event()
+    # Agent handles, looked up once: a call on a handle after ray.shutdown() raises, where a
+    # lookup (ray.get_actor) would connect this process to Ray again.
+    handles: Dict[str, Any] = {}
     while not stop.wait(RENEW_INTERVAL_SECONDS):
         if not ray.is_initialized():
-            continue  # after ray.shutdown(): a call here would connect this process again
+            handles.clear()
+            continue
         with _mu:
             owned = {tag: sorted(s) for tag, s in _owned.items() if s}
         for tag, local_ids in owned.items():
             try:
-                agent(tag).renew.remote(_owner, local_ids)
+                if tag not in handles:
+                    handles[tag] = agent(tag)
+                handles[tag].renew.remote(_owner, local_ids)
             except Exception:  # noqa: BLE001 -- a lost node must not stop renewing the others
-                pass
+                handles.pop(tag, None)  # looked up again next time (an agent attached anew)
 
 
 # --- a node's Runtime ---------------------------------------------------------
