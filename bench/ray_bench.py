@@ -5,6 +5,10 @@ Run with the Ray venv's interpreter (`make ray-env`): Ray 2.60.0.
 - snapshot_export / snapshot_import: a sandbox holding 100 MiB in memory is
   snapshotted on kilnd A, exported to a file and imported into kilnd B (wall
   time and MB/s, medians of --reps).
+- image_snapshot_*: a snapshot of an image with a 100 MB layer: its first export
+  (which computes the layer's digest), later exports, an import that stores the
+  layer and flattens the root, and both again with skipLayers (the receiver
+  holds the layer).
 - ray_overhead_create / ray_overhead_exec: create (+ first answer) and one
   exec through kiln.ray (cluster ids, node routing, keep-alive) against a plain
   kiln.Runtime on the same kilnd, interleaved, medians.
@@ -79,6 +83,56 @@ def transfer(a, b, reps):
     for name, xs in (("snapshot_export", exp), ("snapshot_import", imp)):
         emit({"bench": name, "value": median_ms(xs), "unit": "ms", "bytes": size, "reps": reps,
               "mbPerS": round(mb / statistics.median(xs), 1)})
+
+
+def image_transfer(a, b, reps):
+    """A snapshot of an image with a 100 MB layer moved A -> B: the first export (it computes
+    the layer's digest once), later ones, an import that stores the layer and flattens the root,
+    and the export and import when B holds the layer already (skipLayers)."""
+    ra, rb = Runtime(a.key, a.url), Runtime(b.key, b.url)
+    image = ra.images.build("bench-layer", recipe={"commands": [
+        "head -c 100000000 /dev/urandom > /srv/blob"]}, build={"memoryMiB": 512}, timeout=900)
+    src = ra.sandboxes.create(image=image.id, vcpu=1, memory_mib=SLOTS_MIB)
+    snap = src.snapshot()
+    src.stop()
+    sid = snap["id"]
+    times = {k: [] for k in ("first", "export", "import", "export_skip", "import_skip")}
+    sizes = {}
+    with tempfile.TemporaryDirectory(prefix="kiln-bench-image-") as d:
+        path = os.path.join(d, "image.tar")
+        t = time.monotonic()
+        ra.snapshots.export(sid, path)
+        times["first"].append(time.monotonic() - t)
+        for _ in range(reps):
+            t = time.monotonic()
+            ra.snapshots.export(sid, path)
+            times["export"].append(time.monotonic() - t)
+            sizes["full"] = os.path.getsize(path)
+            t = time.monotonic()
+            rb.snapshots.import_(path)
+            times["import"].append(time.monotonic() - t)
+            with rb.sandboxes.create(snapshot=sid) as copy:  # it restores on B's root
+                assert copy.exec("wc -c < /srv/blob").stdout.strip() == "100000000"
+            held = rb.snapshots.layers()
+            rb.snapshots.delete(sid)
+            t = time.monotonic()
+            ra.snapshots.export(sid, path, skip_layers=held)
+            times["export_skip"].append(time.monotonic() - t)
+            sizes["skip"] = os.path.getsize(path)
+            t = time.monotonic()
+            rb.snapshots.import_(path)
+            times["import_skip"].append(time.monotonic() - t)
+            rb.snapshots.delete(sid)
+            rb.request("POST", "/v1/images:prune", json={})  # B forgets the layer again
+    ra.snapshots.delete(sid)
+    for name, key, size in (("image_snapshot_export_first", "first", sizes["full"]),
+                            ("image_snapshot_export", "export", sizes["full"]),
+                            ("image_snapshot_import", "import", sizes["full"]),
+                            ("image_snapshot_export_skip_layers", "export_skip", sizes["skip"]),
+                            ("image_snapshot_import_skip_layers", "import_skip", sizes["skip"])):
+        xs = times[key]
+        emit({"bench": name, "value": median_ms(xs), "unit": "ms", "bytes": size, "reps": len(xs),
+              "mbPerS": round(size / 1e6 / statistics.median(xs), 1)})
 
 
 def start_cluster(kilnds):
@@ -162,6 +216,7 @@ def main():
             k.start()
         emit(machine_line(kilnds[0].version) | {"ray": ray.__version__})
         transfer(kilnds[0], kilnds[1], args.reps)
+        image_transfer(kilnds[0], kilnds[1], 3)
         rng = random.Random(7)
         cases = ex.make_cases(rng)
         programs = ex.make_programs(args.programs, rng)
