@@ -194,8 +194,8 @@ void SandboxManager::Save(const Sandbox& sandbox) {
   }
 }
 
-void SandboxManager::Track(const std::shared_ptr<Sandbox>& sandbox,
-                           std::shared_ptr<engine::AgentChannel> conn) {
+void SandboxManager::Watch(const std::shared_ptr<Sandbox>& sandbox,
+                           const std::shared_ptr<engine::AgentChannel>& conn) {
   std::weak_ptr<Sandbox> weak = sandbox;
   conn->OnClose([this, weak] {
     // Called on the channel's reader thread: clean up elsewhere.
@@ -203,6 +203,11 @@ void SandboxManager::Track(const std::shared_ptr<Sandbox>& sandbox,
   });
   if (egress_)
     sandbox->SetGate(egress::Gate::Open(*egress_, sandbox->id(), conn, sandbox->network()));
+}
+
+void SandboxManager::Track(const std::shared_ptr<Sandbox>& sandbox,
+                           std::shared_ptr<engine::AgentChannel> conn) {
+  Watch(sandbox, conn);
   sandbox->MarkRunning(std::move(conn), StableNowMs());
 }
 
@@ -222,13 +227,6 @@ Result<int64_t> SandboxManager::SetNetwork(const std::shared_ptr<Sandbox>& sandb
 
 namespace {
 
-Status NameTaken(const std::string& name, const std::string& holder) {
-  return Status(
-      Code::kNameTaken,
-      "body.name: a live sandbox of this key is already named " + name + " (" + holder + ")",
-      nlohmann::json{{"sandboxId", holder}, {"name", name}});
-}
-
 // A create refused because kilnd is stopping: clients retry elsewhere.
 Status ShuttingDown() {
   return Status(Code::kShuttingDown, "kilnd is shutting down; retry against its successor")
@@ -236,6 +234,13 @@ Status ShuttingDown() {
 }
 
 }  // namespace
+
+Status SandboxManager::NameTaken(const std::string& name, const std::string& holder) {
+  return Status(
+      Code::kNameTaken,
+      "body.name: a live sandbox of this key is already named " + name + " (" + holder + ")",
+      nlohmann::json{{"sandboxId", holder}, {"name", name}});
+}
 
 Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadline deadline,
                                                         const std::function<bool()>& cancelled) {

@@ -224,8 +224,15 @@ class SandboxManager {
   void PauseInBackground(std::shared_ptr<Sandbox> sandbox, std::string reason);
   // Lease end, idle pause, paused expiry and cost caps (the lease loop).
   void EnforceLifetimes(int64_t now_ms);
+  // kNameTaken: a live sandbox of the key, `holder`, has the name already.
+  static Status NameTaken(const std::string& name, const std::string& holder);
   // Hooks a sandbox's Wake() to this manager (autoWake).
   void SetWaker(const std::shared_ptr<Sandbox>& sandbox);
+  // Stops the sandbox when its channel closes (it died) and opens its egress
+  // gate on the channel: every way a sandbox comes to run (start, restore,
+  // wake, re-adoption) does this before marking it running.
+  void Watch(const std::shared_ptr<Sandbox>& sandbox,
+             const std::shared_ptr<engine::AgentChannel>& channel);
   // Starts tracking a sandbox that runs: its channel, its death.
   void Track(const std::shared_ptr<Sandbox>& sandbox,
              std::shared_ptr<engine::AgentChannel> channel);

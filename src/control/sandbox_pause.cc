@@ -154,12 +154,7 @@ Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
   int64_t lease_ms = timeout_seconds ? static_cast<int64_t>(*timeout_seconds) * 1000
                                      : std::max<int64_t>(rec.paused_lease_ms,
                                                          int64_t{spec.timeout_seconds} * 1000);
-  std::weak_ptr<Sandbox> weak = sandbox;
-  conn->OnClose([this, weak] {
-    if (auto s = weak.lock(); s && s->running()) StopInBackground(s, "sandbox_died");
-  });
-  if (egress_)
-    sandbox->SetGate(egress::Gate::Open(*egress_, sandbox->id(), conn, sandbox->network()));
+  Watch(sandbox, conn);
   sandbox->MarkResumed(std::move(conn), now, lease_ms);
   // Recorded running before the checkpoint goes: a kill -9 in between
   // leaves a running sandbox (re-adopted) and an orphan checkpoint (dropped).
@@ -235,10 +230,7 @@ bool SandboxManager::RecoverPaused(const std::shared_ptr<Sandbox>& s) {
     if (attached.ok()) {
       std::shared_ptr<engine::AgentChannel> conn = std::move(*attached);
       capacity_.Adopt(s->spec().owner, s->spec().shape);
-      conn->OnClose([this, weak = std::weak_ptr<Sandbox>(s)] {
-        if (auto sp = weak.lock(); sp && sp->running()) StopInBackground(sp, "sandbox_died");
-      });
-      if (egress_) s->SetGate(egress::Gate::Open(*egress_, s->id(), conn, s->network()));
+      Watch(s, conn);
       s->MarkResumed(std::move(conn), StableNowMs(),
                      std::max<int64_t>(r.expires_ms - StableNowMs(), 60000));
       Save(*s);

@@ -40,10 +40,7 @@ Status SandboxManager::Update(const std::shared_ptr<Sandbox>& sandbox,
       for (const auto& [id, other] : sandboxes_) {
         if (other != sandbox && other->spec().owner == next.owner &&
             other->spec().name == next.name && other->state() != SandboxState::kStopped)
-          return Status(Code::kNameTaken,
-                        "body.name: a live sandbox of this key is already named " + *next.name +
-                            " (" + id + ")",
-                        nlohmann::json{{"sandboxId", id}, {"name", *next.name}});
+          return NameTaken(*next.name, id);
       }
     }
     if (!sandbox->UpdateSpec(std::move(next)))
