@@ -10,19 +10,13 @@ import pytest
 from client import Client, assert_error
 from conftest import start_kilnd, stop_kilnd
 from test_control_plane import daemons, metric, new_key, wait_for  # noqa: F401 -- fixture
-from test_snapshots import ASK, COUNTER_SERVER, counter
+from counter_server import counter, start_counter
 
 BURN = "python3 -c 'import time; t = time.time()\nwhile time.time() - t < {s}: pass'"
 
 
 def unique(prefix):
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def start_counter(api, sid):
-    """A server holding a count in memory; answers 1 on the next ask."""
-    api.spawn(sid, argv=["python3", "-c", COUNTER_SERVER])
-    wait_for(lambda: api.exec(sid, argv=ASK)["exitCode"] == 0, 20, "the counter server")
 
 
 def pause(api, sid):

@@ -16,8 +16,8 @@ import pytest
 
 from client import Client, assert_error
 from conftest import REPO, start_kilnd, stop_kilnd
-from transfer_util import (POLICY, TAR, Host, counter, entries, export, leftovers, retar, start_counter,
-                           two_hosts)
+from counter_server import counter, start_counter
+from transfer_util import POLICY, TAR, Host, entries, export, leftovers, retar, two_hosts
 
 sys.path.insert(0, str(REPO / "sdk" / "python"))
 import kiln  # noqa: E402

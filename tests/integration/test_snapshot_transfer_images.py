@@ -13,8 +13,9 @@ import pytest
 
 from client import assert_error
 from conftest import REPO
+from counter_server import counter, start_counter
 from test_images import build
-from transfer_util import TAR, counter, entries, export, leftovers, retar, start_counter, two_hosts
+from transfer_util import TAR, entries, export, leftovers, retar, two_hosts
 
 
 @pytest.fixture(scope="module")

@@ -7,27 +7,7 @@ import pytest
 
 from client import assert_error
 from conftest import Sandboxes
-
-COUNTER_SERVER = """
-import http.server, itertools
-count = itertools.count()
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(str(next(count)).encode())
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("127.0.0.1", 8000), H).serve_forever()
-"""
-ASK = ["python3", "-c", "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:8000').read().decode())"]
-
-
-def counter(api, sid):
-    r = api.exec(sid, argv=ASK)
-    assert r["exitCode"] == 0, r
-    return int(r["stdout"])
-
+from counter_server import counter, start_counter
 
 @pytest.fixture(scope="module")
 def prepared(api):
@@ -36,12 +16,8 @@ def prepared(api):
     sid = pool.create(vcpu=1, memoryMiB=512)["id"]
     api.sh(sid, "echo before > /workspace/before.txt")
     api.write_file(sid, "/tmp/tmp.txt", b"tmp")
-    server = api.spawn(sid, argv=["python3", "-c", COUNTER_SERVER])
-    deadline = time.monotonic() + 20
-    while api.exec(sid, argv=ASK)["exitCode"] != 0:
-        assert time.monotonic() < deadline, "the server did not come up"
-        time.sleep(0.2)
-    assert counter(api, sid) == 1  # the probe above took 0
+    server = start_counter(api, sid)
+    assert counter(api, sid) == 1  # the probe took 0
     snap = api.ok("POST", f"/v1/sandboxes/{sid}:snapshot", json={"name": "prepared", "labels": {"t": "snap"}})
     yield {"source": sid, "server": server, "snap": snap, "snap_time": time.time()}
     pool.close()

@@ -1,47 +1,17 @@
 """Helpers of the snapshot transfer tests (test_snapshot_transfer*.py): a second kilnd
-with its own state directory, a counter server whose in-memory count shows a restore kept
-the process, and tars read, rewritten and checked for leftovers."""
+with its own state directory, and tars read, rewritten and checked for leftovers."""
 import io
 import json
 import shutil
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 
 from client import Client
 from conftest import start_kilnd, stop_kilnd
 
-COUNTER_SERVER = """
-import http.server, itertools
-count = itertools.count()
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(str(next(count)).encode())
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("127.0.0.1", 8000), H).serve_forever()
-"""
-ASK = ["python3", "-c", "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:8000').read().decode())"]
 POLICY = {"internet": True, "allow": ["pkgs.test"], "deny": []}
 TAR = {"Content-Type": "application/x-tar"}
-
-
-def counter(client, sid):
-    r = client.exec(sid, argv=ASK)
-    assert r["exitCode"] == 0, r
-    return int(r["stdout"])
-
-
-def start_counter(client, sid):
-    """Starts COUNTER_SERVER in sandbox `sid` and waits for it (the probe takes count 0)."""
-    client.spawn(sid, argv=["python3", "-c", COUNTER_SERVER])
-    deadline = time.monotonic() + 30
-    while client.exec(sid, argv=ASK)["exitCode"] != 0:
-        assert time.monotonic() < deadline, "the server did not come up"
-        time.sleep(0.3)
 
 
 def export(client, snap_id, query=None):
