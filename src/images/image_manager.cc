@@ -482,10 +482,18 @@ json ImageManager::CollectGarbage(bool cache, bool contexts) {
     keep_layers.insert(pinned_layers_.begin(), pinned_layers_.end());
     building = !jobs_.empty();
   }
-  if (building) {  // their intermediate roots are in use
+  // A snapshot import's layers and root belong to no record until it lists
+  // the snapshot: while one runs, nothing of either kind is collected.
+  bool importing = imports_.load() > 0;
+  if (building || importing) {  // their intermediate roots are in use
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(storage_.dir() + "/roots", ec))
       keep_roots.insert(e.path().filename());
+  }
+  if (importing) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(storage_.dir() + "/layers", ec))
+      keep_layers.insert(e.path().filename());
   }
   PruneStats stats = storage_.Prune(keep_layers, keep_roots, contexts);
   return json{{"layersRemoved", stats.layers_removed},

@@ -179,6 +179,7 @@ class ImageManager {
   std::map<std::string, std::shared_ptr<Job>> jobs_;  // queued or running, by image id
   std::map<std::string, std::shared_ptr<BuildLog>> logs_;
   std::set<std::string> pinned_layers_;  // used by running builds
+  std::atomic<int> imports_{0};          // snapshot imports with a layer sink alive
   bool warming_base_ = false;
   std::atomic<bool> closing_{false};
   std::jthread warmer_;

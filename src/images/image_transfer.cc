@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -26,11 +27,16 @@ namespace {
 // snapshot matched; the destructor removes what was not stored.
 class ImportedLayers : public store::LayerSink {
  public:
-  ImportedLayers(ImageStorage& storage, uint64_t limit_bytes)
-      : storage_(storage), limit_bytes_(limit_bytes) {}
+  // `imports` counts live sinks: the image store's collection keeps every
+  // layer and root while one lives (what it stores is in no record yet).
+  ImportedLayers(ImageStorage& storage, uint64_t limit_bytes, std::atomic<int>& imports)
+      : storage_(storage), limit_bytes_(limit_bytes), imports_(imports) {
+    ++imports_;
+  }
   ~ImportedLayers() override {
     fd_.reset();
     for (const auto& [sha, path] : received_) ::unlink(path.c_str());
+    --imports_;
   }
 
   bool Has(const std::string& sha256) override { return storage_.LayerByTar(sha256).has_value(); }
@@ -108,6 +114,7 @@ class ImportedLayers : public store::LayerSink {
 
   ImageStorage& storage_;
   uint64_t limit_bytes_;
+  std::atomic<int>& imports_;
   uint64_t pending_ = 0;
   std::map<std::string, std::string> received_;  // sha256 -> its tar in tmp/
   std::string current_;
@@ -161,7 +168,7 @@ Result<std::vector<store::TransferLayer>> ImageManager::TransferLayers(
 }
 
 std::unique_ptr<store::LayerSink> ImageManager::NewLayerSink() {
-  return std::make_unique<ImportedLayers>(storage_, options_.storage_limit_mib << 20);
+  return std::make_unique<ImportedLayers>(storage_, options_.storage_limit_mib << 20, imports_);
 }
 
 json ImageManager::TransferableLayers() {

@@ -5,7 +5,6 @@ wrong is refused with its reason and leaves nothing in the state directory."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ import pytest
 from client import Client, assert_error
 from conftest import REPO, start_kilnd, stop_kilnd
 from counter_server import counter, start_counter
-from transfer_util import POLICY, TAR, Host, entries, export, leftovers, retar, two_hosts
+from transfer_util import POLICY, TAR, Host, begin_import, entries, export, leftovers, retar, two_hosts
 
 sys.path.insert(0, str(REPO / "sdk" / "python"))
 import kiln  # noqa: E402
@@ -213,12 +212,7 @@ def test_a_kill_mid_import_leaves_nothing_after_restart(hosts, moved):
     m = json.loads(items[0][1])
     m["record"]["id"] = str(uuid.uuid4())
     body = retar(items, m)
-    u = daemon_b.url.split("//")[1]
-    host, port = u.split(":")
-    s = socket.create_connection((host, int(port)), timeout=30)
-    s.sendall((f"POST /v1/snapshots:import HTTP/1.1\r\nHost: {u}\r\nAuthorization: Bearer {b.secret}\r\n"
-               f"Content-Type: application/x-tar\r\nContent-Length: {len(body)}\r\n\r\n").encode())
-    s.sendall(body[: len(body) - 100000])
+    s = begin_import(daemon_b, b.secret, body, len(body) - 100000)
     partial = Path(daemon_b.state_dir) / "snapshots" / (m["record"]["id"] + ".import-partial")
     deadline = time.monotonic() + 60
     while not partial.exists():

@@ -6,6 +6,7 @@ their digest, is refused and leaves nothing in the state directory or the image 
 import hashlib
 import json
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from client import assert_error
 from conftest import REPO
 from counter_server import counter, start_counter
 from test_images import build
-from transfer_util import TAR, entries, export, leftovers, retar, two_hosts
+from transfer_util import TAR, begin_import, entries, export, leftovers, retar, two_hosts
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +193,36 @@ def test_python_sdk_exports_only_what_the_receiver_lacks(hosts, image_snap, tmp_
     finally:
         for r in (ra, rb, rb_admin):
             r.close()
+
+
+def test_a_prune_during_an_import_collects_nothing(hosts, image_snap):
+    """Last: what an import stores is in no record until it lists its snapshot, so while one
+    is under way a prune keeps every layer and root; once it ended, unused ones go."""
+    _, b, daemon_b = hosts
+    items, m = manifest_of(image_snap["tar"])
+    sha = m["layers"][1]["sha256"]
+    b.client.ok("POST", f"/v1/snapshots/{image_snap['snap']['id']}:delete", json={})
+    assert sha in store_listing(daemon_b)["layers"]  # now used by nothing
+    m["record"]["id"] = str(uuid.uuid4())
+    body = retar(items, m)
+    s = begin_import(daemon_b, b.secret, body, len(body) // 2)
+    try:
+        partial = Path(daemon_b.state_dir) / "snapshots" / (m["record"]["id"] + ".import-partial")
+        deadline = time.monotonic() + 60
+        while not partial.exists() and not list((Path(daemon_b.state_dir) / "image-store/tmp").iterdir()):
+            assert time.monotonic() < deadline, "the import never began"
+            time.sleep(0.1)
+        kept = b.admin.ok("POST", "/v1/images:prune", json={})
+        assert kept["layersRemoved"] == 0 and kept["rootsRemoved"] == 0, kept
+        assert sha in store_listing(daemon_b)["layers"]
+    finally:
+        s.close()
+    deadline = time.monotonic() + 30
+    while True:  # the import ends (its body cut short) and its layer store goes with it
+        pruned = b.admin.ok("POST", "/v1/images:prune", json={})
+        if pruned["layersRemoved"] >= 1:
+            break
+        assert time.monotonic() < deadline, pruned
+        time.sleep(0.3)
+    assert sha not in store_listing(daemon_b)["layers"]
+    assert store_listing(daemon_b)["tmp"] == [] and leftovers(daemon_b, m["record"]["id"]) == []

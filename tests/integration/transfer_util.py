@@ -3,6 +3,7 @@ with its own state directory, and tars read, rewritten and checked for leftovers
 import io
 import json
 import shutil
+import socket
 import tarfile
 import tempfile
 from pathlib import Path
@@ -67,3 +68,15 @@ def two_hosts(kilnd, prefix):
     finally:
         stop_kilnd(b)
         shutil.rmtree(state_b, ignore_errors=True)
+
+
+def begin_import(daemon, secret, body, send):
+    """Starts POST /v1/snapshots:import of `body` on a raw socket, sending only its first
+    `send` bytes: the import stays under way until the socket is closed. Returns the socket."""
+    u = daemon.url.split("//")[1]
+    host, port = u.split(":")
+    s = socket.create_connection((host, int(port)), timeout=30)
+    s.sendall((f"POST /v1/snapshots:import HTTP/1.1\r\nHost: {u}\r\nAuthorization: Bearer {secret}\r\n"
+               f"Content-Type: application/x-tar\r\nContent-Length: {len(body)}\r\n\r\n").encode())
+    s.sendall(body[:send])
+    return s
