@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/errors.h"
+#include "common/unique_fd.h"
 
 namespace kiln::cli {
 namespace {
@@ -52,17 +53,7 @@ std::string IssuesText(const json& body) {
 
 }  // namespace
 
-bool WriteAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
+bool WriteAll(int fd, std::string_view bytes) { return kiln::WriteAll(fd, bytes); }
 
 void PrintOut(std::string_view text) { WriteAll(STDOUT_FILENO, text); }
 

@@ -2,8 +2,10 @@
 // without linking the daemon's common library.
 #pragma once
 
+#include <errno.h>
 #include <unistd.h>
 
+#include <string_view>
 #include <utility>
 
 namespace kiln {
@@ -33,5 +35,17 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
+
+// Writes all of `data` to `fd`, across short writes and EINTR; false on an
+// error (errno says which).
+inline bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
 
 }  // namespace kiln

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/digest.h"
+#include "common/log.h"
 #include "images/flatten.h"
+#include "images/layer_export.h"
 
 namespace kiln::images {
 
@@ -88,14 +90,20 @@ Result<LayerInfo> ImageStorage::AddLayerTar(const std::string& tar_path, UnpackO
   return info;
 }
 
-Status ImageStorage::SetLayerExport(const std::string& id, const std::string& sha256,
-                                    uint64_t size) {
-  std::lock_guard lock(mu_);
+Result<LayerInfo> ImageStorage::WithExportDigest(const std::string& id) {
   std::optional<LayerInfo> info = Layer(id);
   if (!info) return Status(Code::kInvalidImage, "layer " + id + " is missing");
-  info->export_sha256 = sha256;
-  info->export_size = size;
-  return WriteMeta(LayerDir(id) + ".json", *info);
+  if (!info->export_sha256.empty()) return *info;
+  // Once per layer (it reads every byte), outside the lock: a layer never
+  // changes, so two exports computing it at once write the same values.
+  Result<LayerTarDigest> digest = DigestLayerTar(LayerDir(id));
+  if (!digest.ok()) return digest.status();
+  info->export_sha256 = digest->sha256;
+  info->export_size = digest->size;
+  std::lock_guard lock(mu_);
+  if (Status s = WriteMeta(LayerDir(id) + ".json", *info); !s.ok())
+    LogWarn("cannot record a layer's export digest", {{"layer", id}, {"error", s.message()}});
+  return *info;
 }
 
 std::vector<LayerInfo> ImageStorage::LayersByTar() const {

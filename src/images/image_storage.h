@@ -58,8 +58,9 @@ class ImageStorage {
   // Unpacks a layer tar into the store under its diff id (verifying the
   // digests `options` names); an existing layer is kept and the tar ignored.
   Result<LayerInfo> AddLayerTar(const std::string& tar_path, UnpackOptions options);
-  // Records the export digest of a stored layer (see LayerInfo).
-  Status SetLayerExport(const std::string& id, const std::string& sha256, uint64_t size);
+  // The layer with its export digest (see LayerInfo), computed and kept in
+  // its metadata on first use. kInvalidImage if missing, kIoError if unreadable.
+  Result<LayerInfo> WithExportDigest(const std::string& id);
   // The layer whose tar (as unpacked, or as exported) has this sha256: a
   // match proves the content, since this host computed both digests.
   std::optional<LayerInfo> LayerByTar(const std::string& sha256) const;

@@ -58,13 +58,7 @@ class ImportedLayers : public store::LayerSink {
   }
 
   Status Data(std::string_view data) override {
-    while (!data.empty()) {
-      ssize_t n = ::write(fd_.get(), data.data(), data.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return WriteError(current_);
-      data.remove_prefix(static_cast<size_t>(n));
-    }
-    return Status::Ok();
+    return WriteAll(fd_.get(), data) ? Status::Ok() : WriteError(current_);
   }
 
   Status End() override {
@@ -143,18 +137,11 @@ Result<std::vector<store::TransferLayer>> ImageManager::TransferLayers(
       out.push_back(std::move(layer));
       continue;
     }
-    std::optional<LayerInfo> info = storage_.Layer(id);
-    if (!info)
+    if (!storage_.Layer(id))
       return Status(Code::kNotSupported,
                     "snapshot " + snapshot.id + " needs image layer " + id + ", which is gone");
-    if (info->export_sha256.empty()) {  // once per layer: it reads every byte
-      Result<LayerTarDigest> digest = DigestLayerTar(dir);
-      if (!digest.ok()) return digest.status();
-      info->export_sha256 = digest->sha256;
-      info->export_size = digest->size;
-      if (Status s = storage_.SetLayerExport(id, digest->sha256, digest->size); !s.ok())
-        LogWarn("cannot record a layer's export digest", {{"layer", id}, {"error", s.message()}});
-    }
+    Result<LayerInfo> info = storage_.WithExportDigest(id);
+    if (!info.ok()) return info.status();
     layer.sha256 = info->export_sha256;
     layer.size = info->export_size;
     layer.write = [dir](const std::function<bool(std::string_view)>& write) {

@@ -141,16 +141,6 @@ bool SameFiles(const json& a, const json& b) {
   return true;
 }
 
-bool WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 Status WriteError(const std::string& what) {
   int err = errno;
   if (err == ENOSPC || err == EDQUOT)
