@@ -135,9 +135,13 @@ def image_transfer(a, b, reps):
               "mbPerS": round(size / 1e6 / statistics.median(xs), 1)})
 
 
-def start_cluster(kilnds):
+def start_cluster(kilnds, workdir):
+    # Ray's files (and its address file, which it puts under $RAY_TMPDIR/ray
+    # whatever the head's temp_dir) stay in the bench's own folder.
+    os.environ["RAY_TMPDIR"] = workdir
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "include_dashboard": False, "object_store_memory": OBJECT_STORE,
+        "temp_dir": os.path.join(workdir, "ray"),
         "resources": kray.node_resources(kilnds[0].url, kilnds[0].key, memory_mib=SLOTS_MIB)})
     nodes = [cluster.head_node]
     for k in kilnds[1:]:
@@ -179,8 +183,8 @@ def rewards_episode(program, cases, timeout_ms, rt, _item):
                  runtime=rt, stop_on_failure=True).score
 
 
-def code_rewards(kilnds, programs, cases, timeout_ms, nodes):
-    cluster, tags = start_cluster(kilnds[:nodes])
+def code_rewards(kilnds, programs, cases, timeout_ms, nodes, workdir):
+    cluster, tags = start_cluster(kilnds[:nodes], workdir)
     try:
         t = time.monotonic()
         items = list(range(len(programs)))
@@ -229,7 +233,7 @@ def main():
               "wallS": round(wall, 2), "programs": len(programs), "concurrency": 8,
               "wrongVerdicts": sum((r.score == 1.0) != (c == "correct") for (c, _), r in zip(programs, direct))})
         for nodes in (1, 2):
-            code_rewards(kilnds, programs, cases, args.timeout_ms, nodes)
+            code_rewards(kilnds, programs, cases, args.timeout_ms, nodes, workdir)
     except BaseException as e:  # noqa: BLE001 -- report, then clean up
         log(f"FAILED: {type(e).__name__}: {e}")
         rc = 1

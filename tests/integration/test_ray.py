@@ -40,7 +40,11 @@ def run(request):
     nodes = [{"url": d.url, "key": d.admin_key, "pid": d.proc.pid, "state_dir": str(d.state_dir)}
              for d in daemons]
     temp_dir = str(root / "ray")
-    env = dict(os.environ, PYTHONPATH=str(REPO / "sdk" / "python"), RAY_USAGE_STATS_ENABLED="0")
+    # RAY_TMPDIR: Ray writes its cluster address file under <RAY_TMPDIR>/ray
+    # whatever temp_dir the head node has (/tmp/ray by default, which exists
+    # only where Ray ran before); here that is the head node's own temp_dir.
+    env = dict(os.environ, PYTHONPATH=str(REPO / "sdk" / "python"), RAY_USAGE_STATS_ENABLED="0",
+               RAY_TMPDIR=str(root))
     log = root / "driver.log"
     with open(log, "wb") as out:
         proc = subprocess.run([str(RAY_PYTHON), str(Path(__file__).parent / "ray_driver.py"),
