@@ -28,7 +28,7 @@ constexpr char kUnavailable[] =
     "HTTP/1.1 503 Service Unavailable\r\nX-Kiln-Egress: unavailable\r\nContent-Length: 0\r\n"
     "Connection: close\r\n\r\n";
 constexpr int64_t kAttachTimeoutMs = 10000;
-constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kEgressReadChunk = 64 * 1024;
 // Credit the daemon for bytes written to the client in batches, not per write.
 constexpr size_t kCreditBatch = 64 * 1024;
 
@@ -94,7 +94,7 @@ class EgressConnStream : public Stream {
 
   void Read() {
     if (read_ended_ || unacked_ >= proto::kStreamWindow) return;
-    char buf[kReadChunk];
+    char buf[kEgressReadChunk];
     ssize_t n = ::recv(fd_.get(), buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (n <= 0) {

@@ -29,6 +29,8 @@ using PageTarget = std::function<std::string(const std::optional<std::string>& c
 nlohmann::json ListAll(Context& ctx, const PageTarget& target, std::string_view noun);
 
 // Bulk transfers (files, snapshot tars): an hour, and Ctrl-C ends them.
+// Reads and small changes: half a minute.
+inline const RequestOptions kQueryOptions{.timeout = std::chrono::seconds(30)};
 inline const RequestOptions kTransferOptions{.timeout = std::chrono::seconds(3600),
                                              .interruptible = true};
 

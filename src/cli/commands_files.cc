@@ -28,7 +28,6 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-const RequestOptions kQueryOptions{.timeout = 30s};
 constexpr std::uint64_t kMaxFile = 256ull << 20;   // PUT files/content
 constexpr std::uint64_t kMaxArchive = 1ull << 30;  // PUT files/archive
 

@@ -26,7 +26,6 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-const RequestOptions kQueryOptions{.timeout = 30s};
 // A followed log read waits up to 20 s on the daemon's side.
 const RequestOptions kFollowOptions{.timeout = 60s};
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "cli/calls.h"
 #include "cli/commands.h"
 #include "cli/errors.h"
 #include "cli/json_util.h"
@@ -18,7 +19,6 @@ using namespace std::chrono_literals;
 
 // A resent create would mint a second key whose secret nobody sees.
 const RequestOptions kCreateOptions{.timeout = 30s, .idempotent = false};
-const RequestOptions kQueryOptions{.timeout = 30s};
 
 }  // namespace
 

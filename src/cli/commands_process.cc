@@ -20,7 +20,6 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-const RequestOptions kQueryOptions{.timeout = 30s};
 
 std::string ProcessTarget(const std::string& id, const std::string& pid,
                           std::string_view suffix = "") {

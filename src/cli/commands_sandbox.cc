@@ -20,7 +20,6 @@ using namespace std::chrono_literals;
 
 // Stop tears a VM down and answers once done.
 const RequestOptions kLifecycleOptions{.timeout = 120s};
-const RequestOptions kQueryOptions{.timeout = 30s};
 constexpr auto kBootTime = 180s;
 constexpr auto kStartPoll = 250ms;
 constexpr auto kStartWait = 180s;

@@ -22,7 +22,6 @@ using namespace std::chrono_literals;
 
 // Capturing copies the sandbox's memory and files to disk.
 constexpr auto kCaptureTime = 300s;
-const RequestOptions kQueryOptions{.timeout = 30s};
 
 // The sandboxes a partly failed fork did start ({"error": {"details": {"started": [...]}}}).
 std::vector<std::string> StartedIds(const json& error_body) {

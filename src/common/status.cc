@@ -1,6 +1,8 @@
 #include "common/status.h"
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 
 namespace kiln {
 
@@ -82,6 +84,11 @@ std::optional<Code> CodeFromName(std::string_view name) {
 std::string Status::ToString() const {
   if (ok()) return "ok";
   return std::string(CodeName(code_)) + ": " + message_;
+}
+
+Status FsError(std::string_view what, const std::string& path, int err) {
+  return Status(err == ENOSPC || err == EDQUOT ? Code::kNoSpace : Code::kIoError,
+                std::string(what) + " " + path + ": " + std::strerror(err), {{"path", path}});
 }
 
 }  // namespace kiln

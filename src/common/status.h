@@ -138,4 +138,9 @@ class [[nodiscard]] Result {
   std::variant<T, Status> v_;
 };
 
+// A file system call that failed with errno `err` on `path`: kNoSpace for a
+// full disk (ENOSPC, EDQUOT), else kIoError; "<what> <path>: <strerror>",
+// details {"path": path}.
+Status FsError(std::string_view what, const std::string& path, int err);
+
 }  // namespace kiln

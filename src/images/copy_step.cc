@@ -22,11 +22,6 @@ namespace {
 constexpr int kMaxDepth = 256;  // one fd a level while walking
 constexpr int kMaxLinks = 40;   // as the kernel's MAXSYMLINKS
 
-Status IoError(const std::string& what, const std::string& path, int err) {
-  return Status(err == ENOSPC ? Code::kNoSpace : Code::kIoError,
-                what + " " + path + ": " + std::strerror(err), {{"path", path}});
-}
-
 std::string Join(const std::string& a, const std::string& b) {
   if (a.empty()) return b;
   if (b.empty()) return a;
@@ -45,14 +40,14 @@ bool HasMeta(std::string_view s) { return s.find_first_of("*?[") != std::string_
 // Names in a directory, sorted, without "." and "..".
 Result<std::vector<std::string>> ListDir(int dir_fd, const std::string& path) {
   int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("list", path, errno);
+  if (fd < 0) return FsError("list", path, errno);
   struct CloseDir {
     void operator()(DIR* d) const { ::closedir(d); }
   };
   std::unique_ptr<DIR, CloseDir> d(::fdopendir(fd));
   if (!d) {
     ::close(fd);
-    return IoError("list", path, errno);
+    return FsError("list", path, errno);
   }
   std::vector<std::string> names;
   while (dirent* de = ::readdir(d.get())) {
@@ -150,7 +145,7 @@ class Walker {
       Result<UniqueFd> root = OpenInRoot(spec_.source_root, "/", O_RDONLY | O_DIRECTORY);
       if (!root.ok()) return root.status();
       struct stat st;
-      if (::fstat(root->get(), &st) != 0) return IoError("stat", spec_.source_root, errno);
+      if (::fstat(root->get(), &st) != 0) return FsError("stat", spec_.source_root, errno);
       return Dir(root->get(), match, "", st, 0);
     }
     Result<UniqueFd> parent = OpenInRoot(spec_.source_root, dir, O_RDONLY | O_DIRECTORY);
@@ -163,22 +158,22 @@ class Walker {
               const std::string& rel, int depth) {
     struct stat st;
     if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return IoError("stat", ctx_rel, errno);
+      return FsError("stat", ctx_rel, errno);
     }
     if (S_ISLNK(st.st_mode)) {
       std::vector<char> buf(4097);
       ssize_t n = ::readlinkat(parent, name.c_str(), buf.data(), buf.size());
-      if (n < 0) return IoError("readlink", ctx_rel, errno);
+      if (n < 0) return FsError("readlink", ctx_rel, errno);
       return v_.link(rel, st, std::string(buf.data(), static_cast<size_t>(n)));
     }
     if (S_ISREG(st.st_mode)) {
       UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-      if (!fd) return IoError("open", ctx_rel, errno);
+      if (!fd) return FsError("open", ctx_rel, errno);
       return v_.file(rel, st, fd.get());
     }
     if (!S_ISDIR(st.st_mode)) return Status::Ok();
     UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) return IoError("open", ctx_rel, errno);
+    if (!fd) return FsError("open", ctx_rel, errno);
     return Dir(fd.get(), ctx_rel, rel, st, depth);
   }
 
@@ -216,7 +211,7 @@ Result<std::string> FdSha256(int fd, const std::string& path) {
   while ((n = ::read(fd, buf.data(), buf.size())) != 0) {
     if (n < 0) {
       if (errno == EINTR) continue;
-      return IoError("read", path, errno);
+      return FsError("read", path, errno);
     }
     hash.Update(buf.data(), static_cast<size_t>(n));
   }
@@ -231,16 +226,16 @@ struct Owner {
 
 Status RemoveAt(int dir_fd, const std::string& name, const std::string& path, int depth = 0) {
   if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) return Status::Ok();
-  if (errno != EISDIR && errno != EPERM) return IoError("remove", path, errno);
-  if (depth > kMaxDepth) return IoError("remove", path, ELOOP);
+  if (errno != EISDIR && errno != EPERM) return FsError("remove", path, errno);
+  if (depth > kMaxDepth) return FsError("remove", path, ELOOP);
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return IoError("remove", path, errno);
+  if (!fd) return FsError("remove", path, errno);
   Result<std::vector<std::string>> names = ListDir(fd.get(), path);
   if (!names.ok()) return names.status();
   for (const std::string& child : *names) {
     if (Status s = RemoveAt(fd.get(), child, path + "/" + child, depth + 1); !s.ok()) return s;
   }
-  if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) return IoError("remove", path, errno);
+  if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) return FsError("remove", path, errno);
   return Status::Ok();
 }
 
@@ -272,7 +267,7 @@ class LayerWriter {
         struct stat pst;
         bool in_parent = LstatInRoot(parent_root_, so_far, &pst) && S_ISDIR(pst.st_mode);
         if (::mkdirat(cur.get(), part.c_str(), 0700) != 0 && errno != EEXIST) {
-          return IoError("mkdir", so_far, errno);
+          return FsError("mkdir", so_far, errno);
         }
         fd = ::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
@@ -293,7 +288,7 @@ class LayerWriter {
                         "COPY destination " + so_far + " is not a directory in this step",
                         {{"path", so_far}});
         }
-        return IoError("open", so_far, errno);
+        return FsError("open", so_far, errno);
       }
       cur.reset(fd);
     }
@@ -327,10 +322,10 @@ class LayerWriter {
       }
       if (Status s = MakeRoom(parent, leaf, path, true); !s.ok()) return s;
       if (::mkdirat(parent, leaf.c_str(), 0700) != 0 && errno != EEXIST) {
-        return IoError("mkdir", path, errno);
+        return FsError("mkdir", path, errno);
       }
       UniqueFd fd(::openat(parent, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!fd) return IoError("open", path, errno);
+      if (!fd) return FsError("open", path, errno);
       internal::ChownIfRoot(fd.get(), nullptr, owner_.uid, owner_.gid);
       // The mode waits for leave(): a 0640 directory must still take its children.
       mode_t mode = spec_.chmod ? *spec_.chmod & 07777 : st.st_mode & 07777;
@@ -354,7 +349,7 @@ class LayerWriter {
       if (Status s = MakeRoom(parent, leaf, path, false); !s.ok()) return s;
       UniqueFd out(::openat(parent, leaf.c_str(),
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (!out) return IoError("create", path, errno);
+      if (!out) return FsError("create", path, errno);
       if (Status s = CopyData(in, out.get(), path); !s.ok()) return s;
       internal::ChownIfRoot(out.get(), nullptr, owner_.uid, owner_.gid);
       ::fchmod(out.get(), spec_.chmod ? *spec_.chmod & 07777 : st.st_mode & 07777);
@@ -369,7 +364,7 @@ class LayerWriter {
       target(rel, &parent, &leaf, &path);
       if (Status s = MakeRoom(parent, leaf, path, false); !s.ok()) return s;
       if (::symlinkat(to.c_str(), parent, leaf.c_str()) != 0)
-        return IoError("symlink", path, errno);
+        return FsError("symlink", path, errno);
       internal::ChownIfRoot(parent, leaf.c_str(), owner_.uid, owner_.gid);
       timespec times[2] = {{0, UTIME_OMIT}, st.st_mtim};
       ::utimensat(parent, leaf.c_str(), times, AT_SYMLINK_NOFOLLOW);
@@ -417,7 +412,7 @@ class LayerWriter {
       }
       if (errno == EINTR) continue;
       if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
-        return IoError("copy to", path, errno);
+        return FsError("copy to", path, errno);
       }
       break;  // copy by hand from where copy_file_range stopped
     }
@@ -427,13 +422,13 @@ class LayerWriter {
       if (n == 0) return Status::Ok();
       if (n < 0) {
         if (errno == EINTR) continue;
-        return IoError("read for", path, errno);
+        return FsError("read for", path, errno);
       }
       for (ssize_t off = 0; off < n;) {
         ssize_t w = ::write(out, buf.data() + off, static_cast<size_t>(n - off));
         if (w < 0) {
           if (errno == EINTR) continue;
-          return IoError("write", path, errno);
+          return FsError("write", path, errno);
         }
         off += w;
       }
@@ -480,7 +475,7 @@ Result<std::string> ResolveDest(const std::string& parent_root, const std::strin
           }
           std::vector<char> buf(4097);
           ssize_t n = ::readlinkat(fd->get(), part.c_str(), buf.data(), buf.size());
-          if (n < 0) return IoError("readlink", dir + "/" + part, errno);
+          if (n < 0) return FsError("readlink", dir + "/" + part, errno);
           std::string target(buf.data(), static_cast<size_t>(n));
           if (!target.empty() && target.front() == '/') done.clear();
           std::vector<std::string> more;
@@ -553,10 +548,10 @@ Result<CopyStats> ApplyCopy(const CopySpec& spec, const std::string& parent_root
                   {{"path", spec.dest}});
   }
   if (::mkdir(layer_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return IoError("create layer dir", layer_dir, errno);
+    return FsError("create layer dir", layer_dir, errno);
   }
   UniqueFd layer(::open(layer_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!layer) return IoError("open layer dir", layer_dir, errno);
+  if (!layer) return FsError("open layer dir", layer_dir, errno);
 
   // Docker's rules for "dest is a directory".
   Result<std::string> followed = ResolveDest(parent_root, spec.dest, true);

@@ -18,12 +18,6 @@
 namespace kiln::images {
 namespace {
 
-constexpr const char* kOpaqueMarker = ".wh..wh..opq";
-
-Status IoError(const std::string& what, const std::string& path, int err) {
-  return ErrnoStatus(err == ENOSPC || err == EDQUOT ? Code::kNoSpace : Code::kIoError,
-                     what + " " + path, err, path);
-}
 
 std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
@@ -47,7 +41,7 @@ Status CopyXattrs(int from, int to, const std::string& path) {
   if (len <= 0) return Status::Ok();
   std::string names(static_cast<size_t>(len), '\0');
   len = ::flistxattr(from, names.data(), names.size());
-  if (len < 0) return IoError("listxattr", path, errno);
+  if (len < 0) return FsError("listxattr", path, errno);
   names.resize(static_cast<size_t>(len));
   for (size_t at = 0; at < names.size(); at += std::strlen(names.c_str() + at) + 1) {
     const char* name = names.c_str() + at;
@@ -59,7 +53,7 @@ Status CopyXattrs(int from, int to, const std::string& path) {
     if (size < 0) continue;
     if (::fsetxattr(to, name, value.data(), static_cast<size_t>(size), 0) != 0 &&
         errno != ENOTSUP && !(errno == EPERM && ::geteuid() != 0))
-      return IoError(std::string("setxattr ") + name + " on", path, errno);
+      return FsError(std::string("setxattr ") + name + " on", path, errno);
   }
   return Status::Ok();
 }
@@ -68,11 +62,11 @@ Status CopyXattrs(int from, int to, const std::string& path) {
 // that keeps setuid bits and file capabilities (chown clears both).
 Status CopyMetadata(int from, const struct stat& st, int to, const std::string& path) {
   if (::geteuid() == 0 && ::fchown(to, st.st_uid, st.st_gid) != 0)
-    return IoError("chown", path, errno);
-  if (::fchmod(to, st.st_mode & 07777) != 0) return IoError("chmod", path, errno);
+    return FsError("chown", path, errno);
+  if (::fchmod(to, st.st_mode & 07777) != 0) return FsError("chmod", path, errno);
   if (Status s = CopyXattrs(from, to, path); !s.ok()) return s;
   struct timespec times[2] = {st.st_atim, st.st_mtim};
-  if (::futimens(to, times) != 0) return IoError("utimensat", path, errno);
+  if (::futimens(to, times) != 0) return FsError("utimensat", path, errno);
   return Status::Ok();
 }
 
@@ -106,13 +100,13 @@ Status Flattener::Merge(size_t index, int from, int to, const std::string& rel) 
   if (!names.ok()) return names.status();
   // Deletions first: they apply to lower layers only, never to this one's entries.
   for (const std::string& name : *names) {
-    if (name == kOpaqueMarker) {
+    if (name == kOpaqueWhiteout) {
       if (Status s = ClearDir(to); !s.ok()) return s;
       ++stats.whiteouts_applied;
     }
   }
   for (const std::string& name : *names) {
-    if (name.rfind(".wh.", 0) != 0 || name == kOpaqueMarker) continue;
+    if (name.rfind(".wh.", 0) != 0 || name == kOpaqueWhiteout) continue;
     std::string target = name.substr(4);
     if (target.empty() || target == "." || target == "..")
       return Status(Code::kInvalidImage, "whiteout " + Join(rel, name) + " names no entry",
@@ -133,7 +127,7 @@ Status Flattener::Place(size_t index, int from, int to, const std::string& name,
                         const std::string& path) {
   struct stat st, old;
   if (::fstatat(from, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-    return IoError("stat layer entry", path, errno);
+    return FsError("stat layer entry", path, errno);
   bool exists = ::fstatat(to, name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0;
   if (exists && !(S_ISDIR(st.st_mode) && S_ISDIR(old.st_mode))) {
     if (Status s = RemoveTreeAt(to, name); !s.ok()) return s;
@@ -141,13 +135,13 @@ Status Flattener::Place(size_t index, int from, int to, const std::string& name,
   }
   if (S_ISDIR(st.st_mode)) {
     if (!exists) {
-      if (::mkdirat(to, name.c_str(), 0700) != 0) return IoError("mkdir", path, errno);
+      if (::mkdirat(to, name.c_str(), 0700) != 0) return FsError("mkdir", path, errno);
       ++stats.dirs;
     }
     UniqueFd sub_from = OpenDirAt(from, name);
-    if (!sub_from) return IoError("open layer dir", path, errno);
+    if (!sub_from) return FsError("open layer dir", path, errno);
     UniqueFd sub_to = OpenDirAt(to, name);
-    if (!sub_to) return IoError("open", path, errno);
+    if (!sub_to) return FsError("open", path, errno);
     dir_owner_[path] = index;
     return Merge(index, sub_from.get(), sub_to.get(), path);
   }
@@ -156,28 +150,28 @@ Status Flattener::Place(size_t index, int from, int to, const std::string& name,
       ++stats.linked;
       return Status::Ok();
     }
-    if (errno != EMLINK && errno != EXDEV) return IoError("link", path, errno);
+    if (errno != EMLINK && errno != EXDEV) return FsError("link", path, errno);
     return Copy(from, to, name, st, path);
   }
   if (S_ISLNK(st.st_mode) || S_ISFIFO(st.st_mode)) {
     if (S_ISLNK(st.st_mode)) {
       std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
       ssize_t n = ::readlinkat(from, name.c_str(), target.data(), target.size());
-      if (n < 0) return IoError("readlink", path, errno);
+      if (n < 0) return FsError("readlink", path, errno);
       target.resize(static_cast<size_t>(n));
       if (::symlinkat(target.c_str(), to, name.c_str()) != 0)
-        return IoError("symlink", path, errno);
+        return FsError("symlink", path, errno);
     } else {
-      if (::mkfifoat(to, name.c_str(), 0600) != 0) return IoError("mkfifo", path, errno);
+      if (::mkfifoat(to, name.c_str(), 0600) != 0) return FsError("mkfifo", path, errno);
       if (::fchmodat(to, name.c_str(), st.st_mode & 07777, 0) != 0)
-        return IoError("chmod", path, errno);
+        return FsError("chmod", path, errno);
     }
     if (::geteuid() == 0 &&
         ::fchownat(to, name.c_str(), st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0)
-      return IoError("chown", path, errno);
+      return FsError("chown", path, errno);
     struct timespec times[2] = {st.st_atim, st.st_mtim};
     if (::utimensat(to, name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
-      return IoError("utimensat", path, errno);
+      return FsError("utimensat", path, errno);
     return Status::Ok();
   }
   return Status::Ok();  // devices and sockets: not in layers kiln unpacks
@@ -186,20 +180,20 @@ Status Flattener::Place(size_t index, int from, int to, const std::string& name,
 Status Flattener::Copy(int from, int to, const std::string& name, const struct stat& st,
                        const std::string& path) {
   UniqueFd in(::openat(from, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!in) return IoError("open layer file", path, errno);
+  if (!in) return FsError("open layer file", path, errno);
   UniqueFd out(
       ::openat(to, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!out) return IoError("create", path, errno);
+  if (!out) return FsError("create", path, errno);
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(in.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return IoError("read layer file", path, errno);
+    if (n < 0) return FsError("read layer file", path, errno);
     if (n == 0) break;
     for (ssize_t done = 0; done < n;) {
       ssize_t w = ::write(out.get(), buf + done, static_cast<size_t>(n - done));
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return IoError("write", path, errno);
+      if (w < 0) return FsError("write", path, errno);
       done += w;
     }
   }
@@ -213,9 +207,9 @@ Status Flattener::ApplyDirMetadata() {
     UniqueFd to = OpenRel(dest_, path);
     if (!to) continue;
     UniqueFd from = OpenRel(layer_roots_[index], path);
-    if (!from) return IoError("open layer dir", path, errno);
+    if (!from) return FsError("open layer dir", path, errno);
     struct stat st;
-    if (::fstat(from.get(), &st) != 0) return IoError("stat layer dir", path, errno);
+    if (::fstat(from.get(), &st) != 0) return FsError("stat layer dir", path, errno);
     if (Status s = CopyMetadata(from.get(), st, to.get(), path.empty() ? "." : path); !s.ok())
       return s;
   }

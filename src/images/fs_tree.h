@@ -14,6 +14,10 @@ namespace kiln::images {
 
 // A status for a failed system call: "<what>: <strerror(err)>" under `code`,
 // with {"path": path} as details when `path` is not empty.
+// The whiteout entry that makes a directory opaque in a layer (OCI image
+// spec): nothing of the layers below shows through it.
+inline constexpr const char* kOpaqueWhiteout = ".wh..wh..opq";
+
 Status ErrnoStatus(Code code, const std::string& what, int err, const std::string& path = "");
 
 // Opens the directory `name` under `dirfd` (O_PATH-free, readable); an invalid

@@ -32,15 +32,10 @@ struct EntryDeleter {
   void operator()(archive_entry* e) const { archive_entry_free(e); }
 };
 
-Status IoError(const std::string& what, const std::string& path, int err) {
-  return Status(Code::kIoError,
-                "layer export: cannot " + what + " " + path + ": " + std::strerror(err));
-}
-
 // Names in `dir`, sorted (readdir's order is the file system's, not fixed).
 Result<std::vector<std::string>> SortedNames(const std::string& dir) {
   std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
-  if (!d) return IoError("list", dir, errno);
+  if (!d) return FsError("list", dir, errno);
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d.get())) {
     std::string_view n = e->d_name;
@@ -56,7 +51,7 @@ Status AddXattrs(const std::string& path, archive_entry* e) {
   if (n <= 0) return Status::Ok();  // none, or a file system without them
   std::string list(static_cast<size_t>(n), '\0');
   n = ::llistxattr(path.c_str(), list.data(), list.size());
-  if (n < 0) return IoError("list the xattrs of", path, errno);
+  if (n < 0) return FsError("list the xattrs of", path, errno);
   list.resize(static_cast<size_t>(n));
   std::vector<std::string> keys;
   for (size_t at = 0; at < list.size();) {
@@ -68,10 +63,10 @@ Status AddXattrs(const std::string& path, archive_entry* e) {
   std::sort(keys.begin(), keys.end());
   for (const auto& key : keys) {
     ssize_t size = ::lgetxattr(path.c_str(), key.c_str(), nullptr, 0);
-    if (size < 0) return IoError("read xattr " + key + " of", path, errno);
+    if (size < 0) return FsError("read xattr " + key + " of", path, errno);
     std::string value(static_cast<size_t>(size), '\0');
     size = ::lgetxattr(path.c_str(), key.c_str(), value.data(), value.size());
-    if (size < 0) return IoError("read xattr " + key + " of", path, errno);
+    if (size < 0) return FsError("read xattr " + key + " of", path, errno);
     archive_entry_xattr_add_entry(e, key.c_str(), value.data(), static_cast<size_t>(size));
   }
   return Status::Ok();
@@ -117,7 +112,7 @@ class TarWriter {
   Status Add(const std::string& rel, bool is_root) {
     std::string path = rel.empty() ? root_ : root_ + "/" + rel;
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0) return IoError("stat", path, errno);
+    if (::lstat(path.c_str(), &st) != 0) return FsError("stat", path, errno);
     int type = st.st_mode & S_IFMT;
     if (type != S_IFDIR && type != S_IFREG && type != S_IFLNK && type != S_IFIFO)
       return Status::Ok();  // a layer holds no devices or sockets (layer_unpack.h)
@@ -133,7 +128,7 @@ class TarWriter {
     if (type == S_IFLNK) {
       std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
       ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
-      if (n < 0) return IoError("read the link", path, errno);
+      if (n < 0) return FsError("read the link", path, errno);
       target.resize(static_cast<size_t>(n));
       archive_entry_set_symlink(e.get(), target.c_str());
     } else if (type == S_IFREG) {
@@ -144,7 +139,7 @@ class TarWriter {
         archive_entry_set_size(e.get(), 0);
       } else {
         fd.reset(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-        if (!fd) return IoError("open", path, errno);
+        if (!fd) return FsError("open", path, errno);
         archive_entry_set_size(e.get(), st.st_size);
       }
     }
@@ -168,7 +163,7 @@ class TarWriter {
     for (uint64_t left = size; left > 0;) {
       ssize_t n = ::read(fd, buf_.get(), std::min<uint64_t>(left, kChunk));
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return IoError("read", path, errno);
+      if (n < 0) return FsError("read", path, errno);
       if (n == 0) return Status(Code::kIoError, "layer export: " + path + " shrank while read");
       if (archive_write_data(a_.get(), buf_.get(), static_cast<size_t>(n)) != n)
         return ArchiveError("write the data of", path);

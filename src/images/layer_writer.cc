@@ -12,18 +12,12 @@
 namespace kiln::images {
 namespace {
 
-constexpr const char* kOpaqueMarker = ".wh..wh..opq";
 
 // "a/b/c" -> ("a/b", "c"); "c" -> ("", "c").
 std::pair<std::string, std::string> SplitPath(const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos) return {"", path};
   return {path.substr(0, slash), path.substr(slash + 1)};
-}
-
-Status IoError(const std::string& what, const std::string& entry, int err) {
-  return ErrnoStatus(err == ENOSPC || err == EDQUOT ? Code::kNoSpace : Code::kIoError,
-                     what + " " + entry, err, entry);
 }
 
 Status Invalid(const std::string& message, const std::string& entry) {
@@ -41,7 +35,7 @@ bool HasPathPrefix(const std::string& path, const std::string& prefix) {
 Result<UniqueFd> LayerWriter::OpenParent(const std::string& dir, bool create,
                                          const std::string& entry) {
   UniqueFd cur(::fcntl(root_, F_DUPFD_CLOEXEC, 0));
-  if (!cur) return IoError("dup for", entry, errno);
+  if (!cur) return FsError("dup for", entry, errno);
   std::string walked;
   size_t start = 0;
   while (start < dir.size()) {
@@ -53,7 +47,7 @@ Result<UniqueFd> LayerWriter::OpenParent(const std::string& dir, bool create,
     UniqueFd next = OpenDirAt(cur.get(), comp);
     if (!next && errno == ENOENT && create) {
       if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST)
-        return IoError("mkdir", walked, errno);
+        return FsError("mkdir", walked, errno);
       next = OpenDirAt(cur.get(), comp);
       // Whatever the daemon's umask, an implied directory is 0755.
       if (next) ::fchmod(next.get(), 0755);
@@ -69,7 +63,7 @@ Result<UniqueFd> LayerWriter::OpenParent(const std::string& dir, bool create,
       }
       if (err == ENOENT)
         return Invalid("entry " + entry + ": " + walked + " does not exist", entry);
-      return IoError("open", walked, err);
+      return FsError("open", walked, err);
     }
     cur = std::move(next);
   }
@@ -82,7 +76,7 @@ Status LayerWriter::Replace(int parent, const std::string& name, bool keep_dir,
                             const std::string& entry) {
   struct stat st;
   if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-    return errno == ENOENT ? Status::Ok() : IoError("stat", entry, errno);
+    return errno == ENOENT ? Status::Ok() : FsError("stat", entry, errno);
   if (keep_dir && S_ISDIR(st.st_mode)) return Status::Ok();
   return RemoveTreeAt(parent, name);
 }
@@ -105,7 +99,7 @@ Status LayerWriter::WriteFile(LayerTarReader& reader, archive_entry* e, int fd,
     while (size > 0) {
       ssize_t n = ::pwrite(fd, p, size, offset);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return IoError("write", entry, errno);
+      if (n < 0) return FsError("write", entry, errno);
       p += n;
       offset += n;
       size -= static_cast<size_t>(n);
@@ -114,7 +108,7 @@ Status LayerWriter::WriteFile(LayerTarReader& reader, archive_entry* e, int fd,
   }
   // A sparse file's tail is a hole that no data block covers.
   if (archive_entry_size_is_set(e) && ::ftruncate(fd, archive_entry_size(e)) != 0)
-    return IoError("truncate", entry, errno);
+    return FsError("truncate", entry, errno);
   return Status::Ok();
 }
 
@@ -138,7 +132,7 @@ Status LayerWriter::SetXattrs(archive_entry* e, int parent, const std::string& n
     }
     // A file system without xattrs (or, without root, trusted.*) loses them.
     if (rc != 0 && errno != ENOTSUP && !(errno == EPERM && !root_user_))
-      return IoError(std::string("setxattr ") + key + " on", entry, errno);
+      return FsError(std::string("setxattr ") + key + " on", entry, errno);
   }
   return Status::Ok();
 }
@@ -152,12 +146,12 @@ Status LayerWriter::SetMetadata(archive_entry* e, int parent, const std::string&
     gid_t gid = static_cast<gid_t>(archive_entry_gid(e));
     int rc = fd >= 0 ? ::fchown(fd, uid, gid)
                      : ::fchownat(parent, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW);
-    if (rc != 0) return IoError("chown", entry, errno);
+    if (rc != 0) return FsError("chown", entry, errno);
   }
   if (!is_link) {
     mode_t mode = archive_entry_perm(e) & 07777;
     int rc = fd >= 0 ? ::fchmod(fd, mode) : ::fchmodat(parent, name.c_str(), mode, 0);
-    if (rc != 0) return IoError("chmod", entry, errno);
+    if (rc != 0) return FsError("chmod", entry, errno);
   }
   if (Status s = SetXattrs(e, parent, name, is_link ? -1 : fd, entry); !s.ok()) return s;
   struct timespec times[2];
@@ -168,7 +162,7 @@ Status LayerWriter::SetMetadata(archive_entry* e, int parent, const std::string&
   if (archive_entry_filetype(e) == AE_IFDIR) return Status::Ok();  // set by FinishDirTimes
   int rc = fd >= 0 ? ::futimens(fd, times)
                    : ::utimensat(parent, name.c_str(), times, AT_SYMLINK_NOFOLLOW);
-  if (rc != 0) return IoError("utimensat", entry, errno);
+  if (rc != 0) return FsError("utimensat", entry, errno);
   return Status::Ok();
 }
 
@@ -177,7 +171,7 @@ Status LayerWriter::MakeWhiteout(int parent, const std::string& name, const std:
   if (Status s = Replace(parent, marker, false, entry); !s.ok()) return s;
   UniqueFd fd(
       ::openat(parent, marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd) return IoError("create whiteout for", entry, errno);
+  if (!fd) return FsError("create whiteout for", entry, errno);
   ++stats_.whiteouts;
   return Status::Ok();
 }
@@ -208,7 +202,7 @@ Status LayerWriter::HardLink(archive_entry* e, int parent, const std::string& na
   if (*target == entry) return Status::Ok();
   if (Status s = Replace(parent, name, false, entry); !s.ok()) return s;
   if (::linkat(tparent->get(), tname.c_str(), parent, name.c_str(), 0) != 0)
-    return IoError("link", entry, errno);
+    return FsError("link", entry, errno);
   if (S_ISREG(st.st_mode)) ++stats_.files;
   return Status::Ok();
 }
@@ -244,7 +238,7 @@ Status LayerWriter::Entry(LayerTarReader& reader, archive_entry* e) {
       if (Status s = Replace(parent, name, false, path); !s.ok()) return s;
       UniqueFd fd(::openat(parent, name.c_str(),
                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (!fd) return IoError("create", path, errno);
+      if (!fd) return FsError("create", path, errno);
       if (Status s = WriteFile(reader, e, fd.get(), path); !s.ok()) return s;
       ++(name.rfind(".wh.", 0) == 0 ? stats_.whiteouts : stats_.files);
       return SetMetadata(e, parent, name, fd.get(), path);
@@ -252,9 +246,9 @@ Status LayerWriter::Entry(LayerTarReader& reader, archive_entry* e) {
     case AE_IFDIR: {
       if (Status s = Replace(parent, name, true, path); !s.ok()) return s;
       if (::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST)
-        return IoError("mkdir", path, errno);
+        return FsError("mkdir", path, errno);
       UniqueFd fd = OpenDirAt(parent, name);
-      if (!fd) return IoError("open", path, errno);
+      if (!fd) return FsError("open", path, errno);
       auto& times = dir_times_[path];
       times[1] = {archive_entry_mtime(e), archive_entry_mtime_nsec(e)};
       times[0] = times[1];
@@ -268,9 +262,9 @@ Status LayerWriter::Entry(LayerTarReader& reader, archive_entry* e) {
         opaque |= std::string_view(key) == "trusted.overlay.opaque" && size >= 1 &&
                   static_cast<const char*>(value)[0] == 'y';
       if (!opaque) return Status::Ok();
-      UniqueFd marker(::openat(fd.get(), kOpaqueMarker,
+      UniqueFd marker(::openat(fd.get(), kOpaqueWhiteout,
                                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-      if (!marker) return IoError("create opaque marker in", path, errno);
+      if (!marker) return FsError("create opaque marker in", path, errno);
       ++stats_.whiteouts;
       return Status::Ok();
     }
@@ -278,12 +272,12 @@ Status LayerWriter::Entry(LayerTarReader& reader, archive_entry* e) {
       if (Status s = Replace(parent, name, false, path); !s.ok()) return s;
       const char* target = archive_entry_symlink(e);
       if (::symlinkat(target ? target : "", parent, name.c_str()) != 0)
-        return IoError("symlink", path, errno);
+        return FsError("symlink", path, errno);
       return SetMetadata(e, parent, name, -1, path);
     }
     case AE_IFIFO: {
       if (Status s = Replace(parent, name, false, path); !s.ok()) return s;
-      if (::mkfifoat(parent, name.c_str(), 0600) != 0) return IoError("mkfifo", path, errno);
+      if (::mkfifoat(parent, name.c_str(), 0600) != 0) return FsError("mkfifo", path, errno);
       return SetMetadata(e, parent, name, -1, path);
     }
     case AE_IFCHR:
@@ -306,7 +300,7 @@ Status LayerWriter::FinishDirTimes() {
     // A later entry may have replaced the directory; then its time is moot.
     auto fd = OpenParent(path, false, path);
     if (!fd.ok()) continue;
-    if (::futimens(fd->get(), times) != 0) return IoError("utimensat", path, errno);
+    if (::futimens(fd->get(), times) != 0) return FsError("utimensat", path, errno);
   }
   return Status::Ok();
 }

@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-Status Invalid(const std::string& message, json details = nullptr) {
+Status InvalidConfig(const std::string& message, json details = nullptr) {
   return Status(Code::kInvalidImage, message, std::move(details));
 }
 
@@ -16,11 +16,11 @@ Status GetStringList(const json& obj, const char* key, const std::string& prefix
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return Status::Ok();
   std::string field = prefix + key;
-  if (!it->is_array()) return Invalid(field + " is not a list", {{"field", field}});
+  if (!it->is_array()) return InvalidConfig(field + " is not a list", {{"field", field}});
   for (size_t i = 0; i < it->size(); ++i) {
     const json& v = (*it)[i];
     std::string at = field + "[" + std::to_string(i) + "]";
-    if (!v.is_string()) return Invalid(at + " is not a string", {{"field", at}});
+    if (!v.is_string()) return InvalidConfig(at + " is not a string", {{"field", at}});
     out->push_back(v.get<std::string>());
   }
   return Status::Ok();
@@ -30,7 +30,7 @@ Status GetString(const json& obj, const char* key, const std::string& prefix, st
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return Status::Ok();
   std::string field = prefix + key;
-  if (!it->is_string()) return Invalid(field + " is not a string", {{"field", field}});
+  if (!it->is_string()) return InvalidConfig(field + " is not a string", {{"field", field}});
   *out = it->get<std::string>();
   return Status::Ok();
 }
@@ -38,14 +38,14 @@ Status GetString(const json& obj, const char* key, const std::string& prefix, st
 }  // namespace
 
 Result<OciConfig> ParseOciConfig(const json& config) {
-  if (!config.is_object()) return Invalid("the image config is not a JSON object");
+  if (!config.is_object()) return InvalidConfig("the image config is not a JSON object");
   bool whole = config.contains("config") || config.contains("rootfs") ||
                config.contains("architecture") || config.contains("os");
   const std::string prefix = "config.";
   json inner = whole ? config.value("config", json()) : config;
   OciConfig out;
   if (inner.is_null()) return out;
-  if (!inner.is_object()) return Invalid("config is not an object", {{"field", "config"}});
+  if (!inner.is_object()) return InvalidConfig("config is not an object", {{"field", "config"}});
   if (Status s = GetStringList(inner, "Env", prefix, &out.env); !s.ok()) return s;
   if (Status s = GetString(inner, "User", prefix, &out.user); !s.ok()) return s;
   if (Status s = GetString(inner, "WorkingDir", prefix, &out.working_dir); !s.ok()) return s;
@@ -54,21 +54,21 @@ Result<OciConfig> ParseOciConfig(const json& config) {
   for (size_t i = 0; i < out.env.size(); ++i) {
     if (out.env[i].find('=') == std::string::npos || out.env[i][0] == '=') {
       std::string at = prefix + "Env[" + std::to_string(i) + "]";
-      return Invalid(at + " is not K=V", {{"field", at}});
+      return InvalidConfig(at + " is not K=V", {{"field", at}});
     }
   }
   if (auto it = inner.find("ExposedPorts"); it != inner.end() && !it->is_null()) {
     if (!it->is_object())
-      return Invalid("config.ExposedPorts is not an object", {{"field", "config.ExposedPorts"}});
+      return InvalidConfig("config.ExposedPorts is not an object", {{"field", "config.ExposedPorts"}});
     for (const auto& [port, ignored] : it->items()) out.exposed_ports.push_back(port);
     std::sort(out.exposed_ports.begin(), out.exposed_ports.end());
   }
   if (auto it = inner.find("Labels"); it != inner.end() && !it->is_null()) {
     if (!it->is_object())
-      return Invalid("config.Labels is not an object", {{"field", "config.Labels"}});
+      return InvalidConfig("config.Labels is not an object", {{"field", "config.Labels"}});
     for (const auto& [key, value] : it->items()) {
       std::string at = "config.Labels." + key;
-      if (!value.is_string()) return Invalid(at + " is not a string", {{"field", at}});
+      if (!value.is_string()) return InvalidConfig(at + " is not a string", {{"field", at}});
       out.labels[key] = value.get<std::string>();
     }
   }
