@@ -202,11 +202,22 @@ class FileWriter : public Stream {
 };
 
 void Read(Agent& agent, uint32_t stream, const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer (and the
+  // agent with it); only regular files are read, so a path the policy
+  // pointed at a FIFO, a socket or a device (/dev/zero, /dev/urandom) is
+  // refused, not streamed forever.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!fd) return agent.channel().SendResponse(stream, FileError(errno, path));
   struct stat st;
   fstat(fd.get(), &st);
   if (S_ISDIR(st.st_mode)) return agent.channel().SendResponse(stream, FileError(EISDIR, path));
+  if (!S_ISREG(st.st_mode))
+    return agent.channel().SendResponse(
+        stream, proto::AgentError{.code = "invalid_request",
+                                  .message = path + " is not a regular file (a device, FIFO or "
+                                                    "socket): only regular files are read",
+                                  .path = path});
+  fcntl(fd.get(), F_SETFL, 0);
   agent.channel().SendEvent(stream, proto::FileReadStart{.size = static_cast<uint64_t>(st.st_size),
                                                          .mode = Octal(st.st_mode)});
   auto reader = std::make_unique<FileReader>(agent, stream, std::move(fd));

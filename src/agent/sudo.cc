@@ -2,6 +2,8 @@
 
 #include "agent/run_as.h"
 
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -67,6 +69,30 @@ bool WriteAll(int fd, const void* data, size_t n) {
   return true;
 }
 
+// The agent writes to descriptors a sandbox user handed it (a sudo
+// caller's stderr, its socket): a short message goes only if it fits now
+// (POLLOUT on a pipe means PIPE_BUF bytes of room), so a full pipe never
+// stops the agent.
+void WriteIfRoom(int fd, std::string_view text) {
+  pollfd p{fd, POLLOUT, 0};
+  if (text.size() <= PIPE_BUF && ::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) [[maybe_unused]]
+    ssize_t w = ::write(fd, text.data(), text.size());
+}
+
+void SendStatus(int sock, int32_t status) {
+  [[maybe_unused]] ssize_t w = ::send(sock, &status, sizeof status, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+// A request's argv/env: strings only.
+bool Strings(const json& j, std::vector<std::string>* out) {
+  if (!j.is_array()) return false;
+  for (const auto& v : j) {
+    if (!v.is_string()) return false;
+    out->push_back(v.get<std::string>());
+  }
+  return true;
+}
+
 }  // namespace
 
 struct SudoServer::Client {
@@ -74,11 +100,25 @@ struct SudoServer::Client {
   pid_t pid = -1;
 };
 
+// A connection whose request has not all come yet.
+struct SudoServer::Pending {
+  UniqueFd conn;
+  EventLoop::TimerId timer = 0;
+  UniqueFd in, out, err;
+  bool have_header = false;
+  uint32_t len = 0;
+  std::string body;
+};
+
 SudoServer::SudoServer(EventLoop& loop, CommandRegistry& registry)
     : loop_(loop), registry_(registry) {}
 
 SudoServer::~SudoServer() {
   if (listener_) loop_.Remove(listener_.get());
+  for (auto& [fd, p] : pending_) {
+    loop_.Remove(fd);
+    loop_.CancelTimer(p->timer);
+  }
 }
 
 bool SudoServer::Listen() {
@@ -99,53 +139,85 @@ bool SudoServer::Listen() {
 
 void SudoServer::OnAccept() {
   for (;;) {
-    UniqueFd conn(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    UniqueFd conn(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!conn) return;
-    Serve(std::move(conn));
+    // Requests are read as they come, on the loop: a caller that connects
+    // and says nothing (or too little) holds nothing but its own socket,
+    // for at most kRequestMs.
+    if (pending_.size() >= kMaxPending) continue;  // closed: too many at once
+    int fd = conn.get();
+    auto p = std::make_unique<Pending>();
+    p->conn = std::move(conn);
+    p->timer = loop_.AddTimer(kRequestMs, [this, fd] { DropPending(fd); });
+    pending_[fd] = std::move(p);
+    loop_.Add(fd, EPOLLIN, [this, fd](uint32_t) { OnReadable(fd); });
   }
 }
 
-void SudoServer::Serve(UniqueFd conn) {
-  // The client writes its whole request at once, right after connecting.
-  timeval tv{2, 0};
-  setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  // Request: u32 length, then that many bytes of JSON; the first message
-  // carries the caller's stdin, stdout and stderr.
-  int fds[3] = {-1, -1, -1};
-  StdioMessage m;
-  uint32_t& len = m.len;
-  msghdr& msg = m.msg;
-  ssize_t n = recvmsg(conn.get(), &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-        c->cmsg_len >= CMSG_LEN(sizeof fds))
-      std::memcpy(fds, CMSG_DATA(c), sizeof fds);
+void SudoServer::DropPending(int fd) {
+  auto it = pending_.find(fd);
+  if (it == pending_.end()) return;
+  loop_.Remove(fd);
+  loop_.CancelTimer(it->second->timer);
+  pending_.erase(it);
+}
+
+void SudoServer::OnReadable(int fd) {
+  auto it = pending_.find(fd);
+  if (it == pending_.end()) return;
+  Pending& p = *it->second;
+  if (!p.have_header) {
+    // The first message: u32 length with the caller's stdin, stdout and
+    // stderr beside it (SCM_RIGHTS), sent in one sendmsg.
+    int fds[3] = {-1, -1, -1};
+    StdioMessage m;
+    ssize_t n = recvmsg(fd, &m.msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m.msg); c; c = CMSG_NXTHDR(&m.msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+          c->cmsg_len >= CMSG_LEN(sizeof fds))
+        std::memcpy(fds, CMSG_DATA(c), sizeof fds);
+    }
+    p.in.reset(fds[0]);
+    p.out.reset(fds[1]);
+    p.err.reset(fds[2]);
+    if (n != sizeof m.len || m.len > kMaxRequest || !p.in || !p.out || !p.err) {
+      std::fprintf(stderr, "kiln-agent: malformed sudo request\n");
+      return DropPending(fd);
+    }
+    p.have_header = true;
+    p.len = m.len;
+    p.body.reserve(p.len);
   }
-  UniqueFd in(fds[0]), out(fds[1]), err(fds[2]);
-  if (n != sizeof len || len > kMaxRequest || !in || !out || !err) {
-    std::fprintf(stderr, "kiln-agent: malformed sudo request\n");
-    return;
+  char buf[16384];
+  while (p.body.size() < p.len) {
+    ssize_t n = ::read(fd, buf, std::min(sizeof buf, p.len - p.body.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;  // more to come
+    if (n <= 0) return DropPending(fd);
+    p.body.append(buf, static_cast<size_t>(n));
   }
-  std::string body(len, '\0');
-  size_t got = 0;
-  while (got < len) {
-    ssize_t m = ::read(conn.get(), body.data() + got, len - got);
-    if (m < 0 && errno == EINTR) continue;
-    if (m <= 0) return;
-    got += static_cast<size_t>(m);
-  }
-  json req = json::parse(body, nullptr, false);
+  std::unique_ptr<Pending> done = std::move(it->second);
+  pending_.erase(it);
+  loop_.Remove(fd);
+  loop_.CancelTimer(done->timer);
+  Run(std::move(*done));
+}
+
+void SudoServer::Run(Pending req) {
+  UniqueFd conn = std::move(req.conn);
+  UniqueFd in = std::move(req.in), out = std::move(req.out), err = std::move(req.err);
+  json body = json::parse(req.body, nullptr, false);
   int32_t status = 127 << 8;
+  SpawnSpec spec;
+  bool valid = body.is_object() && Strings(body.value("argv", json()), &spec.argv) &&
+               !spec.argv.empty() && Strings(body.value("env", json::array()), &spec.env) &&
+               body.value("cwd", json("/")).is_string();
   if (!sudo_allowed) {
-    static constexpr std::string_view kRefused =
-        "sudo: not allowed in this sandbox (it was created with sudo: false)\n";
-    WriteAll(err.get(), kRefused.data(), kRefused.size());
+    WriteIfRoom(err.get(), "sudo: not allowed in this sandbox (it was created with sudo: false)\n");
     status = 1 << 8;
-  } else if (req.is_object() && req["argv"].is_array() && !req["argv"].empty()) {
-    SpawnSpec spec;
-    for (const auto& a : req["argv"]) spec.argv.push_back(a.get<std::string>());
-    for (const auto& e : req["env"]) spec.env.push_back(e.get<std::string>());
-    spec.cwd = req.value("cwd", "/");
+  } else if (valid) {
+    spec.cwd = body.value("cwd", "/");
     spec.stdin_fd = in.get();
     spec.stdout_fd = out.get();
     spec.stderr_fd = err.get();
@@ -158,8 +230,7 @@ void SudoServer::Serve(UniqueFd conn) {
       registry_.Add(r.pid, [this, fd](int st) {
         auto it = clients_.find(fd);
         if (it == clients_.end()) return;
-        int32_t s = st;
-        WriteAll(fd, &s, sizeof s);
+        SendStatus(fd, st);
         registry_.Remove(it->second->pid);
         loop_.Remove(fd);
         clients_.erase(it);
@@ -170,11 +241,13 @@ void SudoServer::Serve(UniqueFd conn) {
       clients_[fd] = std::move(client);
       return;
     }
-    std::string text = "sudo: " + spec.argv[0] + ": " +
-                       (r.error == ENOENT ? "command not found" : std::strerror(r.error)) + "\n";
-    WriteAll(err.get(), text.data(), text.size());
+    WriteIfRoom(err.get(), "sudo: " + spec.argv[0].substr(0, 256) + ": " +
+                               (r.error == ENOENT ? "command not found" : std::strerror(r.error)) +
+                               "\n");
+  } else {
+    WriteIfRoom(err.get(), "sudo: malformed request\n");
   }
-  WriteAll(conn.get(), &status, sizeof status);
+  SendStatus(conn.get(), status);
 }
 
 void SetSudoAllowed(bool allowed) { sudo_allowed = allowed; }

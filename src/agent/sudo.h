@@ -35,14 +35,22 @@ class SudoServer {
 
  private:
   struct Client;
+  struct Pending;
+  // At most this many requests arriving at once, each within kRequestMs.
+  static constexpr size_t kMaxPending = 64;
+  static constexpr int64_t kRequestMs = 2000;
+
   void OnAccept();
-  void Serve(UniqueFd conn);
+  void OnReadable(int fd);
+  void DropPending(int fd);
+  void Run(Pending request);
   void OnClientHangup(int fd);
 
   EventLoop& loop_;
   CommandRegistry& registry_;
   UniqueFd listener_;
-  std::map<int, std::unique_ptr<Client>> clients_;  // by connection fd
+  std::map<int, std::unique_ptr<Pending>> pending_;  // by connection fd
+  std::map<int, std::unique_ptr<Client>> clients_;   // by connection fd
 };
 
 // `sudo [options] [--] command...` as run by a user: returns its exit code.

@@ -5,11 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kiln::api {
+#include "common/json_bounded.h"
 
-// No API body needs deep nesting, and a deep one would overflow the stack
-// of anything that walks it recursively (dump, comparisons).
-inline constexpr int kMaxJsonDepth = 64;
+namespace kiln::api {
 
 // {} for a body of whitespace only. Throws ApiError 400 (field "body") for
 // text that is not JSON or nests arrays/objects more than kMaxJsonDepth deep.

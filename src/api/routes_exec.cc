@@ -64,7 +64,7 @@ json ExitFields(const proto::ExecExit& exit) {
 }
 
 void RunJson(Exchange& ex, engine::ExecRun& run, const ExecCall& req) {
-  std::string out[3];
+  engine::OutputCapture out(req.agent.capture_limit);
   std::string pid;
   int64_t deadline = AnswerDeadline(req);
   for (ExecEvent ev;;) {
@@ -81,14 +81,14 @@ void RunJson(Exchange& ex, engine::ExecRun& run, const ExecCall& req) {
         pid = std::to_string(ev.pid);
         break;
       case ExecEvent::kOutput:
-        out[ev.stream] += ev.data;
+        out.Add(ev.stream, ev.data);
         break;
       case ExecEvent::kExit: {
         json result = ExitFields(ev.exit);
-        result["stdout"] = SanitizeUtf8(out[1]);
-        result["stderr"] = SanitizeUtf8(out[2]);
-        result["stdoutTruncated"] = ev.exit.stdout_truncated;
-        result["stderrTruncated"] = ev.exit.stderr_truncated;
+        result["stdout"] = SanitizeUtf8(out.text(1));
+        result["stderr"] = SanitizeUtf8(out.text(2));
+        result["stdoutTruncated"] = ev.exit.stdout_truncated || out.over(1);
+        result["stderrTruncated"] = ev.exit.stderr_truncated || out.over(2);
         result["processId"] = pid;
         return ex.SendJson(200, result);
       }
@@ -199,7 +199,7 @@ void AddExecRoutes(Router& r, ApiContext& ctx) {
     ExecCall req = ReadExec(ex.JsonBody(16 << 20), *s);
     std::shared_ptr<void> stream_slot;
     if (req.stream) stream_slot = OpenStream(ctx, *s);
-    engine::ExecRun run = RunningAgent(*s).Exec(req.agent, req.stdin_bytes);
+    engine::ExecRun run = RunningAgent(ctx, ex, *s).Exec(req.agent, req.stdin_bytes);
     if (req.stream) {
       RunStream(ex, run, req);
     } else {

@@ -59,6 +59,10 @@ void ReadContent(ApiContext& ctx, const control::Sandbox& s, Exchange& ex,
     }
   }
   if (!buffered && !ex.BeginStream(200, "application/octet-stream", headers)) return file.Cancel();
+  // A file is read as long as it was when opened (ContentReader cuts it
+  // there) and the agent refuses what is not a regular file, so whatever an
+  // agent (which root inside may replace) sends, kilnd buffers at most
+  // kHashedFile.
   std::string data, chunk;
   while (file.Next(&chunk, 60000)) {
     if (buffered) {
@@ -158,7 +162,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/sandboxes/{id}/files/content", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
-    ReadContent(ctx, *s, ex, RunningAgent(*s), path);
+    ReadContent(ctx, *s, ex, RunningAgent(ctx, ex, *s), path);
   });
 
   r.Add("PUT", "/v1/sandboxes/{id}/files/content", [&ctx](Exchange& ex) {
@@ -168,7 +172,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     if (auto n = ex.content_length(); n && *n > kMaxFile)
       throw ApiError(Code::kPayloadTooLarge,
                      "files are at most 256 MiB; use files/archive for trees");
-    engine::FileWriter file = RunningAgent(*s).WriteFile(path, mode);
+    engine::FileWriter file = RunningAgent(ctx, ex, *s).WriteFile(path, mode);
     uint64_t sent = PumpBody(ex, file, kMaxFile);
     if (ValueOrThrow(file.Finish()).size != sent)
       throw ApiError(Code::kInternal, "size mismatch writing " + path);
@@ -201,7 +205,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
                                : static_cast<int>(contract::kListDepth.def);
     json data = json::array();
     bool truncated = false;
-    for (const auto& e : ValueOrThrow(RunningAgent(*s).List(path, levels))) {
+    for (const auto& e : ValueOrThrow(RunningAgent(ctx, ex, *s).List(path, levels))) {
       std::string_view rel = RelativeTo(path, e.path);
       if (!filter.hidden && HasHiddenSegment(rel)) continue;
       if (filter.glob && !images::GlobMatch(*filter.glob, rel)) continue;
@@ -219,7 +223,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/sandboxes/{id}/files/stat", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
-    ex.SendJson(200, FileStatJson(ValueOrThrow(RunningAgent(*s).Stat(path))));
+    ex.SendJson(200, FileStatJson(ValueOrThrow(RunningAgent(ctx, ex, *s).Stat(path))));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:mkdir", [&ctx](Exchange& ex) {
@@ -229,7 +233,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string path = BodyPath(f, "path");
     bool parents = f.Bool("parents").value_or(true);
     f.Finish();
-    ex.SendJson(200, FileEntryJson(ValueOrThrow(RunningAgent(*s).Mkdir(path, parents))));
+    ex.SendJson(200, FileEntryJson(ValueOrThrow(RunningAgent(ctx, ex, *s).Mkdir(path, parents))));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:remove", [&ctx](Exchange& ex) {
@@ -239,7 +243,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string path = BodyPath(f, "path");
     bool recursive = f.Bool("recursive").value_or(false);
     f.Finish();
-    auto removed = ValueOrThrow(RunningAgent(*s).Remove(path, recursive));
+    auto removed = ValueOrThrow(RunningAgent(ctx, ex, *s).Remove(path, recursive));
     ex.SendJson(200, json{{"removed", removed.removed}});
   });
 
@@ -251,7 +255,8 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string to = BodyPath(f, "to");
     bool overwrite = f.Bool("overwrite").value_or(false);
     f.Finish();
-    ex.SendJson(200, FileEntryJson(ValueOrThrow(RunningAgent(*s).Rename(from, to, overwrite))));
+    ex.SendJson(200,
+                FileEntryJson(ValueOrThrow(RunningAgent(ctx, ex, *s).Rename(from, to, overwrite))));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/files/archive", [&ctx](Exchange& ex) {
@@ -259,7 +264,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string path = QueryPath(ex);
     bool gzip = ex.Query("gzip").value_or("false") == "true";
     auto stream_slot = OpenStream(ctx, *s);
-    engine::ContentReader tar = ValueOrThrow(RunningAgent(*s).ArchiveGet(path, gzip));
+    engine::ContentReader tar = ValueOrThrow(RunningAgent(ctx, ex, *s).ArchiveGet(path, gzip));
     if (!ex.BeginStream(200, gzip ? "application/gzip" : "application/x-tar")) return tar.Cancel();
     std::string chunk;
     while (tar.Next(&chunk, 120000)) {
@@ -279,7 +284,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     ex.ReadBodyChunk(&first);
     bool gzip = first.size() >= 2 && static_cast<unsigned char>(first[0]) == 0x1f &&
                 static_cast<unsigned char>(first[1]) == 0x8b;
-    engine::ArchiveWriter tar = ValueOrThrow(RunningAgent(*s).ArchivePut(path, gzip));
+    engine::ArchiveWriter tar = ValueOrThrow(RunningAgent(ctx, ex, *s).ArchivePut(path, gzip));
     uint64_t sent = PumpBody(ex, tar, kMaxArchive, std::move(first));
     engine::ArchiveUnpacked done = ValueOrThrow(tar.Finish());
     if (done.exit.exit_code != 0) {

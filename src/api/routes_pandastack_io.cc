@@ -28,7 +28,7 @@ int64_t AnswerDeadline(const proto::ExecRequest& req) {
 }
 
 void ExecJson(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& req) {
-  std::string out[3];
+  engine::OutputCapture out(req.capture_limit);
   int64_t deadline = AnswerDeadline(req);
   for (ExecEvent ev;;) {
     int64_t left = deadline - MonotonicNowMs();
@@ -38,17 +38,17 @@ void ExecJson(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& req)
       continue;
     }
     if (ev.kind == ExecEvent::kOutput) {
-      out[ev.stream] += ev.data;
+      out.Add(ev.stream, ev.data);
     } else if (ev.kind == ExecEvent::kExit) {
       if (ev.exit.timed_out) throw ApiError(TimedOut(req));
-      return ex.SendJson(200, json{{"stdout", SanitizeUtf8(out[1])},
-                                   {"stderr", SanitizeUtf8(out[2])},
+      return ex.SendJson(200, json{{"stdout", SanitizeUtf8(out.text(1))},
+                                   {"stderr", SanitizeUtf8(out.text(2))},
                                    // A signal's end has no code: -1, the signal named.
                                    {"exit_code", ev.exit.exit_code.value_or(-1)},
                                    {"signal", ev.exit.signal ? json(*ev.exit.signal) : json()},
                                    {"duration_ms", ev.exit.duration_ms},
-                                   {"stdout_truncated", ev.exit.stdout_truncated},
-                                   {"stderr_truncated", ev.exit.stderr_truncated}});
+                                   {"stdout_truncated", ev.exit.stdout_truncated || out.over(1)},
+                                   {"stderr_truncated", ev.exit.stderr_truncated || out.over(2)}});
     } else if (ev.kind == ExecEvent::kError) {
       throw ApiError(ev.error);
     } else if (ev.kind == ExecEvent::kClosed) {
@@ -124,7 +124,7 @@ Handler Exec(ApiContext& ctx, bool stream) {
     req.capture_limit = stream ? 0 : contract::ExecOutputCap(req.timeout_ms);
     std::shared_ptr<void> stream_slot;
     if (stream) stream_slot = OpenStream(ctx, *s);
-    engine::ExecRun run = RunningAgent(*s).Exec(req);
+    engine::ExecRun run = RunningAgent(ctx, ex, *s).Exec(req);
     if (stream) {
       ExecStream(ex, run, req);
     } else {
@@ -192,21 +192,21 @@ void AddIoRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs", Wrap([&ctx](Exchange& ex) {
           auto s = FindSandbox(ctx, ex);
           auto stream_slot = OpenStream(ctx, *s);
-          ReadFile(ex, RunningAgent(*s), QueryPath(ex));
+          ReadFile(ex, RunningAgent(ctx, ex, *s), QueryPath(ex));
         }));
   r.Add("PUT", "/pandastack/v1/sandboxes/{id}/fs", Wrap([&ctx](Exchange& ex) {
           auto s = FindSandbox(ctx, ex);
           std::string path = QueryPath(ex);
-          ex.SendJson(200, WriteFile(ex, RunningAgent(*s), path));
+          ex.SendJson(200, WriteFile(ex, RunningAgent(ctx, ex, *s), path));
         }));
   r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs/dir", Wrap([&ctx](Exchange& ex) {
           auto s = FindSandbox(ctx, ex);
-          ex.SendJson(200, ListDir(RunningAgent(*s), QueryPath(ex)));
+          ex.SendJson(200, ListDir(RunningAgent(ctx, ex, *s), QueryPath(ex)));
         }));
   r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs/stat", Wrap([&ctx](Exchange& ex) {
           auto s = FindSandbox(ctx, ex);
           std::string path = QueryPath(ex);
-          proto::FileStat st = ValueOrThrow(RunningAgent(*s).Stat(path));
+          proto::FileStat st = ValueOrThrow(RunningAgent(ctx, ex, *s).Stat(path));
           if (!st.exists) throw ApiError(Code::kFileNotFound, path + ": no such file or directory");
           ex.SendJson(200, FileInfoJson(st.entry));
         }));

@@ -75,12 +75,21 @@ int64_t Sandbox::Extend(int64_t seconds, int64_t now_ms, int64_t cap_ms) {
 }
 
 std::optional<SandboxState> Sandbox::MarkStopping(const std::string& reason) {
-  std::lock_guard lock(mu_);
-  SandboxState st = record_.state;
-  if (st != SandboxState::kStarting && st != SandboxState::kRunning && st != SandboxState::kPaused)
-    return std::nullopt;
-  record_.state = SandboxState::kStopping;
-  record_.stop_reason = reason;
+  std::shared_ptr<engine::AgentChannel> channel;
+  SandboxState st;
+  {
+    std::lock_guard lock(mu_);
+    st = record_.state;
+    if (st != SandboxState::kStarting && st != SandboxState::kRunning &&
+        st != SandboxState::kPaused)
+      return std::nullopt;
+    record_.state = SandboxState::kStopping;
+    record_.stop_reason = reason;
+    channel = channel_;
+  }
+  // Nothing of the stop waits on the agent (root inside may have stopped
+  // it): its channel ends now, and a write still waiting for it fails.
+  if (channel) channel->Abort();
   return st;
 }
 
@@ -165,6 +174,13 @@ void Sandbox::MarkStopped(int64_t now_ms) {
     channel = std::move(channel_);
   }
   if (channel) channel->Close();
+}
+
+size_t Sandbox::NoteCrashAdoption(int64_t now_ms, int64_t window_ms) {
+  std::lock_guard lock(mu_);
+  std::erase_if(record_.crash_adoptions_ms, [&](int64_t t) { return t < now_ms - window_ms; });
+  record_.crash_adoptions_ms.push_back(now_ms);
+  return record_.crash_adoptions_ms.size();
 }
 
 Meter Sandbox::meter() const {

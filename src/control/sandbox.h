@@ -52,8 +52,8 @@ class Sandbox {
   // ahead of now. Returns the new end.
   int64_t Extend(int64_t seconds, int64_t now_ms, int64_t cap_ms);
   // -> stopping, from starting, running or paused: returns the state it
-  // left. nullopt otherwise (already stopping or stopped, or a pause or
-  // wake is under way).
+  // left, and its agent channel is aborted (AgentChannel::Abort). nullopt
+  // otherwise (already stopping or stopped, or a pause or wake is under way).
   std::optional<SandboxState> MarkStopping(const std::string& reason);
   // running -> pausing; false if it was not running.
   bool MarkPausing();
@@ -85,6 +85,9 @@ class Sandbox {
   void SetWaker(std::function<Status()> waker) { waker_ = std::move(waker); }
   // -> stopped; closes its channel.
   void MarkStopped(int64_t now_ms);
+  // Notes a re-adoption after a crash of kilnd; returns how many there
+  // were within `window_ms` (this one included).
+  size_t NoteCrashAdoption(int64_t now_ms, int64_t window_ms);
 
   Meter meter() const;
   void SetMeter(const Meter& m);

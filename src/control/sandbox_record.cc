@@ -74,6 +74,7 @@ void to_json(json& j, const SandboxRecord& r) {
   j["pausedLeaseMs"] = r.paused_lease_ms;
   j["checkpoint"] = r.checkpoint;
   j["pausedExpiresMs"] = r.paused_expires_ms;
+  if (!r.crash_adoptions_ms.empty()) j["crashAdoptionsMs"] = r.crash_adoptions_ms;
 }
 
 void from_json(const json& j, SandboxRecord& r) {
@@ -131,6 +132,10 @@ void from_json(const json& j, SandboxRecord& r) {
   r.checkpoint = j.value("checkpoint", "");
   r.paused_expires_ms =
       JsonIntegerOr<decltype(r.paused_expires_ms)>(j, "pausedExpiresMs", int64_t{0});
+  if (auto c = j.find("crashAdoptionsMs"); c != j.end() && c->is_array() && c->size() <= 16) {
+    for (const auto& t : *c)
+      if (t.is_number_integer()) r.crash_adoptions_ms.push_back(t.get<int64_t>());
+  }
 }
 
 }  // namespace kiln::control

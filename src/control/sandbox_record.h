@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -87,6 +88,10 @@ struct SandboxRecord {
   int64_t paused_lease_ms = 0;
   std::string checkpoint;
   int64_t paused_expires_ms = 0;
+  // When it was re-adopted by a kilnd whose predecessor ended without a
+  // clean stop (a crash), within the last kCrashLoopWindowMs: an agent that
+  // crashes kilnd must not be re-adopted, and crash it, forever.
+  std::vector<int64_t> crash_adoptions_ms;
 };
 
 void to_json(nlohmann::json& j, const SandboxRecord& r);

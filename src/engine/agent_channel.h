@@ -57,9 +57,17 @@ class AgentChannel {
   virtual std::unique_ptr<AgentStream> Start(const nlohmann::json& request) = 0;
   virtual bool alive() const = 0;
   // Called once, on the channel's own thread, when the channel ends (the
-  // sandbox died or was destroyed).
+  // sandbox died or was destroyed, or its agent broke the protocol).
   virtual void OnClose(std::function<void()> cb) = 0;
   virtual void Close() = 0;
+  // Ends the channel from kiln's side, now: a write waiting for the agent
+  // fails at once and every operation gets kClosed. A stop calls it first,
+  // so that nothing of the stop waits on an agent that stopped reading.
+  virtual void Abort() {}
+  // Why the channel ended, once it has: "" when the sandbox closed it (it
+  // died or was destroyed); else kiln's reason for giving up on its agent
+  // (agent_protocol_error, agent_unresponsive), which stops the sandbox.
+  virtual std::string close_reason() const { return ""; }
 };
 
 // A whole request/response exchange: the answer, or {"error": {...}} with

@@ -6,8 +6,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <system_error>
 
 #include "common/ids.h"
+#include "common/json_bounded.h"
+#include "common/log.h"
 #include "common/time.h"
 #include "proto/frame.h"
 
@@ -21,10 +24,10 @@ AgentOp::~AgentOp() {
   conn_->Unregister(stream_);
 }
 
-void AgentOp::Push(Message m) {
+void AgentOp::Push(Message m, uint64_t cost) {
   std::lock_guard lock(mu_);
   if (m.kind == Message::kResponse || m.kind == Message::kClosed) answered_ = true;
-  queue_.push_back(std::move(m));
+  queue_.push_back({std::move(m), cost});
   cv_.notify_all();
 }
 
@@ -38,7 +41,8 @@ bool AgentOp::Next(Message* m, int timeout_ms) {
     conn_->Silent();
     return false;
   }
-  *m = std::move(queue_.front());
+  *m = std::move(queue_.front().first);
+  queued_ -= std::min(queued_, queue_.front().second);
   queue_.pop_front();
   return true;
 }
@@ -79,7 +83,12 @@ void AgentOp::AddCredit(uint32_t bytes) {
 }
 
 void AgentOp::Ack(uint32_t bytes) {
-  if (bytes > 0) conn_->WriteFrame(proto::EncodeWindow(stream_, bytes));
+  if (bytes == 0) return;
+  {
+    std::lock_guard lock(mu_);
+    unacked_ -= std::min<uint64_t>(unacked_, bytes);
+  }
+  conn_->WriteFrame(proto::EncodeWindow(stream_, bytes));
 }
 
 void AgentOp::Cancel() {
@@ -88,7 +97,7 @@ void AgentOp::Cancel() {
     if (answered_) return;
     answered_ = true;
     // Whoever waits in Next() or SendDataWindowed() learns the op is over.
-    queue_.push_back(Message{Message::kClosed});
+    queue_.push_back({Message{Message::kClosed}, 0});
     cv_.notify_all();
   }
   conn_->WriteFrame(proto::EncodeFrame(FrameType::kCancel, stream_, ""));
@@ -96,17 +105,19 @@ void AgentOp::Cancel() {
 
 Result<std::shared_ptr<AgentConnection>> AgentConnection::Connect(const std::string& in_fifo,
                                                                   const std::string& out_fifo,
-                                                                  int timeout_ms) {
+                                                                  int timeout_ms,
+                                                                  const std::string& label) {
   auto fail = [](std::string message) { return Status(Code::kStartupFailed, std::move(message)); };
   std::shared_ptr<AgentConnection> c(new AgentConnection());
+  c->label_ = label;
   // Non-blocking opens never hang: the sandbox holds both FIFOs open.
   c->in_.reset(::open(in_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
   c->out_.reset(::open(out_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!c->in_ || !c->out_) {
     return fail("cannot open the agent channel: " + std::string(strerror(errno)));
   }
-  // Blocking writes (each frame <= PIPE_BUF, so atomic); room for bursts.
-  fcntl(c->in_.get(), F_SETFL, 0);
+  // Non-blocking writes, each frame <= PIPE_BUF so whole or not at all,
+  // waited for with a deadline (WriteFrame); room for bursts.
   fcntl(c->in_.get(), F_SETPIPE_SZ, 1 << 20);
   fcntl(c->out_.get(), F_SETPIPE_SZ, 1 << 20);
   int wake[2];
@@ -146,7 +157,11 @@ Result<std::shared_ptr<AgentConnection>> AgentConnection::Connect(const std::str
     if (f->stream == 0 && f->type == FrameType::kResponse) continue;
     c->initial_ += proto::EncodeFrame(f->type, f->stream, f->payload, f->flags, f->channel);
   }
-  c->reader_ = std::thread([raw = c.get()] { raw->ReadLoop(); });
+  try {
+    c->reader_ = std::thread([raw = c.get()] { raw->ReadLoop(); });
+  } catch (const std::system_error& e) {
+    return fail(std::string("no thread for the agent channel: ") + e.what());
+  }
   return c;
 }
 
@@ -162,11 +177,16 @@ void AgentConnection::Silent() {
   if (now - last < kSilenceEvery || !last_silence_ms_.compare_exchange_strong(last, now)) return;
   // A quiet agent may just have nothing to say: ask it first (a ping costs
   // a frame; the engine's remedy costs a process).
-  std::thread([self = shared_from_this()] {
-    auto ping = self->Start(nlohmann::json{{"op", "ping"}});
-    AgentStream::Message m;
-    if (!ping->Next(&m, 1000) && self->alive_) self->on_silence_();
-  }).detach();
+  try {
+    std::thread([self = shared_from_this()] {
+      auto ping = self->Start(nlohmann::json{{"op", "ping"}});
+      AgentStream::Message m;
+      if (!ping->Next(&m, 1000) && self->alive_) self->on_silence_();
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread to spare (the host is at its limit): the next wait tries again.
+    last_silence_ms_ = 0;
+  }
 }
 
 void AgentConnection::Close() {
@@ -189,13 +209,90 @@ void AgentConnection::OnClose(std::function<void()> cb) {
 bool AgentConnection::WriteFrame(const std::string& frame) {
   if (!alive_) return false;
   std::lock_guard lock(write_mu_);
+  int64_t deadline = MonotonicNowMs() + kWriteDeadlineMs;
   size_t off = 0;
   while (off < frame.size()) {
+    if (!alive_) return false;
     ssize_t n = ::write(in_.get(), frame.data() + off, frame.size() - off);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
+    if (n < 0 && errno != EAGAIN) return false;  // EPIPE: the sandbox is gone
+    // The FIFO is full: the agent is not reading. Wait for room, for a
+    // Close()/Break() (the wake pipe), or the deadline.
+    int64_t left = deadline - MonotonicNowMs();
+    if (left <= 0) {
+      Break("agent_unresponsive",
+            "the agent took no input for " + std::to_string(kWriteDeadlineMs / 1000) + " s");
+      return false;
+    }
+    pollfd p[2] = {{in_.get(), POLLOUT, 0}, {wake_r_.get(), POLLIN, 0}};
+    if (::poll(p, 2, static_cast<int>(std::min<int64_t>(left, 1000))) > 0 && p[1].revents)
+      return false;
   }
+  return true;
+}
+
+void AgentConnection::Break(const std::string& reason, const std::string& detail) {
+  {
+    std::lock_guard lock(reason_mu_);
+    if (!close_reason_.empty()) return;
+    close_reason_ = reason;
+  }
+  LogWarn(
+      "the sandbox's agent broke its channel: stopping the sandbox",
+      {{"event", "agent.broken"}, {"sandboxId", label_}, {"reason", reason}, {"detail", detail}});
+  alive_ = false;
+  // Wakes the reader (which ends the channel: every op gets kClosed, then
+  // OnClose) and every writer waiting for room.
+  char b = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_w_.get(), &b, 1);
+}
+
+void AgentConnection::Abort() {
+  {
+    std::lock_guard lock(reason_mu_);
+    if (!close_reason_.empty()) return;
+    close_reason_ = "stopped";  // by kiln: the control plane is stopping the sandbox
+  }
+  alive_ = false;
+  char b = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_w_.get(), &b, 1);
+}
+
+std::string AgentConnection::close_reason() const {
+  std::lock_guard lock(reason_mu_);
+  return close_reason_;
+}
+
+bool AgentConnection::Deliver(uint32_t stream, AgentOp::Message m, uint64_t text_size,
+                              std::string* why) {
+  std::lock_guard lock(mu_);
+  auto it = ops_.find(stream);
+  if (it == ops_.end()) return true;  // an op that is over: dropped
+  AgentOp& op = *it->second;
+  {
+    std::lock_guard op_lock(op.mu_);
+    if (op.answered_) return true;  // nothing comes after the answer
+    if (m.kind == AgentOp::Message::kData) {
+      op.unacked_ += m.data.size();
+      if (op.unacked_ > proto::kStreamWindow + kWindowSlack) {
+        *why = "stream " + std::to_string(stream) + " sent " + std::to_string(op.unacked_) +
+               " bytes of output past its " + std::to_string(proto::kStreamWindow) + "-byte window";
+        return false;
+      }
+    } else {
+      op.queued_ += text_size;
+      if (op.queued_ > kMaxQueued) {
+        *why = "stream " + std::to_string(stream) + " has over " +
+               std::to_string(kMaxQueued >> 20) + " MiB of answers waiting";
+        return false;
+      }
+    }
+  }
+  op.Push(std::move(m), text_size);
   return true;
 }
 
@@ -227,10 +324,12 @@ void AgentConnection::Unregister(uint32_t stream) {
 
 void AgentConnection::ReadLoop() {
   proto::FrameDecoder dec(proto::kMaxAgentPayload);
-  proto::Reassembler messages;
+  proto::Reassembler messages(kMaxMessage, kMaxPartial);
   dec.Feed(initial_);
   initial_.clear();
   char buf[65536];
+  std::string why;
+  // One frame from the agent; false if it broke the protocol (`why`).
   auto dispatch = [&](proto::Frame f) {
     last_heard_ms_ = MonotonicNowMs();
     AgentOp::Message m;
@@ -240,33 +339,69 @@ void AgentConnection::ReadLoop() {
       m.end = f.flags & proto::kFlagEnd;
       m.data = std::move(f.payload);
     } else if (f.type == FrameType::kEvent || f.type == FrameType::kResponse) {
+      {
+        std::lock_guard lock(mu_);
+        if (!ops_.count(f.stream)) {  // an op that is over: nothing to keep
+          messages.Drop(f.stream);
+          return true;
+        }
+      }
       auto whole = messages.Add(f);
-      if (!whole) return;
+      if (messages.error()) {
+        why = "a message over " + std::to_string(kMaxMessage >> 20) + " MiB, or over " +
+              std::to_string(kMaxPartial >> 20) + " MiB of unfinished messages";
+        return false;
+      }
+      if (!whole) return true;
+      std::string bad;
+      std::optional<json> body = ParseJsonBounded(*whole, &bad);
+      if (!body) {
+        why = "an answer that " + bad;
+        return false;
+      }
       m.kind = f.type == FrameType::kEvent ? AgentOp::Message::kEvent : AgentOp::Message::kResponse;
-      m.body = json::parse(*whole, nullptr, false);
+      m.body = std::move(*body);
+      return Deliver(f.stream, std::move(m), whole->size(), &why);
     } else if (f.type == FrameType::kWindow) {
       std::lock_guard lock(mu_);
       auto it = ops_.find(f.stream);
       if (it != ops_.end()) it->second->AddCredit(proto::DecodeWindow(f.payload));
-      return;
+      return true;
     } else {
-      return;
+      why = "a frame of type " + std::to_string(static_cast<int>(f.type)) + " that no agent sends";
+      return false;
     }
-    std::lock_guard lock(mu_);
-    auto it = ops_.find(f.stream);
-    if (it != ops_.end()) it->second->Push(std::move(m));
+    return Deliver(f.stream, std::move(m), 0, &why);
   };
+  bool closing = false;  // Close(): the connection object is going away
   for (;;) {
-    while (auto f = dec.Next()) dispatch(std::move(*f));
-    if (dec.error()) break;
+    bool ok = true;
+    while (ok && alive_) {
+      auto f = dec.Next();
+      if (!f) break;
+      ok = dispatch(std::move(*f));
+    }
+    if (!ok) {
+      Break("agent_protocol_error", why);
+      break;
+    }
+    if (dec.error()) {
+      Break("agent_protocol_error", "a frame with a bad header");
+      break;
+    }
+    if (!alive_) break;  // Break() from a writer
     pollfd p[2] = {{out_.get(), POLLIN, 0}, {wake_r_.get(), POLLIN, 0}};
     if (poll(p, 2, -1) < 0) continue;
-    if (p[1].revents) return;  // Close(): the connection object is going away
+    if (p[1].revents) {
+      closing = close_reason().empty();
+      break;
+    }
     ssize_t n = ::read(out_.get(), buf, sizeof buf);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n <= 0) break;  // every writer is gone: the sandbox ended
     dec.Feed(std::string_view(buf, static_cast<size_t>(n)));
   }
+  if (closing) return;
   alive_ = false;
   std::function<void()> cb;
   {

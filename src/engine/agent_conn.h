@@ -5,6 +5,15 @@
 //
 // Many operations run at once: each is a stream with its own queue of
 // messages, filled by one reader thread.
+//
+// The agent is PID 1 of a sandbox whose policy may be root, and root can
+// stop, replace or impersonate it. So nothing the agent does may hold or
+// grow kilnd: every write to it has a deadline (kWriteDeadlineMs), and what
+// it sends is capped -- one message, all half-received messages, what waits
+// in one operation's queue, output past its flow-control window, nesting in
+// its JSON. An agent that breaks any of these loses its channel, with a
+// log line and close_reason() saying why, and the control plane stops its
+// sandbox; kilnd goes on.
 #pragma once
 
 #include <atomic>
@@ -45,30 +54,48 @@ class AgentOp : public AgentStream {
   friend class AgentConnection;
   AgentOp(std::shared_ptr<AgentConnection> conn, uint32_t stream)
       : conn_(std::move(conn)), stream_(stream) {}
-  void Push(Message m);
+  // `cost`: what the message counts against kMaxQueued until it is taken.
+  void Push(Message m, uint64_t cost = 0);
   void AddCredit(uint32_t bytes);
 
   std::shared_ptr<AgentConnection> conn_;
   uint32_t stream_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Message> queue_;
+  std::deque<std::pair<Message, uint64_t>> queue_;  // with each one's cost
   bool answered_ = false;
   uint64_t credit_ = 0;  // bytes SendDataWindowed may still send
+  // Output the agent sent that the consumer has not acknowledged (it may
+  // send at most the window ahead), and bytes of answers waiting in queue_.
+  uint64_t unacked_ = 0;
+  uint64_t queued_ = 0;
 };
 
 class AgentConnection : public AgentChannel, public std::enable_shared_from_this<AgentConnection> {
  public:
+  // What an agent may make kilnd hold, and how long a write may wait.
+  static constexpr int kWriteDeadlineMs = 20000;
+  static constexpr size_t kMaxMessage = 16u << 20;  // one JSON answer or event
+  static constexpr size_t kMaxPartial = 32u << 20;  // every half-received message
+  static constexpr size_t kMaxQueued = 16u << 20;   // answers waiting in one op
+  // Output past the window: what the agent read before it saw the window
+  // close (a read of each of stdout and stderr, at most a frame each).
+  static constexpr size_t kWindowSlack = 256u << 10;
+
   // Opens the FIFOs, starts a session and waits for the agent's sync marker.
+  // `label` names the sandbox in log lines.
   static Result<std::shared_ptr<AgentConnection>> Connect(const std::string& in_fifo,
                                                           const std::string& out_fifo,
-                                                          int timeout_ms);
+                                                          int timeout_ms,
+                                                          const std::string& label = "");
   ~AgentConnection() override;
 
   std::unique_ptr<AgentStream> Start(const nlohmann::json& request) override;
   bool alive() const override { return alive_; }
   void OnClose(std::function<void()> cb) override;
   void Close() override;
+  void Abort() override;
+  std::string close_reason() const override;
   // Called (at most once per kSilenceEvery) when a wait for the agent
   // times out, the agent has sent nothing for kSilenceEvery and does not
   // answer a ping within a second. The engine uses it to send SIGCONT to the
@@ -82,9 +109,18 @@ class AgentConnection : public AgentChannel, public std::enable_shared_from_this
   friend class AgentOp;
   void Silent();
   AgentConnection() = default;
+  // Writes one frame whole within kWriteDeadlineMs; false (and the channel
+  // broken as agent_unresponsive) if the agent does not take it in time.
   bool WriteFrame(const std::string& frame);
   void ReadLoop();
   void Unregister(uint32_t stream);
+  // Gives up on the agent: the channel ends with `reason`, every op gets
+  // kClosed, and the reader thread stops. Safe from any thread, once.
+  void Break(const std::string& reason, const std::string& detail);
+  // Delivers one message to its op, within the op's limits; false if the
+  // agent broke them (the caller breaks the channel).
+  // `text_size` is the answer's size as it came (what its queue counts).
+  bool Deliver(uint32_t stream, AgentOp::Message m, uint64_t text_size, std::string* why);
 
   UniqueFd in_;   // we write requests here
   UniqueFd out_;  // we read answers here
@@ -100,6 +136,9 @@ class AgentConnection : public AgentChannel, public std::enable_shared_from_this
   std::atomic<int64_t> last_silence_ms_{0};
   std::atomic<int64_t> last_heard_ms_{0};  // the last frame from the agent
   std::string initial_;                    // bytes read past the sync marker during Connect
+  std::string label_;
+  mutable std::mutex reason_mu_;
+  std::string close_reason_;  // set once by Break()
 };
 
 }  // namespace kiln::engine

@@ -45,6 +45,16 @@ Result<json> AckingStream::First(int timeout_ms) {
   return json(nullptr);
 }
 
+void OutputCapture::Add(uint8_t stream, std::string_view data) {
+  std::string& o = out_[stream & 3];
+  uint64_t room = cap_ > o.size() ? cap_ - o.size() : 0;
+  if (data.size() > room) {
+    over_[stream & 3] = true;
+    data = data.substr(0, room);
+  }
+  o.append(data);
+}
+
 bool ExecRun::Next(ExecEvent* ev, int timeout_ms) {
   *ev = ExecEvent();
   if (over_) return true;  // kClosed
@@ -90,6 +100,27 @@ bool ContentReader::Next(std::string* chunk, int timeout_ms) {
     } else if (m.kind == Message::kData) {
       // Data 2 of archive.get is tar's stderr: not content.
       if (m.channel != proto::kStdout || m.data.empty()) continue;
+      if (!tar_) {
+        // A file is as long as it was when opened (a file that grows while
+        // read, or an agent that sends on, ends there). One that said it
+        // was empty (procfs) may hold up to kUnsizedMax.
+        uint64_t limit = size_ > 0 ? size_ : kUnsizedMax;
+        uint64_t room = limit - delivered_;
+        if (size_ == 0 && m.data.size() > room) {
+          over_ = true;
+          op_.stream().Cancel();
+          status_ = Status(Code::kInvalidRequest, "the file reports size 0 but holds more than " +
+                                                      std::to_string(kUnsizedMax >> 20) + " MiB");
+          return false;
+        }
+        if (m.data.size() >= room) {
+          m.data.resize(room);
+          over_ = true;
+          op_.stream().Cancel();
+        }
+        delivered_ += m.data.size();
+        if (m.data.empty()) continue;
+      }
       *chunk = std::move(m.data);
       return true;
     } else if (m.kind == Message::kResponse) {

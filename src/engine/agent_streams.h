@@ -57,6 +57,25 @@ struct ExecEvent {
   Status error;          // kError
 };
 
+// A command's output collected for one JSON answer, held to the cap the
+// request gave the agent (proto::ExecRequest::capture_limit): the agent
+// truncates there, and kilnd keeps no more whatever an agent that root
+// inside replaced sends.
+class OutputCapture {
+ public:
+  explicit OutputCapture(uint64_t cap) : cap_(cap) {}
+  // Keeps what fits of `data` (stream 1 stdout, 2 stderr).
+  void Add(uint8_t stream, std::string_view data);
+  const std::string& text(uint8_t stream) const { return out_[stream & 3]; }
+  // Output was dropped here, past the cap.
+  bool over(uint8_t stream) const { return over_[stream & 3]; }
+
+ private:
+  uint64_t cap_;
+  std::string out_[4];
+  bool over_[4] = {false, false, false, false};
+};
+
 class ExecRun {
  public:
   // Waits up to timeout_ms for the next event; false if none came. After
@@ -75,8 +94,12 @@ class ExecRun {
 // Content from the agent: a file (file.read) or a tar stream (archive.get).
 class ContentReader {
  public:
-  // file.read: the file's size when it was opened.
+  // file.read: the file's size when it was opened; no more than this many
+  // bytes come (a file that grows while it is read is cut there), or up to
+  // kUnsizedMax of a file that reported 0 (procfs), past which the read
+  // fails.
   uint64_t size() const { return size_; }
+  static constexpr uint64_t kUnsizedMax = 1u << 20;
   // The next piece, waiting up to timeout_ms for each message of the agent:
   // true with it in *chunk; false at the
   // end, when status() says whether all came (OK) or why not (a failed
@@ -93,6 +116,7 @@ class ContentReader {
   AckingStream op_;
   bool tar_;
   uint64_t size_;
+  uint64_t delivered_ = 0;  // of a file: never more than size_
   bool over_ = false;
   Status status_;
 };

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <system_error>
 #include <thread>
 
 #include "common/log.h"
@@ -183,18 +184,21 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
     std::ofstream spec(dir + "/config.json");
     spec << BuildOciSpec(p, paths).dump(2);
   }
-  std::string in = dir + "/agent.in", out = dir + "/agent.out";
-  if (mkfifo(in.c_str(), 0600) < 0 || mkfifo(out.c_str(), 0600) < 0) {
+  std::string in = dir + "/agent.in", out = dir + "/agent.out", err = dir + "/agent.err";
+  if (mkfifo(in.c_str(), 0600) < 0 || mkfifo(out.c_str(), 0600) < 0 ||
+      mkfifo(err.c_str(), 0600) < 0) {
     std::string why = strerror(errno);
     Destroy(p.id);
     return fail("mkfifo: " + why);
   }
   // O_RDWR opens of a FIFO never block; the sandbox inherits these as its
-  // stdin and stdout and keeps them after runsc exits.
+  // stdin, stdout and stderr and keeps them after runsc exits. Its stderr
+  // reaches sandbox.log through the capped drain (stderr_drain.h).
   UniqueFd in_fd(::open(in.c_str(), O_RDWR | O_CLOEXEC));
   UniqueFd out_fd(::open(out.c_str(), O_RDWR | O_CLOEXEC));
-  UniqueFd log_fd(
-      ::open((dir + "/sandbox.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  UniqueFd log_fd(::open(err.c_str(), O_RDWR | O_CLOEXEC));
+  drain_.Add(p.id, UniqueFd(::open(err.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)),
+             dir + "/sandbox.log");
   auto args = RunscArgs();
   for (const char* a : {"--network=none", "--cpu-num-from-quota"}) args.push_back(a);
   args.push_back(RootOverlayFlag(dir, p.shape.disk_mib));
@@ -206,14 +210,16 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
   pid_t pid = SpawnProcess(args, in_fd.get(), out_fd.get(), log_fd.get());
   int status = pid < 0 ? -1 : WaitProcess(pid, opts_.start_timeout_ms);
   int64_t t2 = MonotonicNowMs();
+  log_fd.reset();
   if (status != 0) {
+    drain_.Flush(p.id);  // runsc's last words, into the log
     std::ifstream log(dir + "/sandbox.log");
     std::string text((std::istreambuf_iterator<char>(log)), {});
     if (text.size() > 600) text = text.substr(text.size() - 600);
     Destroy(p.id);
     return fail("runsc " + verb[0] + " failed: " + text);
   }
-  auto conn = AgentConnection::Connect(in, out, opts_.start_timeout_ms);
+  auto conn = AgentConnection::Connect(in, out, opts_.start_timeout_ms, p.id);
   in_fd.reset();
   out_fd.reset();
   if (!conn.ok()) {
@@ -268,8 +274,11 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Attach(const std::string& id,
   // The sandbox holds both FIFOs open itself, so they outlive the daemon
   // that made them; a new session skips whatever the old one left behind.
   std::string dir = SandboxDir(id);
-  auto conn = AgentConnection::Connect(dir + "/agent.in", dir + "/agent.out", 5000);
+  auto conn = AgentConnection::Connect(dir + "/agent.in", dir + "/agent.out", 5000, id);
   if (!conn.ok()) return conn.status();
+  // A sandbox started by an older kilnd has a plain file for stderr.
+  if (UniqueFd err(::open((dir + "/agent.err").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)); err)
+    drain_.Add(id, std::move(err), dir + "/sandbox.log");
   GuardMemory(id, shape, *conn);
   ContinueOnSilence(id, **conn);
   return std::shared_ptr<AgentChannel>(std::move(*conn));
@@ -280,15 +289,21 @@ void RunscEngine::ContinueOnSilence(const std::string& id, AgentConnection& conn
   args.insert(args.end(), {"kill", id, "CONT"});
   conn.OnSilence([args, id] {
     // Off the waiting thread: the caller is answering a timeout already.
-    std::thread([args, id] {
-      ProcessOutput r = RunProcess(args, 10000);
-      if (!r.ok()) LogWarn("runsc kill CONT failed", {{"sandboxId", id}, {"detail", r.Describe()}});
-    }).detach();
+    try {
+      std::thread([args, id] {
+        ProcessOutput r = RunProcess(args, 10000);
+        if (!r.ok())
+          LogWarn("runsc kill CONT failed", {{"sandboxId", id}, {"detail", r.Describe()}});
+      }).detach();
+    } catch (const std::system_error&) {
+      // No thread to spare: the next silence tries again.
+    }
   });
 }
 
 void RunscEngine::Destroy(const std::string& id) {
   guard_.Unwatch(id);
+  drain_.Remove(id);
   // A frozen task cannot act on SIGKILL until it is thawed (a sandbox
   // without a freezer cgroup fails the write at once).
   Thaw(id);

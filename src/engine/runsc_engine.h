@@ -4,7 +4,9 @@
 //   sandboxes/<id>/config.json   OCI bundle (root = the image, read-only)
 //   sandboxes/<id>/agent.in      FIFO: kilnd -> agent (the sandbox's stdin)
 //   sandboxes/<id>/agent.out     FIFO: agent -> kilnd (the sandbox's stdout)
-//   sandboxes/<id>/sandbox.log   runsc's and the agent's stderr
+//   sandboxes/<id>/agent.err     FIFO: the sandbox's stderr (runsc's and the
+//                                agent's), read into sandbox.log (capped:
+//                                stderr_drain.h)
 //   runsc/                       runsc's own state (--root); runsc pins the
 //                                empty network namespace that every gofer
 //                                joins at runsc/null-netns (a bind mount)
@@ -17,6 +19,7 @@
 #include "engine/agent_conn.h"
 #include "engine/engine.h"
 #include "engine/memory_guard.h"
+#include "engine/stderr_drain.h"
 
 namespace kiln::engine {
 
@@ -89,6 +92,7 @@ class RunscEngine : public Engine {
   RunscOptions opts_;
   EngineInfo info_;
   MemoryGuard guard_;
+  StderrDrain drain_;
 };
 
 }  // namespace kiln::engine

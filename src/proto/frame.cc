@@ -120,25 +120,38 @@ void FrameDecoder::Compact() {
 }
 
 std::optional<std::string> Reassembler::Add(const Frame& frame) {
+  if (error_) return std::nullopt;
   auto it = std::find_if(partial_.begin(), partial_.end(),
                          [&](const auto& p) { return p.first == frame.stream; });
+  size_t have = it == partial_.end() ? 0 : it->second.size();
+  if (have + frame.payload.size() > max_message_ || total_ + frame.payload.size() > max_total_) {
+    error_ = true;
+    Clear();
+    return std::nullopt;
+  }
   if (frame.flags & kFlagMore) {
     if (it == partial_.end()) {
       partial_.emplace_back(frame.stream, frame.payload);
     } else {
       it->second += frame.payload;
     }
+    total_ += frame.payload.size();
     return std::nullopt;
   }
   if (it == partial_.end()) return frame.payload;
   std::string whole = std::move(it->second);
   whole += frame.payload;
+  total_ -= have;
   partial_.erase(it);
   return whole;
 }
 
 void Reassembler::Drop(uint32_t stream) {
-  std::erase_if(partial_, [&](const auto& p) { return p.first == stream; });
+  std::erase_if(partial_, [&](const auto& p) {
+    if (p.first != stream) return false;
+    total_ -= p.second.size();
+    return true;
+  });
 }
 
 }  // namespace kiln::proto

@@ -101,14 +101,28 @@ class FrameDecoder {
 };
 
 // Reassembles fragmented messages (kRequest/kResponse/kEvent) per stream.
+// The sender chooses how many fragments it sends, so a reader of an
+// untrusted sender (kilnd, reading an agent that root inside may have
+// replaced) caps one message and all half-received ones together.
 class Reassembler {
  public:
-  // Returns the whole message when `frame` completes one.
+  explicit Reassembler(size_t max_message = SIZE_MAX, size_t max_total = SIZE_MAX)
+      : max_message_(max_message), max_total_(max_total) {}
+
+  // Returns the whole message when `frame` completes one. Past either cap
+  // it returns nullopt and sets error(); it takes nothing more after that.
   std::optional<std::string> Add(const Frame& frame);
   void Drop(uint32_t stream);
-  void Clear() { partial_.clear(); }
+  void Clear() {
+    partial_.clear();
+    total_ = 0;
+  }
+  bool error() const { return error_; }
 
  private:
+  size_t max_message_, max_total_;
+  size_t total_ = 0;  // bytes in partial_
+  bool error_ = false;
   std::vector<std::pair<uint32_t, std::string>> partial_;
 };
 
