@@ -4,6 +4,7 @@
 #include <atomic>
 #include <limits>
 #include <set>
+#include <system_error>
 
 #include "common/ids.h"
 #include "common/log.h"
@@ -32,7 +33,7 @@ SandboxManager::SandboxManager(ManagerDeps deps, ManagerOptions options)
       capacity_(deps.capacity),
       egress_(deps.egress),
       options_(std::move(options)),
-      pool_(engine_, rootfs_, snapshots_) {
+      pool_(engine_, rootfs_, snapshots_, WarmPoolOptions{}, &capacity_) {
   Recover();
   lease_thread_ = std::jthread([this](std::stop_token stop) { LeaseLoop(stop); });
   meter_thread_ = std::jthread([this](std::stop_token stop) { MeterLoop(stop); });
@@ -124,7 +125,14 @@ void SandboxManager::Recover() {
     std::shared_ptr<engine::AgentChannel> conn;
     // Only a sandbox that was fully running can be trusted; one caught
     // starting or stopping is taken down.
-    if (s->running()) {
+    bool looping = s->running() && options_.after_crash &&
+                   s->NoteCrashAdoption(StableNowMs(), kCrashLoopWindowMs) >= kCrashLoopAdoptions;
+    if (looping) {
+      error = Status(Code::kNotRunning, "kilnd ended without a clean stop " +
+                                            std::to_string(kCrashLoopAdoptions) +
+                                            " times within 10 minutes while it ran");
+    } else if (s->running()) {
+      Save(*s);  // the adoption counts even if this kilnd crashes too
       auto attached = engine_.Attach(s->id(), s->spec().shape);
       if (attached.ok()) {
         conn = std::move(*attached);
@@ -146,7 +154,7 @@ void SandboxManager::Recover() {
       continue;
     }
     engine_.Destroy(s->id());
-    s->MarkStopping("host_lost");
+    s->MarkStopping(looping ? "crash_loop" : "host_lost");
     s->MarkStopped(StableNowMs());
     Save(*s);
     LogWarn("sandbox lost while the daemon was down",
@@ -179,11 +187,20 @@ void SandboxManager::StopInBackground(std::shared_ptr<Sandbox> sandbox, std::str
     std::lock_guard lock(mu_);
     ++background_stops_;
   }
-  std::thread([this, sandbox = std::move(sandbox), reason = std::move(reason)] {
+  auto work = [this, sandbox, reason] {
     Stop(sandbox, reason);
     std::lock_guard lock(mu_);
     if (--background_stops_ == 0) background_cv_.notify_all();
-  }).detach();
+  };
+  try {
+    std::thread(work).detach();
+  } catch (const std::system_error& e) {
+    // No thread to spare (the host is at its limit): stopped here, on the
+    // caller's thread, rather than not at all.
+    LogWarn("no thread for a stop: stopping in place",
+            {{"sandboxId", sandbox->id()}, {"error", e.what()}});
+    work();
+  }
 }
 
 void SandboxManager::Save(const Sandbox& sandbox) {
@@ -197,9 +214,15 @@ void SandboxManager::Save(const Sandbox& sandbox) {
 void SandboxManager::Watch(const std::shared_ptr<Sandbox>& sandbox,
                            const std::shared_ptr<engine::AgentChannel>& conn) {
   std::weak_ptr<Sandbox> weak = sandbox;
-  conn->OnClose([this, weak] {
-    // Called on the channel's reader thread: clean up elsewhere.
-    if (auto s = weak.lock(); s && s->running()) StopInBackground(s, "sandbox_died");
+  std::weak_ptr<engine::AgentChannel> weak_conn = conn;
+  conn->OnClose([this, weak, weak_conn] {
+    // Called on the channel's reader thread: clean up elsewhere. A channel
+    // kiln gave up on (its agent broke the protocol or stopped reading)
+    // says why; one the sandbox closed means it died.
+    std::string reason;
+    if (auto c = weak_conn.lock()) reason = c->close_reason();
+    if (auto s = weak.lock(); s && s->running())
+      StopInBackground(s, reason.empty() ? "sandbox_died" : reason);
   });
   if (egress_)
     sandbox->SetGate(egress::Gate::Open(*egress_, sandbox->id(), conn, sandbox->network()));
@@ -580,6 +603,8 @@ void SandboxManager::Stop(const std::shared_ptr<Sandbox>& sandbox, const std::st
             {{"event", "sandbox.stopped"}, {"sandboxId", sandbox->id()}, {"reason", reason}});
     return;
   }
+  // The channel ended with MarkStopping (nothing here waits on the agent);
+  // egress is cut, then the engine takes the sandbox down from the host.
   // No more egress: cut its connections before the sandbox goes away.
   if (auto gate = sandbox->TakeGate()) gate->Close();
   // The last reading, while its cgroup still exists.

@@ -51,7 +51,16 @@ struct ManagerOptions {
   int default_pool_size = 0;     // ready copies kept for every new snapshot
   int meter_interval_ms = 5000;  // how often running sandboxes are metered
   PriceTable prices;
+  // The kilnd before this one ended without a clean stop (it crashed or
+  // was killed): re-adoptions count towards the crash-loop limit.
+  bool after_crash = false;
 };
+
+// A sandbox re-adopted this many times after crashes of kilnd within the
+// window is stopped (`crash_loop`) instead: whatever it does to kilnd,
+// kilnd does not go on reconnecting to it.
+inline constexpr size_t kCrashLoopAdoptions = 3;
+inline constexpr int64_t kCrashLoopWindowMs = 600000;
 
 // What the manager works with; all outlive it.
 struct ManagerDeps {
