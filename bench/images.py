@@ -451,7 +451,9 @@ def main():
         ap.error(f"--only: unknown {sorted(only - set(groups))}; choose from {','.join(groups)}")
 
     base_rootfs(args.image_dir)  # exits if there is none
-    with KilndSession(args.kilnd, args.image_dir, "kiln-bench-images-") as session:
+    # The registry is on loopback: kilnd pulls from it only when told to.
+    with KilndSession(args.kilnd, args.image_dir, "kiln-bench-images-",
+                      kilnd_args=["--allow-registry", "127.0.0.1"]) as session:
         kilnd, workdir = session.kilnd, session.workdir
         # umoci and skopeo keep their temporary files in our directory (kilnd,
         # started already, does not inherit this).

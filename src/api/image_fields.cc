@@ -88,10 +88,10 @@ images::ImageRequest ReadImageRequest(const json& body, const std::string& owner
   if (req.name.empty() && sources == 1) f.Issue("name", "is required (except for an image source)");
   if (auto v = f.String("context", 80)) {
     if (!dockerfile) f.Issue("context", "only goes with dockerfile");
-    std::string hex = v->starts_with("sha256:") ? v->substr(7) : *v;
-    if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
-      f.Issue("context", "must be \"sha256:<64 hex>\" of an uploaded context");
-    req.context = hex;
+    std::optional<Sha256Digest> d = Sha256Digest::Parse(*v);
+    if (!d) d = Sha256Digest::FromHex(*v);
+    if (!d) f.Issue("context", "must be \"sha256:<64 hex>\" of an uploaded context");
+    req.context = d;
   }
   if (auto v = f.StringMap("buildArgs", 256, 256, 64 * 1024)) req.build_args = *v;
   if (auto v = f.String("target", 128)) req.target = *v;

@@ -21,7 +21,10 @@ void SendError(Exchange& ex, const Status& s);
 // The handler, its ApiErrors answered in PandaStack's shape.
 Handler Wrap(Handler handler);
 // The name of the image `image` (an id); "base" for kiln's default.
-std::string TemplateName(ApiContext& ctx, const std::optional<std::string>& image);
+// The name of `image` as `owner` sees it (its own images and the built-in
+// one; any other id is shown as the id).
+std::string TemplateName(ApiContext& ctx, const std::optional<std::string>& image,
+                         const std::string& owner);
 // The sandbox in PandaStack's shape.
 nlohmann::json Present(ApiContext& ctx, const control::Sandbox& s);
 // The later of Prefer: wait and now + kRoomWait.

@@ -99,7 +99,7 @@ json NetworkPolicyJson(const control::SandboxRecord& r) {
 
 namespace {
 json SnapshotFields(const store::SnapshotRecord& r) {
-  return json{
+  json out{
       {"id", r.id},
       {"kind", "snapshot"},
       {"mode", "memory"},
@@ -118,6 +118,11 @@ json SnapshotFields(const store::SnapshotRecord& r) {
       {"createdAt", FormatTime(r.created_ms)},
       {"readyAt", FormatTime(r.created_ms)},
       {"expiresAt", FormatTime(r.expires_ms)}};
+  // An imported snapshot's provenance: the id it came with (when another
+  // key's held it here) and the image it ran on the sending host.
+  if (r.source_id) out["sourceId"] = *r.source_id;
+  if (r.source_image) out["sourceImage"] = *r.source_image;
+  return out;
 }
 }  // namespace
 

@@ -120,13 +120,25 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
     FieldReader f(body);
     auto digests = f.StringList("digests", 1000);
     if (!digests) f.Issue("digests", "is required: [\"sha256:<hex>\", ...]");
+    std::vector<Sha256Digest> parsed;
+    for (size_t i = 0; digests && i < digests->size(); ++i) {
+      std::optional<Sha256Digest> d = Sha256Digest::Parse((*digests)[i]);
+      if (!d) d = Sha256Digest::FromHex((*digests)[i]);
+      if (!d)
+        f.Issue("digests[" + std::to_string(i) + "]", "must be \"sha256:<64 lowercase hex>\"");
+      else
+        parsed.push_back(*d);
+    }
     f.Finish();
-    ex.SendJson(200, json{{"missing", Images(ctx).MissingContexts(*digests)}});
+    json missing = json::array();
+    for (const auto& d : Images(ctx).MissingContexts(CallerOf(ex).key_id, parsed))
+      missing.push_back(d.str());
+    ex.SendJson(200, json{{"missing", missing}});
   });
 
   r.Add("PUT", "/v1/images/context/sha256:{digest}", [&ctx](Exchange& ex) {
-    std::string hex = ex.params["digest"];
-    if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+    std::optional<Sha256Digest> digest = Sha256Digest::FromHex(ex.params["digest"]);
+    if (!digest)
       throw InvalidField("path.digest", "must be sha256:<64 lowercase hex> (the body's sha256)");
     if (auto n = ex.content_length(); n && *n > kMaxContext)
       throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
@@ -162,7 +174,8 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
                            " (" + std::strerror(write_errno) + ")");
       }
     }
-    images::ContextUpload up = ValueOrThrow(Images(ctx).PutContext("sha256:" + hex, path));
+    images::ContextUpload up =
+        ValueOrThrow(Images(ctx).PutContext(CallerOf(ex).key_id, *digest, path));
     ex.SendJson(200, json{{"digest", up.digest}, {"sizeBytes", up.size_bytes}});
   });
 

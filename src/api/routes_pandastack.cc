@@ -33,15 +33,16 @@ Handler Wrap(Handler handler) {
   };
 }
 
-std::string TemplateName(ApiContext& ctx, const std::optional<std::string>& image) {
+std::string TemplateName(ApiContext& ctx, const std::optional<std::string>& image,
+                         const std::string& owner) {
   if (!image || !ctx.images) return "base";
-  auto rec = ctx.images->Get(*image, std::nullopt);
+  auto rec = ctx.images->Get(*image, owner);
   return rec.ok() ? rec->value("name", *image) : *image;
 }
 
 json Present(ApiContext& ctx, const control::Sandbox& s) {
   control::SandboxRecord r = s.Record();
-  SandboxExtras extras{TemplateName(ctx, r.spec.image), std::nullopt};
+  SandboxExtras extras{TemplateName(ctx, r.spec.image, r.spec.owner), std::nullopt};
   // Only a snapshot of the key's own counts: an image's warm copy or a
   // fork's own capture is how kiln started it, not what the caller chose.
   if (r.spec.snapshot) {

@@ -15,7 +15,7 @@ using nlohmann::json;
 namespace {
 
 json PresentSnapshot(ApiContext& ctx, const store::SnapshotRecord& rec) {
-  return SnapshotJson(rec, TemplateName(ctx, rec.image));
+  return SnapshotJson(rec, TemplateName(ctx, rec.image, rec.owner));
 }
 
 // Forks `count` copies. PandaStack's client cannot see copies of a fork

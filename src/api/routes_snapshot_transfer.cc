@@ -110,8 +110,9 @@ void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx) {
                          "must be application/x-tar (a tar from GET /v1/snapshots/{id}/archive)");
     if (auto n = ex.content_length(); n && *n > kMaxImport)
       throw ApiError(Code::kPayloadTooLarge, "an imported snapshot's tar is at most 64 GiB");
-    store::ImportRequest request{CallerOf(ex).key_id, Host(ctx), StableNowMs(), CheckRecord,
-                                 ctx.images ? ctx.images->NewLayerSink() : nullptr};
+    store::ImportRequest request{
+        CallerOf(ex).key_id, Host(ctx), StableNowMs(), CheckRecord,
+        ctx.images ? ctx.images->NewLayerSink(CallerOf(ex).key_id) : nullptr};
     store::SnapshotImport import(ctx.sandboxes.snapshot_store(), std::move(request));
     auto result = import.Run([&ex](std::string* chunk) { return ex.ReadBodyChunk(chunk); });
     if (ex.body_error())

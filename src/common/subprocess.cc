@@ -59,7 +59,7 @@ void ReapLoop() {
 }  // namespace
 
 bool ProcessOutput::ok() const {
-  return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return !over_limit && status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 std::string ProcessOutput::Describe() const {
@@ -75,10 +75,21 @@ void StartChildReaper() {
   std::thread(ReapLoop).detach();
 }
 
-pid_t SpawnProcess(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd) {
+pid_t SpawnProcess(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd,
+                   const std::vector<std::string>& env) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    bool replaced = false;
+    for (const auto& mine : env)
+      replaced = replaced || kv.substr(0, kv.find('=') + 1) == mine.substr(0, mine.find('=') + 1);
+    if (!replaced) envp.push_back(*e);
+  }
+  envp.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   int fds[3] = {in_fd, out_fd, err_fd};
@@ -97,7 +108,7 @@ pid_t SpawnProcess(const std::vector<std::string>& argv, int in_fd, int out_fd, 
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid;
   std::unique_lock lock(R().mu);
-  int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
+  int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -126,7 +137,8 @@ int WaitProcess(pid_t pid, int timeout_ms) {
   return status;
 }
 
-ProcessOutput RunProcess(const std::vector<std::string>& argv, int timeout_ms) {
+ProcessOutput RunProcess(const std::vector<std::string>& argv, int timeout_ms, size_t max_bytes,
+                         const std::vector<std::string>& env) {
   ProcessOutput result;
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) < 0) return result;
@@ -136,7 +148,7 @@ ProcessOutput RunProcess(const std::vector<std::string>& argv, int timeout_ms) {
     return result;
   }
   UniqueFd out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]);
-  pid_t pid = SpawnProcess(argv, -1, out_w.get(), err_w.get());
+  pid_t pid = SpawnProcess(argv, -1, out_w.get(), err_w.get(), env);
   out_w.reset();
   err_w.reset();
   if (pid < 0) {
@@ -158,7 +170,14 @@ ProcessOutput RunProcess(const std::vector<std::string>& argv, int timeout_ms) {
         pfds[i].fd = -1;
         --open_fds;
       } else {
-        (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(n));
+        std::string& into = i == 0 ? result.out : result.err;
+        if (into.size() + static_cast<size_t>(n) > max_bytes) {
+          result.over_limit = true;
+          ::kill(pid, SIGKILL);
+          open_fds = 0;
+          break;
+        }
+        into.append(buf, static_cast<size_t>(n));
       }
     }
   }

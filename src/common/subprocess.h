@@ -17,7 +17,8 @@ struct ProcessOutput {
   int status = -1;  // raw wait status; -1 if it could not run or timed out
   std::string out;
   std::string err;
-  bool ok() const;  // exited with 0
+  bool over_limit = false;  // it wrote more than RunProcess's max_bytes: killed
+  bool ok() const;          // exited with 0 (and stayed within max_bytes)
   std::string Describe() const;
 };
 
@@ -25,14 +26,19 @@ struct ProcessOutput {
 void StartChildReaper();
 
 // Starts `argv` with the given stdio fds (-1 = /dev/null) and returns its
-// pid, or -1 with errno set.
-pid_t SpawnProcess(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd);
+// pid, or -1 with errno set. `env`: "K=V" entries added to (or replacing
+// those of) kilnd's environment.
+pid_t SpawnProcess(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd,
+                   const std::vector<std::string>& env = {});
 
 // Waits for a pid started by SpawnProcess; returns the wait status, or -1
 // after timeout_ms (the process is then killed).
 int WaitProcess(pid_t pid, int timeout_ms);
 
-// Runs `argv` to completion, capturing stdout and stderr.
-ProcessOutput RunProcess(const std::vector<std::string>& argv, int timeout_ms = 60000);
+// Runs `argv` to completion, capturing stdout and stderr, each up to
+// max_bytes: a program that writes more (a registry's answer relayed by
+// skopeo is the tenant's to choose) is killed and the result is not ok().
+ProcessOutput RunProcess(const std::vector<std::string>& argv, int timeout_ms = 60000,
+                         size_t max_bytes = 16u << 20, const std::vector<std::string>& env = {});
 
 }  // namespace kiln

@@ -19,7 +19,8 @@ BuildLog::BuildLog(std::string path) : path_(std::move(path)) {
     std::ifstream in(path_);
     std::string text;
     while (std::getline(in, text)) {
-      json j = json::parse(text, nullptr, false);
+      file_bytes_ += text.size() + 1;
+      json j = json::parse(text, nullptr, false);  // kilnd's own file
       if (!j.is_object()) continue;
       LogLine l;
       l.n = j.value("n", int64_t{0});
@@ -27,24 +28,46 @@ BuildLog::BuildLog(std::string path) : path_(std::move(path)) {
       l.stream = j.value("s", "system");
       if (j.contains("p") && j["p"].is_number()) l.step = j["p"].get<int>();
       l.text = j.value("x", "");
+      if (l.text.size() > kMaxLineBytes) l.text.resize(kMaxLineBytes);
       last_n_ = l.n;
-      lines_.push_back(std::move(l));
-      if (lines_.size() > kMaxLines) lines_.pop_front();
+      Keep(std::move(l));
     }
     closed_ = last_n_ > 0;  // a log read back belongs to an ended build
   }
+  file_full_ = file_bytes_ >= kMaxFileBytes;
   file_.open(path_, std::ios::app);
+}
+
+void BuildLog::Keep(LogLine line) {
+  memory_bytes_ += line.text.size();
+  lines_.push_back(std::move(line));
+  while (lines_.size() > kMaxLines || (memory_bytes_ > kMaxMemoryBytes && lines_.size() > 1)) {
+    memory_bytes_ -= lines_.front().text.size();
+    lines_.pop_front();
+  }
 }
 
 void BuildLog::AddLocked(LogLine line) {
   line.n = ++last_n_;
   line.time_ms = NowMs();
   if (line.text.size() > kMaxLineBytes) line.text.resize(kMaxLineBytes);
-  json stored{{"n", line.n}, {"t", line.time_ms}, {"s", line.stream}, {"x", line.text}};
-  if (line.step) stored["p"] = *line.step;
-  file_ << stored.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
-  lines_.push_back(std::move(line));
-  if (lines_.size() > kMaxLines) lines_.pop_front();
+  if (!file_full_) {
+    json stored{{"n", line.n}, {"t", line.time_ms}, {"s", line.stream}, {"x", line.text}};
+    if (line.step) stored["p"] = *line.step;
+    std::string text = stored.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (file_bytes_ + text.size() + 1 >= kMaxFileBytes) {
+      file_full_ = true;
+      text = json{{"n", line.n},
+                  {"t", line.time_ms},
+                  {"s", "system"},
+                  {"x", "the build log reached " + std::to_string(kMaxFileBytes >> 20) +
+                            " MiB: later lines are not kept"}}
+                 .dump();
+    }
+    file_ << text << '\n';
+    file_bytes_ += text.size() + 1;
+  }
+  Keep(std::move(line));
 }
 
 void BuildLog::Line(const std::string& stream, std::optional<int> step, std::string text) {

@@ -1,7 +1,10 @@
 // An image build's log: numbered lines kept in memory while the build runs
-// (the newest kMaxLines; older ones are dropped and reads say "truncated")
-// and appended to a file, so the log of a finished build outlives the
-// daemon. Readers wait for new lines (follow) on a condition variable.
+// (the newest kMaxLines, at most kMaxMemoryBytes of text; older ones are
+// dropped and reads say "truncated") and appended to a file, so the log of
+// a finished build outlives the daemon. What a build prints is the
+// tenant's to choose, so the file stops at kMaxFileBytes (one line says so;
+// the newest lines stay in memory for the failed step's tail). Readers wait
+// for new lines (follow) on a condition variable.
 #pragma once
 
 #include <chrono>
@@ -39,6 +42,8 @@ class BuildLog {
  public:
   static constexpr size_t kMaxLines = 20000;
   static constexpr size_t kMaxLineBytes = 4096;
+  static constexpr size_t kMaxMemoryBytes = 4u << 20;
+  static constexpr uint64_t kMaxFileBytes = 16u << 20;
 
   // Appends to `path` (created); reads back what it holds.
   explicit BuildLog(std::string path);
@@ -59,12 +64,16 @@ class BuildLog {
 
  private:
   void AddLocked(LogLine line);
+  void Keep(LogLine line);  // in memory, within the caps
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::string path_;
   std::ofstream file_;
   std::deque<LogLine> lines_;
+  size_t memory_bytes_ = 0;  // text in lines_
+  uint64_t file_bytes_ = 0;  // the file's size
+  bool file_full_ = false;
   int64_t last_n_ = 0;
   bool closed_ = false;
   std::map<std::string, std::string> partial_;  // by stream

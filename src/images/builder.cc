@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/digest.h"
+#include "common/json_bounded.h"
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "common/time.h"
@@ -22,6 +23,7 @@
 #include "images/image_manager.h"
 #include "images/image_users.h"
 #include "images/recipe.h"
+#include "images/registry_network.h"
 #include "images/safe_path.h"
 #include "proto/base64.h"
 
@@ -153,11 +155,16 @@ Status Builder::CheckSize(const BuiltImage& st) const {
   return m_.CheckQuota();
 }
 
-std::optional<std::string> Builder::Cached(const std::string& key) {
+std::optional<LayerId> Builder::Cached(const std::string& key) {
   if (!req_.cache) return std::nullopt;
-  auto layer = m_.catalog_.CachedLayer(key);
+  auto text = m_.catalog_.CachedLayer(req_.owner, key);
+  std::optional<LayerId> layer = text ? LayerId::Parse(*text) : std::nullopt;
   if (!layer || !m_.storage_.Layer(*layer)) return std::nullopt;
   return layer;
+}
+
+void Builder::CacheLayer(const std::string& key, const LayerId& layer) {
+  m_.catalog_.PutCachedLayer(req_.owner, key, layer.str());
 }
 
 Result<BuiltImage> Builder::Run() {
@@ -202,8 +209,9 @@ Result<BuiltImage> Builder::Run() {
         if (!parsed.ok()) return parsed.status();
         ignore = std::move(*parsed);
       }
-      Result<ContextStats> unpacked = UnpackContext(m_.storage_.ContextPath(*req_.context), ctx,
-                                                    ContextLimits{}, ignore ? &*ignore : nullptr);
+      Result<ContextStats> unpacked =
+          UnpackContext(m_.ContextPathOf(req_.owner, *req_.context), ctx, ContextLimits{},
+                        ignore ? &*ignore : nullptr);
       if (!unpacked.ok()) return unpacked.status();
       Say("context: " + std::to_string(unpacked->files) + " files, " +
           std::to_string(unpacked->bytes) + " bytes");
@@ -309,7 +317,10 @@ Result<BuiltImage> Builder::BaseOf(const Stage& stage, const std::vector<BuiltIm
     if ((*image)["state"] != "ready")
       return Status(Code::kBuildInProgress, "image " + stage.base + " is not ready");
     BuiltImage b;
-    b.layers = (*image)["layers"].get<std::vector<std::string>>();
+    Result<std::vector<LayerId>> layers =
+        ImageStorage::ParseLayers((*image)["layers"], "image " + stage.base + " layers");
+    if (!layers.ok()) return layers.status();
+    b.layers = std::move(*layers);
     b.config = ConfigFromJson((*image)["config"]);
     ++steps_cached_;
     return b;
@@ -319,27 +330,63 @@ Result<BuiltImage> Builder::BaseOf(const Stage& stage, const std::vector<BuiltIm
   return Pull(*ref);
 }
 
+struct Builder::Skopeo {
+  std::unique_ptr<RegistryNetwork> net;  // null: direct (an allowed registry)
+  ProcessOutput Run(const std::vector<std::string>& argv, int timeout_ms, size_t max_bytes) {
+    return net ? net->Run(argv, timeout_ms, max_bytes) : RunProcess(argv, timeout_ms, max_bytes);
+  }
+  pid_t Spawn(const std::vector<std::string>& argv, int err_fd) {
+    return net ? net->Spawn(argv, -1, -1, err_fd) : SpawnProcess(argv, -1, -1, err_fd);
+  }
+  // What the proxy refused, for the pull's error.
+  std::string Refused() const {
+    std::string out;
+    for (const auto& r : net ? net->refusals() : std::vector<std::string>{})
+      out += (out.empty() ? "" : "; ") + r;
+    return out;
+  }
+};
+
 Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   std::string layout = tmp_dir_ + "/pull-" + std::to_string(++pulls_);
   std::vector<std::string> args = {m_.options_.skopeo, "copy",  "--retry-times",   "0",
                                    "--override-os",    "linux", "--override-arch", "amd64"};
-  if (ref.IsLoopback()) args.push_back("--src-tls-verify=false");
+  Skopeo skopeo;
+  bool allowed = m_.RegistryAllowed(ref);
+  if (!allowed) {
+    RegistryNetwork::Options o;
+    o.resolver = m_.options_.resolver;
+    o.host = m_.options_.host_addresses;
+    Result<std::unique_ptr<RegistryNetwork>> net = RegistryNetwork::Open(o);
+    if (!net.ok()) return net.status();
+    skopeo.net = std::move(*net);
+  }
+  bool plain_http = allowed && ref.IsLoopback();
+  if (plain_http) args.push_back("--src-tls-verify=false");
   std::string authfile;
   if (auto cred = m_.catalog_.Registry(req_.owner, ref.domain)) {
     authfile = tmp_dir_ + "/auth.json";
     std::string pair = cred->username + ":" + cred->password;
-    std::ofstream(authfile)
-        << json{{"auths", {{ref.domain, {{"auth", proto::Base64Encode(pair)}}}}}}.dump();
-    fs::permissions(authfile, fs::perms::owner_read | fs::perms::owner_write);
+    // Made 0600 by the open itself: never readable by others, not even
+    // between a create and a chmod.
+    UniqueFd f(
+        ::open(authfile.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!f ||
+        !WriteAll(f.get(),
+                  json{{"auths", {{ref.domain, {{"auth", proto::Base64Encode(pair)}}}}}}.dump()))
+      return Status(Code::kIoError, "cannot write the pull's credentials file");
     args.insert(args.end(), {"--src-authfile", authfile});
   } else {
     args.push_back("--src-no-creds");
   }
   args.push_back("docker://" + ref.String());
   args.push_back("oci:" + layout + ":kiln");
-  if (std::optional<BuiltImage> stored = AlreadyStored(ref, authfile)) {
+  held_ = m_.LayersOf(req_.owner);
+  Result<std::optional<BuiltImage>> stored = AlreadyStored(ref, authfile, skopeo);
+  if (!stored.ok() || *stored) {
     if (!authfile.empty()) fs::remove(authfile);
-    return *stored;
+    if (!stored.ok()) return stored.status();
+    return **stored;
   }
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                   deadline_ - std::chrono::steady_clock::now())
@@ -351,7 +398,7 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   int status = -1;
   {
     UniqueFd err(::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    pid_t pid = SpawnProcess(args, -1, -1, err.get());
+    pid_t pid = skopeo.Spawn(args, err.get());
     if (pid < 0) return Status(Code::kInternal, "cannot run " + args[0]);
     std::atomic<bool> over{false};
     std::jthread watcher([&] {
@@ -378,8 +425,12 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
     }
     if (why.empty()) why = "skopeo failed (status " + std::to_string(status) + ")";
     if (status == -1) why = "no answer within the build's timeout";
-    return Status(Code::kRegistryError, "cannot pull " + ref.String() + ": " + why,
-                  json{{"ref", ref.String()}});
+    json details{{"ref", ref.String()}};
+    if (std::string refused = skopeo.Refused(); !refused.empty()) {
+      why = "kiln refused its connection to " + refused;
+      details["refused"] = refused;
+    }
+    return Status(Code::kRegistryError, "cannot pull " + ref.String() + ": " + why, details);
   }
   Result<OciImage> oci = ReadOciLayout(layout);
   if (!oci.ok()) return oci.status();
@@ -392,32 +443,43 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   uint64_t max = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
   for (const auto& layer : oci->layers) {
     if (Status t = CheckTime(); !t.ok()) return t;
-    if (m_.storage_.Layer(layer.diff_id)) {
-      Say("layer " + layer.diff_id.substr(0, 12) + ": already stored");
+    LayerId id = LayerId::Of(layer.diff_id);
+    std::string shown = layer.diff_id.hex().substr(0, 12);
+    // A layer the requester holds is not unpacked again. Any other is, even
+    // when the store has one of that diff id: unpacking is what proves the
+    // blob is that layer (a registry may name another tenant's diff id in
+    // its config); AddLayerTar then keeps the stored one.
+    if (held_.count(id) && m_.storage_.Layer(id)) {
+      Say("layer " + shown + ": already stored");
     } else {
       UnpackOptions opts;
-      opts.expected_blob_sha256 = layer.digest.substr(layer.digest.find(':') + 1);
-      opts.expected_diff_id = layer.diff_id;
+      opts.expected_blob_sha256 = layer.digest.hex();
+      opts.expected_diff_id = layer.diff_id.hex();
       opts.max_bytes = max;
       Result<LayerInfo> added = m_.storage_.AddLayerTar(layer.blob_path, opts);
       if (!added.ok()) return added.status();
       ++steps_run_;
-      Say("layer " + layer.diff_id.substr(0, 12) + ": " + std::to_string(added->bytes) +
-          " bytes, " + std::to_string(added->files) + " files");
+      held_.insert(id);
+      Say("layer " + shown + ": " + std::to_string(added->bytes) + " bytes, " +
+          std::to_string(added->files) + " files");
     }
-    m_.Pin(layer.diff_id);
-    b.layers.push_back(layer.diff_id);
+    m_.Pin(id);
+    b.layers.push_back(id);
     if (Status q = m_.CheckQuota(); !q.ok()) return q;
   }
   (void)RemoveTree(layout);
   return b;
 }
 
-std::optional<BuiltImage> Builder::AlreadyStored(const ImageRef& ref, const std::string& authfile) {
+Result<std::optional<BuiltImage>> Builder::AlreadyStored(const ImageRef& ref,
+                                                         const std::string& authfile,
+                                                         Skopeo& skopeo) {
   // skopeo copy fetches every blob into a fresh layout, stored or not; an
-  // image whose layers are all here needs only its manifest and config.
+  // image whose layers the requester holds needs only its manifest and
+  // config. What the registry sends is untrusted: bounded, hashed, and
+  // parsed as a whole pull's would be.
   std::vector<std::string> base = {m_.options_.skopeo, "inspect", "--raw", "--retry-times", "0"};
-  if (ref.IsLoopback()) base.push_back("--tls-verify=false");
+  if (!skopeo.net && ref.IsLoopback()) base.push_back("--tls-verify=false");
   if (authfile.empty()) {
     base.push_back("--no-creds");
   } else {
@@ -426,35 +488,41 @@ std::optional<BuiltImage> Builder::AlreadyStored(const ImageRef& ref, const std:
   std::vector<std::string> manifest_args = base, config_args = base;
   manifest_args.push_back("docker://" + ref.String());
   config_args.insert(config_args.end(), {"--config", "docker://" + ref.String()});
-  ProcessOutput manifest = RunProcess(manifest_args, 30000);
-  if (!manifest.ok()) return std::nullopt;  // the copy will say why
-  json m = json::parse(manifest.out, nullptr, false);
+  constexpr size_t kMaxMetadata = 4u << 20;
+  ProcessOutput manifest = skopeo.Run(manifest_args, 30000, kMaxMetadata);
+  if (!manifest.ok()) return std::optional<BuiltImage>();  // the copy will say why
+  std::optional<json> m = ParseJsonBounded(manifest.out);
   // An index (several platforms) goes the long way: the copy picks one.
-  if (!m.is_object() || !m.contains("config") || !m["config"].contains("digest")) return std::nullopt;
-  ProcessOutput config = RunProcess(config_args, 30000);
-  if (!config.ok() || "sha256:" + Sha256Hex(config.out) != m["config"]["digest"]) return std::nullopt;
-  json c = json::parse(config.out, nullptr, false);
-  if (!c.is_object() || !c.contains("rootfs")) return std::nullopt;
-  Result<OciConfig> parsed = ParseOciConfig(c);
-  if (!parsed.ok()) return std::nullopt;
+  if (!m || !m->is_object() || m->contains("manifests")) return std::optional<BuiltImage>();
+  std::string manifest_digest = Sha256Digest::Of(manifest.out).str();
+  ProcessOutput config = skopeo.Run(config_args, 30000, kMaxMetadata);
+  if (!config.ok()) return std::optional<BuiltImage>();
+  const json config_digest = (*m).value("config", json::object()).value("digest", json());
+  if (config_digest != Sha256Digest::Of(config.out).str())
+    return Status(Code::kInvalidImage,
+                  "the registry's config for " + ref.String() + " does not match its digest",
+                  json{{"field", "config.digest"}});
+  std::string why;
+  std::optional<json> c = ParseJsonBounded(config.out, &why);
+  if (!c) return Status(Code::kInvalidImage, "config " + why, json{{"field", "config"}});
+  Result<OciImage> image = ParseImageManifest(*m, manifest_digest, *c);
+  if (!image.ok()) return image.status();
   BuiltImage b;
-  for (const auto& d : c["rootfs"].value("diff_ids", json::array())) {
-    std::string id = d.get<std::string>();
-    id = id.substr(id.find(':') + 1);
-    if (!m_.storage_.Layer(id)) return std::nullopt;
+  for (const OciLayer& l : image->layers) {
+    LayerId id = LayerId::Of(l.diff_id);
+    if (!held_.count(id) || !m_.storage_.Layer(id)) return std::optional<BuiltImage>();
     b.layers.push_back(id);
   }
-  if (b.layers.size() != m.value("layers", json::array()).size()) return std::nullopt;
   for (const auto& l : b.layers) m_.Pin(l);
-  b.config = *parsed;
-  b.manifest_digest = "sha256:" + Sha256Hex(manifest.out);
+  b.config = image->config;
+  b.manifest_digest = manifest_digest;
   Say("every layer of " + ref.String() + " is stored: only its manifest and config fetched");
-  return b;
+  return std::optional<BuiltImage>(std::move(b));
 }
 
 Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   const std::vector<std::string>& argv = run.command.argv;  // a shell form comes with its SHELL
-  std::string parent = ImageStorage::ChainId(st.layers);
+  std::string parent = ImageStorage::ChainId(st.layers).hex();
   std::string key = Sha256Hex(json{
       {"op", "run"},
       {"parent", parent},
@@ -546,7 +614,7 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   fs::remove(tar);
   if (!layer.ok()) return layer.status();
   m_.Pin(layer->id);
-  m_.catalog_.PutCachedLayer(key, layer->id);
+  CacheLayer(key, layer->id);
   ++steps_run_;
   st.layers.push_back(layer->id);
   return Status::Ok();
@@ -604,7 +672,7 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   if (!digest.ok()) return digest.status();
   std::string key = Sha256Hex(json{
       {"op", copy.add ? "add" : "copy"},
-      {"parent", ImageStorage::ChainId(st.layers)},
+      {"parent", ImageStorage::ChainId(st.layers).hex()},
       {"dest", spec.dest},
       {"sources", *digest},
       {"chown", copy.chown.value_or("")},
@@ -623,10 +691,10 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
     (void)RemoveTree(layer_dir);
     return copied.status();
   }
-  Result<LayerInfo> layer = m_.storage_.AddLayerDir(layer_dir, key);
+  Result<LayerInfo> layer = m_.storage_.AddLayerDir(layer_dir, *LayerId::Parse(key));
   if (!layer.ok()) return layer.status();
   m_.Pin(layer->id);
-  m_.catalog_.PutCachedLayer(key, layer->id);
+  CacheLayer(key, layer->id);
   ++steps_run_;
   st.layers.push_back(layer->id);
   return Status::Ok();
@@ -638,11 +706,10 @@ Status Builder::WorkdirStep(BuiltImage& st, const Step& step) {
   if (!root.ok()) return root.status();
   if (OpenInRoot(*root, st.config.working_dir, O_RDONLY | O_DIRECTORY).ok()) return Status::Ok();
   // Docker creates a WORKDIR that does not exist: a layer of one directory.
-  std::string key = Sha256Hex(json{
+  LayerId key = *LayerId::Parse(Sha256Hex(json{
       {"op", "workdir"},
-      {"parent", ImageStorage::ChainId(st.layers)},
-      {"path",
-       st.config.working_dir}}.dump());
+      {"parent", ImageStorage::ChainId(st.layers).hex()},
+      {"path", st.config.working_dir}}.dump()));
   if (m_.storage_.Layer(key)) {
     st.layers.push_back(key);
     m_.Pin(key);

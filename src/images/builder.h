@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,7 @@ class ImageManager;
 
 // A stage's result so far.
 struct BuiltImage {
-  std::vector<std::string> layers;  // bottom to top
+  std::vector<LayerId> layers;  // bottom to top
   OciConfig config;
   std::optional<std::string> manifest_digest;  // a pulled image's
   int steps_total = 0, steps_cached = 0;
@@ -65,16 +66,25 @@ class Builder {
   Result<BuiltImage> BaseOf(const Stage& stage, const std::vector<BuiltImage>& done,
                             const std::map<int, int>& stage_slot);
   Result<BuiltImage> Pull(const ImageRef& ref);
+  // How skopeo reaches the registry: directly for one --allow-registry
+  // names, else through a RegistryNetwork (null until a pull opens one).
+  struct Skopeo;
   // The image from its manifest and config alone when every layer of it is
-  // stored already; nullopt to pull it whole.
-  std::optional<BuiltImage> AlreadyStored(const ImageRef& ref, const std::string& authfile);
+  // stored already and held by the requester (one of its images or
+  // snapshots has it: a digest alone proves nothing); nullopt to pull it
+  // whole. A manifest or config that is malformed is an error naming the
+  // field, as in a whole pull.
+  Result<std::optional<BuiltImage>> AlreadyStored(const ImageRef& ref, const std::string& authfile,
+                                                  Skopeo& skopeo);
   Status RunStep(BuiltImage& st, const RunInstr& run, const Step& step);
   Status CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step,
                   const std::string& context_dir, const std::vector<BuiltImage>& done,
                   const std::map<int, int>& stage_slot);
   Status WorkdirStep(BuiltImage& st, const Step& step);
-  // A step key's cached layer, if caching is on and the layer is still there.
-  std::optional<std::string> Cached(const std::string& key);
+  // A step key's layer in the requester's own cache, if caching is on and
+  // the layer is still there.
+  std::optional<LayerId> Cached(const std::string& key);
+  void CacheLayer(const std::string& key, const LayerId& layer);
   Status CheckTime() const;
   Status CheckSize(const BuiltImage& st) const;
   void Say(const std::string& text) { log_->Line("system", step_, text); }
@@ -91,6 +101,7 @@ class Builder {
   int steps_run_ = 0;
   int pulls_ = 0;
   std::string tmp_dir_;
+  std::set<LayerId> held_;  // the requester's layers, read once per build
 };
 
 }  // namespace kiln::images

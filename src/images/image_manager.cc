@@ -28,10 +28,6 @@ std::string StableUuid(const std::string& text) {
          "-" + h.substr(20, 12);
 }
 
-Status NotFound(const std::string& what) {
-  return Status(Code::kImageNotFound, "image " + what + " not found");
-}
-
 }  // namespace
 
 std::string_view SourceName(ImageSource source) {
@@ -119,8 +115,12 @@ void ImageManager::Shutdown() {
 }
 
 void ImageManager::RegisterBuiltin() {
-  std::string layer = fs::path(options_.base_rootfs).filename();
-  builtin_id_ = StableUuid("kiln-builtin:" + layer);
+  std::string name = fs::path(options_.base_rootfs).filename();
+  std::optional<LayerId> parsed = LayerId::Parse(name);
+  // store::EnsureBaseImage names it base-<16 hex of its recipe>.
+  if (!parsed) throw std::invalid_argument("the base image folder " + name + " is not base-<hash>");
+  LayerId layer = *parsed;
+  builtin_id_ = StableUuid("kiln-builtin:" + name);
   // The base image is a layer of its own: a link to kiln's root, whose root
   // (see ImageStorage::EnsureRoot) is that directory itself.
   std::string link = storage_.LayerDir(layer);
@@ -146,9 +146,9 @@ void ImageManager::RegisterBuiltin() {
               {"state", "ready"},
               {"source", "builtin"},
               {"ref", nullptr},
-              {"layers", {layer}},
-              {"chainId", ImageStorage::ChainId({layer})},
-              {"digest", "sha256:" + Sha256Hex(layer)},
+              {"layers", ImageStorage::LayersJson({layer})},
+              {"chainId", ImageStorage::ChainId({layer}).hex()},
+              {"digest", "sha256:" + Sha256Hex(name)},
               {"sizeBytes", storage_.Layer(layer) ? storage_.Layer(layer)->bytes : 0},
               {"config", ConfigJson(config)},
               {"runAs", d},
@@ -190,8 +190,12 @@ void ImageManager::Recover() {
 
 std::shared_ptr<BuildLog> ImageManager::LogOf(const std::string& image_id) {
   std::lock_guard lock(mu_);
-  auto& log = logs_[image_id];
-  if (!log) log = std::make_shared<BuildLog>(storage_.LogPath(image_id));
+  if (auto it = logs_.find(image_id); it != logs_.end()) return it->second;
+  std::optional<Uuid> id = Uuid::Parse(image_id);  // kilnd's own ids; anything else has no log
+  auto log = std::make_shared<BuildLog>(id ? storage_.LogPath(*id) : "/dev/null");
+  // Only builds that are queued or running keep theirs in memory (their
+  // followers wait on it); an ended build's is read from its file.
+  if (jobs_.count(image_id)) logs_[image_id] = log;
   return log;
 }
 
@@ -201,8 +205,8 @@ bool ImageManager::Visible(const json& record, const std::optional<std::string>&
 }
 
 Result<json> ImageManager::Owned(const std::string& id, const std::optional<std::string>& owner) {
-  auto record = catalog_.Get(id);
-  if (!record || !Visible(*record, owner)) return NotFound(id);
+  Result<json> record = Get(id, owner);
+  if (!record.ok()) return record;
   if ((*record)["owner"] == "" && owner)
     return Status(Code::kForbidden, "the built-in image cannot be changed");
   return *record;
@@ -244,9 +248,9 @@ Result<json> ImageManager::Submit(ImageRequest req) {
       if (Status ok = need_base(st.base, "Dockerfile line " + std::to_string(st.line)); !ok.ok())
         return ok;
     }
-    if (req.context && !fs::exists(storage_.ContextPath(*req.context)))
+    if (req.context && !fs::exists(ContextPathOf(req.owner, *req.context)))
       return Status(Code::kInvalidRequest,
-                    "body.context: sha256:" + *req.context +
+                    "body.context: " + req.context->str() +
                         " was not uploaded (PUT /v1/images/context/sha256:<hex> first)");
   } else if (req.source == ImageSource::kRecipe) {
     Result<RecipeBuild> recipe = RecipeToBuild(req.recipe);
@@ -288,13 +292,16 @@ Result<json> ImageManager::Submit(ImageRequest req) {
   auto job = std::make_shared<Job>();
   job->request = std::move(req);
   job->image_id = record["id"];
+  {
+    std::lock_guard lock(mu_);
+    jobs_[job->image_id] = job;
+  }
   LogOf(job->image_id)
       ->Line("system", std::nullopt,
              "queued " + record["name"].get<std::string>() + "@" +
                  std::to_string(record["version"].get<int64_t>()));
   {
     std::lock_guard lock(mu_);
-    jobs_[job->image_id] = job;
     queue_.push_back(job);
   }
   cv_.notify_one();
@@ -321,6 +328,7 @@ void ImageManager::Worker(std::stop_token stop) {
     {
       std::lock_guard lock(mu_);
       jobs_.erase(job->image_id);
+      logs_.erase(job->image_id);  // ended: read from its file from now on
       idle = jobs_.empty();
       if (idle) pinned_layers_.clear();
     }
@@ -380,8 +388,8 @@ Status ImageManager::Build(Job& job, json& record) {
   for (const auto& l : built->layers)
     if (auto info = storage_.Layer(l)) bytes += info->bytes;
   json config = ConfigJson(built->config);
-  std::string chain = ImageStorage::ChainId(built->layers);
-  record["layers"] = built->layers;
+  std::string chain = ImageStorage::ChainId(built->layers).hex();
+  record["layers"] = ImageStorage::LayersJson(built->layers);
   record["chainId"] = chain;
   record["config"] = config;
   record["runAs"] = *run_as;
@@ -435,9 +443,9 @@ Status ImageManager::Fail(Job& job, json& record, const Status& why) {
   return why;
 }
 
-void ImageManager::Pin(const std::string& layer) {
+void ImageManager::Pin(const LayerId& layer) {
   std::lock_guard lock(mu_);
-  pinned_layers_.insert(layer);
+  pinned_layers_.insert(layer.str());
 }
 
 Status ImageManager::CheckQuota() {

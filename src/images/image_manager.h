@@ -28,8 +28,10 @@
 #include "common/shape.h"
 #include "common/status.h"
 #include "control/sandbox_manager.h"
+#include "egress/resolver.h"
 #include "engine/engine.h"
 #include "images/build_log.h"
+#include "images/image_ref.h"
 #include "images/image_request.h"
 #include "images/image_storage.h"
 #include "store/image_catalog.h"
@@ -44,6 +46,14 @@ struct ImageManagerOptions {
   int builds_at_once = 2;
   Shape warm_shape;  // creates of this shape restore the warm copy
   std::string skopeo = "skopeo";
+  // Pulls resolve registry names here and never dial the host's own
+  // addresses (registry_network.h); null = the system's resolver.
+  egress::Resolver* resolver = nullptr;
+  egress::HostAddresses* host_addresses = nullptr;
+  // --allow-registry: registries (a host name or address, any port) pulled
+  // from directly, also when private or on loopback; plain HTTP for those
+  // on loopback. Any other registry: HTTPS to public addresses only.
+  std::vector<std::string> allowed_registries;
 };
 
 // What a sandbox made from an image needs.
@@ -103,11 +113,26 @@ class ImageManager {
   Result<control::PoolStatus> Pool(const std::string& id, const std::optional<std::string>& owner,
                                    std::optional<int> size);
 
-  // Build contexts by digest ("sha256:<hex>").
-  std::vector<std::string> MissingContexts(const std::vector<std::string>& digests);
+  // Build contexts, per key: a key builds only from contexts it uploaded
+  // itself (a digest is no proof of having the bytes), within its
+  // kContextQuotaBytes; a context unused for kContextTtlMs is removed.
+  static constexpr uint64_t kContextQuotaBytes = 2ull << 30;
+  static constexpr int64_t kContextTtlMs = 24 * 3600 * 1000;
+  // Which of `digests` `owner` has not uploaded.
+  std::vector<Sha256Digest> MissingContexts(const std::string& owner,
+                                            const std::vector<Sha256Digest>& digests);
   // Takes the uploaded file at `path` (moved) if its sha256 is `digest`.
-  Result<ContextUpload> PutContext(const std::string& digest, const std::string& path);
+  Result<ContextUpload> PutContext(const std::string& owner, const Sha256Digest& digest,
+                                   const std::string& path);
   std::string UploadPath();
+  // Where `owner`'s context `digest` is kept.
+  std::string ContextPathOf(const std::string& owner, const Sha256Digest& digest) const;
+  // Whether --allow-registry names `ref`'s registry host.
+  bool RegistryAllowed(const ImageRef& ref) const;
+  // The layers `owner` holds: its images' and its snapshots' (and kiln's
+  // base). A layer another key pulled is not among them, whatever its
+  // digest: a pull or an import unpacks (and so proves) it first.
+  std::set<LayerId> LayersOf(const std::string& owner);
 
   std::vector<store::RegistryCredential> Registries(const std::string& owner);
   store::RegistryCredential SetRegistry(const std::string& owner, store::RegistryCredential cred);
@@ -131,8 +156,9 @@ class ImageManager {
   // layers an export of `snapshot` sends (each layer's export digest is
   // computed once and kept), kNotSupported if they are gone.
   Result<std::vector<store::TransferLayer>> TransferLayers(const store::SnapshotRecord& snapshot);
-  // Where an import puts the layers it receives.
-  std::unique_ptr<store::LayerSink> NewLayerSink();
+  // Where an import by `owner` puts the layers it receives; the layers it
+  // may leave out are those `owner` holds (LayersOf).
+  std::unique_ptr<store::LayerSink> NewLayerSink(const std::string& owner);
   // [{sha256, bytes}]: the layer digests an import here can skip.
   nlohmann::json TransferableLayers();
 
@@ -160,7 +186,10 @@ class ImageManager {
   nlohmann::json CollectGarbage(bool cache, bool contexts);
   Status CheckQuota();
   // Keeps a layer from collection while builds run.
-  void Pin(const std::string& layer);
+  void Pin(const LayerId& layer);
+  // Removes contexts unused for kContextTtlMs (all of a key's when `owner`
+  // is unset: every key's).
+  void ExpireContexts();
   // Warms the built-in image once, in the background.
   void WarmBuiltinLater();
 

@@ -141,7 +141,9 @@ Result<LogPage> ImageManager::Logs(
 Result<control::PoolStatus> ImageManager::Pool(const std::string& id,
                                                const std::optional<std::string>& owner,
                                                std::optional<int> size) {
-  Result<json> rec = Get(id, owner);
+  // Reading is for anyone who sees the image; sizing the built-in image's
+  // pool (room on the host every key shares) is the admin's.
+  Result<json> rec = size ? Owned(id, owner) : Get(id, owner);
   if (!rec.ok()) return rec.status();
   if (!rec->contains("warmSnapshot") || !(*rec)["warmSnapshot"].is_string()) {
     if ((*rec)["state"] == "ready" && (*rec)["source"] == "builtin") {
@@ -159,17 +161,32 @@ Result<control::PoolStatus> ImageManager::Pool(const std::string& id,
 
 std::string ImageManager::UploadPath() { return storage_.TempPath("upload"); }
 
-std::vector<std::string> ImageManager::MissingContexts(const std::vector<std::string>& digests) {
-  std::vector<std::string> missing;
+std::string ImageManager::ContextPathOf(const std::string& owner,
+                                        const Sha256Digest& digest) const {
+  // One folder per key, named by a digest of the key's id (a path from
+  // nothing the key chose).
+  return storage_.ContextPath(Sha256Digest::Of(owner)) + "/" + digest.hex();
+}
+
+std::vector<Sha256Digest> ImageManager::MissingContexts(const std::string& owner,
+                                                        const std::vector<Sha256Digest>& digests) {
+  std::vector<Sha256Digest> missing;
   for (const auto& d : digests) {
-    std::string hex = d.starts_with("sha256:") ? d.substr(7) : d;
-    if (!fs::exists(storage_.ContextPath(hex))) missing.push_back(d);
+    std::error_code ec;
+    std::string path = ContextPathOf(owner, d);
+    if (fs::exists(path, ec)) {
+      // Asked for again: in use, so it is kept another kContextTtlMs.
+      fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
+    } else {
+      missing.push_back(d);
+    }
   }
   return missing;
 }
 
-Result<ContextUpload> ImageManager::PutContext(const std::string& digest, const std::string& path) {
-  std::string hex = digest.starts_with("sha256:") ? digest.substr(7) : digest;
+Result<ContextUpload> ImageManager::PutContext(const std::string& owner, const Sha256Digest& digest,
+                                               const std::string& path) {
+  const std::string& hex = digest.hex();
   std::error_code ec;
   std::string actual = FileSha256Hex(path);
   uint64_t size = fs::file_size(path, ec);
@@ -178,6 +195,19 @@ Result<ContextUpload> ImageManager::PutContext(const std::string& digest, const 
     return Status(Code::kInvalidRequest,
                   "the body's sha256 is " + actual + ", not the " + hex + " its path names",
                   json{{"expected", "sha256:" + hex}, {"actual", "sha256:" + actual}});
+  }
+  ExpireContexts();
+  std::string dir = storage_.ContextPath(Sha256Digest::Of(owner));
+  uint64_t used = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename() != hex) used += e.file_size(ec);
+  if (used + size > kContextQuotaBytes) {
+    fs::remove(path, ec);
+    return Status(Code::kQuotaExceeded,
+                  "this key's build contexts would hold " + std::to_string((used + size) >> 20) +
+                      " MiB, over " + std::to_string(kContextQuotaBytes >> 20) +
+                      " MiB: contexts unused for a day are removed",
+                  json{{"code", "context_quota_exceeded"}, {"usedBytes", used}});
   }
   // Unpacked once now, so a context past the limits (413) or with an entry
   // that escapes (400) is refused at upload, not later by a failed build.
@@ -188,9 +218,47 @@ Result<ContextUpload> ImageManager::PutContext(const std::string& digest, const 
     fs::remove(path, ec);
     return checked.status();
   }
-  fs::rename(path, storage_.ContextPath(hex), ec);
+  fs::create_directories(dir, ec);
+  fs::rename(path, ContextPathOf(owner, digest), ec);
   if (ec) return Status(Code::kIoError, "cannot store the context: " + ec.message());
-  return ContextUpload{"sha256:" + hex, size};
+  return ContextUpload{digest.str(), size};
+}
+
+void ImageManager::ExpireContexts() {
+  std::error_code ec;
+  auto oldest = fs::file_time_type::clock::now() - std::chrono::milliseconds(kContextTtlMs);
+  for (const auto& key_dir : fs::directory_iterator(storage_.dir() + "/contexts", ec)) {
+    std::error_code ec2;
+    for (const auto& e : fs::directory_iterator(key_dir.path(), ec2))
+      if (e.last_write_time(ec2) < oldest) fs::remove(e.path(), ec2);
+  }
+}
+
+bool ImageManager::RegistryAllowed(const ImageRef& ref) const {
+  std::string host = ref.Host();
+  for (std::string allowed : options_.allowed_registries) {
+    for (char& c : allowed) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!host.empty() && host == allowed) return true;
+  }
+  return false;
+}
+
+std::set<LayerId> ImageManager::LayersOf(const std::string& owner) {
+  std::set<LayerId> held;
+  auto add = [&](const json& list) {
+    if (!list.is_array()) return;
+    for (const auto& l : list)
+      if (auto id = l.is_string() ? LayerId::Parse(l.get<std::string>()) : std::nullopt)
+        held.insert(*id);
+  };
+  if (auto builtin = catalog_.Get(builtin_id_)) add((*builtin)["layers"]);
+  for (const json& r : catalog_.List(owner, std::nullopt, std::nullopt))
+    add(r.value("layers", json()));
+  for (const auto& snap : sandboxes_.ListSnapshots()) {
+    if (snap.owner != owner) continue;
+    add(json(snap.layers));
+  }
+  return held;
 }
 
 std::vector<store::RegistryCredential> ImageManager::Registries(const std::string& owner) {

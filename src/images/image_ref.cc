@@ -2,8 +2,11 @@
 
 #include <arpa/inet.h>
 
+#include <cctype>
 #include <cstring>
 #include <vector>
+
+#include "common/path_ids.h"
 
 namespace kiln::images {
 namespace {
@@ -16,10 +19,10 @@ bool IsAlnum(char c) { return IsLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); }
 
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string InQuotes(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 Status RefError(std::string_view text, std::string message) {
-  return Status(Code::kInvalidRequest, "invalid image reference " + Quote(text) + ": " + message,
+  return Status(Code::kInvalidRequest, "invalid image reference " + InQuotes(text) + ": " + message,
                 {{"reference", std::string(text)}});
 }
 
@@ -93,10 +96,10 @@ bool SplitHostPort(std::string_view domain, std::string_view* host, std::string_
 
 std::optional<std::string> DomainProblem(std::string_view domain) {
   std::string_view host, port;
-  if (!SplitHostPort(domain, &host, &port)) return "malformed registry " + Quote(domain);
+  if (!SplitHostPort(domain, &host, &port)) return "malformed registry " + InQuotes(domain);
   if (!port.empty()) {
     for (char c : port) {
-      if (!IsDigit(c)) return "registry port " + Quote(port) + " is not a number";
+      if (!IsDigit(c)) return "registry port " + InQuotes(port) + " is not a number";
     }
   }
   if (host.empty()) return "empty registry host";
@@ -104,24 +107,13 @@ std::optional<std::string> DomainProblem(std::string_view domain) {
     std::string v6(host.substr(1, host.size() - 2));
     in6_addr addr;
     if (inet_pton(AF_INET6, v6.c_str(), &addr) != 1) {
-      return "registry " + Quote(host) + " is not a valid IPv6 address";
+      return "registry " + InQuotes(host) + " is not a valid IPv6 address";
     }
     return std::nullopt;
   }
-  if (!ValidDomainName(host)) return "registry host " + Quote(host) + " is not a valid host name";
+  if (!ValidDomainName(host))
+    return "registry host " + InQuotes(host) + " is not a valid host name";
   return std::nullopt;
-}
-
-bool IsUuid(std::string_view s) {
-  if (s.size() != 36) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (s[i] != '-') return false;
-    } else if (!IsHex(s[i])) {
-      return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace
@@ -133,6 +125,15 @@ std::string ImageRef::String() const {
   if (tag) out += ":" + *tag;
   if (digest) out += "@" + *digest;
   if (!tag && !digest) out += ":latest";
+  return out;
+}
+
+std::string ImageRef::Host() const {
+  std::string_view host, port;
+  if (!SplitHostPort(domain, &host, &port)) return "";
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  std::string out(host);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -167,13 +168,14 @@ Result<ImageRef> ParseImageRef(std::string_view text) {
     rest = rest.substr(0, at);
     constexpr std::string_view kPrefix = "sha256:";
     if (digest.substr(0, kPrefix.size()) != kPrefix) {
-      return RefError(text, "digest " + Quote(digest) + " is not sha256:<64 hex digits>");
+      return RefError(text, "digest " + InQuotes(digest) + " is not sha256:<64 hex digits>");
     }
     std::string_view hex = digest.substr(kPrefix.size());
     bool hex_ok = hex.size() == 64;
     for (char c : hex) hex_ok = hex_ok && IsHex(c);
     if (!hex_ok) {
-      return RefError(text, "digest " + Quote(digest) + " is not sha256:<64 lowercase hex digits>");
+      return RefError(text,
+                      "digest " + InQuotes(digest) + " is not sha256:<64 lowercase hex digits>");
     }
     ref.digest = std::string(digest);
   }
@@ -206,7 +208,7 @@ Result<ImageRef> ParseImageRef(std::string_view text) {
       bool upper = false;
       for (char c : component) upper = upper || (c >= 'A' && c <= 'Z');
       return RefError(text, upper ? "repository name must be lowercase"
-                                  : "repository path component " + Quote(component) +
+                                  : "repository path component " + InQuotes(component) +
                                         " is invalid: lowercase letters and digits, separated "
                                         "by '.', '_', '__' or '-'");
     }
@@ -228,12 +230,12 @@ Status ValidateImageName(std::string_view name) {
   }
   if (!IsLowerAlnum(name.front())) {
     return Status(Code::kInvalidRequest,
-                  "image name " + Quote(name) + " must start with a lowercase letter or digit");
+                  "image name " + InQuotes(name) + " must start with a lowercase letter or digit");
   }
   for (char c : name) {
     if (!IsLowerAlnum(c) && c != '.' && c != '_' && c != '-' && c != '/') {
       return Status(Code::kInvalidRequest,
-                    "image name " + Quote(name) +
+                    "image name " + InQuotes(name) +
                         " may only hold lowercase letters, digits, '.', '_', '-' and '/'");
     }
   }
@@ -246,7 +248,7 @@ Status ValidateTag(std::string_view tag) {
   for (char c : tag) ok = ok && (word(c) || c == '.' || c == '-');
   if (!ok) {
     return Status(Code::kInvalidRequest,
-                  "tag " + Quote(tag) +
+                  "tag " + InQuotes(tag) +
                       " is invalid: 1-128 of letters, digits, '_', '.' and '-', not starting "
                       "with '.' or '-'");
   }
@@ -255,7 +257,7 @@ Status ValidateTag(std::string_view tag) {
 
 Result<KilnImageRef> ParseKilnImageRef(std::string_view text) {
   KilnImageRef ref;
-  if (IsUuid(text)) {
+  if (Uuid::Parse(text)) {
     ref.name = std::string(text);
     ref.is_id = true;
     return ref;
@@ -267,12 +269,12 @@ Result<KilnImageRef> ParseKilnImageRef(std::string_view text) {
     std::string_view after = text.substr(sep + 1);
     if (after.find_first_of(":@") != std::string_view::npos) {
       return Status(Code::kInvalidRequest,
-                    "image " + Quote(text) + ": give either name:tag or name@version, not both",
+                    "image " + InQuotes(text) + ": give either name:tag or name@version, not both",
                     {{"image", std::string(text)}});
     }
     if (text[sep] == ':') {
       if (Status s = ValidateTag(after); !s.ok()) {
-        return Status(Code::kInvalidRequest, "image " + Quote(text) + ": " + s.message(),
+        return Status(Code::kInvalidRequest, "image " + InQuotes(text) + ": " + s.message(),
                       {{"image", std::string(text)}});
       }
       ref.tag = std::string(after);
@@ -284,16 +286,16 @@ Result<KilnImageRef> ParseKilnImageRef(std::string_view text) {
         if (ok) version = version * 10 + (c - '0');
       }
       if (!ok || version < 1) {
-        return Status(
-            Code::kInvalidRequest,
-            "image " + Quote(text) + ": version " + Quote(after) + " is not a whole number >= 1",
-            {{"image", std::string(text)}});
+        return Status(Code::kInvalidRequest,
+                      "image " + InQuotes(text) + ": version " + InQuotes(after) +
+                          " is not a whole number >= 1",
+                      {{"image", std::string(text)}});
       }
       ref.version = version;
     }
   }
   if (Status s = ValidateImageName(name); !s.ok()) {
-    return Status(Code::kInvalidRequest, "image " + Quote(text) + ": " + s.message(),
+    return Status(Code::kInvalidRequest, "image " + InQuotes(text) + ": " + s.message(),
                   {{"image", std::string(text)}});
   }
   ref.name = std::string(name);

@@ -46,6 +46,8 @@ struct ImageRef {
   // localhost, 127.0.0.0/8, [::1] (any port): such registries are reached
   // over plain HTTP, as Docker does for them; every other one needs TLS.
   bool IsLoopback() const;
+  // The registry's host, lower case, without its port or v6 brackets.
+  std::string Host() const;
   bool operator==(const ImageRef&) const = default;
 };
 // kInvalidRequest naming what is wrong (the domain, a path component, the tag,

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/path_ids.h"
 #include "network/policy.h"
 
 namespace kiln::images {
@@ -43,9 +44,9 @@ struct ImageRequest {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> env;  // over the image's ENV
   ImageSource source = ImageSource::kDockerfile;
-  nlohmann::json recipe;               // kRecipe
-  std::string dockerfile;              // kDockerfile
-  std::optional<std::string> context;  // sha256 hex of an uploaded context
+  nlohmann::json recipe;                // kRecipe
+  std::string dockerfile;               // kDockerfile
+  std::optional<Sha256Digest> context;  // an uploaded context of the requester's
   std::map<std::string, std::string> build_args;
   std::optional<std::string> target;
   std::optional<std::string> dockerignore;

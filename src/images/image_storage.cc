@@ -33,10 +33,30 @@ std::string ImageStorage::TempPath(const std::string& what) {
   return dir_ + "/tmp/" + what + "-" + std::to_string(getpid()) + "-" + std::to_string(++tmp_seq_);
 }
 
-std::optional<LayerInfo> ImageStorage::Layer(const std::string& id) const {
+Result<std::vector<LayerId>> ImageStorage::ParseLayers(const json& list, const std::string& field) {
+  if (!list.is_array()) return Status(Code::kInvalidImage, field + " is not a list of layers");
+  std::vector<LayerId> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::optional<LayerId> id =
+        list[i].is_string() ? LayerId::Parse(list[i].get<std::string>()) : std::nullopt;
+    if (!id)
+      return Status(Code::kInvalidImage, field + "[" + std::to_string(i) + "] is not a layer id",
+                    json{{"field", field + "[" + std::to_string(i) + "]"}});
+    out.push_back(*id);
+  }
+  return out;
+}
+
+json ImageStorage::LayersJson(const std::vector<LayerId>& layers) {
+  json out = json::array();
+  for (const auto& l : layers) out.push_back(l.str());
+  return out;
+}
+
+std::optional<LayerInfo> ImageStorage::Layer(const LayerId& id) const {
   std::ifstream f(LayerDir(id) + ".json");
   if (!f) return std::nullopt;
-  json j = json::parse(f, nullptr, false);
+  json j = json::parse(f, nullptr, false);  // kilnd's own file
   if (!j.is_object() || !fs::is_directory(LayerDir(id))) return std::nullopt;
   return LayerInfo{id,
                    j.value("bytes", uint64_t{0}),
@@ -73,7 +93,9 @@ Result<LayerInfo> ImageStorage::AddLayerTar(const std::string& tar_path, UnpackO
   std::string tmp = TempPath("layer");
   Result<LayerStats> unpacked = UnpackLayer(tar_path, tmp, options);
   if (!unpacked.ok()) return unpacked.status();
-  LayerInfo info{unpacked->diff_id, unpacked->bytes, unpacked->files, unpacked->diff_id};
+  std::optional<Sha256Digest> diff = Sha256Digest::FromHex(unpacked->diff_id);
+  if (!diff) return Status(Code::kInternal, "unpacking gave no diff id");
+  LayerInfo info{LayerId::Of(*diff), unpacked->bytes, unpacked->files, unpacked->diff_id};
   std::lock_guard lock(mu_);
   if (auto have = Layer(info.id)) {
     (void)RemoveTree(tmp);
@@ -84,15 +106,15 @@ Result<LayerInfo> ImageStorage::AddLayerTar(const std::string& tar_path, UnpackO
   fs::rename(tmp, LayerDir(info.id), ec);
   if (ec) {
     (void)RemoveTree(tmp);
-    return Status(Code::kIoError, "cannot store layer " + info.id + ": " + ec.message());
+    return Status(Code::kIoError, "cannot store layer " + info.id.str() + ": " + ec.message());
   }
   if (Status s = WriteMeta(LayerDir(info.id) + ".json", info); !s.ok()) return s;
   return info;
 }
 
-Result<LayerInfo> ImageStorage::WithExportDigest(const std::string& id) {
+Result<LayerInfo> ImageStorage::WithExportDigest(const LayerId& id) {
   std::optional<LayerInfo> info = Layer(id);
-  if (!info) return Status(Code::kInvalidImage, "layer " + id + " is missing");
+  if (!info) return Status(Code::kInvalidImage, "layer " + id.str() + " is missing");
   if (!info->export_sha256.empty()) return *info;
   // Once per layer (it reads every byte), outside the lock: a layer never
   // changes, so two exports computing it at once write the same values.
@@ -102,7 +124,7 @@ Result<LayerInfo> ImageStorage::WithExportDigest(const std::string& id) {
   info->export_size = digest->size;
   std::lock_guard lock(mu_);
   if (Status s = WriteMeta(LayerDir(id) + ".json", *info); !s.ok())
-    LogWarn("cannot record a layer's export digest", {{"layer", id}, {"error", s.message()}});
+    LogWarn("cannot record a layer's export digest", {{"layer", id.str()}, {"error", s.message()}});
   return *info;
 }
 
@@ -112,20 +134,22 @@ std::vector<LayerInfo> ImageStorage::LayersByTar() const {
   for (const auto& e : fs::directory_iterator(dir_ + "/layers", ec)) {
     std::string name = e.path().filename();
     if (!name.ends_with(".json")) continue;
-    auto l = Layer(name.substr(0, name.size() - 5));
+    std::optional<LayerId> id = LayerId::Parse(name.substr(0, name.size() - 5));
+    if (!id) continue;
+    auto l = Layer(*id);
     if (l && (!l->tar_sha256.empty() || !l->export_sha256.empty())) out.push_back(*l);
   }
   return out;
 }
 
-std::optional<LayerInfo> ImageStorage::LayerByTar(const std::string& sha256) const {
-  if (auto l = Layer(sha256); l && l->tar_sha256 == sha256) return l;
+std::optional<LayerInfo> ImageStorage::LayerByTar(const Sha256Digest& tar) const {
+  if (auto l = Layer(LayerId::Of(tar)); l && l->tar_sha256 == tar.hex()) return l;
   for (auto& l : LayersByTar())
-    if (l.export_sha256 == sha256) return l;
+    if (l.export_sha256 == tar.hex()) return l;
   return std::nullopt;
 }
 
-Result<LayerInfo> ImageStorage::AddLayerDir(const std::string& dir, const std::string& id) {
+Result<LayerInfo> ImageStorage::AddLayerDir(const std::string& dir, const LayerId& id) {
   LayerInfo info{id, 0, 0};
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
@@ -144,21 +168,21 @@ Result<LayerInfo> ImageStorage::AddLayerDir(const std::string& dir, const std::s
   fs::rename(dir, LayerDir(id), ec);
   if (ec) {
     (void)RemoveTree(dir);
-    return Status(Code::kIoError, "cannot store layer " + id + ": " + ec.message());
+    return Status(Code::kIoError, "cannot store layer " + id.str() + ": " + ec.message());
   }
   if (Status s = WriteMeta(LayerDir(id) + ".json", info); !s.ok()) return s;
   return info;
 }
 
-std::string ImageStorage::ChainId(const std::vector<std::string>& layers) {
+Sha256Digest ImageStorage::ChainId(const std::vector<LayerId>& layers) {
   std::string all;
-  for (const auto& l : layers) all += l + "\n";
-  return Sha256Hex(all);
+  for (const auto& l : layers) all += l.str() + "\n";
+  return Sha256Digest::Of(all);
 }
 
-Result<std::string> ImageStorage::EnsureRoot(const std::vector<std::string>& layers) {
+Result<std::string> ImageStorage::EnsureRoot(const std::vector<LayerId>& layers) {
   // A layer that links to a whole root (kiln's built-in base) is its own root.
-  if (layers.size() == 1 && fs::is_symlink(LayerDir(layers[0])))
+  if (layers.size() == 1 && layers[0].builtin() && fs::is_symlink(LayerDir(layers[0])))
     return fs::read_symlink(LayerDir(layers[0])).string();
   std::string root = RootDir(ChainId(layers));
   std::lock_guard lock(mu_);
@@ -166,7 +190,7 @@ Result<std::string> ImageStorage::EnsureRoot(const std::vector<std::string>& lay
   std::vector<std::string> dirs;
   for (const auto& l : layers) {
     if (!fs::is_directory(LayerDir(l)))
-      return Status(Code::kInvalidImage, "layer " + l + " is missing");
+      return Status(Code::kInvalidImage, "layer " + l.str() + " is missing");
     dirs.push_back(LayerDir(l));
   }
   // Flattened beside its final name and renamed, so a root that exists is whole.
@@ -189,10 +213,10 @@ uint64_t ImageStorage::LayerBytes() const {
   for (const auto& e : fs::directory_iterator(dir_ + "/layers", ec)) {
     std::string name = e.path().filename();
     if (!name.ends_with(".json")) continue;
-    std::string id = name.substr(0, name.size() - 5);
+    std::optional<LayerId> id = LayerId::Parse(name.substr(0, name.size() - 5));
     // kiln's built-in base (a link to its root) is the install's, not the quota's.
-    if (fs::is_symlink(LayerDir(id))) continue;
-    if (auto l = Layer(id)) total += l->bytes;
+    if (!id || id->builtin()) continue;
+    if (auto l = Layer(*id)) total += l->bytes;
   }
   return total;
 }
@@ -217,9 +241,12 @@ PruneStats ImageStorage::Prune(const std::set<std::string>& keep_layers,
     fs::remove(e.path().string() + ".json", ec);
     if (RemoveTree(e.path()).ok()) ++stats.layers_removed;
   }
-  if (contexts) {
-    for (const auto& e : fs::directory_iterator(dir_ + "/contexts", ec)) {
-      if (fs::remove(e.path(), ec)) ++stats.contexts_removed;
+  if (contexts) {  // contexts/<key folder>/<sha256>
+    for (const auto& key_dir : fs::directory_iterator(dir_ + "/contexts", ec)) {
+      std::error_code ec2;
+      for (const auto& e : fs::directory_iterator(key_dir.path(), ec2))
+        if (fs::remove(e.path(), ec2)) ++stats.contexts_removed;
+      fs::remove(key_dir.path(), ec2);
     }
   }
   uint64_t after = DiskUsage(dir_);

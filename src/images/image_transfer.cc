@@ -29,8 +29,13 @@ class ImportedLayers : public store::LayerSink {
  public:
   // `imports` counts live sinks: the image store's collection keeps every
   // layer and root while one lives (what it stores is in no record yet).
-  ImportedLayers(ImageStorage& storage, uint64_t limit_bytes, std::atomic<int>& imports)
-      : storage_(storage), limit_bytes_(limit_bytes), imports_(imports) {
+  // `held`: the importing key's layers. A layer the tar leaves out must be
+  // one of them: another tenant's layer of that digest is no proof the key
+  // has its bytes, and the refusal must not tell it apart from an absent
+  // one (it would say what others pulled).
+  ImportedLayers(ImageStorage& storage, uint64_t limit_bytes, std::atomic<int>& imports,
+                 std::set<LayerId> held)
+      : storage_(storage), limit_bytes_(limit_bytes), imports_(imports), held_(std::move(held)) {
     ++imports_;
   }
   ~ImportedLayers() override {
@@ -39,7 +44,7 @@ class ImportedLayers : public store::LayerSink {
     --imports_;
   }
 
-  bool Has(const std::string& sha256) override { return storage_.LayerByTar(sha256).has_value(); }
+  bool Has(const std::string& sha256) override { return Held(sha256).has_value(); }
 
   Status Begin(const std::string& sha256, uint64_t size) override {
     pending_ += size;
@@ -67,10 +72,15 @@ class ImportedLayers : public store::LayerSink {
   }
 
   Result<store::ImportedRoot> Commit(const std::vector<store::TransferLayer>& layers) override {
-    store::ImportedRoot out;
+    struct {
+      std::vector<LayerId> layers;
+    } out;
     for (const auto& layer : layers) {
       if (!layer.base.empty()) {
-        out.layers.push_back(layer.base);
+        std::optional<LayerId> base = LayerId::Parse(layer.base);
+        if (!base || !base->builtin())
+          return Status(Code::kInvalidArchive, "layer base " + layer.base + " is no base image");
+        out.layers.push_back(*base);
         continue;
       }
       if (auto it = received_.find(layer.sha256); it != received_.end()) {
@@ -85,7 +95,7 @@ class ImportedLayers : public store::LayerSink {
         out.layers.push_back(added->id);
         continue;
       }
-      std::optional<LayerInfo> have = storage_.LayerByTar(layer.sha256);
+      std::optional<LayerInfo> have = Held(layer.sha256);
       if (!have)
         return Status(Code::kSnapshotIncompatible,
                       "image layer " + layer.sha256 + " left this host during the import",
@@ -94,11 +104,21 @@ class ImportedLayers : public store::LayerSink {
     }
     Result<std::string> root = storage_.EnsureRoot(out.layers);
     if (!root.ok()) return root.status();
-    out.rootfs = *root;
-    return out;
+    store::ImportedRoot imported;
+    imported.rootfs = *root;
+    for (const auto& l : out.layers) imported.layers.push_back(l.str());
+    return imported;
   }
 
  private:
+  // The layer of the key's whose tar has this sha256.
+  std::optional<LayerInfo> Held(const std::string& sha256) const {
+    std::optional<Sha256Digest> d = Sha256Digest::FromHex(sha256);
+    std::optional<LayerInfo> l = d ? storage_.LayerByTar(*d) : std::nullopt;
+    if (!l || !held_.count(l->id)) return std::nullopt;
+    return l;
+  }
+
   static Status WriteError(const std::string& sha256) {
     int err = errno;
     if (err == ENOSPC || err == EDQUOT)
@@ -109,6 +129,7 @@ class ImportedLayers : public store::LayerSink {
   ImageStorage& storage_;
   uint64_t limit_bytes_;
   std::atomic<int>& imports_;
+  std::set<LayerId> held_;
   uint64_t pending_ = 0;
   std::map<std::string, std::string> received_;  // sha256 -> its tar in tmp/
   std::string current_;
@@ -119,11 +140,14 @@ class ImportedLayers : public store::LayerSink {
 
 Result<std::vector<store::TransferLayer>> ImageManager::TransferLayers(
     const store::SnapshotRecord& snapshot) {
-  std::vector<std::string> ids = snapshot.layers;
-  if (ids.empty() && snapshot.image) {
+  json listed = snapshot.layers;
+  if (snapshot.layers.empty() && snapshot.image) {
     if (auto rec = catalog_.Get(*snapshot.image); rec && rec->contains("layers"))
-      (*rec)["layers"].get_to(ids);
+      listed = (*rec)["layers"];
   }
+  Result<std::vector<LayerId>> parsed = ImageStorage::ParseLayers(listed, "layers");
+  if (!parsed.ok()) return parsed.status();
+  const std::vector<LayerId>& ids = *parsed;
   if (ids.empty())
     return Status(Code::kNotSupported, "snapshot " + snapshot.id + " runs image " +
                                            snapshot.image.value_or(snapshot.rootfs) +
@@ -132,14 +156,14 @@ Result<std::vector<store::TransferLayer>> ImageManager::TransferLayers(
   for (const auto& id : ids) {
     store::TransferLayer layer;
     std::string dir = storage_.LayerDir(id);
-    if (fs::is_symlink(dir)) {  // kiln's built-in base: the receiver has its own
-      layer.base = id;
+    if (id.builtin()) {  // kiln's built-in base: the receiver has its own
+      layer.base = id.str();
       out.push_back(std::move(layer));
       continue;
     }
     if (!storage_.Layer(id))
-      return Status(Code::kNotSupported,
-                    "snapshot " + snapshot.id + " needs image layer " + id + ", which is gone");
+      return Status(Code::kNotSupported, "snapshot " + snapshot.id + " needs image layer " +
+                                             id.str() + ", which is gone");
     Result<LayerInfo> info = storage_.WithExportDigest(id);
     if (!info.ok()) return info.status();
     layer.sha256 = info->export_sha256;
@@ -154,8 +178,9 @@ Result<std::vector<store::TransferLayer>> ImageManager::TransferLayers(
   return out;
 }
 
-std::unique_ptr<store::LayerSink> ImageManager::NewLayerSink() {
-  return std::make_unique<ImportedLayers>(storage_, options_.storage_limit_mib << 20, imports_);
+std::unique_ptr<store::LayerSink> ImageManager::NewLayerSink(const std::string& owner) {
+  return std::make_unique<ImportedLayers>(storage_, options_.storage_limit_mib << 20, imports_,
+                                          LayersOf(owner));
 }
 
 json ImageManager::TransferableLayers() {

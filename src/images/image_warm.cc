@@ -102,7 +102,9 @@ Status ImageManager::Warm(Job& job, json& record) {
     return Status::Ok();
   }
   log->Line("system", std::nullopt, "warming: booting the image once and keeping it ready");
-  Result<std::string> root = storage_.EnsureRoot(record["layers"].get<std::vector<std::string>>());
+  Result<std::vector<LayerId>> layers = ImageStorage::ParseLayers(record["layers"], "layers");
+  if (!layers.ok()) return layers.status();
+  Result<std::string> root = storage_.EnsureRoot(*layers);
   if (!root.ok()) return root.status();
   control::SandboxSpec spec;
   spec.owner = record["owner"];
@@ -204,7 +206,9 @@ Result<ImageLaunch> ImageManager::ForSandbox(const std::string& ref,
   if (r["source"] == "builtin") {
     l.rootfs = options_.base_rootfs;
   } else {
-    Result<std::string> root = storage_.EnsureRoot(r["layers"].get<std::vector<std::string>>());
+    Result<std::vector<LayerId>> layers = ImageStorage::ParseLayers(r["layers"], "layers");
+    if (!layers.ok()) return layers.status();
+    Result<std::string> root = storage_.EnsureRoot(*layers);
     if (!root.ok()) return root.status();
     l.rootfs = *root;
   }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/digest.h"
+#include "common/json_bounded.h"
 
 namespace kiln::images {
 namespace {
@@ -47,17 +48,11 @@ Status Schema1() {
       "2017); push it again with a current Docker or convert it with skopeo");
 }
 
-// "sha256:<64 lowercase hex>" -> the hex; nullopt for anything else, so that
-// a digest never becomes a path like blobs/sha256/../../x.
-std::optional<std::string> DigestHex(const json& digest) {
+// "sha256:<64 lowercase hex>" -> the digest; nullopt for anything else, so
+// that a digest never becomes a path like blobs/sha256/../../x.
+std::optional<Sha256Digest> DigestOf(const json& digest) {
   if (!digest.is_string()) return std::nullopt;
-  const std::string& s = digest.get_ref<const std::string&>();
-  if (s.size() != 7 + 64 || s.compare(0, 7, "sha256:") != 0) return std::nullopt;
-  std::string hex = s.substr(7);
-  if (!std::all_of(hex.begin(), hex.end(),
-                   [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
-    return std::nullopt;
-  return hex;
+  return Sha256Digest::Parse(digest.get_ref<const std::string&>());
 }
 
 std::string StringOr(const json& obj, const char* key) {
@@ -81,18 +76,21 @@ Result<std::string> ReadFile(const std::string& path, const std::string& what) {
 }
 
 Result<json> ParseJson(const std::string& text, const std::string& what) {
-  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return Invalid(what + " is not a JSON object");
-  return doc;
+  std::string why;
+  std::optional<json> doc = ParseJsonBounded(text, &why);
+  if (!doc) return Invalid(what + " " + why);
+  if (!doc->is_object()) return Invalid(what + " is not a JSON object");
+  return std::move(*doc);
 }
 
 // A manifest or config blob named by `descriptor`, hashed and parsed.
 Result<json> ReadBlobJson(const std::string& layout, const json& descriptor,
                           const std::string& what) {
   if (!descriptor.is_object()) return Invalid(what + " descriptor is not an object");
-  std::optional<std::string> hex = DigestHex(descriptor.value("digest", json()));
-  if (!hex) return Invalid(what + " has no valid sha256 digest", {{"field", "digest"}});
-  std::string digest = "sha256:" + *hex;
+  std::optional<Sha256Digest> d = DigestOf(descriptor.value("digest", json()));
+  if (!d) return Invalid(what + " has no valid sha256 digest", {{"field", "digest"}});
+  std::string digest = d->str();
+  const std::string* hex = &d->hex();
   auto data = ReadFile(layout + "/blobs/sha256/" + *hex, what + " blob " + digest);
   if (!data.ok()) {
     if (data.status().code() == Code::kNotFound)
@@ -109,6 +107,26 @@ Result<json> ReadBlobJson(const std::string& layout, const json& descriptor,
                        " bytes, not the size its descriptor gives",
                    {{"blob", digest}});
   return ParseJson(*data, what + " blob " + digest);
+}
+
+// An image manifest's own fields: schemaVersion 2 and a config descriptor
+// of a config media type with a sha256 digest.
+Status CheckManifest(const json& manifest, const std::string& manifest_digest) {
+  if (!manifest.is_object() || manifest.value("schemaVersion", json()) != 2)
+    return Invalid("manifest " + manifest_digest + " has no schemaVersion 2",
+                   {{"blob", manifest_digest}});
+  const json config_desc = manifest.value("config", json());
+  if (!config_desc.is_object())
+    return Invalid("manifest " + manifest_digest + " has no config", {{"blob", manifest_digest}});
+  std::string config_type = StringOr(config_desc, "mediaType");
+  if (!kConfigTypes.count(config_type))
+    return Invalid("manifest " + manifest_digest + " has a config of the unsupported type \"" +
+                       config_type + "\"",
+                   {{"blob", manifest_digest}});
+  if (!DigestOf(config_desc.value("digest", json())))
+    return Invalid("manifest " + manifest_digest + " has no valid config digest",
+                   {{"field", "config.digest"}});
+  return Status::Ok();
 }
 
 // The descriptor of the linux/amd64 image in an image index / manifest list.
@@ -176,37 +194,43 @@ Result<OciImage> ReadOciLayout(const std::string& layout_dir) {
   if (!type.empty() && !kManifestTypes.count(type))
     return Invalid("manifest " + manifest_digest + " has the unsupported media type " + type,
                    {{"blob", manifest_digest}});
-  if (manifest->value("schemaVersion", json()) != 2)
-    return Invalid("manifest " + manifest_digest + " has no schemaVersion 2",
-                   {{"blob", manifest_digest}});
-
-  const json config_desc = manifest->value("config", json());
-  if (!config_desc.is_object())
-    return Invalid("manifest " + manifest_digest + " has no config", {{"blob", manifest_digest}});
-  std::string config_type = StringOr(config_desc, "mediaType");
-  if (!kConfigTypes.count(config_type))
-    return Invalid("manifest " + manifest_digest + " has a config of the unsupported type \"" +
-                       config_type + "\"",
-                   {{"blob", manifest_digest}});
-  auto config = ReadBlobJson(layout_dir, config_desc, "config");
+  if (Status bad = CheckManifest(*manifest, manifest_digest); !bad.ok()) return bad;
+  auto config = ReadBlobJson(layout_dir, (*manifest)["config"], "config");
   if (!config.ok()) return config.status();
+  Result<OciImage> image = ParseImageManifest(*manifest, manifest_digest, *config);
+  if (!image.ok()) return image.status();
+  for (OciLayer& layer : image->layers) {
+    layer.blob_path = layout_dir + "/blobs/sha256/" + layer.digest.hex();
+    struct stat st;
+    if (::stat(layer.blob_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      return Invalid("layer blob " + layer.digest.str() + " is missing from " + layout_dir,
+                     {{"blob", layer.digest.str()}});
+  }
+  return image;
+}
+
+Result<OciImage> ParseImageManifest(const json& manifest, const std::string& manifest_digest,
+                                    const json& config) {
+  if (Status bad = CheckManifest(manifest, manifest_digest); !bad.ok()) return bad;
+  Sha256Digest config_digest = *DigestOf(manifest["config"]["digest"]);
+  if (!config.is_object()) return Invalid("config is not a JSON object", {{"field", "config"}});
 
   OciImage image;
   image.manifest_digest = manifest_digest;
-  image.config_digest = config_desc["digest"].get<std::string>();
-  auto parsed = ParseOciConfig(*config);
+  image.config_digest = config_digest.str();
+  auto parsed = ParseOciConfig(config);
   if (!parsed.ok()) return parsed.status();
   image.config = std::move(*parsed);
-  if (auto os = StringOr(*config, "os"); !os.empty() && os != "linux")
+  if (auto os = StringOr(config, "os"); !os.empty() && os != "linux")
     return Invalid("the image is for " + os + ", not linux", {{"field", "os"}});
 
-  const json rootfs = config->value("rootfs", json());
+  const json rootfs = config.value("rootfs", json());
   if (!rootfs.is_object() || StringOr(rootfs, "type") != "layers" ||
       !rootfs.value("diff_ids", json()).is_array())
     return Invalid("config " + image.config_digest + " has no rootfs of type layers",
                    {{"field", "rootfs"}});
   const json& diff_ids = rootfs["diff_ids"];
-  const json layers = manifest->value("layers", json());
+  const json layers = manifest.value("layers", json());
   if (!layers.is_array())
     return Invalid("manifest " + manifest_digest + " has no layers list",
                    {{"blob", manifest_digest}});
@@ -219,28 +243,19 @@ Result<OciImage> ReadOciLayout(const std::string& layout_dir) {
     std::string field = "layers[" + std::to_string(i) + "]";
     if (!l.is_object())
       return Invalid("manifest " + field + " is not an object", {{"field", field}});
-    OciLayer layer;
-    layer.media_type = StringOr(l, "mediaType");
-    if (!kLayerTypes.count(layer.media_type))
-      return Invalid(
-          "manifest " + field + " has the unsupported media type \"" + layer.media_type + "\"",
-          {{"field", field}});
-    std::optional<std::string> hex = DigestHex(l.value("digest", json()));
-    if (!hex)
+    std::string media_type = StringOr(l, "mediaType");
+    if (!kLayerTypes.count(media_type))
+      return Invalid("manifest " + field + " has the unsupported media type \"" + media_type + "\"",
+                     {{"field", field}});
+    std::optional<Sha256Digest> digest = DigestOf(l.value("digest", json()));
+    if (!digest)
       return Invalid("manifest " + field + " has no valid sha256 digest", {{"field", field}});
-    std::optional<std::string> diff = DigestHex(diff_ids[i]);
     std::string diff_field = "rootfs.diff_ids[" + std::to_string(i) + "]";
+    std::optional<Sha256Digest> diff = DigestOf(diff_ids[i]);
     if (!diff)
       return Invalid("config " + diff_field + " is not a sha256 digest", {{"field", diff_field}});
-    layer.digest = "sha256:" + *hex;
-    layer.size = l.value("size", json()).is_number_unsigned() ? l["size"].get<uint64_t>() : 0;
-    layer.blob_path = layout_dir + "/blobs/sha256/" + *hex;
-    layer.diff_id = *diff;
-    struct stat st;
-    if (::stat(layer.blob_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-      return Invalid("layer blob " + layer.digest + " is missing from " + layout_dir,
-                     {{"blob", layer.digest}});
-    image.layers.push_back(std::move(layer));
+    uint64_t size = l.value("size", json()).is_number_unsigned() ? l["size"].get<uint64_t>() : 0;
+    image.layers.push_back(OciLayer{*digest, std::move(media_type), size, "", *diff});
   }
   return image;
 }

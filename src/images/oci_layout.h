@@ -17,16 +17,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/path_ids.h"
 #include "common/status.h"
 
 namespace kiln::images {
 
 struct OciLayer {
-  std::string digest;  // "sha256:<hex>"
+  Sha256Digest digest;  // of the blob as stored (compressed)
   std::string media_type;
   uint64_t size = 0;
-  std::string blob_path;
-  std::string diff_id;  // hex from the config's rootfs.diff_ids
+  std::string blob_path;  // in a layout; "" from ParseImageManifest
+  Sha256Digest diff_id;   // the config's rootfs.diff_ids: of the uncompressed tar
 };
 
 // The run settings of an image (the config's "config" object).
@@ -60,6 +61,17 @@ struct OciImage {
 // linux/amd64 entry; kInvalidImage for anything malformed, with
 // {"blob": digest} or {"field": ...} details.
 Result<OciImage> ReadOciLayout(const std::string& layout_dir);
+
+// The part of ReadOciLayout after the blobs are read: an image manifest
+// (OCI or Docker schema 2, not an index) and its config, both untrusted --
+// the manifest's own fields, the config's run settings, rootfs.diff_ids
+// (sha256 digests, as many as the manifest's layers) and each layer's media
+// type and digest. kInvalidImage naming the field. Also what the
+// stored-layers shortcut of a pull reads (a registry's manifest and config,
+// fetched without the layers). Layers come without a blob_path.
+Result<OciImage> ParseImageManifest(const nlohmann::json& manifest,
+                                    const std::string& manifest_digest,
+                                    const nlohmann::json& config);
 
 // Parses an OCI/Docker config JSON (the part above) — also used for configs
 // kiln writes itself. Takes a whole image config (the run settings are its

@@ -75,6 +75,10 @@ const std::vector<RefusedRange>& RefusedRanges() {
       Embed embed;
     } kTable[] = {
         {"255.255.255.255/32", "broadcast", Embed::kNone},
+        // Cloud metadata and host services outside the private ranges:
+        // Azure's wire server (and its DNS), Alibaba's, Oracle's.
+        {"168.63.129.16/32", "metadata", Embed::kNone},
+        {"100.100.100.200/32", "metadata", Embed::kNone},
         {"0.0.0.0/8", "unspecified", Embed::kNone},
         {"10.0.0.0/8", "private", Embed::kNone},
         {"100.64.0.0/10", "shared", Embed::kNone},

@@ -1,5 +1,7 @@
 #include "store/idempotency_store.h"
 
+#include <algorithm>
+
 #include "common/digest.h"
 #include "common/time.h"
 
@@ -36,7 +38,17 @@ IdempotencyStore::Begin IdempotencyStore::Start(const std::string& key_id,
     if (body) *body = row->Text(3);
     return Begin::kReplay;
   }
-  // Absent or expired: this request owns the key now.
+  // Absent or expired: this request owns the key now. Room first: a key
+  // keeps at most kMaxEntriesPerKey answers of kMaxBytesPerKey in all.
+  auto held = db_.QueryOne(
+      "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM idempotency WHERE key_id = ?",
+      {key_id});
+  if (held && (held->Int(0) >= kMaxEntriesPerKey || held->Int(1) > kMaxBytesPerKey)) {
+    db_.Exec(
+        "DELETE FROM idempotency WHERE rowid IN (SELECT rowid FROM idempotency "
+        "WHERE key_id = ? AND status IS NOT NULL ORDER BY created_ms LIMIT ?)",
+        {key_id, std::max<int64_t>(1, held->Int(0) / 10)});
+  }
   db_.Exec(
       "INSERT OR REPLACE INTO idempotency (key_id, idem_key, fingerprint, created_ms, status, "
       "body) VALUES (?, ?, ?, ?, NULL, NULL)",

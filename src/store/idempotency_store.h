@@ -14,6 +14,11 @@ namespace kiln::store {
 
 class IdempotencyStore {
  public:
+  // What one API key may keep stored: past either, its oldest answers go
+  // (a retry of one of those runs again, as after the ttl).
+  static constexpr int64_t kMaxEntriesPerKey = 10000;
+  static constexpr int64_t kMaxBytesPerKey = 64ll << 20;
+
   // Entries still in progress are dropped: they belong to a previous run of
   // the daemon and will never complete, and keeping them would answer every
   // retry with kInProgress until they expire.

@@ -8,7 +8,13 @@ namespace kiln::store {
 
 using nlohmann::json;
 
-ImageCatalog::ImageCatalog(Db& db) : db_(db) {}
+ImageCatalog::ImageCatalog(Db& db, const SecretBox* secrets) : db_(db), secrets_(secrets) {}
+
+RegistryCredential ImageCatalog::Credential(const DbRow& r) const {
+  std::string password = r.Text(2);
+  if (secrets_) password = secrets_->Unseal(password).value_or("");
+  return RegistryCredential{r.Text(0), r.Text(1), password, r.Int(3)};
+}
 
 json ImageCatalog::Insert(json record, const std::vector<std::string>& tags) {
   Db::Transaction tx(db_);
@@ -102,19 +108,26 @@ bool ImageCatalog::Untag(const std::string& owner, const std::string& name,
                   {owner, name, tag}) > 0;
 }
 
-std::optional<std::string> ImageCatalog::CachedLayer(const std::string& step_key) {
-  auto row = db_.QueryOne("SELECT layer FROM build_cache WHERE step_key = ?", {step_key});
+std::optional<std::string> ImageCatalog::CachedLayer(const std::string& owner,
+                                                     const std::string& step_key) {
+  auto row = db_.QueryOne("SELECT layer FROM build_cache WHERE owner = ? AND step_key = ?",
+                          {owner, step_key});
   if (!row) return std::nullopt;
-  db_.Exec("UPDATE build_cache SET used_ms = ? WHERE step_key = ?", {NowMs(), step_key});
+  db_.Exec("UPDATE build_cache SET used_ms = ? WHERE owner = ? AND step_key = ?",
+           {NowMs(), owner, step_key});
   return row->Text(0);
 }
 
-void ImageCatalog::PutCachedLayer(const std::string& step_key, const std::string& layer) {
+void ImageCatalog::PutCachedLayer(const std::string& owner, const std::string& step_key,
+                                  const std::string& layer) {
   int64_t now = NowMs();
+  // The first layer cached for a step stays: a later build of the same
+  // step by the same key only touches it.
   db_.Exec(
-      "INSERT OR REPLACE INTO build_cache (step_key, layer, created_ms, used_ms) "
-      "VALUES (?, ?, ?, ?)",
-      {step_key, layer, now, now});
+      "INSERT INTO build_cache (owner, step_key, layer, created_ms, used_ms) "
+      "VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, step_key) DO UPDATE SET used_ms = "
+      "excluded.used_ms",
+      {owner, step_key, layer, now, now});
 }
 
 std::vector<std::string> ImageCatalog::CachedLayers() const {
@@ -131,7 +144,7 @@ std::vector<RegistryCredential> ImageCatalog::Registries(const std::string& owne
   for (const auto& r : db_.Query("SELECT registry, username, password, created_ms FROM "
                                  "registry_credentials WHERE owner = ? ORDER BY registry",
                                  {owner}))
-    out.push_back({r.Text(0), r.Text(1), r.Text(2), r.Int(3)});
+    out.push_back(Credential(r));
   return out;
 }
 
@@ -142,14 +155,15 @@ std::optional<RegistryCredential> ImageCatalog::Registry(const std::string& owne
       "registry_credentials WHERE owner = ? AND registry = ?",
       {owner, registry});
   if (!r) return std::nullopt;
-  return RegistryCredential{r->Text(0), r->Text(1), r->Text(2), r->Int(3)};
+  return Credential(*r);
 }
 
 void ImageCatalog::PutRegistry(const std::string& owner, const RegistryCredential& cred) {
   db_.Exec(
       "INSERT OR REPLACE INTO registry_credentials "
       "(owner, registry, username, password, created_ms) VALUES (?, ?, ?, ?, ?)",
-      {owner, cred.registry, cred.username, cred.password, cred.created_ms});
+      {owner, cred.registry, cred.username,
+       secrets_ ? secrets_->Seal(cred.password) : cred.password, cred.created_ms});
 }
 
 bool ImageCatalog::DeleteRegistry(const std::string& owner, const std::string& registry) {

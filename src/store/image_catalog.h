@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/secret_box.h"
 #include "common/status.h"
 #include "store/db.h"
 
@@ -23,7 +24,9 @@ struct RegistryCredential {
 
 class ImageCatalog {
  public:
-  explicit ImageCatalog(Db& db);
+  // `secrets` seals registry passwords in the database (null: stored as
+  // given, in tests).
+  explicit ImageCatalog(Db& db, const SecretBox* secrets = nullptr);
 
   // Inserts a new image record (record["id"], ["owner"], ["name"], ["state"],
   // ["createdMs"]) as the next version of its name; sets record["version"]
@@ -50,9 +53,11 @@ class ImageCatalog {
            const std::string& image_id);
   bool Untag(const std::string& owner, const std::string& name, const std::string& tag);
 
-  // The build step cache.
-  std::optional<std::string> CachedLayer(const std::string& step_key);
-  void PutCachedLayer(const std::string& step_key, const std::string& layer);
+  // The build step cache, per key: a key only ever reuses the layers its
+  // own builds made.
+  std::optional<std::string> CachedLayer(const std::string& owner, const std::string& step_key);
+  void PutCachedLayer(const std::string& owner, const std::string& step_key,
+                      const std::string& layer);
   std::vector<std::string> CachedLayers() const;
   // Drops every entry; returns how many there were.
   int ClearCache();
@@ -65,7 +70,9 @@ class ImageCatalog {
 
  private:
   nlohmann::json WithTags(nlohmann::json record) const;
+  RegistryCredential Credential(const DbRow& r) const;
   Db& db_;
+  const SecretBox* secrets_;
 };
 
 }  // namespace kiln::store

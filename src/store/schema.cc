@@ -116,6 +116,21 @@ constexpr Migration kMigrations[] = {
       PRIMARY KEY (owner, registry)
     );
   )sql"},
+    // 3: the build cache per key. A RUN step's layer is what ran in the
+    // requester's own sandbox (which it can change while the step runs),
+    // so one key's cached layer is never another's; the old shared entries
+    // are dropped (a cache: the next build runs the step again).
+    {3, R"sql(
+    DROP TABLE build_cache;
+    CREATE TABLE build_cache (
+      owner      TEXT NOT NULL,
+      step_key   TEXT NOT NULL,
+      layer      TEXT NOT NULL,
+      created_ms INTEGER NOT NULL,
+      used_ms    INTEGER NOT NULL,
+      PRIMARY KEY (owner, step_key)
+    );
+  )sql"},
 };
 
 }  // namespace

@@ -44,6 +44,8 @@ void to_json(json& j, const SnapshotRecord& r) {
            {"captureMs", r.capture_ms},
            {"network", r.network}};
   if (r.image) j["image"] = *r.image;
+  if (r.source_image) j["sourceImage"] = *r.source_image;
+  if (r.source_id) j["sourceId"] = *r.source_id;
   if (!r.rootfs.empty()) j["rootfs"] = r.rootfs;
   if (!r.layers.empty()) j["layers"] = r.layers;
   if (r.image_warm) j["imageWarm"] = true;
@@ -69,6 +71,8 @@ void from_json(const json& j, SnapshotRecord& r) {
   r.capture_ms = JsonIntegerAt<decltype(r.capture_ms)>(j, "captureMs");
   r.network = j.value("network", json());
   if (j.contains("image")) r.image = j["image"].get<std::string>();
+  if (j.contains("sourceImage")) r.source_image = j["sourceImage"].get<std::string>();
+  if (j.contains("sourceId")) r.source_id = j["sourceId"].get<std::string>();
   r.rootfs = j.value("rootfs", "");
   if (j.contains("layers")) j["layers"].get_to(r.layers);
   r.image_warm = j.value("imageWarm", false);

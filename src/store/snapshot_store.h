@@ -45,6 +45,14 @@ struct SnapshotRecord {
   // filesystem ("" = the daemon's), which every restore must use again.
   std::optional<std::string> image;
   std::string rootfs;
+  // An imported snapshot's image id on the host it came from: provenance
+  // only. The sender chose it, so it is never `image` (which pins an image
+  // of this host and names it to the sandboxes restored from it).
+  std::optional<std::string> source_image;
+  // An imported snapshot whose id another key's snapshot held here got an
+  // id of its own: this is the id it came with. No key can squat an id
+  // that another key's import needs.
+  std::optional<std::string> source_id;
   // The layer ids rootfs was flattened from, for an imported snapshot of an
   // image (a local one's are its image's): kept from prune, and what an
   // export of it sends.

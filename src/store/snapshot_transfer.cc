@@ -10,7 +10,9 @@
 #include <filesystem>
 
 #include "common/contract.h"
+#include "common/ids.h"
 #include "common/log.h"
+#include "common/path_ids.h"
 
 namespace kiln::store {
 namespace fs = std::filesystem;
@@ -26,9 +28,11 @@ constexpr size_t kBlock = 1 << 20;
 // or whose it is here (owner, expiry, root and layers, hidden kinds).
 json PortableRecord(const SnapshotRecord& r) {
   json j = r;
-  for (const char* local :
-       {"owner", "expiresMs", "rootfs", "layers", "imageWarm", "pausedSandbox", "temporary"})
+  for (const char* local : {"owner", "expiresMs", "rootfs", "layers", "imageWarm", "pausedSandbox",
+                            "temporary", "sourceImage"})
     j.erase(local);
+  // The image it ran, as the receiver keeps it: provenance (sourceImage).
+  if (r.source_image && !r.image) j["image"] = *r.source_image;
   return j;
 }
 
@@ -36,22 +40,8 @@ constexpr size_t kLayersMax = 256;
 
 std::string LayerEntry(const std::string& sha256) { return "layers/" + sha256 + ".tar"; }
 
-Status Invalid(const std::string& message) {
+Status InvalidArchive(const std::string& message) {
   return Status(Code::kInvalidArchive, "kiln-snapshot.json: " + message);
-}
-
-bool IsUuid(const std::string& s) {
-  if (s.size() != 36) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-    if (dash ? s[i] != '-' : !std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(s[i]))
-      return false;
-  }
-  return true;
-}
-
-bool IsHex(const std::string& s, size_t len) {
-  return s.size() == len && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
 // "checkpoint/a/b": relative, no "." or ".." or empty parts.
@@ -74,30 +64,30 @@ Status ReadInt(const json& rec, const char* key, int64_t min, int64_t max, T* ou
   auto it = rec.find(key);
   if (it == rec.end() || !it->is_number_integer() || it->get<int64_t>() < min ||
       it->get<int64_t>() > max)
-    return Invalid(std::string("record.") + key + " must be an integer from " +
-                   std::to_string(min) + " to " + std::to_string(max));
+    return InvalidArchive(std::string("record.") + key + " must be an integer from " +
+                          std::to_string(min) + " to " + std::to_string(max));
   *out = static_cast<T>(it->get<int64_t>());
   return Status::Ok();
 }
 
 Status ParseRecord(const json& rec, SnapshotRecord* r) {
-  if (!rec.is_object()) return Invalid("record must be an object");
+  if (!rec.is_object()) return InvalidArchive("record must be an object");
   auto id = rec.find("id");
-  if (id == rec.end() || !id->is_string() || !IsUuid(id->get<std::string>()))
-    return Invalid("record.id must be a snapshot id (a lowercase UUID)");
+  if (id == rec.end() || !id->is_string() || !Uuid::Parse(id->get<std::string>()))
+    return InvalidArchive("record.id must be a snapshot id (a lowercase UUID)");
   r->id = id->get<std::string>();
   auto name = rec.find("name");
   if (name != rec.end() && !name->is_null()) {
     if (!name->is_string() || name->get<std::string>().size() > contract::kSnapshotNameMax)
-      return Invalid("record.name must be a string of at most " +
-                     std::to_string(contract::kSnapshotNameMax) + " bytes, or null");
+      return InvalidArchive("record.name must be a string of at most " +
+                            std::to_string(contract::kSnapshotNameMax) + " bytes, or null");
     r->name = name->get<std::string>();
   }
   auto labels = rec.find("labels");
   if (labels != rec.end() && !labels->is_null()) {
-    if (!labels->is_object()) return Invalid("record.labels must be an object of strings");
+    if (!labels->is_object()) return InvalidArchive("record.labels must be an object of strings");
     for (const auto& [k, v] : labels->items()) {
-      if (!v.is_string()) return Invalid("record.labels." + k + " must be a string");
+      if (!v.is_string()) return InvalidArchive("record.labels." + k + " must be a string");
       r->labels[k] = v.get<std::string>();
     }
   }
@@ -109,12 +99,18 @@ Status ParseRecord(const json& rec, SnapshotRecord* r) {
         image->get<std::string>().find_first_not_of(
             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") !=
             std::string::npos)
-      return Invalid("record.image must be an image id (letters, digits, \"-_.:\", 1 to 128)");
-    r->image = image->get<std::string>();  // where it came from; the root is rebuilt here
+      return InvalidArchive(
+          "record.image must be an image id (letters, digits, \"-_.:\", 1 to 128)");
+    r->source_image = image->get<std::string>();  // where it came from; the root is rebuilt here
   }
-  Status s = ReadInt(rec, "vcpu", 1, 1024, &r->shape.vcpu);
-  if (s.ok()) s = ReadInt(rec, "memoryMiB", 1, int64_t{1} << 30, &r->shape.memory_mib);
-  if (s.ok()) s = ReadInt(rec, "diskMiB", 0, int64_t{1} << 30, &r->shape.disk_mib);
+  // The API's own bounds: a shape a create could not ask for is not one an
+  // archive can bring in.
+  Status s = ReadInt(rec, "vcpu", contract::kVcpu.min, contract::kVcpu.max, &r->shape.vcpu);
+  if (s.ok())
+    s = ReadInt(rec, "memoryMiB", contract::kMemoryMiB.min, contract::kMemoryMiB.max,
+                &r->shape.memory_mib);
+  if (s.ok())
+    s = ReadInt(rec, "diskMiB", contract::kDiskMiB.min, contract::kDiskMiB.max, &r->shape.disk_mib);
   if (s.ok())
     s = ReadInt(rec, "retentionDays", contract::kRetentionDays.min, contract::kRetentionDays.max,
                 &r->retention_days);
@@ -124,7 +120,7 @@ Status ParseRecord(const json& rec, SnapshotRecord* r) {
   r->network = rec.value("network", json());
   auto sudo_off = rec.find("sudoOff");
   if (sudo_off != rec.end() && !sudo_off->is_boolean())
-    return Invalid("record.sudoOff must be true or false");
+    return InvalidArchive("record.sudoOff must be true or false");
   r->sudo_off = sudo_off != rec.end() && sudo_off->get<bool>();
   return Status::Ok();
 }
@@ -251,14 +247,14 @@ void SnapshotImport::Cleanup() {
 
 Status SnapshotImport::ReadManifest() {
   json m = json::parse(manifest_text_, nullptr, false);
-  if (m.is_discarded() || !m.is_object()) return Invalid("is not a JSON object");
+  if (m.is_discarded() || !m.is_object()) return InvalidArchive("is not a JSON object");
   if (m.value("format", json()) != kSnapshotFormat)
-    return Invalid("format must be \"" + std::string(kSnapshotFormat) + "\" (it is " +
-                   m.value("format", json()).dump() + ")");
+    return InvalidArchive("format must be \"" + std::string(kSnapshotFormat) + "\" (it is " +
+                          m.value("format", json()).dump() + ")");
   if (Status s = ParseRecord(m.value("record", json()), &record_); !s.ok()) return s;
   const std::string& id = record_.id;
   json engine = m.value("engine", json());
-  if (!engine.is_string()) return Invalid("engine must name the runsc version");
+  if (!engine.is_string()) return InvalidArchive("engine must name the runsc version");
   if (engine != request_.host.engine_version)
     return Status(
         Code::kSnapshotIncompatible,
@@ -267,7 +263,7 @@ Status SnapshotImport::ReadManifest() {
             ": a checkpoint restores only on the runsc version that wrote it",
         json{{"snapshotId", id}, {"engine", engine}, {"hostEngine", request_.host.engine_version}});
   json base = m.value("base", json());
-  if (!base.is_string()) return Invalid("base must name the base image");
+  if (!base.is_string()) return InvalidArchive("base must name the base image");
   if (base != request_.host.base_image)
     return Status(Code::kSnapshotIncompatible,
                   "snapshot " + id + " ran on base image " + base.get<std::string>() +
@@ -276,18 +272,18 @@ Status SnapshotImport::ReadManifest() {
                   json{{"snapshotId", id}, {"base", base}, {"hostBase", request_.host.base_image}});
   files_ = m.value("files", json());
   if (!files_.is_object() || files_.empty() || files_.size() > kFilesMax)
-    return Invalid("files must list the checkpoint's files (1 to " + std::to_string(kFilesMax) +
-                   ")");
+    return InvalidArchive("files must list the checkpoint's files (1 to " +
+                          std::to_string(kFilesMax) + ")");
   uint64_t total = 0;
   for (const auto& [rel, want] : files_.items()) {
     if (!CleanCheckpointPath(rel))
-      return Invalid("files: \"" + rel +
-                     "\" is not a path under checkpoint/ (no \"..\", \".\" or empty parts, "
-                     "under 100 bytes)");
+      return InvalidArchive("files: \"" + rel +
+                            "\" is not a path under checkpoint/ (no \"..\", \".\" or empty parts, "
+                            "under 100 bytes)");
     if (!want.is_object() || !want.contains("size") || !want["size"].is_number_unsigned() ||
         !want.contains("xxh3_128") || !want["xxh3_128"].is_string() ||
-        !IsHex(want["xxh3_128"].get<std::string>(), 32))
-      return Invalid("files." + rel + " must be {size, xxh3_128 (32 lowercase hex)}");
+        !IsLowerHex(want["xxh3_128"].get<std::string>(), 32))
+      return InvalidArchive("files." + rel + " must be {size, xxh3_128 (32 lowercase hex)}");
     total += want["size"].get<uint64_t>();
   }
   record_.size_bytes = total;  // what is stored and billed, whatever the record said
@@ -301,12 +297,13 @@ Status SnapshotImport::ReadManifest() {
 Status SnapshotImport::ReadLayers(const json& layers) {
   const std::string& id = record_.id;
   if (layers.is_null() || (layers.is_array() && layers.empty())) {
-    if (record_.image) return Invalid("record.image names an image but layers lists none");
+    if (record_.source_image)
+      return InvalidArchive("record.image names an image but layers lists none");
     return Status::Ok();
   }
   if (!layers.is_array() || layers.size() > kLayersMax)
-    return Invalid("layers must list the image's layers (at most " + std::to_string(kLayersMax) +
-                   ")");
+    return InvalidArchive("layers must list the image's layers (at most " +
+                          std::to_string(kLayersMax) + ")");
   if (!request_.layers)
     return Status(Code::kSnapshotIncompatible,
                   "snapshot " + id + " runs an image, and this kilnd keeps no image store",
@@ -327,15 +324,15 @@ Status SnapshotImport::ReadLayers(const json& layers) {
       continue;
     }
     if (!l.is_object() || !l.contains("sha256") || !l["sha256"].is_string() ||
-        !IsHex(l["sha256"].get<std::string>(), 64) || !l.contains("size") ||
+        !IsLowerHex(l["sha256"].get<std::string>(), 64) || !l.contains("size") ||
         !l["size"].is_number_unsigned() || !l.contains("included") || !l["included"].is_boolean())
-      return Invalid(at +
-                     " must be {\"base\": name} or {sha256 (64 lowercase hex), size, included}");
+      return InvalidArchive(
+          at + " must be {\"base\": name} or {sha256 (64 lowercase hex), size, included}");
     layer.sha256 = l["sha256"].get<std::string>();
     layer.size = l["size"].get<uint64_t>();
     if (l["included"].get<bool>()) {
       if (!layer_entries_.emplace(LayerEntry(layer.sha256), layer.size).second)
-        return Invalid(at + " lists layer " + layer.sha256 + " twice");
+        return InvalidArchive(at + " lists layer " + layer.sha256 + " twice");
     } else if (!request_.layers->Has(layer.sha256)) {
       missing.push_back(layer.sha256);
     }
@@ -354,20 +351,35 @@ Status SnapshotImport::ReadLayers(const json& layers) {
 }
 
 Status SnapshotImport::CheckExisting() {
-  const std::string& id = record_.id;
-  if (auto have = store_.Get(id)) {
-    auto conflict = [&](const std::string& why) {
-      return Status(Code::kSnapshotExists, "snapshot " + id + " exists on this host already " + why,
-                    json{{"snapshotId", id}});
-    };
-    if (have->hidden() || have->owner != request_.owner)
-      return conflict("(another key's): an import keeps the snapshot's id");
-    auto files = store_.VerifiedFiles(id);
-    if (!files.ok() || !SameFiles(*files, files_))
-      return conflict("with other files: an import keeps the snapshot's id");
-    existing_ = *have;  // the same snapshot: read the tar through, write nothing
-    return Status::Ok();
+  if (auto have = store_.Get(record_.id)) {
+    const std::string id = record_.id;
+    if (have->hidden() || have->owner != request_.owner) {
+      // Another key's (or kilnd's own) snapshot holds the id: this import
+      // gets an id of its own, so that no key can squat the id of a
+      // snapshot it merely has the tar of. The same import again finds it.
+      for (const auto& mine : store_.List()) {
+        if (mine.owner != request_.owner || mine.hidden() || mine.source_id != id) continue;
+        auto files = store_.VerifiedFiles(mine.id);
+        if (files.ok() && SameFiles(*files, files_)) {
+          existing_ = mine;
+          return Status::Ok();
+        }
+      }
+      record_.source_id = id;
+      record_.id = NewUuid();
+    } else {
+      auto files = store_.VerifiedFiles(id);
+      if (!files.ok() || !SameFiles(*files, files_))
+        return Status(Code::kSnapshotExists,
+                      "snapshot " + id +
+                          " exists on this host already with other files: an "
+                          "import keeps the snapshot's id",
+                      json{{"snapshotId", id}});
+      existing_ = *have;  // the same snapshot: read the tar through, write nothing
+      return Status::Ok();
+    }
   }
+  const std::string& id = record_.id;
   if (::mkdir(store_.ImportDir(id).c_str(), 0700) < 0) {
     if (errno == EEXIST)
       return Status(Code::kSnapshotExists, "snapshot " + id + " is being imported already",
@@ -385,7 +397,7 @@ Status SnapshotImport::BeginEntry(const std::string& name, uint64_t size) {
       return Status(Code::kInvalidArchive,
                     "the tar's first entry must be kiln-snapshot.json, not " + name +
                         ": this is not a kiln snapshot");
-    if (size > kManifestMax) return Invalid("is larger than 4 MiB");
+    if (size > kManifestMax) return InvalidArchive("is larger than 4 MiB");
     return Status::Ok();
   }
   if (auto layer = layer_entries_.find(name); layer != layer_entries_.end()) {

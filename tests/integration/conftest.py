@@ -98,15 +98,22 @@ class Daemon:
         return "\n".join(lines[-n:])
 
 
-def start_kilnd(state_dir, *extra_args, port=None, log_path=None):
+# The tests' registries run on this machine's loopback (oci.py), which kilnd
+# pulls from only when told to (--allow-registry); test_attack_tenant.py
+# starts kilnds without it.
+LOOPBACK_REGISTRIES = ("--allow-registry", "127.0.0.1", "--allow-registry", "localhost")
+
+
+def start_kilnd(state_dir, *extra_args, port=None, log_path=None, loopback_registries=True, env=None):
     """Starts a kilnd on `state_dir` and waits until it is healthy. Returns a
     Daemon with its admin key; raises RuntimeError if it does not come up."""
     port = port or _free_port()
     log_path = Path(log_path or str(state_dir) + ".log")
     log = open(log_path, "ab")
+    registries = LOOPBACK_REGISTRIES if loopback_registries else ()
     proc = subprocess.Popen(
         [str(BIN_DIR / "kilnd"), "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir),
-         "--image-dir", str(IMAGE_DIR), *extra_args],
+         "--image-dir", str(IMAGE_DIR), *registries, *extra_args], env=env,
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()
     d = Daemon(f"http://127.0.0.1:{port}", state_dir, proc, log_path)

@@ -75,7 +75,8 @@ class Flag:
 
 
 def parse_help(text):
-    """{name: Flag} from CLI11's help: `  --name TYPE[:CHECK][=DEFAULT]   doc`."""
+    """{name: Flag} from CLI11's help: `  --name TYPE[:CHECK][=DEFAULT][ ...]   doc`
+    (" ..." for a flag that may be given more than once)."""
     flags = {}
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -88,7 +89,7 @@ def parse_help(text):
         if not spec:
             flags[m[1]] = Flag(m[1], None, None, None, doc or "")
             continue
-        s = re.fullmatch(r"(TEXT|INT|FLOAT)(?::(.*?))?(?:=(.*))?", spec)
+        s = re.fullmatch(r"(TEXT|INT|FLOAT)(?::(.*?))?(?:=(.*?))?(?: \.\.\.)?", spec)
         assert s, f"kilnd --help: cannot read the spec of --{m[1]}: {spec!r}"
         flags[m[1]] = Flag(m[1], s[1], s[2], s[3], doc or "")
     return flags

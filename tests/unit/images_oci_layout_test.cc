@@ -40,9 +40,11 @@ class LayoutBuilder {
   json BlobFile(const std::string& path, const std::string& media_type) {
     return Blob(ReadAll(path), media_type);
   }
-  void Index(json descriptors) {
+  // A vector, not a json: `Index({desc})` with a json parameter is an
+  // array of one under GCC but a copy of desc under clang.
+  void Index(const std::vector<json>& descriptors) {
     WriteAll(dir_ + "/index.json",
-             json{{"schemaVersion", 2}, {"manifests", std::move(descriptors)}}.dump());
+             json{{"schemaVersion", 2}, {"manifests", json(descriptors)}}.dump());
   }
   std::string BlobPath(const json& desc) const {
     return dir_ + "/blobs/sha256/" + desc["digest"].get<std::string>().substr(7);
@@ -114,11 +116,11 @@ TEST_F(OciLayoutTest, IndexManifestConfig) {
   EXPECT_EQ(image->manifest_digest, manifest["digest"]);
   ASSERT_EQ(image->layers.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(image->layers[i].digest, layers_[i]["digest"]);
+    EXPECT_EQ(image->layers[i].digest.str(), layers_[i]["digest"]);
     EXPECT_EQ(image->layers[i].media_type, kGzipLayer);
     EXPECT_EQ(image->layers[i].size, layers_[i]["size"].get<uint64_t>());
     EXPECT_EQ(image->layers[i].blob_path, layout_.BlobPath(layers_[i]));
-    EXPECT_EQ(image->layers[i].diff_id, diff_ids_[i]);
+    EXPECT_EQ(image->layers[i].diff_id.hex(), diff_ids_[i]);
   }
   const OciConfig& c = image->config;
   EXPECT_EQ(c.env, (std::vector<std::string>{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}));
@@ -134,9 +136,10 @@ TEST_F(OciLayoutTest, IndexManifestConfig) {
   // manifest and the config, then flatten.
   std::vector<std::string> dirs;
   for (const OciLayer& l : image->layers) {
-    dirs.push_back(tmp_ / ("layers/" + l.diff_id));
-    auto stats = UnpackLayer(l.blob_path, dirs.back(),
-                             {.expected_blob_sha256 = l.digest, .expected_diff_id = l.diff_id});
+    dirs.push_back(tmp_ / ("layers/" + l.diff_id.hex()));
+    auto stats =
+        UnpackLayer(l.blob_path, dirs.back(),
+                    {.expected_blob_sha256 = l.digest.str(), .expected_diff_id = l.diff_id.hex()});
     ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   }
   ASSERT_TRUE(Flatten(dirs, tmp_ / "root").ok());

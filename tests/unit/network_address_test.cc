@@ -76,7 +76,11 @@ TEST(NetworkAddressTest, PrivateSpellingsAreRefusedWithTheirCategory) {
       {"fd00:ec2::254", "metadata"},
       {"[FD00:EC2::254]", "metadata"},
       {"fd00:ec2::253", "private"},
-      {"100.100.100.200", "shared"},
+      {"100.100.100.200", "metadata"},  // Alibaba's metadata service
+      {"168.63.129.16", "metadata"},    // Azure's wire server
+      {"0xa83f8110", "metadata"},       // the same, as one number
+      {"[::ffff:168.63.129.16]", "metadata"},
+      {"168.63.129.17", ""},
       {"100.64.0.1", "shared"},
       {"100.127.255.255", "shared"},
       {"0.0.0.0", "unspecified"},
@@ -404,7 +408,7 @@ TEST(NetworkAddressTest, RefusedCategoryOfRanges) {
       {"10.0.0.0/8", "private"},
       {"127.0.0.0/8", "loopback"},
       {"169.254.169.254/32", "link-local"},
-      {"100.100.100.200/32", "shared"},
+      {"100.100.100.200/32", "metadata"},
       {"fe80::/10", "link-local"},
       {"fd00:ec2::254/128", "metadata"},
       {"64:ff9b::a00:0/104", "private"},

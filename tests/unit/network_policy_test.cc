@@ -199,7 +199,7 @@ TEST(NetworkPolicyTest, EntryErrors) {
       {"169.254.169.254",
        "'169.254.169.254' is a link-local address" + std::string(kAlwaysRefused)},
       {"fd00:ec2::254", "'fd00:ec2::254' is a metadata address" + std::string(kAlwaysRefused)},
-      {"100.100.100.200", "'100.100.100.200' is a shared address" + std::string(kAlwaysRefused)},
+      {"100.100.100.200", "'100.100.100.200' is a metadata address" + std::string(kAlwaysRefused)},
       {"0.0.0.0", "'0.0.0.0' is an unspecified address" + std::string(kAlwaysRefused)},
       {"224.0.0.0/4", "'224.0.0.0/4' is a multicast address range" + std::string(kAlwaysRefused)},
       {"fe80::/64", "'fe80::/64' is a link-local address range" + std::string(kAlwaysRefused)},

@@ -32,6 +32,7 @@ class NodeAgent:
         self._mu = threading.Lock()
         self._owners: Dict[str, Tuple[float, Set[str]]] = {}  # owner -> (last renew, kilnd ids)
         self._fetching: Dict[str, threading.Lock] = {}
+        self._local: Dict[str, str] = {}  # a source node's snapshot id -> its id here
         self._stopped_by_reaper: List[str] = []
         self._fetches: List[Dict[str, object]] = []
         threading.Thread(target=self._reap_loop, daemon=True, name="kiln-reaper").start()
@@ -86,14 +87,17 @@ class NodeAgent:
 
     # --- snapshots ---------------------------------------------------------
 
-    def ensure_snapshot(self, snapshot_id: str, src_url: str, src_key: Optional[str]) -> str:
+    def ensure_snapshot(self, snapshot_id: str, src_url: str, src_key: Optional[str]) -> Dict[str, str]:
         """Makes the snapshot (a kilnd id) restorable here, fetching it from the kilnd at src_url
-        once (or from the shared directory); "present", "imported" or "imported-shared"."""
+        once (or from the shared directory). {"how": "present", "imported" or "imported-shared",
+        "id": its id here} -- the same id, unless another key's snapshot held it on this node
+        (then the import got an id of its own)."""
         with self._mu:
             lock = self._fetching.setdefault(snapshot_id, threading.Lock())
         with lock:
-            if self._has(snapshot_id):
-                return "present"
+            here = self._local.get(snapshot_id, snapshot_id)
+            if self._has(here):
+                return {"how": "present", "id": here}
             src = Runtime(src_key, src_url)
             if self.shared_dir:
                 path = os.path.join(self.shared_dir, f"{snapshot_id}.tar")
@@ -103,17 +107,17 @@ class NodeAgent:
                     src.snapshots.export(snapshot_id, tmp)  # whole: every node reads it
                     os.replace(tmp, path)
                     how = "imported"
-                self._import(snapshot_id, path, how)
-                return how
+                return {"how": how, "id": self._import(snapshot_id, path, how)}
             with tempfile.TemporaryDirectory(prefix="kiln-ray-") as d:
                 path = os.path.join(d, "snapshot.tar")
                 # An image snapshot's layers this node holds already stay behind.
                 src.snapshots.export(snapshot_id, path, skip_layers=self._held_layers())
-                self._import(snapshot_id, path, "imported")
-            return "imported"
+                return {"how": "imported", "id": self._import(snapshot_id, path, "imported")}
 
-    def _import(self, snapshot_id: str, path: str, how: str) -> None:
-        self._rt.snapshots.import_(path)
+    def _import(self, snapshot_id: str, path: str, how: str) -> str:
+        local = self._rt.snapshots.import_(path)["id"]
+        with self._mu:
+            self._local[snapshot_id] = local
         with tarfile.open(path, "r:") as t:
             first = t.next()
             listed = json.load(t.extractfile(first)).get("layers", []) if first else []
@@ -122,6 +126,7 @@ class NodeAgent:
             self._fetches.append({"snapshot": snapshot_id, "how": how, "bytes": os.path.getsize(path),
                                   "layersSent": len(sent),
                                   "layersSkipped": len([e for e in listed if e.get("included") is False])})
+        return local
 
     def _held_layers(self) -> List[str]:
         """The image layers this node's kilnd holds ([] unless the agent's key is the admin's)."""

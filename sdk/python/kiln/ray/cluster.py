@@ -249,7 +249,7 @@ class ClusterRuntime(Runtime):
             return snapshot_id
         if tag != self.tag:
             src_url, src_key = address(tag)
-            ray.get(agent(self.tag).ensure_snapshot.remote(local, src_url, src_key))
+            return ray.get(agent(self.tag).ensure_snapshot.remote(local, src_url, src_key))["id"]
         return local
 
     def untracked(self) -> "ClusterRuntime":
