@@ -147,8 +147,12 @@ void ApiFront::Dispatch(Exchange& ex) {
                        "must be 1-128 characters: a letter or digit, then letters, digits, "
                        "'_', '.', ':' or '-'");
   // PUTs replace a resource (file content, an archive, a policy): running
-  // one twice leaves the same state, and their bodies may be raw bytes.
-  if (ex.method() == "PUT") {
+  // one twice leaves the same state, and their bodies may be raw bytes. A
+  // body that is not JSON (a snapshot's tar) is not read ahead either: its
+  // route reads it as it comes, within its own cap.
+  std::string type = ex.Header("Content-Type");
+  bool json_body = type.empty() || type.starts_with("application/json");
+  if (ex.method() == "PUT" || !json_body) {
     router_.Dispatch(ex);
     return;
   }

@@ -83,8 +83,15 @@ class BeastWebSocket : public WebSocket {
     std::unique_lock lock(mu_);
     // The io thread itself (a reply from on_message) must not wait: only
     // it makes room. So the 1 MiB bound holds for other threads only.
-    if (!ioc_.get_executor().running_in_this_thread())
-      room_.wait(lock, [this] { return !open_ || queued_ < kMaxQueued; });
+    // A client that reads nothing for kSendWaitS gets no more: the sender
+    // (a terminal's output pump) must not wait on it forever.
+    if (!ioc_.get_executor().running_in_this_thread() &&
+        !room_.wait_for(lock, std::chrono::seconds(kSendWaitS),
+                        [this] { return !open_ || queued_ < kMaxQueued; })) {
+      lock.unlock();
+      net::post(ioc_, [this] { Ended(); });
+      return false;
+    }
     if (!open_) return false;
     queued_ += data.size();
     lock.unlock();
@@ -105,6 +112,7 @@ class BeastWebSocket : public WebSocket {
 
  private:
   static constexpr size_t kMaxQueued = 1 << 20;
+  static constexpr int kSendWaitS = 60;
   struct Out {
     std::string data;
     bool binary;
@@ -205,6 +213,63 @@ class TimedReader {
   bool* timed_out_;
 };
 
+// The socket as Beast's SyncWriteStream for a request's thread, with a
+// progress deadline: a client that stops reading its answer holds the
+// thread and the answer for at most `timeout_ms` without a byte taken,
+// then the write fails with timed_out (Asio's blocking writes wait forever).
+class TimedWriter {
+ public:
+  using executor_type = tcp::socket::executor_type;
+  TimedWriter(tcp::socket& sock, int timeout_ms) : sock_(sock), timeout_ms_(timeout_ms) {}
+  executor_type get_executor() { return sock_.get_executor(); }
+
+  template <class Buffers>
+  size_t write_some(const Buffers& buffers, boost::system::error_code& ec) {
+    iovec iov[16];
+    size_t n = 0, total = 0;
+    for (auto it = net::buffer_sequence_begin(buffers);
+         it != net::buffer_sequence_end(buffers) && n < 16; ++it) {
+      net::const_buffer b(*it);
+      if (b.size() == 0) continue;
+      iov[n++] = {const_cast<void*>(b.data()), b.size()};
+      total += b.size();
+    }
+    if (total == 0) return 0;
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    for (;;) {
+      ssize_t sent = ::sendmsg(sock_.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (sent >= 0) return static_cast<size_t>(sent);
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        ec = boost::system::error_code(errno, boost::system::system_category());
+        return 0;
+      }
+      pollfd p{sock_.native_handle(), POLLOUT, 0};
+      int ready;
+      do {
+        ready = ::poll(&p, 1, timeout_ms_);
+      } while (ready < 0 && errno == EINTR);
+      if (ready == 0) {
+        ec = net::error::timed_out;
+        return 0;
+      }
+    }
+  }
+  template <class Buffers>
+  size_t write_some(const Buffers& buffers) {
+    boost::system::error_code ec;
+    size_t n = write_some(buffers, ec);
+    if (ec) throw boost::system::system_error(ec);
+    return n;
+  }
+
+ private:
+  tcp::socket& sock_;
+  int timeout_ms_;
+};
+
 // What a request's thread gets from the I/O thread: the parsed headers,
 // bytes read past them, and the body read so far.
 struct Arrived {
@@ -225,6 +290,7 @@ class BeastExchange : public Exchange {
         early_body_(in.early_body),
         peer_(in.peer),
         reader_(in.sock, in.body_timeout_ms, &body_timed_out_),
+        writer_(in.sock, in.body_timeout_ms),
         body_timeout_s_(in.body_timeout_ms / 1000) {
     const auto& req = parser_.get();
     method_ = std::string(req.method_string());
@@ -349,7 +415,7 @@ class BeastExchange : public Exchange {
     res.body() = std::string(body);
     res.prepare_payload();
     boost::system::error_code ec;
-    http::write(sock_, res, ec);
+    http::write(writer_, res, ec);
     if (ec) keep_alive_ = false;
   }
 
@@ -369,7 +435,7 @@ class BeastExchange : public Exchange {
     res.chunked(true);
     http::response_serializer<http::empty_body> sr{res};
     boost::system::error_code ec;
-    http::write_header(sock_, sr, ec);
+    http::write_header(writer_, sr, ec);
     if (ec) keep_alive_ = false;
     return !ec;
   }
@@ -378,7 +444,7 @@ class BeastExchange : public Exchange {
     if (!keep_alive_ && stream_broken_) return false;
     if (data.empty()) return true;
     boost::system::error_code ec;
-    net::write(sock_, http::make_chunk(net::buffer(data.data(), data.size())), ec);
+    net::write(writer_, http::make_chunk(net::buffer(data.data(), data.size())), ec);
     if (ec) {
       stream_broken_ = true;
       keep_alive_ = false;
@@ -388,7 +454,7 @@ class BeastExchange : public Exchange {
 
   void EndStream() override {
     boost::system::error_code ec;
-    if (!stream_broken_) net::write(sock_, http::make_chunk_last(), ec);
+    if (!stream_broken_) net::write(writer_, http::make_chunk_last(), ec);
     if (ec) keep_alive_ = false;
     streaming_ = false;
   }
@@ -445,6 +511,7 @@ class BeastExchange : public Exchange {
   std::string peer_;
   bool body_timed_out_ = false;
   TimedReader reader_;
+  TimedWriter writer_;
   int body_timeout_s_;
   std::string method_, path_, request_id_;
   std::vector<std::pair<std::string, std::string>> query_;
@@ -486,7 +553,8 @@ struct HttpServer::Impl {
   bool draining = false;
   std::atomic<bool> stopped{false};
   std::atomic<int> connections{0};
-  std::atomic<int> active{0};  // requests running on their threads
+  std::map<std::string, int> per_address;  // open connections by peer address (guarded by mu)
+  std::atomic<int> active{0};              // requests running on their threads
   // Declared after what Conns touch: a Conn still queued in the I/O
   // context when it is destroyed untracks itself.
   net::io_context ioc;
@@ -515,7 +583,8 @@ struct HttpServer::Impl {
     });
   }
 
-  void Start(tcp::socket sock);
+  // A connection already counted (connections, per_address) by Run.
+  void Start(tcp::socket sock, std::string peer);
 };
 
 // One client connection. Between requests it belongs to the I/O thread,
@@ -524,12 +593,12 @@ struct HttpServer::Impl {
 // handler and hands it back (keep-alive) or closes it. Never both at once.
 class HttpServer::Impl::Conn : public std::enable_shared_from_this<Conn> {
  public:
-  Conn(Impl& impl, tcp::socket sock)
-      : impl_(impl), sock_(std::move(sock)), timer_(impl.ioc), fd_(sock_.native_handle()) {
-    boost::system::error_code ec;
-    auto remote = sock_.remote_endpoint(ec);
-    if (!ec) peer_ = remote.address().to_string();
-  }
+  Conn(Impl& impl, tcp::socket sock, std::string peer)
+      : impl_(impl),
+        sock_(std::move(sock)),
+        timer_(impl.ioc),
+        fd_(sock_.native_handle()),
+        peer_(std::move(peer)) {}
   ~Conn() { Close(); }
 
   int fd() const { return fd_; }
@@ -711,6 +780,9 @@ class HttpServer::Impl::Conn : public std::enable_shared_from_this<Conn> {
       std::lock_guard lock(impl_.mu);
       impl_.conns.erase(fd_);
       --impl_.connections;
+      if (auto it = impl_.per_address.find(peer_);
+          it != impl_.per_address.end() && --it->second <= 0)
+        impl_.per_address.erase(it);
       impl_.idle.notify_all();
     }
     boost::system::error_code ec;
@@ -731,10 +803,10 @@ class HttpServer::Impl::Conn : public std::enable_shared_from_this<Conn> {
   std::atomic<bool> closed_{false};
 };
 
-void HttpServer::Impl::Start(tcp::socket sock) {
+void HttpServer::Impl::Start(tcp::socket sock, std::string peer) {
   int one = 1;
   setsockopt(sock.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  auto conn = std::make_shared<Conn>(*this, std::move(sock));
+  auto conn = std::make_shared<Conn>(*this, std::move(sock), std::move(peer));
   {
     std::lock_guard lock(mu);
     conns[conn->fd()] = conn;
@@ -784,19 +856,34 @@ void HttpServer::Run() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
-    if (impl_->connections.load() >= impl_->limits.max_connections) {
-      // Past the cap a new connection gets a plain refusal and is closed.
+    std::string peer;
+    if (auto remote = sock.remote_endpoint(ec); !ec) peer = remote.address().to_string();
+    bool admitted = false;
+    {
+      std::lock_guard lock(impl_->mu);
+      int& mine = impl_->per_address[peer];
+      if (mine < impl_->limits.max_connections_per_address &&
+          impl_->connections.load() < impl_->limits.max_connections) {
+        ++mine;
+        ++impl_->connections;
+        admitted = true;
+      } else if (mine == 0) {
+        impl_->per_address.erase(peer);
+      }
+    }
+    if (!admitted) {
+      // Past a cap a new connection gets a plain refusal and is closed; the
+      // write cannot block (a fresh socket's buffer takes it).
       static const char kBusy[] =
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
           "Retry-After: 1\r\nx-request-id: req_refused\r\nConnection: close\r\n"
           "Content-Length: 83\r\n\r\n"
           "{\"error\":{\"code\":\"server_busy\",\"status\":503,\"message\":\"too many open "
           "connections\"}}";
-      net::write(sock, net::buffer(kBusy, sizeof(kBusy) - 1), ec);
+      ::send(sock.native_handle(), kBusy, sizeof(kBusy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
       continue;
     }
-    ++impl_->connections;
-    impl_->Start(std::move(sock));
+    impl_->Start(std::move(sock), std::move(peer));
   }
   std::lock_guard lock(impl_->mu);
   boost::system::error_code ec;

@@ -128,6 +128,9 @@ struct ServerLimits {
   int idle_timeout_s = 60;
   // Open connections, idle or busy; past it new ones get 503 server_busy.
   int max_connections = 16384;
+  // Open connections from one client address; past it that address's new
+  // ones get 503 server_busy, and every other address still gets in.
+  int max_connections_per_address = 2048;
 };
 
 class HttpServer {

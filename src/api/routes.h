@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/auth.h"
 #include "api/router.h"
 #include "api/stream_limit.h"
 #include "api/validate.h"
@@ -71,7 +72,13 @@ void CheckSpendingLimit(ApiContext& ctx, Exchange& ex);
 
 // Its agent, waking it first if it is paused and autoWake is on; 409
 // not_running unless it runs, 409 sandbox_paused if paused without autoWake.
-engine::AgentClient RunningAgent(const control::Sandbox& s);
+// The agent of a running sandbox for `ex`'s caller: a paused one is woken
+// first when its autoWake is on (under the caller's daily spending limit,
+// as an explicit wake is); else ApiError sandbox_paused or not_running.
+engine::AgentClient RunningAgent(ApiContext& ctx, Exchange& ex, const control::Sandbox& s);
+// The daily spending limit, checked before anything that starts sandboxes
+// or lengthens a lease (create, fork, extend, wake, an autoWake).
+void CheckSpendingLimit(ApiContext& ctx, const Caller& caller);
 
 // Reads argv/command, env, cwd of a command body into an agent request,
 // merging the sandbox's env under the command's.

@@ -64,7 +64,17 @@ control::Deadline PreferWaitDeadline(const Exchange& ex) {
   return now + std::chrono::seconds(std::min<int64_t>(seconds, 120));
 }
 
-engine::AgentClient RunningAgent(const control::Sandbox& s) {
+void CheckSpendingLimit(ApiContext& ctx, const Caller& caller) {
+  if (!caller.daily_limit_micros) return;
+  double spent = ctx.sandboxes.SpentMicrosSince(caller.key_id, StableNowMs() - 86400000);
+  if (spent >= static_cast<double>(*caller.daily_limit_micros))
+    throw ApiError(Code::kSpendingLimitReached,
+                   "this key spent " + std::to_string(static_cast<int64_t>(spent)) +
+                       " of its daily limit of " + std::to_string(*caller.daily_limit_micros) +
+                       " micro-dollars in the last 24 hours");
+}
+
+engine::AgentClient RunningAgent(ApiContext& ctx, Exchange& ex, const control::Sandbox& s) {
   auto conn = s.channel();
   if (!conn) {
     control::SandboxState st = s.state();
@@ -73,8 +83,11 @@ engine::AgentClient RunningAgent(const control::Sandbox& s) {
     if (paused && !s.spec().auto_wake)
       throw ApiError(Code::kSandboxPaused,
                      "sandbox " + s.id() + " is paused and autoWake is off; POST :wake first");
-    // A call on a paused sandbox wakes it first (autoWake).
-    if (paused) ThrowIfError(s.Wake());
+    // A call on a paused sandbox wakes it first (autoWake), as a wake would.
+    if (paused) {
+      CheckSpendingLimit(ctx, CallerOf(ex));
+      ThrowIfError(s.Wake());
+    }
     conn = s.channel();
   }
   if (!conn || !conn->alive()) {

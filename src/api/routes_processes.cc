@@ -77,25 +77,26 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     req.pty = ReadPtyField(f);
     if (req.pty) req.stdin_pipe = true;
     f.Finish();
-    ex.SendJson(200, ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessStart(req))));
+    ex.SendJson(200, ProcessJson(ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessStart(req))));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/processes", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     json data = json::array();
-    for (const auto& p : ValueOrThrow(RunningAgent(*s).ProcessList()))
+    for (const auto& p : ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessList()))
       data.push_back(ProcessJson(p));
     ex.SendJson(200, json{{"data", data}});
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/processes/{pid}", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    ex.SendJson(200, ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessGet(ex.params["pid"]))));
+    ex.SendJson(200,
+                ProcessJson(ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessGet(ex.params["pid"]))));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/processes/{pid}/output", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    engine::AgentClient agent = RunningAgent(*s);
+    engine::AgentClient agent = RunningAgent(ctx, ex, *s);
     uint64_t cursor = static_cast<uint64_t>(QueryInt(ex, "cursor", 0, INT64_MAX, 0));
     int64_t wait_ms = QueryInt(ex, "waitMs", contract::kOutputWaitMs.min,
                                contract::kOutputWaitMs.max, contract::kOutputWaitMs.def);
@@ -127,7 +128,7 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     if (b64 && !decoded) f.Issue("base64", "is not valid base64");
     f.Finish();
     std::string bytes = b64 ? *decoded : data.value_or("");
-    engine::AgentClient agent = RunningAgent(*s);
+    engine::AgentClient agent = RunningAgent(ctx, ex, *s);
     if (at) {
       uint64_t taken = ValueOrThrow(agent.ProcessGet(ex.params["pid"])).stdin_offset;
       uint64_t start = static_cast<uint64_t>(*at);
@@ -151,8 +152,9 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
       f.Issue("signal",
               "must be one of SIGTERM, SIGKILL, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2");
     f.Finish();
-    ex.SendJson(200,
-                ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessSignal(ex.params["pid"], sig))));
+    ex.SendJson(
+        200,
+        ProcessJson(ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessSignal(ex.params["pid"], sig))));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/processes/{pid}:resize", [&ctx](Exchange& ex) {
@@ -161,8 +163,9 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     FieldReader f(body);
     proto::TerminalSize size = ReadTerminalSize(f);
     f.Finish();
-    ex.SendJson(200,
-                ProcessJson(ValueOrThrow(RunningAgent(*s).ProcessResize(ex.params["pid"], size))));
+    ex.SendJson(
+        200,
+        ProcessJson(ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessResize(ex.params["pid"], size))));
   });
 }
 

@@ -91,18 +91,6 @@ control::SandboxSpec ReadCreate(const json& body, CreateExtras* extras) {
   return spec;
 }
 
-// The daily spending limit, checked before anything that starts sandboxes
-// or lengthens a lease (create, fork, extend, wake).
-void CheckSpendingLimit(ApiContext& ctx, const Caller& caller) {
-  if (!caller.daily_limit_micros) return;
-  double spent = ctx.sandboxes.SpentMicrosSince(caller.key_id, StableNowMs() - 86400000);
-  if (spent >= static_cast<double>(*caller.daily_limit_micros))
-    throw ApiError(Code::kSpendingLimitReached,
-                   "this key spent " + std::to_string(static_cast<int64_t>(spent)) +
-                       " of its daily limit of " + std::to_string(*caller.daily_limit_micros) +
-                       " micro-dollars in the last 24 hours");
-}
-
 }  // namespace
 
 bool ValidSandboxName(const std::string& name) {

@@ -72,7 +72,7 @@ class TerminalSession {
   // Starts or finds the process; throws ApiError for the client to read.
   void Open() {
     auto sandbox = FindSandbox(ctx_, ex_);
-    agent_.emplace(RunningAgent(*sandbox));
+    agent_.emplace(RunningAgent(ctx_, ex_, *sandbox));
     std::optional<proto::TerminalSize> size;
     if (ex_.Query("cols") || ex_.Query("rows"))
       size = proto::TerminalSize{

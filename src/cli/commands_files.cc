@@ -195,7 +195,11 @@ json Download(Context& ctx, const std::string& id, const std::string& remote, st
   if (StringField(info, "type") == "directory") {
     fs::create_directories(local, ec);
     if (ec) throw UsageError("cannot create " + local + ": " + ec.message());
-    Tar tar({"-C", local, "-xf", "-", "--no-same-owner"}, /*write_stdin=*/true);
+    // What a sandbox packs is the policy's choice: files become the local
+    // user's, with the local umask and never setuid or setgid (as root,
+    // tar would otherwise restore both).
+    Tar tar({"-C", local, "-xf", "-", "--no-same-owner", "--no-same-permissions"},
+            /*write_stdin=*/true);
     std::uint64_t bytes = 0;
     ctx.http().Download(FilesTarget(id, "archive", remote, {{"gzip", "false"}}), kTransferOptions,
                         [&](std::string_view chunk) {

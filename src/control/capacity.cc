@@ -123,11 +123,30 @@ void Capacity::Adopt(const std::string& key, const Shape& shape) {
   Take(key, shape);
 }
 
+bool Capacity::TakeForPool(const Shape& shape) {
+  std::lock_guard lock(mu_);
+  if (closed_ || !FitsHost(shape)) return false;
+  for (const auto& w : line_)
+    if (!w.granted && !w.gone) return false;  // a create waits: the room is its
+  memory_mib_ += shape.memory_mib;
+  vcpus_ += shape.vcpu;
+  ++pooled_;
+  return true;
+}
+
+void Capacity::ReleasePool(const Shape& shape) {
+  std::lock_guard lock(mu_);
+  memory_mib_ = std::max<int64_t>(0, memory_mib_ - shape.memory_mib);
+  vcpus_ = std::max(0.0, vcpus_ - shape.vcpu);
+  pooled_ = std::max(0, pooled_ - 1);
+  Grant();
+}
+
 Capacity::Stats Capacity::stats() const {
   std::lock_guard lock(mu_);
   int waiting = 0;
   for (const auto& w : line_) waiting += !w.granted;
-  return {memory_mib_, vcpus_, running_, waiting};
+  return {memory_mib_, vcpus_, running_, waiting, pooled_};
 }
 
 int Capacity::RetryAfterSeconds() const {

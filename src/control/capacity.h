@@ -8,8 +8,11 @@
 // ones behind it, so it cannot starve. A waiter held only by its own key's
 // limit does not block other keys.
 //
-// Warm-pool copies hold no reservation until handed out: the pool uses spare
-// room, it never takes room from a create.
+// Warm-pool copies hold room of the host's budget (TakeForPool) while they
+// wait, never a key's: the pool takes only room nobody waits for, and gives
+// it back to a waiting create (control/warm_pool.h reclaims its copies
+// while anyone waits). A copy handed out gives its room back; the create
+// that took it holds a reservation of its own.
 #pragma once
 
 #include <chrono>
@@ -63,12 +66,17 @@ class Capacity {
   // Counts a sandbox that already runs (restart recovery, pool hand-out):
   // never waits, may go over the budget.
   void Adopt(const std::string& key, const Shape& shape);
+  // Room for one warm-pool copy, if the host has it and no create waits;
+  // never waits. ReleasePool gives it back.
+  bool TakeForPool(const Shape& shape);
+  void ReleasePool(const Shape& shape);
 
   struct Stats {
-    int64_t reserved_memory_mib = 0;
+    int64_t reserved_memory_mib = 0;  // sandboxes' and pool copies'
     double reserved_vcpus = 0;
     int running = 0;
     int waiting = 0;
+    int pooled = 0;  // warm-pool copies holding room
   };
   Stats stats() const;
   const CapacityLimits& limits() const { return limits_; }
@@ -109,6 +117,7 @@ class Capacity {
   int64_t memory_mib_ = 0;
   double vcpus_ = 0;
   int running_ = 0;
+  int pooled_ = 0;
   std::map<std::string, int> per_key_;
 };
 

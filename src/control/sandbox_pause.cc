@@ -3,6 +3,7 @@
 // Also what pauses or stops sandboxes on their own: lease end, idle time,
 // paused expiry and cost caps.
 #include <algorithm>
+#include <system_error>
 
 #include "common/log.h"
 #include "common/time.h"
@@ -176,14 +177,19 @@ void SandboxManager::PauseInBackground(std::shared_ptr<Sandbox> sandbox, std::st
     std::lock_guard lock(mu_);
     ++background_stops_;
   }
-  std::thread([this, sandbox = std::move(sandbox), reason = std::move(reason)] {
+  auto work = [this, sandbox, reason] {
     Status paused = Pause(sandbox, reason);
     // A sandbox whose lease ended must end: stopped when it cannot pause.
     if (!paused.ok() && reason == "lease_expired" && sandbox->running())
       Stop(sandbox, "pause_failed");
     std::lock_guard lock(mu_);
     if (--background_stops_ == 0) background_cv_.notify_all();
-  }).detach();
+  };
+  try {
+    std::thread(work).detach();
+  } catch (const std::system_error&) {
+    work();  // no thread to spare: here, rather than not at all
+  }
 }
 
 void SandboxManager::EnforceLifetimes(int64_t now) {

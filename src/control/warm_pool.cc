@@ -8,8 +8,12 @@
 namespace kiln::control {
 
 WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots,
-                   WarmPoolOptions options)
-    : engine_(engine), rootfs_(std::move(rootfs)), snapshots_(snapshots), options_(options) {
+                   WarmPoolOptions options, Capacity* capacity)
+    : engine_(engine),
+      capacity_(capacity),
+      rootfs_(std::move(rootfs)),
+      snapshots_(snapshots),
+      options_(options) {
   for (int i = 0; i < kFillers; ++i)
     fillers_.emplace_back([this](std::stop_token stop) { FillLoop(stop); });
 }
@@ -68,6 +72,8 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
       int64_t skew = pong->time_ms - NowMs();
       if (skew > 100 || skew < -100)
         LogWarn("pooled copy's clock is off", {{"sandboxId", copy.id}, {"skewMs", skew}});
+      // Handed out: the create that takes it holds its own reservation.
+      if (capacity_) capacity_->ReleasePool(copy.shape);
       return copy;
     }
     LogWarn("discarding a pooled copy that does not answer", {{"sandboxId", copy.id}});
@@ -119,6 +125,23 @@ void WarmPool::Destroy(std::deque<PooledCopy> copies) {
   for (auto& c : copies) {
     c.channel->Close();
     engine_.Destroy(c.id);
+    if (capacity_) capacity_->ReleasePool(c.shape);
+  }
+}
+
+void WarmPool::Reclaim(std::unique_lock<std::mutex>& lock) {
+  if (!capacity_ || capacity_->stats().waiting == 0) return;
+  for (auto& [id, p] : pools_) {
+    if (p.ready.empty()) continue;
+    PooledCopy copy = std::move(p.ready.back());
+    p.ready.pop_back();
+    p.retry_ms = MonotonicNowMs() + 1000;  // not refilled while creates wait
+    lock.unlock();
+    LogInfo("a pooled copy gives its room to a waiting create",
+            {{"snapshotId", id}, {"sandboxId", copy.id}});
+    Destroy({std::move(copy)});
+    lock.lock();
+    return;
   }
 }
 
@@ -129,21 +152,32 @@ void WarmPool::FillLoop(std::stop_token stop) {
     // core from live sandboxes.
     std::string want;
     auto wanted = [&] {
+      int64_t now = MonotonicNowMs();
       for (auto& [id, p] : pools_) {
-        if (static_cast<int>(p.ready.size()) + p.filling < p.size) {
+        if (static_cast<int>(p.ready.size()) + p.filling < p.size && p.retry_ms <= now) {
           want = id;
           return true;
         }
       }
       return false;
     };
-    if (!cv_.wait(lock, stop, wanted) || stop.stop_requested()) return;
+    // Woken by a change, and twice a second to give room back to waiting
+    // creates and to retry pools that found none.
+    Reclaim(lock);
+    if (stop.stop_requested()) return;
+    if (!cv_.wait_for(lock, stop, std::chrono::milliseconds(500), wanted)) continue;
+    if (stop.stop_requested()) return;
+    auto rec = snapshots_.Get(want);
+    Shape shape = rec ? rec->shape : Shape{};
+    if (rec && capacity_ && !capacity_->TakeForPool(shape)) {
+      pools_[want].retry_ms = MonotonicNowMs() + 1000;  // no room now: not before a second
+      continue;
+    }
     pools_[want].filling++;
     lock.unlock();
     Status error(Code::kSnapshotNotFound, "snapshot is gone");
     std::shared_ptr<engine::AgentChannel> conn;
-    auto rec = snapshots_.Get(want);
-    engine::CreateParams params{NewUuid(), rec ? rec->shape : Shape{},
+    engine::CreateParams params{NewUuid(), shape,
                                 rec && !rec->rootfs.empty() ? rec->rootfs : rootfs_};
     if (rec) error = snapshots_.Verify(want);
     if (error.ok()) {
@@ -164,14 +198,15 @@ void WarmPool::FillLoop(std::stop_token stop) {
       // sandbox costs ~5% of a core here (its platform polls every 400 us),
       // a frozen one nothing. The first stays thawed for a prompt hand-out.
       bool frozen = !p.ready.empty() && engine_.Freeze(params.id);
-      p.ready.push_back(PooledCopy{params.id, conn, frozen});
+      p.ready.push_back(PooledCopy{params.id, conn, frozen, shape});
       continue;
     }
     if (conn) {  // the pool shrank meanwhile
       lock.unlock();
-      Destroy({PooledCopy{params.id, conn}});
+      Destroy({PooledCopy{params.id, conn, false, shape}});
       lock.lock();
     } else {
+      if (rec && capacity_) capacity_->ReleasePool(shape);
       LogWarn("pool refill failed", {{"snapshotId", want}, {"error", error.ToString()}});
       p.size = 0;  // do not spin on a broken snapshot
     }

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "control/capacity.h"
 #include "engine/engine.h"
 #include "store/snapshot_store.h"
 
@@ -23,6 +24,7 @@ struct PooledCopy {
   std::string id;  // the engine sandbox's id, kept when it is handed out
   std::shared_ptr<engine::AgentChannel> channel;
   bool frozen = false;  // thawed when handed out
+  Shape shape;          // the room it holds in Capacity while it waits
 };
 
 struct WarmPoolOptions {
@@ -39,8 +41,10 @@ struct PoolStatus {
 
 class WarmPool {
  public:
+  // `capacity`: where copies hold room while they wait (null: nowhere, in
+  // unit tests of the pool alone).
   WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots,
-           WarmPoolOptions options = {});
+           WarmPoolOptions options = {}, Capacity* capacity = nullptr);
   ~WarmPool();  // destroys every pooled copy
 
   // Sets how many ready copies to keep for `snapshot_id` (0 = none).
@@ -58,11 +62,16 @@ class WarmPool {
     int size = 0;
     int filling = 0;
     std::deque<PooledCopy> ready;
+    int64_t retry_ms = 0;  // no room when it last tried: not before this
   };
   void FillLoop(std::stop_token stop);
   void Destroy(std::deque<PooledCopy> copies);
+  // Gives one waiting copy's room back when a create waits for room.
+  // Called with mu_ held; unlocks it while the copy is destroyed.
+  void Reclaim(std::unique_lock<std::mutex>& lock);
 
   engine::Engine& engine_;
+  Capacity* capacity_;
   const std::string rootfs_;
   store::SnapshotStore& snapshots_;
   const WarmPoolOptions options_;

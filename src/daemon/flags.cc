@@ -65,6 +65,11 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "open connections at once, idle ones included (past it: 503 server_busy)")
       ->check(CLI::Range(16, 1 << 20))
       ->capture_default_str();
+  app.add_option("--max-connections-per-address", f->max_connections_per_address,
+                 "open connections from one client address (past it: 503 server_busy for that "
+                 "address only)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--rate-limit", f->rate_limit,
                  "requests/s per API key, and per client address without a valid key; admin "
                  "keys are not limited (0: off)")
@@ -79,6 +84,9 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "(0: no cap)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  app.add_option("--allow-registry", f->allowed_registries,
+                 "a registry host pulled from directly though it is private or on loopback "
+                 "(plain HTTP on loopback); repeat for more. Others: HTTPS, public addresses only");
   app.add_option("--test-resolver-file", f->test_resolver_file,
                  "tests only: egress names resolved from this file, not DNS");
   app.add_flag("--version", f->version, "print kiln's version and the runsc it uses, and exit");

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace kiln::daemon {
 
@@ -27,12 +28,17 @@ struct Flags {
   int meter_interval_ms = 5000;
   std::string admin_key_file;  // default <state_dir>/admin.key
   // Limits under abuse (README: Limits under abuse).
-  int request_timeout_s = 30;        // headers + start of body; body progress
-  int idle_timeout_s = 60;           // keep-alive connections with no request
-  int max_connections = 16384;       // open connections, idle ones included
-  double rate_limit = 0;             // requests/s per API key (and address); 0: off
-  int rate_burst = 0;                // 0: 2 x rate
-  int max_streams_per_sandbox = 64;  // long-lived streams open on one sandbox
+  int request_timeout_s = 30;              // headers + start of body; body progress
+  int idle_timeout_s = 60;                 // keep-alive connections with no request
+  int max_connections = 16384;             // open connections, idle ones included
+  int max_connections_per_address = 2048;  // of them from one client address
+  double rate_limit = 0;                   // requests/s per API key (and address); 0: off
+  int rate_burst = 0;                      // 0: 2 x rate
+  int max_streams_per_sandbox = 64;        // long-lived streams open on one sandbox
+  // Registries pulled from directly (private or loopback ones; plain HTTP
+  // on loopback): a host name or address each. Others: HTTPS to public
+  // addresses only, through a network of the pull's own.
+  std::vector<std::string> allowed_registries;
   // Tests only: resolve egress names from this file instead of DNS.
   std::string test_resolver_file;
   bool version = false;  // print versions and exit

@@ -27,6 +27,7 @@
 #include "common/contract.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/secret_box.h"
 #include "common/subprocess.h"
 #include "common/time.h"
 #include "common/unique_fd.h"
@@ -165,13 +166,30 @@ int main(int argc, char** argv) {
   }
   // One daemon per state directory: a second one would adopt, and then
   // fight over, the first one's sandboxes.
-  std::filesystem::create_directories(flags.state_dir);
+  // Image roots and layers hold what tenants' images hold, setuid-root
+  // binaries and file capabilities included: no host user but root may
+  // reach into them (nor into snapshots, sandboxes' disks, the database).
+  // The folders above the roots are closed, not the roots (a root's own
+  // mode is the sandbox's "/").
+  for (const std::string& dir : {flags.state_dir, flags.image_dir}) {
+    std::filesystem::create_directories(dir);
+    if (::chmod(dir.c_str(), 0700) != 0)
+      kiln::LogWarn("cannot close a state folder to other users",
+                    {{"path", dir}, {"error", strerror(errno)}});
+  }
   kiln::UniqueFd lock_fd(
       ::open((flags.state_dir + "/kilnd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!lock_fd || ::flock(lock_fd.get(), LOCK_EX | LOCK_NB) < 0) {
     kiln::LogError("another kilnd uses this state directory", {{"stateDir", flags.state_dir}});
     return 1;
   }
+  // kilnd.clean is written by a clean stop and removed at start: when it is
+  // missing next to an existing database, the last kilnd crashed (or was
+  // killed) and re-adoptions count towards the crash-loop limit.
+  std::string clean_mark = flags.state_dir + "/kilnd.clean";
+  options.after_crash =
+      std::filesystem::exists(flags.state_dir + "/kiln.db") && !std::filesystem::exists(clean_mark);
+  std::filesystem::remove(clean_mark);
   std::unique_ptr<kiln::store::Db> db;
   try {
     db = std::make_unique<kiln::store::Db>(flags.state_dir + "/kiln.db");
@@ -206,7 +224,7 @@ int main(int argc, char** argv) {
     server = std::make_unique<kiln::api::HttpServer>(
         flags.listen, [&front_ptr](kiln::api::Exchange& ex) { front_ptr->Handle(ex); },
         kiln::api::ServerLimits{flags.request_timeout_s, flags.idle_timeout_s,
-                                flags.max_connections});
+                                flags.max_connections, flags.max_connections_per_address});
     server->Listen();
   } catch (const std::exception& e) {
     kiln::LogError("cannot serve", {{"listen", flags.listen}, {"error", e.what()}});
@@ -217,12 +235,20 @@ int main(int argc, char** argv) {
   // Re-adopts what an earlier kilnd left running (see SandboxManager).
   kiln::control::SandboxManager sandboxes(
       {engine, rootfs, snapshots, records, usage, capacity, &egress}, options);
-  kiln::store::ImageCatalog image_catalog(*db);
+  auto secrets = kiln::SecretBox::Open(flags.state_dir + "/secrets.key");
+  if (!secrets.ok()) {
+    kiln::LogError("cannot open the secrets key", {{"error", secrets.status().ToString()}});
+    return 1;
+  }
+  kiln::store::ImageCatalog image_catalog(*db, &*secrets);
   kiln::images::ImageManagerOptions image_options;
   image_options.store_dir = flags.state_dir + "/image-store";
   image_options.base_rootfs = rootfs;
   image_options.storage_limit_mib = static_cast<uint64_t>(flags.image_storage_mib);
   image_options.builds_at_once = flags.image_builds;
+  image_options.resolver = &egress.resolver();
+  image_options.host_addresses = &egress.host_addresses();
+  image_options.allowed_registries = flags.allowed_registries;
   image_options.warm_shape = kiln::Shape{static_cast<int>(kiln::contract::kVcpu.def),
                                          static_cast<int>(kiln::contract::kMemoryMiB.def),
                                          static_cast<int>(kiln::contract::kDiskMiB.def)};
@@ -298,7 +324,9 @@ int main(int argc, char** argv) {
   engine.ReleaseSharedState();
   if (!server->Drain(10000)) {
     kiln::LogWarn("requests still running at exit", nlohmann::json::object());
+    std::ofstream(clean_mark) << "";
     std::_Exit(0);
   }
+  std::ofstream(clean_mark) << "";
   return 0;
 }

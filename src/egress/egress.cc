@@ -1,5 +1,7 @@
 #include "egress/egress.h"
 
+#include <system_error>
+
 #include "common/log.h"
 #include "common/metrics.h"
 #include "egress/tunnel.h"
@@ -80,7 +82,14 @@ void Gate::ListenLoop() {
       continue;
     }
     ++workers_;
-    std::thread([self = shared_from_this(), id] { self->Serve(id); }).detach();
+    try {
+      std::thread([self = shared_from_this(), id] { self->Serve(id); }).detach();
+    } catch (const std::system_error&) {
+      // No thread to spare: this connection is refused, kilnd goes on.
+      --workers_;
+      agent_.EgressAttach(id).Cancel();
+      metrics::Inc("kiln_egress_connections_total", {{"verdict", "no-thread"}});
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <thread>
 
 #include "common/log.h"
@@ -299,22 +300,28 @@ void Tunnel::Pump(const std::string& early_bytes) {
   }
   if (!ok) return;
   std::atomic<bool> server_ended{false};
-  // Host -> sandbox on a second thread, under the agent's window.
-  std::thread down([&] {
-    std::string buf(64 * 1024, '\0');
-    for (;;) {
-      ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        server_ended = true;
-        link_.Send("", /*end=*/true);
-        return;
+  // Host -> sandbox on a second thread, under the agent's window (none to
+  // spare: the connection ends, kilnd goes on).
+  std::thread down;
+  try {
+    down = std::thread([&] {
+      std::string buf(64 * 1024, '\0');
+      for (;;) {
+        ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          server_ended = true;
+          link_.Send("", /*end=*/true);
+          return;
+        }
+        bytes_in_ += n;
+        metrics::Inc("kiln_egress_bytes_total", {{"direction", "in"}}, static_cast<double>(n));
+        if (!link_.Send(std::string_view(buf.data(), n), false)) return;
       }
-      bytes_in_ += n;
-      metrics::Inc("kiln_egress_bytes_total", {{"direction", "in"}}, static_cast<double>(n));
-      if (!link_.Send(std::string_view(buf.data(), n), false)) return;
-    }
-  });
+    });
+  } catch (const std::system_error&) {
+    return;
+  }
   // Sandbox -> host here; what the host accepted is acknowledged when the
   // next piece is asked for.
   bool client_ended = false;

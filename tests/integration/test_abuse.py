@@ -375,6 +375,90 @@ def test_2000_idle_keep_alive_connections():
         drop_kilnd(d, state)
 
 
+# ---- connections per client address, and a client that never reads ----------------------------
+
+
+def _connect_from(source, url):
+    host, port = url.split("//")[1].split(":")
+    c = socket.socket()
+    c.bind((source, 0))  # every 127/8 address is this machine's loopback
+    c.settimeout(30)
+    c.connect((host, int(port)))
+    return c
+
+
+def test_one_address_past_its_connection_cap_gets_503_and_others_get_in():
+    d, state = own_kilnd("--max-connections-per-address", "20")
+    try:
+        held = []
+        for _ in range(20):
+            c = _connect_from("127.0.0.3", d.url)
+            c.sendall(b"GET /v1/health HTTP/1.1\r\nHost: kilnd\r\n\r\n")
+            assert c.recv(4096).startswith(b"HTTP/1.1 200")
+            held.append(c)
+        extra = _connect_from("127.0.0.3", d.url)
+        answer = extra.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 503") and b"server_busy" in answer, answer
+        extra.close()
+        other = _connect_from("127.0.0.4", d.url)
+        other.sendall(b"GET /v1/health HTTP/1.1\r\nHost: kilnd\r\n\r\n")
+        assert other.recv(4096).startswith(b"HTTP/1.1 200"), "another address was refused too"
+        other.close()
+        for c in held[:5]:
+            c.close()
+        # Room again for the first address once some of its connections closed.
+        def gets_in():
+            c = _connect_from("127.0.0.3", d.url)
+            try:
+                c.sendall(b"GET /v1/health HTTP/1.1\r\nHost: kilnd\r\n\r\n")
+                return c.recv(4096).startswith(b"HTTP/1.1 200")
+            finally:
+                c.close()
+        assert wait_until(gets_in, 10)
+        for c in held[5:]:
+            c.close()
+    finally:
+        drop_kilnd(d, state)
+
+
+def test_a_client_that_never_reads_its_answer_holds_no_thread(slow_kilnd):
+    """A 64 MiB download (a streamed answer) to a client that reads none of
+    it: once the socket's buffers are full, the answer's write gets no
+    progress for the request timeout and gives up; kilnd's threads and the
+    sandbox's stream slot come back."""
+    d = slow_kilnd
+    api = Client(d.url, key=d.admin_key, timeout=60)
+    sid = api.create(vcpu=1)["id"]
+    try:
+        api.exec(sid, command="head -c 64M /dev/zero > /tmp/big")
+        pid = d.proc.pid
+        time.sleep(0.5)
+        threads_before = thread_count(pid)
+        host, port = d.url.split("//")[1].split(":")
+        c = socket.create_connection((host, int(port)), timeout=30)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        def downloads():
+            return sum('"method":"GET"' in line and '/files/content"' in line
+                       for line in d.log_path.read_text(errors="replace").splitlines())
+        before = downloads()
+        c.sendall(f"GET /v1/sandboxes/{sid}/files/content?path=/tmp/big HTTP/1.1\r\n"
+                  f"Host: kilnd\r\nAuthorization: Bearer {d.admin_key}\r\n\r\n".encode())
+        t0 = time.monotonic()
+        # Nothing read: within the request timeout of no progress the answer
+        # is given up (its request line is logged) and the thread with it.
+        ended = wait_until(lambda: downloads() > before, REQUEST_TIMEOUT_S * 4)
+        took = time.monotonic() - t0
+        assert ended, f"the download to a client that reads nothing still runs after {took:.0f} s"
+        assert wait_until(lambda: thread_count(pid) <= threads_before, 5), (threads_before,
+                                                                            thread_count(pid))
+        first = c.recv(200)
+        assert first.startswith(b"HTTP/1.1 200"), first  # it did start
+        c.close()
+        assert api.sh(sid, "echo alive") == "alive\n"
+    finally:
+        api.request("DELETE", f"/v1/sandboxes/{sid}")
+
+
 # ---- per-key rate limits and the stream cap ----------------------------------------------------
 
 
