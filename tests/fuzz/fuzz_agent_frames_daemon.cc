@@ -3,14 +3,17 @@
 // through the frame decoder with the agent's payload limit, the resync to
 // a session marker, the reassembly of fragmented events and responses, and
 // the typed decoding of every answer kilnd reads (engine/agent_answer.h),
-// as AgentConnection::ReadLoop and AgentClient do.
+// as AgentConnection::ReadLoop and AgentClient do: with its caps on one
+// message and on unfinished ones, and its depth-bounded JSON parser.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_bounded.h"
 #include "engine/agent_answer.h"
+#include "engine/agent_conn.h"
 #include "fuzz_util.h"
 #include "proto/frame.h"
 #include "proto/ops.h"
@@ -26,8 +29,9 @@ void DecodeAll(const json& body) {
 }
 
 void DecodeMessage(const std::string& whole) {
-  json body = json::parse(whole, nullptr, false);
-  if (body.is_discarded()) return;
+  std::optional<json> parsed = ParseJsonBounded(whole);
+  if (!parsed) return;
+  const json& body = *parsed;
   DecodeAll<proto::ExecStarted, proto::ExecExit, proto::Pong, proto::Configured, proto::OomKilled,
             proto::FileReadStart, proto::FileReadDone, proto::FileWritten, proto::FileList,
             proto::FileStat, proto::FileEntry, proto::FileRemoved, proto::ProcessInfo,
@@ -43,7 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kiln;
   std::string_view input = fuzz::AsText(data, size);
   proto::FrameDecoder dec(proto::kMaxAgentPayload);
-  proto::Reassembler messages;
+  // The caps are scaled down 256 times so inputs of fuzzing size reach them.
+  proto::Reassembler messages(engine::AgentConnection::kMaxMessage >> 8,
+                              engine::AgentConnection::kMaxPartial >> 8);
   // The first 8 bytes pick the session nonce; a stream without its marker
   // is skipped, as after a daemon restart.
   uint64_t nonce = 0;
@@ -67,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         static_cast<void>(proto::DecodeWindow(f->payload));
       } else if (f->type == proto::FrameType::kEvent || f->type == proto::FrameType::kResponse) {
         if (auto whole = messages.Add(*f)) fuzz::DecodeMessage(*whole);
+        if (messages.error()) return 0;  // kilnd breaks the channel here
       }
     }
     if (dec.error()) break;

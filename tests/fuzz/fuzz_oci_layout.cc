@@ -4,7 +4,8 @@
 // sha256, and "@MANIFEST@" / "@CONFIG@" in the files before them become
 // those digests (with "@MSIZE@" / "@CSIZE@" their sizes), so inputs reach
 // past the digest checks into the manifest and config readers, as a
-// registry's answer would.
+// registry's answer would. The manifest and config also go straight to
+// ParseImageManifest, as a pull that already holds every layer reads them.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -57,5 +58,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   nlohmann::json j = nlohmann::json::parse(config, nullptr, false);
   if (!j.is_discarded()) static_cast<void>(images::ParseOciConfig(j));
+  nlohmann::json m = nlohmann::json::parse(manifest, nullptr, false);
+  if (!m.is_discarded() && !j.is_discarded()) {
+    auto direct = images::ParseImageManifest(m, manifest_digest, j);
+    // Whatever it accepts names its layers by digests that are safe paths.
+    if (direct.ok()) {
+      for (const auto& layer : direct->layers) {
+        if (!Sha256Digest::Parse(layer.digest.str())) __builtin_trap();
+        if (!Sha256Digest::Parse(layer.diff_id.str())) __builtin_trap();
+      }
+    }
+  }
   return 0;
 }

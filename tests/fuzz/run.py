@@ -12,8 +12,8 @@ printed -- commit it to the regressions folder with the fix.
 The corpus grows in WORK/corpus/<target> (seeds copied in at the start), so
 repeated runs go deeper; the committed seeds stay small.
 
-Usage: /usr/bin/python3 tests/fuzz/run.py --bin-dir build-fuzz/bin [--seconds 60]
-       [--work build-fuzz/fuzz-work] [target ...]"""
+Usage: /usr/bin/python3 tests/fuzz/run.py --bin-dir build-asan/bin [--seconds 60]
+       [--work build-asan/fuzz-work] [target ...]"""
 import argparse
 import datetime
 import json
@@ -26,7 +26,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = ["fuzz_http_front", "fuzz_agent_frames_daemon", "fuzz_agent_frames_agent",
            "fuzz_egress_rules", "fuzz_proxy_request", "fuzz_tar", "fuzz_dockerfile",
-           "fuzz_oci_layout", "fuzz_config_json", "fuzz_snapshot_import"]
+           "fuzz_oci_layout", "fuzz_config_json", "fuzz_snapshot_import", "fuzz_path_ids"]
 ENV = dict(os.environ,
            ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:allocator_may_return_null=1",
            UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")

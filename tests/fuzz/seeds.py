@@ -348,6 +348,18 @@ SNAPSHOT_SEEDS["image_layers"] = snapshot_tar(CHECKPOINT[:2], layers=[
     (hashlib.sha256(b"held layer").hexdigest(), None)])
 
 
+# ---- Ids that become host paths (one candidate per line) ----
+_HEX = hashlib.sha256(b"kiln").hexdigest()
+PATH_ID_SEEDS = {
+    "valid": "\n".join(["sha256:" + _HEX, _HEX, "base-0123456789abcdef",
+                        "0f8fad5b-d9cb-469f-a165-70867728950e"]),
+    "near_misses": "\n".join(["sha256:" + _HEX.upper(), "sha512:" + _HEX, "sha256:" + _HEX + "/..",
+                              "sha256:../../etc/passwd", "base-0123456789abcdeg", "base-..",
+                              _HEX[:63], _HEX + "0", "0F8FAD5B-D9CB-469F-A165-70867728950E",
+                              "0f8fad5b-d9cb-469f-a165-70867728950", "../" + _HEX, ""]),
+}
+
+
 def main():
     for name, data in HTTP_SEEDS.items():
         write("fuzz_http_front", name, data)
@@ -369,6 +381,8 @@ def main():
         write("fuzz_config_json", name, json.dumps(data, indent=1))
     for name, data in SNAPSHOT_SEEDS.items():
         write("fuzz_snapshot_import", name, data)
+    for name, data in PATH_ID_SEEDS.items():
+        write("fuzz_path_ids", name, data)
 
 
 if __name__ == "__main__":
