@@ -32,7 +32,7 @@ void AddCollectors(ApiContext& ctx) {
     emit({}, ctx.sandboxes.CapacityStats().waiting);
   });
   metrics::Describe("kiln_capacity_reserved_memory_mib", "gauge",
-                    "Memory reserved by running sandboxes (pooled copies excluded).");
+                    "Memory reserved by running sandboxes and waiting pool copies.");
   metrics::AddCollector("kiln_capacity_reserved_memory_mib", [&ctx](const metrics::Emit& emit) {
     emit({}, static_cast<double>(ctx.sandboxes.CapacityStats().reserved_memory_mib));
   });
@@ -40,6 +40,21 @@ void AddCollectors(ApiContext& ctx) {
                     "vCPUs reserved by running sandboxes.");
   metrics::AddCollector("kiln_capacity_reserved_vcpus", [&ctx](const metrics::Emit& emit) {
     emit({}, ctx.sandboxes.CapacityStats().reserved_vcpus);
+  });
+  metrics::Describe("kiln_capacity_reserved_disk_mib", "gauge",
+                    "Disk (diskMiB) reserved by running sandboxes and waiting pool copies.");
+  metrics::AddCollector("kiln_capacity_reserved_disk_mib", [&ctx](const metrics::Emit& emit) {
+    emit({}, static_cast<double>(ctx.sandboxes.CapacityStats().reserved_disk_mib));
+  });
+  metrics::Describe("kiln_capacity_budget_disk_mib", "gauge",
+                    "Disk that reservations may total (state disk x --disk-overcommit).");
+  metrics::AddCollector("kiln_capacity_budget_disk_mib", [&ctx](const metrics::Emit& emit) {
+    int64_t b = ctx.sandboxes.capacity_limits().disk_budget_mib();
+    emit({}, b == INT64_MAX ? 0.0 : static_cast<double>(b));
+  });
+  metrics::Describe("kiln_capacity_pooled", "gauge", "Warm-pool copies holding capacity.");
+  metrics::AddCollector("kiln_capacity_pooled", [&ctx](const metrics::Emit& emit) {
+    emit({}, ctx.sandboxes.CapacityStats().pooled);
   });
   metrics::Describe("kiln_capacity_budget_memory_mib", "gauge",
                     "Memory that reservations may total (host memory x overcommit).");
@@ -55,7 +70,7 @@ void AddCollectors(ApiContext& ctx) {
     for (const auto& [id, st] : ctx.sandboxes.Pools()) emit({{"snapshot", id}}, st.size);
   });
   metrics::Describe("kiln_pool_memory_bytes", "gauge",
-                    "Host memory held by pooled copies; not counted against capacity.");
+                    "Host memory held by pooled copies (their shapes count against capacity).");
   metrics::AddCollector("kiln_pool_memory_bytes", [&ctx](const metrics::Emit& emit) {
     double total = 0;
     for (const auto& [id, st] : ctx.sandboxes.Pools())

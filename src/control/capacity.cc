@@ -15,7 +15,8 @@ Capacity::~Capacity() {
 
 bool Capacity::FitsHost(const Shape& s) const {
   return memory_mib_ + s.memory_mib <= limits_.memory_budget_mib() &&
-         vcpus_ + s.vcpu <= limits_.vcpu_budget() + 1e-9;
+         vcpus_ + s.vcpu <= limits_.vcpu_budget() + 1e-9 &&
+         disk_mib_ + s.disk_mib <= limits_.disk_budget_mib();
 }
 
 bool Capacity::KeyFull(const std::string& key) const {
@@ -26,6 +27,7 @@ bool Capacity::KeyFull(const std::string& key) const {
 void Capacity::Take(const std::string& key, const Shape& s) {
   memory_mib_ += s.memory_mib;
   vcpus_ += s.vcpu;
+  disk_mib_ += s.disk_mib;
   ++running_;
   ++per_key_[key];
 }
@@ -102,6 +104,7 @@ void Capacity::Release(const std::string& key, const Shape& shape) {
   std::lock_guard lock(mu_);
   memory_mib_ = std::max<int64_t>(0, memory_mib_ - shape.memory_mib);
   vcpus_ = std::max(0.0, vcpus_ - shape.vcpu);
+  disk_mib_ = std::max<int64_t>(0, disk_mib_ - shape.disk_mib);
   running_ = std::max(0, running_ - 1);
   auto it = per_key_.find(key);
   if (it != per_key_.end() && --it->second <= 0) per_key_.erase(it);
@@ -130,6 +133,7 @@ bool Capacity::TakeForPool(const Shape& shape) {
     if (!w.granted && !w.gone) return false;  // a create waits: the room is its
   memory_mib_ += shape.memory_mib;
   vcpus_ += shape.vcpu;
+  disk_mib_ += shape.disk_mib;
   ++pooled_;
   return true;
 }
@@ -138,6 +142,7 @@ void Capacity::ReleasePool(const Shape& shape) {
   std::lock_guard lock(mu_);
   memory_mib_ = std::max<int64_t>(0, memory_mib_ - shape.memory_mib);
   vcpus_ = std::max(0.0, vcpus_ - shape.vcpu);
+  disk_mib_ = std::max<int64_t>(0, disk_mib_ - shape.disk_mib);
   pooled_ = std::max(0, pooled_ - 1);
   Grant();
 }
@@ -146,7 +151,7 @@ Capacity::Stats Capacity::stats() const {
   std::lock_guard lock(mu_);
   int waiting = 0;
   for (const auto& w : line_) waiting += !w.granted;
-  return {memory_mib_, vcpus_, running_, waiting, pooled_};
+  return {memory_mib_, vcpus_, disk_mib_, running_, waiting, pooled_};
 }
 
 int Capacity::RetryAfterSeconds() const {

@@ -35,11 +35,21 @@ struct CapacityLimits {
   double memory_overcommit = 1.0;  // reservations may total this many times the host's
   double cpu_overcommit = 1.0;
   int key_sandboxes = 100;  // default concurrent sandboxes per key
+  // The state disk: sandboxes' disks (diskMiB, each capped by its overlay's
+  // size) may total this times disk_overcommit. 0: not counted.
+  int64_t host_disk_mib = 0;
+  double disk_overcommit = 64.0;
 
   int64_t memory_budget_mib() const {
     return static_cast<int64_t>(static_cast<double>(host_memory_mib) * memory_overcommit);
   }
   double vcpu_budget() const { return host_vcpus * cpu_overcommit; }
+  // INT64_MAX when disk is not counted.
+  int64_t disk_budget_mib() const {
+    return host_disk_mib > 0
+               ? static_cast<int64_t>(static_cast<double>(host_disk_mib) * disk_overcommit)
+               : INT64_MAX;
+  }
 };
 
 class Capacity {
@@ -74,6 +84,7 @@ class Capacity {
   struct Stats {
     int64_t reserved_memory_mib = 0;  // sandboxes' and pool copies'
     double reserved_vcpus = 0;
+    int64_t reserved_disk_mib = 0;
     int running = 0;
     int waiting = 0;
     int pooled = 0;  // warm-pool copies holding room
@@ -83,7 +94,8 @@ class Capacity {
   // False if `shape` exceeds the whole host budget (Acquire's kNeverFits).
   bool EverFits(const Shape& shape) const {
     return shape.memory_mib <= limits_.memory_budget_mib() &&
-           shape.vcpu <= limits_.vcpu_budget() + 1e-9;
+           shape.vcpu <= limits_.vcpu_budget() + 1e-9 &&
+           shape.disk_mib <= limits_.disk_budget_mib();
   }
   // Seconds a client should wait before retrying a create.
   int RetryAfterSeconds() const;
@@ -116,6 +128,7 @@ class Capacity {
   std::jthread watcher_;
   int64_t memory_mib_ = 0;
   double vcpus_ = 0;
+  int64_t disk_mib_ = 0;
   int running_ = 0;
   int pooled_ = 0;
   std::map<std::string, int> per_key_;

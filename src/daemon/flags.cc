@@ -24,6 +24,10 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "image layers may use this much disk in all (0: no limit)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
       ->capture_default_str();
+  app.add_option("--context-storage-mib", f->context_storage_mib,
+                 "uploaded build contexts one key may keep (unused ones go after a day)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
   app.add_option("--image-builds", f->image_builds, "image builds run at once (others queue)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -37,6 +41,15 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--memory-overcommit", f->memory_overcommit,
                  "reserved memory may total host memory x this")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--host-disk-mib", f->host_disk_mib,
+                 "state disk to plan sandboxes' disks (diskMiB) with (default: the size of the "
+                 "state directory's file system)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--disk-overcommit", f->disk_overcommit,
+                 "reserved diskMiB may total the state disk x this (a sandbox's disk grows only "
+                 "as it writes)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--cpu-overcommit", f->cpu_overcommit, "reserved vCPUs may total host CPUs x this")

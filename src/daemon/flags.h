@@ -14,14 +14,17 @@ struct Flags {
   std::string image_dir;                // default <state_dir>/images
   std::string runsc = KILN_RUNSC_PATH;  // the pinned build (scripts/build-runsc.sh)
   std::string platform = "systrap";
-  std::string agent;                  // default: kiln-agent beside kilnd
-  std::string image_recipe;           // default: <repo>/images/base/build.sh
-  int64_t image_storage_mib = 51200;  // layers of every image together
-  int image_builds = 2;               // image builds run at once
-  int pool_size = 0;                  // ready copies kept for every new snapshot
-  int64_t host_memory_mib = 0;        // default: MemTotal less 1 GiB for the host
-  int host_vcpus = 0;                 // default: the host's CPUs
+  std::string agent;                   // default: kiln-agent beside kilnd
+  std::string image_recipe;            // default: <repo>/images/base/build.sh
+  int64_t image_storage_mib = 51200;   // layers of every image together
+  int image_builds = 2;                // image builds run at once
+  int64_t context_storage_mib = 2048;  // uploaded build contexts, per key
+  int pool_size = 0;                   // ready copies kept for every new snapshot
+  int64_t host_memory_mib = 0;         // default: MemTotal less 1 GiB for the host
+  int host_vcpus = 0;                  // default: the host's CPUs
   double memory_overcommit = 12.0;
+  int64_t host_disk_mib = 0;  // default: the size of the state directory's file system
+  double disk_overcommit = 64.0;
   double cpu_overcommit = 256.0;
   int key_sandboxes = 1000;
   std::string prices;  // JSON price table file

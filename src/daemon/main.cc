@@ -151,6 +151,15 @@ int main(int argc, char** argv) {
                           ? flags.host_vcpus
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   limits.memory_overcommit = flags.memory_overcommit;
+  limits.host_disk_mib = flags.host_disk_mib;
+  if (limits.host_disk_mib == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(flags.state_dir, ec);
+    auto space = std::filesystem::space(flags.state_dir, ec);
+    if (!ec)
+      limits.host_disk_mib = std::max<int64_t>(1, static_cast<int64_t>(space.capacity >> 20));
+  }
+  limits.disk_overcommit = flags.disk_overcommit;
   limits.cpu_overcommit = flags.cpu_overcommit;
   limits.key_sandboxes = flags.key_sandboxes;
   try {
@@ -246,6 +255,7 @@ int main(int argc, char** argv) {
   image_options.base_rootfs = rootfs;
   image_options.storage_limit_mib = static_cast<uint64_t>(flags.image_storage_mib);
   image_options.builds_at_once = flags.image_builds;
+  image_options.context_quota_bytes = static_cast<uint64_t>(flags.context_storage_mib) << 20;
   image_options.resolver = &egress.resolver();
   image_options.host_addresses = &egress.host_addresses();
   image_options.allowed_registries = flags.allowed_registries;
@@ -315,6 +325,7 @@ int main(int argc, char** argv) {
                                     {"adminKeyId", admin_id},
                                     {"adminKeyFile", admin_key_file},
                                     {"memoryBudgetMiB", limits.memory_budget_mib()},
+                                    {"diskBudgetMiB", limits.disk_budget_mib()},
                                     {"vcpuBudget", limits.vcpu_budget()}});
   server->Run();
   // Stopping the sandboxes first ends requests blocked on them; then the

@@ -390,7 +390,10 @@ class LayerWriter {
     Result<UniqueFd> dir = EnsureDir(archive_dest_.empty() ? path : archive_dest_);
     if (!dir.ok()) return dir.status();
     internal::ExtractOptions options;
-    options.limits = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    // What is left of the step's budget, across all of its archives.
+    auto left = [](uint64_t max, uint64_t used) { return max > used ? max - used : 0; };
+    options.limits = {UINT64_MAX, left(spec_.max_unpacked_files, stats_.files),
+                      left(spec_.max_unpacked_bytes, stats_.bytes)};
     options.strip_absolute = true;
     options.skip_special = true;
     options.keep_owners = true;

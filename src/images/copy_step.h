@@ -39,6 +39,11 @@ struct CopySpec {
   // fifos in the archive are skipped.
   bool add = false;
   const DockerIgnore* ignore = nullptr;  // only for the context
+  // What ADD may unpack in all, over every archive of the step: a small
+  // compressed archive (or many of them) may expand without end, so the
+  // builder passes the image's own limit (build.maxImageMiB).
+  uint64_t max_unpacked_bytes = UINT64_MAX;
+  uint64_t max_unpacked_files = 1000000;
 };
 
 // The content digest (lowercase hex sha256) of what a COPY would take: for

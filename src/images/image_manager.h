@@ -54,6 +54,7 @@ struct ImageManagerOptions {
   // from directly, also when private or on loopback; plain HTTP for those
   // on loopback. Any other registry: HTTPS to public addresses only.
   std::vector<std::string> allowed_registries;
+  uint64_t context_quota_bytes = 2ull << 30;  // --context-storage-mib, per key
 };
 
 // What a sandbox made from an image needs.
@@ -114,9 +115,8 @@ class ImageManager {
                                    std::optional<int> size);
 
   // Build contexts, per key: a key builds only from contexts it uploaded
-  // itself (a digest is no proof of having the bytes), within its
-  // kContextQuotaBytes; a context unused for kContextTtlMs is removed.
-  static constexpr uint64_t kContextQuotaBytes = 2ull << 30;
+  // itself (a digest is no proof of having the bytes), within
+  // --context-storage-mib; a context unused for kContextTtlMs is removed.
   static constexpr int64_t kContextTtlMs = 24 * 3600 * 1000;
   // Which of `digests` `owner` has not uploaded.
   std::vector<Sha256Digest> MissingContexts(const std::string& owner,

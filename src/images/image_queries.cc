@@ -201,12 +201,13 @@ Result<ContextUpload> ImageManager::PutContext(const std::string& owner, const S
   uint64_t used = 0;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().filename() != hex) used += e.file_size(ec);
-  if (used + size > kContextQuotaBytes) {
+  if (used + size > options_.context_quota_bytes) {
     fs::remove(path, ec);
     return Status(Code::kQuotaExceeded,
                   "this key's build contexts would hold " + std::to_string((used + size) >> 20) +
-                      " MiB, over " + std::to_string(kContextQuotaBytes >> 20) +
-                      " MiB: contexts unused for a day are removed",
+                      " MiB, over --context-storage-mib " +
+                      std::to_string(options_.context_quota_bytes >> 20) +
+                      ": contexts unused for a day are removed",
                   json{{"code", "context_quota_exceeded"}, {"usedBytes", used}});
   }
   // Unpacked once now, so a context past the limits (413) or with an entry

@@ -124,7 +124,7 @@ Status CheckManifest(const json& manifest, const std::string& manifest_digest) {
                        config_type + "\"",
                    {{"blob", manifest_digest}});
   if (!DigestOf(config_desc.value("digest", json())))
-    return Invalid("manifest " + manifest_digest + " has no valid config digest",
+    return Invalid("manifest " + manifest_digest + ": config.digest is not a sha256 digest",
                    {{"field", "config.digest"}});
   return Status::Ok();
 }

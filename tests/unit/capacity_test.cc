@@ -277,3 +277,48 @@ TEST(CapacityTest, AWaiterHeldByItsKeyLimitStartsWhenItsKeyFrees) {
 
 }  // namespace
 }  // namespace kiln::control
+
+namespace kiln::control {
+namespace {
+
+TEST(CapacityTest, DiskCountsAgainstTheStateDisksBudget) {
+  CapacityLimits l = Host(1 << 20);
+  l.host_disk_mib = 4096;
+  l.disk_overcommit = 2.0;  // 8 GiB of diskMiB in all
+  Capacity c(l);
+  Shape s = Mib(128);
+  s.disk_mib = 4096;
+  EXPECT_EQ(c.Acquire("k", s, Clock::now()), Capacity::Result::kGranted);
+  EXPECT_EQ(c.Acquire("k", s, Clock::now()), Capacity::Result::kGranted);
+  EXPECT_EQ(c.Acquire("k", s, Clock::now() + milliseconds(20)), Capacity::Result::kNoCapacity);
+  EXPECT_EQ(c.stats().reserved_disk_mib, 8192);
+  s.disk_mib = 9000;
+  EXPECT_FALSE(c.EverFits(s));
+}
+
+TEST(CapacityTest, PoolCopiesTakeOnlyRoomNobodyWaitsFor) {
+  Capacity c(Host(1024));
+  // Room: a pool copy takes it, from the host's budget only.
+  EXPECT_TRUE(c.TakeForPool(Mib(512)));
+  EXPECT_EQ(c.stats().pooled, 1);
+  EXPECT_EQ(c.stats().running, 0);
+  EXPECT_EQ(c.stats().reserved_memory_mib, 512);
+  EXPECT_TRUE(c.TakeForPool(Mib(512)));
+  EXPECT_FALSE(c.TakeForPool(Mib(512)));  // the host is full
+  // A create waits for room the pool holds; the pool gives one copy back
+  // (WarmPool::Reclaim) and the create gets it.
+  std::atomic<int> got{-1};
+  std::thread create([&] {
+    got = static_cast<int>(c.Acquire("k", Mib(512), Clock::now() + std::chrono::seconds(5)));
+  });
+  ASSERT_TRUE(WaitUntil([&] { return c.stats().waiting == 1; }));
+  EXPECT_FALSE(c.TakeForPool(Mib(1)));  // nothing for the pool while a create waits
+  c.ReleasePool(Mib(512));
+  create.join();
+  EXPECT_EQ(got, static_cast<int>(Capacity::Result::kGranted));
+  EXPECT_EQ(c.stats().pooled, 1);
+  EXPECT_EQ(c.stats().running, 1);
+}
+
+}  // namespace
+}  // namespace kiln::control
