@@ -25,6 +25,7 @@
 #include "images/recipe.h"
 #include "images/registry_network.h"
 #include "images/safe_path.h"
+#include "network/address.h"
 #include "proto/base64.h"
 
 namespace kiln::images {
@@ -354,6 +355,19 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   Skopeo skopeo;
   bool allowed = m_.RegistryAllowed(ref);
   if (!allowed) {
+    // An address literal that is refused says so here: skopeo (Go) dials
+    // loopback directly, past the proxy, and would only report a refused
+    // connection on the namespace's own loopback.
+    std::string refused = ref.Host() == "localhost" ? "loopback" : "";
+    if (auto literal = network::ParseIpLiteral(ref.Host()))
+      refused = network::RefusedCategory(*literal);
+    if (!refused.empty())
+      return Status(Code::kRegistryError,
+                    "cannot pull " + ref.String() + ": " + ref.domain + " is a " + refused +
+                        " address, refused (an operator allows a registry with --allow-registry)",
+                    json{{"ref", ref.String()}});
+  }
+  if (!allowed) {
     RegistryNetwork::Options o;
     o.resolver = m_.options_.resolver;
     o.host = m_.options_.host_addresses;
@@ -548,7 +562,10 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   control::SandboxSpec spec;
   spec.owner = req_.owner;
   spec.shape = Shape{req_.build.vcpu, req_.build.memory_mib, req_.build.disk_mib};
-  spec.timeout_seconds = std::clamp(req_.build.timeout_seconds, 60, 3600);
+  // The build's own deadline ends the step; the sandbox's lease runs a
+  // minute past it, so that the step's end is reported as the build's
+  // timeout, not as a sandbox that went away (the Stop below deletes it).
+  spec.timeout_seconds = req_.build.timeout_seconds + 60;
   spec.labels = {{"kiln.image", image_id_}};
   spec.image = image_id_;
   spec.rootfs = *root;
@@ -586,8 +603,10 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
       exit = ev.exit;
       break;
     } else if (ev.kind == engine::ExecEvent::kError) {
+      if (Status t = CheckTime(); !t.ok()) return t;
       return ev.error;
     } else if (ev.kind == engine::ExecEvent::kClosed) {
+      if (Status t = CheckTime(); !t.ok()) return t;
       return Status(Code::kStartupFailed, "the build sandbox stopped during the step");
     }
   }
@@ -661,6 +680,7 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   spec.dest = dest;
   spec.chmod = copy.chmod;
   spec.add = copy.add;
+  spec.max_unpacked_bytes = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
   Result<std::string> parent_root = m_.storage_.EnsureRoot(st.layers);
   if (!parent_root.ok()) return parent_root.status();
   if (copy.chown) {
