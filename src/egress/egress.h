@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,10 @@ struct EgressOptions {
   int connect_timeout_ms = 10000;
   int head_timeout_ms = 30000;  // for the client to send its request head
   int max_open_per_sandbox = 256;
+  // Tests only: the address a tunnel connects to instead of the one it
+  // checked (logged as checked), so that a unit test sees an allowed dial
+  // without a packet leaving the machine.
+  std::function<network::Address(const network::Address&)> dial_for_test;
 };
 
 // What every gate shares; outlives them.

@@ -215,8 +215,10 @@ bool Tunnel::Decide() {
   return false;
 }
 
-Status Tunnel::Dial(const Address& a) {
+Status Tunnel::Dial(const Address& checked) {
   auto fail = [](std::string why) { return Status(Code::kIoError, std::move(why)); };
+  const auto& redirect = gate_.service().options().dial_for_test;
+  const Address a = redirect ? redirect(checked) : checked;
   sockaddr_storage sa{};
   socklen_t len = a.ToSockaddr(static_cast<uint16_t>(entry_.port), &sa);
   int fd = ::socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -58,6 +58,14 @@ class EgressGateTest : public ::testing::Test {
 
   void Open(const network::Policy& policy, EgressOptions options = {}) {
     options.connect_timeout_ms = 200;
+    // An allowed dial goes to a closed port on loopback: no test sends a
+    // packet off this machine, and the dial still fails as an unrouted
+    // address would.
+    options.dial_for_test = [this](const network::Address& a) {
+      std::lock_guard lock(dialled_mu_);
+      dialled_.push_back(a.ToString());
+      return *network::ParseIpLiteral("127.0.0.1");
+    };
     if (options.head_timeout_ms == EgressOptions{}.head_timeout_ms) options.head_timeout_ms = 5000;
     service_ = std::make_unique<EgressService>(
         std::make_unique<FakeResolver>(
@@ -101,6 +109,8 @@ class EgressGateTest : public ::testing::Test {
   store::Db db_{":memory:"};
   store::EgressLogStore log_{db_};
   std::atomic<int> lookups_{0};
+  std::mutex dialled_mu_;
+  std::vector<std::string> dialled_;  // what dial_for_test was asked for
   std::unique_ptr<EgressService> service_;
   std::shared_ptr<FakeAgentChannel> channel_ = std::make_shared<FakeAgentChannel>();
   std::shared_ptr<Gate> gate_;
@@ -162,11 +172,11 @@ TEST_F(EgressGateTest, EachRefusalIsLoggedWithItsVerdict) {
 }
 
 TEST_F(EgressGateTest, AnAllowedNameIsDialledAtTheAddressItWasCheckedAt) {
-  // 192.0.2.0/24 (TEST-NET-1) is not refused by policy but never routed:
-  // the dial fails, which shows the proxy allowed it and dialled that
-  // address.
+  // 192.0.2.0/24 (TEST-NET-1) is not refused by policy; the dial goes to
+  // dial_for_test's closed port and fails, which shows the proxy allowed it
+  // and dialled the address it checked.
   Open(Rules({{"internet", true}, {"allow", {"api.example.com"}}}));
-  auto answer = Ask(Connect(1), "CONNECT api.example.com:443 HTTP/1.1\r\n\r\n");
+  auto answer = Ask(Connect(1), "CONNECT api.example.com:1 HTTP/1.1\r\n\r\n");
   EXPECT_TRUE(StartsWith(answer, "HTTP/1.1 502")) << answer;
   EXPECT_NE(answer.find("X-Kiln-Egress: connect-failed"), std::string::npos) << answer;
   auto log = Logged(1);
@@ -174,6 +184,8 @@ TEST_F(EgressGateTest, AnAllowedNameIsDialledAtTheAddressItWasCheckedAt) {
   EXPECT_EQ(log[0].verdict, "connect-failed");
   EXPECT_EQ(log[0].address, "192.0.2.10");
   EXPECT_EQ(lookups_, 1);
+  std::lock_guard lock(dialled_mu_);
+  EXPECT_EQ(dialled_, std::vector<std::string>{"192.0.2.10"});
 }
 
 TEST_F(EgressGateTest, APolicyChangeAppliesToAConnectionStillSendingItsHead) {
