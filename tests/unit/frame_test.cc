@@ -300,6 +300,35 @@ TEST(FrameTest, EveryDaemonSideFragmentFitsInPipeBuf) {
   EXPECT_LE(EncodeFrame(FrameType::kCancel, 1, "").size(), kMaxDaemonFrame);
 }
 
+TEST(FrameTest, ReassemblerCapsOneMessageAndAllUnfinishedOnes) {
+  auto more = [](uint32_t stream, size_t n) {
+    return Frame{FrameType::kEvent, kFlagMore, 0, stream, std::string(n, 'x')};
+  };
+  // One message past its cap: an error, and nothing more is taken.
+  Reassembler one(100, 1000);
+  EXPECT_FALSE(one.Add(more(1, 60)));
+  EXPECT_FALSE(one.error());
+  EXPECT_FALSE(one.Add(more(1, 60)));
+  EXPECT_TRUE(one.error());
+  EXPECT_FALSE(one.Add(Frame{FrameType::kEvent, 0, 0, 2, "whole"}));
+  // Many unfinished messages past the total cap: an error too.
+  Reassembler many(100, 250);
+  for (uint32_t s = 1; s <= 3; ++s) EXPECT_FALSE(many.Add(more(s, 80)));
+  EXPECT_FALSE(many.error());
+  EXPECT_FALSE(many.Add(more(4, 80)));
+  EXPECT_TRUE(many.error());
+  // Dropping a stream gives its bytes back.
+  Reassembler dropped(100, 250);
+  for (uint32_t s = 1; s <= 3; ++s) dropped.Add(more(s, 80));
+  dropped.Drop(1);
+  dropped.Drop(2);
+  EXPECT_FALSE(dropped.Add(more(4, 80)));
+  EXPECT_FALSE(dropped.error());
+  auto whole = dropped.Add(Frame{FrameType::kEvent, 0, 0, 3, "!"});
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->size(), 81u);
+}
+
 TEST(FrameTest, ReassemblerPassesUnfragmentedMessageThrough) {
   Reassembler re;
   Frame f{FrameType::kResponse, 0, 0, 3, "{\"ok\":true}"};

@@ -36,6 +36,32 @@ TEST_F(IdempotencyStoreTest, NewThenReplay) {
   EXPECT_EQ(Start("k2", "i1", "fp"), Begin::kNew);
 }
 
+TEST_F(IdempotencyStoreTest, AKeyKeepsABoundedNumberOfAnswers) {
+  auto stored = [&](const std::string& key) {
+    return db_.QueryOne(
+        "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM idempotency "
+        "WHERE key_id = ?",
+        {key});
+  };
+  // Past the byte cap the oldest answers go, so the key's total stays near it.
+  std::string big(4 << 20, 'x');
+  for (int i = 0; i < 40; ++i) {
+    ++now_;
+    ASSERT_EQ(Start("k1", "big-" + std::to_string(i), "fp"), Begin::kNew);
+    store_.Complete("k1", "big-" + std::to_string(i), 200, big);
+  }
+  EXPECT_LE(stored("k1")->Int(1),
+            IdempotencyStore::kMaxBytesPerKey + static_cast<int64_t>(big.size()));
+  EXPECT_EQ(Start("k1", "big-0", "fp"), Begin::kNew);  // the oldest: gone, runs anew
+  EXPECT_EQ(Start("k1", "big-39", "fp"), Begin::kReplay);
+  // Another key's answers are untouched.
+  ASSERT_EQ(Start("k2", "mine", "fp"), Begin::kNew);
+  store_.Complete("k2", "mine", 200, "{}");
+  ++now_;
+  ASSERT_EQ(Start("k1", "more", "fp"), Begin::kNew);
+  EXPECT_EQ(Start("k2", "mine", "fp"), Begin::kReplay);
+}
+
 TEST_F(IdempotencyStoreTest, Mismatch) {
   EXPECT_EQ(Start("k1", "i1", "fp-a"), Begin::kNew);
   EXPECT_EQ(Start("k1", "i1", "fp-b"), Begin::kMismatch);

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <functional>
+#include <vector>
 
 #include "common/digest.h"
 #include "images/flatten.h"
@@ -326,6 +328,56 @@ TEST(OciConfigTest, RoundTripAndFieldErrors) {
     EXPECT_NE(r.status().message().find(bad.field), std::string::npos);
   }
   EXPECT_FALSE(ParseOciConfig(json::array()).ok());
+}
+
+// What a registry's manifest and config may hold, as the stored-layers
+// shortcut reads them (no blob fetched): every field is checked and named.
+TEST_F(OciLayoutTest, ParseImageManifestRefusesCraftedConfigsNamingTheField) {
+  json config = ConfigJson(diff_ids_);
+  json config_desc = {{"mediaType", kOciConfig},
+                      {"digest", "sha256:" + Sha256Hex(config.dump())},
+                      {"size", config.dump().size()}};
+  json manifest = Manifest(config_desc, layers_);
+  auto good = ParseImageManifest(manifest, "sha256:m", config);
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  ASSERT_EQ(good->layers.size(), 2u);
+  EXPECT_EQ(good->layers[1].diff_id.hex(), diff_ids_[1]);
+  EXPECT_EQ(good->layers[1].blob_path, "");
+
+  struct Bad {
+    std::function<void(json&, json&)> craft;
+    std::string field;
+  };
+  const std::string id = diff_ids_[0];
+  for (const Bad& bad : std::vector<Bad>{
+           {[&](json&m, json&c) { c["rootfs"]["diff_ids"][0] = "sha256:" + id + "/.."; },
+            "rootfs.diff_ids[0]"},
+           {[&](json&m, json&c) { c["rootfs"]["diff_ids"][0] = "sha256:" + id + "/pwn"; },
+            "rootfs.diff_ids[0]"},
+           {[&](json&m, json&c) { c["rootfs"]["diff_ids"][1] = "sha256:../../" + id; },
+            "rootfs.diff_ids[1]"},
+           {[&](json&m, json&c) { c["rootfs"]["diff_ids"][0] = 42; }, "rootfs.diff_ids[0]"},
+           {[&](json&m, json&c) { c["rootfs"] = "layers"; }, "rootfs"},
+           {[&](json&m, json&c) {
+              c["rootfs"]["diff_ids"] = {{"a", 1}};
+            },
+            "rootfs"},
+           {[&](json&m, json&c) { c["rootfs"].erase("diff_ids"); }, "rootfs"},
+           {[&](json&m, json&c) { m["layers"][0]["digest"] = "sha256:" + id + "/.."; },
+            "layers[0]"},
+           {[&](json&m, json&c) { m["layers"][1] = 7; }, "layers[1]"},
+           {[&](json&m, json&c) { m["config"]["digest"] = 7; }, "config.digest"},
+           {[&](json&m, json&c) { c["config"]["Env"] = "A=1"; }, "config.Env"},
+       }) {
+    json m = manifest, c = config;
+    bad.craft(m, c);
+    auto r = ParseImageManifest(m, "sha256:m", c);
+    ASSERT_FALSE(r.ok()) << bad.field;
+    EXPECT_EQ(r.status().code(), Code::kInvalidImage) << r.status().ToString();
+    EXPECT_NE(r.status().ToString().find(bad.field), std::string::npos) << r.status().ToString();
+  }
+  EXPECT_FALSE(ParseImageManifest(json::array(), "sha256:m", config).ok());
+  EXPECT_FALSE(ParseImageManifest(manifest, "sha256:m", json::array()).ok());
 }
 
 }  // namespace
