@@ -25,6 +25,9 @@ import pytest
 from client import Client
 from conftest import start_kilnd, stop_kilnd
 
+# Alone, after the parallel part of make test (conftest.py: serial).
+pytestmark = pytest.mark.serial
+
 REQUEST_TIMEOUT_S = 4
 IDLE_TIMEOUT_S = 3
 RATE, BURST = 5, 5

@@ -18,6 +18,9 @@ from attacks import FORGE, PTRACE_AGENT, neighbour, rss_kib, under_attack, wait_
 from conftest import start_kilnd, stop_kilnd
 from escape_common import quote
 
+# Alone, after the parallel part of make test (conftest.py: serial).
+pytestmark = pytest.mark.serial
+
 MiB = 1 << 20
 
 
@@ -204,3 +207,36 @@ def test_a_killed_agent_ends_only_its_sandbox(api, kilnd, host, neighbour):
     info = under_attack(api, kilnd, neighbour, "kill the agent (PTRACE_KILL)", attack)
     assert info["stopReason"] in ("sandbox_died", "agent_protocol_error"), info
     assert host.wait_gone(sid, pids, timeout=10) == []
+
+
+def test_a_read_of_a_device_or_an_endless_file_is_refused_or_capped(api, kilnd, neighbour):
+    """Policy code points the file a trainer downloads at a device, a FIFO or a file that
+    grows while it is read: kilnd answers at once, with at most what the file held when it
+    was opened, and does not grow (a read of /dev/zero once grew it to 3.4 GiB)."""
+    sid = _box(api)
+    api.sh(sid, "ln -s /dev/zero /workspace/result.bin && mkfifo /workspace/pipe && "
+                "(sh -c 'while :; do echo kiln-endless-file; sleep 0.001; done' > /workspace/grows &) && sleep 1")
+    rss_before = rss_kib(kilnd.proc.pid)
+
+    def attack():
+        answers = {}
+        for path in ("/dev/zero", "/dev/urandom", "/workspace/result.bin", "/workspace/pipe"):
+            answers[path] = api.get(f"/v1/sandboxes/{sid}/files/content", query={"path": path},
+                                    timeout=30)
+        size = int(api.sh(sid, "stat -c %s /workspace/grows"))
+        answers["grows"] = (size, api.read_file(sid, "/workspace/grows"))
+        return answers
+
+    answers = under_attack(api, kilnd, neighbour, "read devices, a FIFO and a growing file", attack)
+    for path in ("/dev/zero", "/dev/urandom", "/workspace/result.bin", "/workspace/pipe"):
+        err = answers[path]
+        assert err.status == 400 and "not a regular file" in err.json()["error"]["message"], (path, err)
+    size, got = answers["grows"]
+    # What the file held when it was opened (it grew on meanwhile), never what it became.
+    assert size <= len(got.body) <= size + MiB, (size, len(got.body))
+    assert got.body.startswith(b"kiln-endless-file\n")
+    proc_status = api.read_file(sid, "/proc/self/status").body  # procfs reports size 0
+    assert b"Name:" in proc_status
+    grown = rss_kib(kilnd.proc.pid) - rss_before
+    assert grown < 64 * 1024 + len(got.body) // 1024, f"kilnd grew by {grown} KiB"
+    api.delete(sid)
