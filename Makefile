@@ -64,11 +64,17 @@ demo: setup build-demo
 	@$(PY) examples/demo.py --bin-dir $(BUILD)/bin
 
 # Both tiers, in order: the unit tier, and only if it passed the integration
-# tests (real kilnd, real gVisor, as root), sanitized.
+# tests (real kilnd, real gVisor, as root), sanitized: most of them on
+# IT_WORKERS pytest-xdist workers (each with a kilnd of its own; modules
+# sharing the tests' own network hosts on one worker), then the `serial`
+# ones alone (they time neighbours, step the clock, compare host-wide state).
+IT_WORKERS ?= 3
+IT_ENV    := KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES)
 test: setup ray-env
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_SEED=1
-	KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration
+	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider -n $(IT_WORKERS) --dist loadgroup -m 'not serial' tests/integration
+	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider -m serial tests/integration
 
 # The unit tier: no root, no gVisor, no daemon. The sanitized C++ unit tests,
 # then the SDKs' own tests (sdk/python/tests; sdk/js/test/unit, which needs

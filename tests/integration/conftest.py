@@ -31,7 +31,30 @@ _started = []  # every Daemon start_kilnd made, so a failed test can show its ow
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "hostile: slow hostile-workload tests (deselect with -m 'not hostile')")
+    config.addinivalue_line(
+        "markers", "serial: runs alone (make test runs these after the parallel part): it times a "
+                   "neighbour, steps the host's clock or compares host-wide state")
     config.addinivalue_line("markers", "fs_mib(n): test_faults_disk.py's loop file system size")
+    # pytest-xdist registers it only when loaded; a plain `pytest file.py` run warns without this.
+    config.addinivalue_line("markers", "xdist_group(name): tests sharing one xdist worker")
+    # Figures of a neighbour's exec during each attack (attacks.py), written by whichever
+    # process runs the attack (an xdist worker inherits the path) and shown in the summary.
+    if not hasattr(config, "workerinput") and "KILN_ATTACK_FIGURES" not in os.environ:
+        fd, path = tempfile.mkstemp(prefix="kiln-attack-figures-", suffix=".jsonl")
+        os.close(fd)
+        os.environ["KILN_ATTACK_FIGURES"] = path
+        config._kiln_attack_figures = path
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (make test's `--dist loadgroup`), a module's tests stay on one
+    worker, in order: module fixtures (a kilnd, a registry, a built image) are made once, and
+    tests that follow "the test before" see it. A module's own xdist_group mark (modules that
+    share a host resource: the test hosts' namespace, sdk/js's node_modules) wins."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 _started_mark = pytest.StashKey[int]()
@@ -68,7 +91,15 @@ def pytest_runtest_makereport(item, call):
                                     d.log_tail(80, skip_requests=True)))
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus):
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    path = getattr(config, "_kiln_attack_figures", None)
+    if path and os.path.exists(path):
+        figures = [line for line in Path(path).read_text().splitlines() if line.strip()]
+        if figures:
+            terminalreporter.section("a neighbour's exec p50 during each attack (idle / during, ms)")
+            for line in figures:
+                terminalreporter.write_line("NEIGHBOUR " + line)
+        os.unlink(path)
     for note in _notes:
         terminalreporter.write_line(f"kilnd: {note}", red=True)
     if (exitstatus != 0 or _notes) and _log_path and _log_path.exists():
@@ -104,19 +135,27 @@ class Daemon:
 LOOPBACK_REGISTRIES = ("--allow-registry", "127.0.0.1", "--allow-registry", "localhost")
 
 
-def start_kilnd(state_dir, *extra_args, port=None, log_path=None, loopback_registries=True, env=None):
+def start_kilnd(state_dir, *extra_args, port=None, log_path=None, loopback_registries=True, env=None,
+                netns=None, address="127.0.0.1"):
     """Starts a kilnd on `state_dir` and waits until it is healthy. Returns a
-    Daemon with its admin key; raises RuntimeError if it does not come up."""
+    Daemon with its admin key; raises RuntimeError if it does not come up.
+    `netns`: a network namespace (`ip netns`) to run it in, listening on `address`."""
     port = port or _free_port()
     log_path = Path(log_path or str(state_dir) + ".log")
     log = open(log_path, "ab")
     registries = LOOPBACK_REGISTRIES if loopback_registries else ()
+    wrap = ["ip", "netns", "exec", netns] if netns else []
+    # A sanitized kilnd keeps freed memory in ASan's quarantine (256 MiB by default), which
+    # would hide what the tests measure of its RSS; 16 MiB still catches a use after free.
+    env = dict(os.environ if env is None else env)
+    if "quarantine_size_mb" not in env.get("ASAN_OPTIONS", ""):
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "quarantine_size_mb=16"]))
     proc = subprocess.Popen(
-        [str(BIN_DIR / "kilnd"), "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir),
+        [*wrap, str(BIN_DIR / "kilnd"), "--listen", f"{address}:{port}", "--state-dir", str(state_dir),
          "--image-dir", str(IMAGE_DIR), *registries, *extra_args], env=env,
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()
-    d = Daemon(f"http://127.0.0.1:{port}", state_dir, proc, log_path)
+    d = Daemon(f"http://{address}:{port}", state_dir, proc, log_path)
     _started.append(d)
     probe = Client(d.url)
     deadline = time.monotonic() + STARTUP_TIMEOUT

@@ -14,7 +14,8 @@ On start it creates
     wildcards, 198.51.100.10-13), `ca_pem_path` / `ca_pem`;
   * nethosts_server.py inside the namespace: HTTP :80 and HTTPS :443 on each of
     the four addresses (routes: see nethosts_server.py);
-  * a loopback "canary" HTTP server on the host at 127.0.0.1:`canary_port`;
+  * a loopback "canary" HTTP server on the host at 127.0.0.1:`canary_port`
+    and 127.77.0.1:80 (addresses kilnd must refuse: it records any connection);
   * the resolver file for `kilnd --test-resolver-file` (format in
     write_resolver_file below), rewritten atomically by set_names/resolve_to.
 
@@ -65,9 +66,12 @@ DEFAULT_NAMES = {
     "other.test": ["198.51.100.12"],
     "rebind.test": ["198.51.100.13"],
     "private.test": ["127.0.0.1"],
-    "metadata.test": ["169.254.169.254"],
-    "mixed.test": ["10.0.0.1", "198.51.100.12"],
+    # One refused address (the canary's second one) and one public: only the public is dialled.
+    "mixed.test": ["127.77.0.1", "198.51.100.12"],
 }
+# The canary also listens on port 80 of this loopback address, so that a name
+# answering it (mixed.test) would be caught at the port a URL without one uses.
+CANARY_ADDR_80 = "127.77.0.1"
 
 # Certificate SANs: every default name, a wildcard under each, and the
 # wildcards for the deeper allowed.test names.
@@ -235,7 +239,8 @@ class TestHosts:
             self._make_netns()
             listen = [f"{a}:{p}:{s}" for a in self.addrs for p, s in ((80, "http"), (443, "https"))]
             self._spawn("servers", listen, netns=True)
-            canary = self._spawn("canary", ["127.0.0.1:0:http"], netns=False)
+            canary = self._spawn("canary", ["127.0.0.1:0:http", f"{CANARY_ADDR_80}:80:http"],
+                                 netns=False)
             self.canary_port = canary[0][1]
             self._wait_until_answering(t0 + START_TIMEOUT)
             self.clear_hits()

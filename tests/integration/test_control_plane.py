@@ -19,6 +19,9 @@ from client import Client, assert_error
 from conftest import BIN_DIR, start_kilnd, stop_kilnd
 from host import Host, runsc_of
 
+# Alone, after the parallel part of make test (conftest.py: serial).
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture
 def daemons():

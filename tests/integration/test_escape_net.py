@@ -1,6 +1,6 @@
 """Escape attempts on the network: raw and UDP sockets, DNS, the host's
 addresses on every interface (kilnd's API port among them), loopback
-tricks, the metadata address and a neighbour sandbox's server, straight
+tricks and a neighbour sandbox's server, straight
 from a socket and through the egress proxy, for a sandbox with internet off
 (the default), one allowed to some hosts, and one with internet on."""
 import json
@@ -47,7 +47,7 @@ for name, args in (("raw-icmp", (socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO
         socket.socket(*args).close(); res[name] = "opened"
     except Exception as e:
         res[name] = err(e)
-for host in ("8.8.8.8", "169.254.169.254", *[h for h, _ in targets if h[0].isdigit() and h != "127.0.0.1"][:2]):
+for host in sorted({h for h, _ in targets if h[0].isdigit() and not h.startswith(("127.", "0."))})[:2]:
     u = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
     try:
         u.sendto(b"x", (host, 53)); res["udp " + host] = "sent"
@@ -89,12 +89,18 @@ def boxes(api):
 
 
 @pytest.mark.parametrize("policy", ["internet-off", "allow-some", "internet-on"])
-def test_nothing_reaches_the_host_or_the_metadata_address(api, kilnd, boxes, policy):
+def test_nothing_reaches_the_host(api, kilnd, boxes, policy):
     sid = boxes[policy]
     port = urllib.parse.urlsplit(kilnd.url).port
     targets = [[a, port] for a in _host_addresses()] + [[a, 22] for a in _host_addresses()]
-    targets += [["169.254.169.254", 80], ["localhost", port], ["0.0.0.0", port], ["127.1", port],
+    targets += [["localhost", port], ["0.0.0.0", port], ["127.1", port],
                 ["::ffff:127.0.0.1", port], ["::1", port]]
+    # Only addresses of this machine: were a check broken, nothing would leave it. The
+    # metadata and private addresses are refused by the same check, unit-tested address by
+    # address (tests/unit/network_address_test.cc, egress_gate_test.cc). DNS goes to the
+    # host's own address too (the image's resolv.conf names the host's resolver).
+    own = next((a for a in _host_addresses() if "." in a and not a.startswith("127.")), "127.0.0.1")
+    api.sh(sid, f"sudo sh -c 'echo nameserver {own} > /etc/resolv.conf'")
     r = api.exec(sid, command=f"python3 -c {quote(PROBE)} {quote(json.dumps(targets))}", timeoutMs=180000)
     assert r["exitCode"] == 0, r
     out = json.loads(r["stdout"])

@@ -9,6 +9,9 @@ import pytest
 
 from escape_common import escape_guard, marker, quote, sh  # noqa: F401 -- fixtures
 
+# Alone, after the parallel part of make test (conftest.py: serial).
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def box(api):
@@ -103,6 +106,7 @@ def test_setuid_copies_give_no_root(api, box, nosudo):
 # stdio passed with SCM_RIGHTS), as a program that skips /usr/bin/sudo would.
 SUDO_DIRECT = r'''
 import array, json, socket, struct, sys
+
 body = json.dumps({"argv": ["id", "-u"], "env": [], "cwd": "/"}).encode()
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect("/run/kiln/sudo.sock")

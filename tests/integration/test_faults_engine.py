@@ -16,6 +16,9 @@ from client import assert_error
 from conftest import stop_kilnd
 from faults_util import cmdline, runsc, daemons, run_kilnd_expecting_exit, sha256, wait_stopped  # noqa: F401
 
+# Alone, after the parallel part of make test (conftest.py: serial).
+pytestmark = pytest.mark.serial
+
 # Two 512 MiB sandboxes fill this kilnd: a third waits for the room of one.
 ROOM = ("--host-memory-mib", "1024", "--memory-overcommit", "1", "--host-vcpus", "4")
 SHAPE = {"vcpu": 1, "memoryMiB": 512}

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.hostile
+pytestmark = [pytest.mark.hostile, pytest.mark.serial]
 
 ALLOWANCE_S = 0.020
 MiB = 1 << 20

@@ -26,6 +26,9 @@ import kiln  # noqa: E402
 from kiln import Runtime  # noqa: E402
 from kiln.images import pack_context  # noqa: E402
 
+# These modules build sdk/js (npm ci, tsc) in place: one worker runs them all.
+pytestmark = pytest.mark.xdist_group("sdk_js")
+
 JS = REPO / "sdk" / "js"
 SMALL = {"vcpu": 1, "memory_mib": 512}
 BUILD_TIMEOUT = 300

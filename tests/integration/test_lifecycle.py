@@ -1,5 +1,6 @@
 """Sandbox engine: create with defaults and limits, isolation, list, stop, delete."""
 import re
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -107,16 +108,23 @@ def test_no_network_interface(api, sid):
     dev = api.sh(sid, "cat /proc/net/dev")
     names = {line.split(":")[0].strip() for line in dev.splitlines()[2:] if ":" in line}
     assert names == {"lo"}, f"interfaces: {names} ({dev!r})"
+    # The host's own address: were there a route out, nothing would leave this machine.
+    own = next((a for a in _own_addresses() if not a.startswith("127.")), "127.0.0.1")
     probe = ("import socket\n"
              "print(sorted(n for _, n in socket.if_nameindex()))\n"
              "s = socket.socket(); s.settimeout(5)\n"
-             "try:\n    s.connect(('1.1.1.1', 80)); print('connected')\n"
+             f"try:\n    s.connect(('{own}', 22)); print('connected')\n"
              "except OSError as e:\n    print('refused', e)\n")
     r = api.exec(sid, argv=["python3", "-c", probe], timeoutMs=20000)
     assert r["exitCode"] == 0, r
     lines = r["stdout"].splitlines()
     assert lines[0] == "['lo']", r
-    assert lines[1].startswith("refused"), f"1.1.1.1:80 reachable: {r!r}"
+    assert lines[1].startswith("refused") and "unreachable" in lines[1], f"{own}:22 reachable: {r!r}"
+
+
+def _own_addresses():
+    out = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[3].split("/")[0] for line in out.splitlines()]
 
 
 def test_base_image(api, sid):

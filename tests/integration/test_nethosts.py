@@ -19,7 +19,9 @@ import nethosts
 from nethosts import TestHosts, test_hosts_available
 
 _reason = test_hosts_available()
-pytestmark = pytest.mark.skipif(_reason is not None, reason=_reason or "")
+# The tests' own hosts have fixed addresses: one module at a time uses them.
+pytestmark = [pytest.mark.skipif(_reason is not None, reason=_reason or ""),
+              pytest.mark.xdist_group("nethosts")]
 
 # pip and git must trust exactly the test CA and go direct: drop proxies and the
 # CA-bundle overrides (GIT_SSL_CAINFO beats `-c http.sslCAInfo`, REQUESTS_CA_BUNDLE
@@ -192,7 +194,7 @@ def test_resolver_file_rewrites(hosts):
                 out[name] = addrs
         return out
     assert read() == nethosts.DEFAULT_NAMES
-    assert hosts.addr("Mixed.Test.") == "10.0.0.1"
+    assert hosts.addr("Mixed.Test.") == "127.77.0.1"
     assert hosts.url("pkgs.test", "/simple/") == "https://pkgs.test/simple/"
     assert hosts.url("pkgs.test", "x", https=False) == "http://pkgs.test/x"
     inode = os.stat(hosts.resolver_file).st_ino

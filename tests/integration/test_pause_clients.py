@@ -21,6 +21,9 @@ sys.path.insert(0, str(SDK_DIR))
 import kiln  # noqa: E402
 from kiln import AsyncRuntime, Runtime, Sandbox  # noqa: E402
 
+# These modules build sdk/js (npm ci, tsc) in place: one worker runs them all.
+pytestmark = pytest.mark.xdist_group("sdk_js")
+
 SMALL = {"vcpu": 1, "memory_mib": 256}
 INFO_FIELDS = ("pausable", "idlePauseSeconds", "autoWake", "persistent", "onLeaseEnd", "pausedAt",
                "maxTotalCostMicros", "sudo")

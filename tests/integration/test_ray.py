@@ -19,6 +19,9 @@ import pytest
 from conftest import REPO, start_kilnd, stop_kilnd
 from client import Client
 
+# Alone, after the parallel part of make test (conftest.py: serial).
+pytestmark = pytest.mark.serial
+
 RAY_PYTHON = Path(os.environ.get("KILN_RAY_PYTHON", "/opt/kiln/ray-venv/bin/python"))
 NODES = 3
 DRIVER_TIMEOUT = 900

@@ -24,6 +24,9 @@ import pytest
 from client import Client
 from conftest import REPO, start_kilnd, stop_kilnd
 
+# These modules build sdk/js (npm ci, tsc) in place: one worker runs them all.
+pytestmark = pytest.mark.xdist_group("sdk_js")
+
 SDK = REPO / "sdk" / "js"
 NODE_MAJOR_MIN = 20
 SCRIPTS = sorted(p.name for p in (SDK / "test").glob("*.test.mjs"))

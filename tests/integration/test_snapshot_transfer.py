@@ -92,16 +92,26 @@ def test_restored_on_b_the_server_keeps_counting(hosts, moved):
             b.client.request("DELETE", f"/v1/sandboxes/{copy['id']}")
 
 
-def test_reimport_is_idempotent_and_another_key_conflicts(hosts, moved):
+def test_reimport_is_idempotent_and_another_key_gets_its_own_id(hosts, moved):
+    """A key cannot squat an id it merely has the tar of: another key importing the same tar
+    gets a snapshot of its own under a new id, with the sender's id as sourceId, and its
+    import again finds that one. The first key's snapshot is untouched."""
     _, b, daemon_b = hosts
     snap_id = moved["snap"]["id"]
     r = b.client.request("POST", "/v1/snapshots:import", data=moved["tar"], headers=TAR, timeout=300)
     assert r.status == 200, r
     assert r.json()["id"] == snap_id
     other = Host(daemon_b, "transfer-b-conflict")
-    assert_error(other.client.request("POST", "/v1/snapshots:import", data=moved["tar"], headers=TAR, timeout=300),
-                 409, "snapshot_exists", mentions=(snap_id,))
+    r = other.client.request("POST", "/v1/snapshots:import", data=moved["tar"], headers=TAR, timeout=300)
+    assert r.status == 201, r
+    theirs = r.json()
+    assert theirs["id"] != snap_id and theirs["sourceId"] == snap_id
+    again = other.client.request("POST", "/v1/snapshots:import", data=moved["tar"], headers=TAR, timeout=300)
+    assert again.status == 200 and again.json()["id"] == theirs["id"], again
+    assert b.client.ok("GET", f"/v1/snapshots/{snap_id}")["id"] == snap_id
+    assert_error(other.client.get(f"/v1/snapshots/{snap_id}"), 404, "snapshot_not_found")
     assert leftovers(daemon_b, snap_id) == [snap_id]
+    other.client.ok("POST", f"/v1/snapshots/{theirs['id']}:delete", json={})
 
 
 def test_another_key_cannot_export(hosts, moved):

@@ -9,6 +9,9 @@ from client import assert_error
 from conftest import Sandboxes
 from counter_server import counter, start_counter
 
+# Alone, after the parallel part of make test (conftest.py: serial).
+pytestmark = pytest.mark.serial
+
 @pytest.fixture(scope="module")
 def prepared(api):
     """A sandbox with a file, a running server at counter 2, and a snapshot of it."""
