@@ -147,6 +147,18 @@ void Capacity::ReleasePool(const Shape& shape) {
   Grant();
 }
 
+void Capacity::HandOut(const std::string& key, const Shape&) {
+  std::lock_guard lock(mu_);
+  pooled_ = std::max(0, pooled_ - 1);
+  ++running_;
+  ++per_key_[key];
+}
+
+bool Capacity::KeyHasRoom(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return !KeyFull(key);
+}
+
 Capacity::Stats Capacity::stats() const {
   std::lock_guard lock(mu_);
   int waiting = 0;

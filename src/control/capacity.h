@@ -11,8 +11,9 @@
 // Warm-pool copies hold room of the host's budget (TakeForPool) while they
 // wait, never a key's: the pool takes only room nobody waits for, and gives
 // it back to a waiting create (control/warm_pool.h reclaims its copies
-// while anyone waits). A copy handed out gives its room back; the create
-// that took it holds a reservation of its own.
+// while anyone waits). A copy handed out passes its room to the key that
+// took it (HandOut): a create served from a pool neither waits nor counts
+// twice.
 #pragma once
 
 #include <chrono>
@@ -80,6 +81,10 @@ class Capacity {
   // never waits. ReleasePool gives it back.
   bool TakeForPool(const Shape& shape);
   void ReleasePool(const Shape& shape);
+  // A pool copy's room becomes `key`'s reservation (Release returns it).
+  void HandOut(const std::string& key, const Shape& shape);
+  // False if `key` runs its limit of sandboxes.
+  bool KeyHasRoom(const std::string& key) const;
 
   struct Stats {
     int64_t reserved_memory_mib = 0;  // sandboxes' and pool copies'

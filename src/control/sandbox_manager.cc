@@ -296,7 +296,12 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
       return NameTaken(*spec.name, holder->id());
   }
   int64_t queued_at = MonotonicNowMs();
-  switch (capacity_.Acquire(spec.owner, spec.shape, deadline, cancelled)) {
+  // A ready pooled copy holds its room already: taking it needs none more.
+  // A copy was verified when it was restored.
+  std::optional<PooledCopy> pooled;
+  if (from && capacity_.KeyHasRoom(spec.owner)) pooled = pool_.Take(from->id, spec.owner);
+  switch (pooled ? Capacity::Result::kGranted
+                 : capacity_.Acquire(spec.owner, spec.shape, deadline, cancelled)) {
     case Capacity::Result::kGranted:
       break;
     case Capacity::Result::kNeverFits:
@@ -316,6 +321,7 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
     std::lock_guard lock(mu_);
     if (closing_) {
       capacity_.Release(spec.owner, spec.shape);
+      if (pooled) engine_.Destroy(pooled->id);
       return ShuttingDown();
     }
     ++creating_;
@@ -329,17 +335,12 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
   } done{this};
   int64_t waited_ms = MonotonicNowMs() - queued_at;
   metrics::Observe("kiln_capacity_wait_seconds", {}, static_cast<double>(waited_ms) / 1000.0);
-  // A pooled copy was verified when it was restored.
-  std::optional<PooledCopy> pooled;
-  if (from) {
-    pooled = pool_.Take(from->id);
-    // Files hashed once (at seal or an earlier restore) are not hashed again
-    // while unchanged (SnapshotStore), so this costs a stat per file.
-    if (!pooled) {
-      if (Status intact = snapshots_.Verify(from->id); !intact.ok()) {
-        capacity_.Release(spec.owner, spec.shape);
-        return intact;
-      }
+  // Files hashed once (at seal or an earlier restore) are not hashed again
+  // while unchanged (SnapshotStore), so this costs a stat per file.
+  if (from && !pooled) {
+    if (Status intact = snapshots_.Verify(from->id); !intact.ok()) {
+      capacity_.Release(spec.owner, spec.shape);
+      return intact;
     }
   }
   auto sandbox =

@@ -41,7 +41,7 @@ void WarmPool::Resize(const std::string& snapshot_id, int size) {
   Destroy(std::move(extra));
 }
 
-std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
+std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id, const std::string& key) {
   for (;;) {
     PooledCopy copy;
     bool thawed = true;
@@ -72,8 +72,8 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id) {
       int64_t skew = pong->time_ms - NowMs();
       if (skew > 100 || skew < -100)
         LogWarn("pooled copy's clock is off", {{"sandboxId", copy.id}, {"skewMs", skew}});
-      // Handed out: the create that takes it holds its own reservation.
-      if (capacity_) capacity_->ReleasePool(copy.shape);
+      // Handed out: its room is now the key's.
+      if (capacity_) capacity_->HandOut(key, copy.shape);
       return copy;
     }
     LogWarn("discarding a pooled copy that does not answer", {{"sandboxId", copy.id}});

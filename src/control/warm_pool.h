@@ -50,7 +50,8 @@ class WarmPool {
   // Sets how many ready copies to keep for `snapshot_id` (0 = none).
   void Resize(const std::string& snapshot_id, int size);
   // A ready copy whose agent answers, or nullopt (then restore directly).
-  std::optional<PooledCopy> Take(const std::string& snapshot_id);
+  // The room the copy held becomes `key`'s reservation in Capacity.
+  std::optional<PooledCopy> Take(const std::string& snapshot_id, const std::string& key);
   PoolStatus StatusOf(const std::string& snapshot_id);
   // Every pool's status, by snapshot id.
   std::map<std::string, PoolStatus> StatusAll();

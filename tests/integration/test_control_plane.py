@@ -234,27 +234,29 @@ def test_key_limit_is_quota_exceeded_and_spares_other_keys(daemons):
     assert d.api.create(vcpu=1, memoryMiB=256)["state"] == "running"  # the admin key is not held
 
 
-def test_pooled_copies_count_against_capacity_only_once_handed_out(daemons):
+def test_pooled_copies_hold_capacity_and_are_handed_out_within_it(daemons):
+    """A ready copy is a running sandbox: it holds its room (a key cannot park
+    capacity in a pool outside admission), and taking it needs no more."""
     d = daemons("--host-memory-mib", "1024", "--memory-overcommit", "1")
     api = d.api
     src = api.create(vcpu=1, memoryMiB=512)
     snap = api.ok("POST", f"/v1/sandboxes/{src['id']}:snapshot", json={})
     api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 1})
     wait_for(lambda: api.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 1, 60, "a ready copy")
-    assert metric(api, "kiln_capacity_reserved_memory_mib") == 512
+    assert metric(api, "kiln_capacity_reserved_memory_mib") == 1024
     assert metric(api, "kiln_pool_memory_bytes") > 0
-    # The ready copy took no room: a fresh sandbox still fits...
-    other = api.create(vcpu=1, memoryMiB=512)
-    # ...and taking the pooled copy needs room like any create.
-    assert_error(api.post("/v1/sandboxes", json={"snapshot": snap["id"]}), 409, "no_capacity")
-    api.delete(other["id"])
+    # The ready copy holds the rest of the host: a fresh sandbox does not fit...
+    assert_error(api.post("/v1/sandboxes", json={"vcpu": 1, "memoryMiB": 512}), 409, "no_capacity")
+    # ...and taking the pooled copy needs no room of its own.
     copy = api.create(snapshot=snap["id"])
+    assert copy["state"] == "running"
     assert metric(api, "kiln_capacity_reserved_memory_mib") == 1024
     api.delete(copy["id"])
+    api.delete(src["id"])
     # A graceful stop with copies waiting (all but the first frozen) leaves
     # nothing behind.
-    api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 3})
-    wait_for(lambda: api.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 3, 90, "3 ready copies")
+    api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 2})
+    wait_for(lambda: api.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 2, 90, "2 ready copies")
     assert stop_kilnd(d) == 0
     assert not d.host.runsc_ids()
     assert not os.listdir(d.host.state_dir / "sandboxes")
@@ -476,7 +478,10 @@ def test_shutdown_with_creates_in_line_leaves_nothing_behind(daemons):
 
 
 def test_ten_thousand_queued_creates_neither_crash_nor_stall(daemons):
-    d = daemons("--host-memory-mib", "512", "--memory-overcommit", "1")
+    # One client address fans out 10,000 connections: past the default
+    # --max-connections-per-address (2048), as an operator would set it for a trainer.
+    d = daemons("--host-memory-mib", "512", "--memory-overcommit", "1",
+                "--max-connections-per-address", "12000")
     api = d.api
     held = api.create(vcpu=1, memoryMiB=512)
     body = json.dumps({"vcpu": 1, "memoryMiB": 512}).encode()

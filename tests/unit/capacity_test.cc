@@ -320,5 +320,23 @@ TEST(CapacityTest, PoolCopiesTakeOnlyRoomNobodyWaitsFor) {
   EXPECT_EQ(c.stats().running, 1);
 }
 
+TEST(CapacityTest, AHandedOutCopyPassesItsRoomToTheKey) {
+  CapacityLimits limits = Host(1024);
+  limits.key_sandboxes = 1;
+  Capacity c(limits);
+  ASSERT_TRUE(c.TakeForPool(Mib(512)));
+  ASSERT_EQ(c.Acquire("other", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  // The host is full, yet the copy is the key's without a wait or a second count.
+  EXPECT_TRUE(c.KeyHasRoom("k"));
+  c.HandOut("k", Mib(512));
+  EXPECT_EQ(c.stats().pooled, 0);
+  EXPECT_EQ(c.stats().running, 2);
+  EXPECT_EQ(c.stats().reserved_memory_mib, 1024);
+  EXPECT_FALSE(c.KeyHasRoom("k"));  // it counts against the key's limit
+  c.Release("k", Mib(512));
+  EXPECT_EQ(c.stats().reserved_memory_mib, 512);
+  EXPECT_TRUE(c.KeyHasRoom("k"));
+}
+
 }  // namespace
 }  // namespace kiln::control

@@ -82,7 +82,7 @@ TEST_F(WarmPoolTest, ResizeFillsAndFreezesEveryCopyButTheFirst) {
 TEST_F(WarmPoolTest, TakeHandsOutAThawedCopyThatAnsweredAndRefills) {
   pool_->Resize("snap", 2);
   ASSERT_TRUE(Ready(2));
-  auto copy = pool_->Take("snap");
+  auto copy = pool_->Take("snap", "key");
   ASSERT_TRUE(copy);
   EXPECT_FALSE(engine_.IsFrozen(copy->id));
   EXPECT_EQ(engine_.channel(copy->id)->Count("ping"), 1);
@@ -99,8 +99,8 @@ TEST_F(WarmPoolTest, TakeHandsOutAThawedCopyThatAnsweredAndRefills) {
 }
 
 TEST_F(WarmPoolTest, TakeFromAnEmptyOrUnknownPoolIsNothing) {
-  EXPECT_FALSE(pool_->Take("snap"));
-  EXPECT_FALSE(pool_->Take("other"));
+  EXPECT_FALSE(pool_->Take("snap", "key"));
+  EXPECT_FALSE(pool_->Take("other", "key"));
   EXPECT_TRUE(Restored().empty());
 }
 
@@ -114,7 +114,7 @@ TEST_F(WarmPoolTest, DropDestroysEveryPooledCopy) {
     EXPECT_NE(std::find(destroyed.begin(), destroyed.end(), id), destroyed.end()) << id;
   EXPECT_EQ(pool_->StatusOf("snap").size, 0);
   EXPECT_TRUE(pool_->StatusAll().empty());
-  EXPECT_FALSE(pool_->Take("snap"));
+  EXPECT_FALSE(pool_->Take("snap", "key"));
 }
 
 TEST_F(WarmPoolTest, ShrinkingDestroysTheExtraCopies) {
@@ -136,7 +136,7 @@ TEST_F(WarmPoolTest, ADeadCopyIsDiscardedAndTheNextHandedOut) {
   std::string first = engine_.IsFrozen(restored[0]) ? restored[1] : restored[0];
   std::string second = first == restored[0] ? restored[1] : restored[0];
   ASSERT_TRUE(engine_.Kill(first));  // its gVisor exited while it waited
-  auto copy = pool_->Take("snap");
+  auto copy = pool_->Take("snap", "key");
   ASSERT_TRUE(copy);
   EXPECT_EQ(copy->id, second);
   EXPECT_FALSE(engine_.Has(first));  // destroyed, not handed out
@@ -151,7 +151,7 @@ TEST_F(WarmPoolTest, ACopyWhoseAgentDoesNotAnswerIsDiscarded) {
   std::string second = first == restored[0] ? restored[1] : restored[0];
   engine_.channel(first)->Handle("ping", nullptr);  // a wedged agent
   auto t0 = std::chrono::steady_clock::now();
-  auto copy = pool_->Take("snap");
+  auto copy = pool_->Take("snap", "key");
   ASSERT_TRUE(copy);
   EXPECT_EQ(copy->id, second);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(100));  // waited its ping out
@@ -167,7 +167,7 @@ TEST_F(WarmPoolTest, AnErrorAnswerToPingDiscardsTheCopy) {
   pool_->Resize("snap", 1);
   ASSERT_TRUE(Ready(1));
   std::string first = Restored()[0];
-  EXPECT_FALSE(pool_->Take("snap"));  // the only copy did not answer
+  EXPECT_FALSE(pool_->Take("snap", "key"));  // the only copy did not answer
   EXPECT_FALSE(engine_.Has(first));
 }
 
