@@ -20,7 +20,6 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-
 std::string ProcessTarget(const std::string& id, const std::string& pid,
                           std::string_view suffix = "") {
   return SandboxTarget(id, "/processes/" + PercentEncode(pid) + std::string(suffix));

@@ -18,7 +18,6 @@
 namespace kiln::images {
 namespace {
 
-
 std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
 }

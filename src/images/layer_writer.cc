@@ -12,7 +12,6 @@
 namespace kiln::images {
 namespace {
 
-
 // "a/b/c" -> ("a/b", "c"); "c" -> ("", "c").
 std::pair<std::string, std::string> SplitPath(const std::string& path) {
   size_t slash = path.rfind('/');

@@ -59,7 +59,8 @@ Result<OciConfig> ParseOciConfig(const json& config) {
   }
   if (auto it = inner.find("ExposedPorts"); it != inner.end() && !it->is_null()) {
     if (!it->is_object())
-      return InvalidConfig("config.ExposedPorts is not an object", {{"field", "config.ExposedPorts"}});
+      return InvalidConfig("config.ExposedPorts is not an object",
+                           {{"field", "config.ExposedPorts"}});
     for (const auto& [port, ignored] : it->items()) out.exposed_ports.push_back(port);
     std::sort(out.exposed_ports.begin(), out.exposed_ports.end());
   }

@@ -87,10 +87,10 @@ inline constexpr std::string_view kEgressAttach = "egress.attach";
 
 // Every name above (each must be unique: tests/unit/ops_test.cc checks).
 inline constexpr std::array kAllOps = {
-    kExec,      kPing,       kOom,        kFileRead,   kFileWrite,  kFileList,     kFileStat,
-    kFileMkdir, kFileRemove, kFileRename, kArchiveGet, kArchivePut, kProcStart,    kProcList,
-    kProcGet,   kProcOutput, kProcWrite,  kProcSignal, kProcResize, kEgressListen, kEgressAttach,
-    kConfigure};
+    kExec,       kPing,         kOom,          kFileRead,   kFileWrite,  kFileList,
+    kFileStat,   kFileMkdir,    kFileRemove,   kFileRename, kArchiveGet, kArchivePut,
+    kProcStart,  kProcList,     kProcGet,      kProcOutput, kProcWrite,  kProcSignal,
+    kProcResize, kEgressListen, kEgressAttach, kConfigure};
 
 // to_json/from_json of a struct, found by ADL as nlohmann expects.
 #define KILN_PROTO_JSON(T)                     \

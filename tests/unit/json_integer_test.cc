@@ -27,8 +27,8 @@ TEST(JsonIntegerTest, ReadsIntegersAndRefusesFloats) {
 
 // fuzz_config_json: a sandbox record whose meter held 1.18e21 as cpuNs.
 TEST(JsonIntegerTest, ADamagedSandboxRecordIsRefusedNotCast) {
-  json record = {{"id", "sb_1"}, {"state", "running"}, {"createdMs", 1},
-                 {"meter", {{"cpuNs", 1.18447e+21}}}};
+  json record = {
+      {"id", "sb_1"}, {"state", "running"}, {"createdMs", 1}, {"meter", {{"cpuNs", 1.18447e+21}}}};
   EXPECT_THROW(record.get<control::SandboxRecord>(), json::type_error);
   record["meter"]["cpuNs"] = 12;
   EXPECT_EQ(record.get<control::SandboxRecord>().meter.cpu_ns, 12u);
@@ -37,10 +37,10 @@ TEST(JsonIntegerTest, ADamagedSandboxRecordIsRefusedNotCast) {
 }
 
 TEST(JsonIntegerTest, ADamagedSnapshotRecordIsRefusedNotCast) {
-  json record = {{"id", "snap_1"},      {"name", nullptr},     {"labels", json::object()},
-                 {"sourceSandboxId", ""}, {"vcpu", 1},         {"memoryMiB", 512},
+  json record = {{"id", "snap_1"},        {"name", nullptr},    {"labels", json::object()},
+                 {"sourceSandboxId", ""}, {"vcpu", 1},          {"memoryMiB", 512},
                  {"diskMiB", 1024},       {"retentionDays", 7}, {"createdMs", 1},
-                 {"expiresMs", 2},        {"sizeBytes", 3},    {"captureMs", 4}};
+                 {"expiresMs", 2},        {"sizeBytes", 3},     {"captureMs", 4}};
   EXPECT_EQ(record.get<store::SnapshotRecord>().size_bytes, 3u);
   record["sizeBytes"] = -1e30;
   EXPECT_THROW(record.get<store::SnapshotRecord>(), json::type_error);
@@ -51,8 +51,7 @@ TEST(JsonIntegerTest, ADamagedSnapshotRecordIsRefusedNotCast) {
 TEST(JsonIntegerTest, AnAgentsFloatForAnIntegerIsAMalformedAnswer) {
   auto exit = engine::DecodeAnswer<proto::ExecExit>(json{{"exitCode", 1e30}});
   ASSERT_FALSE(exit.ok());
-  EXPECT_NE(exit.status().message().find("float"), std::string::npos)
-      << exit.status().ToString();
+  EXPECT_NE(exit.status().message().find("float"), std::string::npos) << exit.status().ToString();
   auto fine = engine::DecodeAnswer<proto::ExecExit>(json{{"exitCode", 3}});
   ASSERT_TRUE(fine.ok()) << fine.status().ToString();
   EXPECT_EQ(fine->exit_code, 3);
