@@ -12,6 +12,7 @@
 #include "api/validate.h"
 #include "control/sandbox_manager.h"
 #include "engine/agent_client.h"
+#include "launch/launcher.h"
 #include "proto/ops.h"
 #include "store/egress_log_store.h"
 #include "store/key_store.h"
@@ -24,6 +25,7 @@ namespace kiln::api {
 
 struct ApiContext {
   control::SandboxManager& sandboxes;
+  launch::Launcher& launcher;  // every front's creates (launch/launcher.h)
   store::KeyStore& keys;
   store::EgressLogStore& egress_log;
   images::ImageManager* images = nullptr;  // null: no image routes (unit tests)

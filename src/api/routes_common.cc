@@ -65,13 +65,7 @@ control::Deadline PreferWaitDeadline(const Exchange& ex) {
 }
 
 void CheckSpendingLimit(ApiContext& ctx, const Caller& caller) {
-  if (!caller.daily_limit_micros) return;
-  double spent = ctx.sandboxes.SpentMicrosSince(caller.key_id, StableNowMs() - 86400000);
-  if (spent >= static_cast<double>(*caller.daily_limit_micros))
-    throw ApiError(Code::kSpendingLimitReached,
-                   "this key spent " + std::to_string(static_cast<int64_t>(spent)) +
-                       " of its daily limit of " + std::to_string(*caller.daily_limit_micros) +
-                       " micro-dollars in the last 24 hours");
+  ThrowIfError(ctx.launcher.CheckSpendingLimit(caller.key_id, caller.daily_limit_micros));
 }
 
 engine::AgentClient RunningAgent(ApiContext& ctx, Exchange& ex, const control::Sandbox& s) {

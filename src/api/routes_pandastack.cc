@@ -60,41 +60,23 @@ control::Deadline CreateDeadline(const Exchange& ex) {
 
 namespace {
 
-// The image a create runs; PandaStack's own default template, which kiln
-// lacks, is kiln's built-in image unless the key made an image of that name.
-images::ImageLaunch Launch(ApiContext& ctx, Exchange& ex, const CreateRequest& req) {
-  if (!ctx.images) throw ApiError(Code::kImageNotFound, "this kilnd serves no images");
-  auto launch = ctx.images->ForSandbox(req.template_name, OwnerScope(ex), req.spec.shape);
-  if (!launch.ok() && launch.status().code() == Code::kImageNotFound &&
-      req.template_name == kClientDefaultTemplate)
-    launch = ctx.images->ForSandbox("base", OwnerScope(ex), req.spec.shape);
-  return ValueOrThrow(std::move(launch));
-}
-
 void Create(ApiContext& ctx, Exchange& ex) {
-  CreateRequest req = ReadCreate(ex.JsonBody());
-  control::SandboxSpec& spec = req.spec;
-  spec.owner = CallerOf(ex).key_id;
-  std::optional<images::ImageLaunch> launch;
-  if (spec.snapshot) {
-    FindSnapshot(ctx, ex, *spec.snapshot);  // another key's is not found
-  } else {
-    launch = Launch(ctx, ex, req);
-    spec.image = launch->image_id;
-    spec.rootfs = launch->rootfs;
-    spec.run_as = launch->run_as;
-    if (!launch->sudo) spec.sudo = false;
-    spec.snapshot = launch->warm_snapshot;  // the image's warm copy, if ready
+  CreateRequest parsed = ReadCreate(ex.JsonBody());
+  launch::LaunchRequest req;
+  req.spec = std::move(parsed.spec);
+  req.spec.owner = CallerOf(ex).key_id;
+  if (!req.spec.snapshot) {
+    req.image = parsed.template_name;
+    // PandaStack's own default template, which kiln lacks, is kiln's
+    // built-in image unless the key made an image of that name.
+    if (parsed.template_name == kClientDefaultTemplate) req.image_fallback = "base";
   }
-  CheckSpendingLimit(ctx, ex);
-  const char* op = spec.snapshot ? "restore" : "create";
-  int64_t t0 = MonotonicNowMs();
-  auto s = ValueOrThrow(
-      ctx.sandboxes.Create(std::move(spec), CreateDeadline(ex), [&ex] { return ex.ClientGone(); }));
-  metrics::ObserveOperation(op, static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
-  // A cold boot runs the image's start command, as kiln's own create does.
-  if (launch && launch->start && !launch->warm_snapshot) ctx.images->StartIn(s, *launch->start);
-  ex.SendJson(200, Present(ctx, *s));
+  req.scope = OwnerScope(ex);
+  req.daily_limit_micros = CallerOf(ex).daily_limit_micros;
+  req.deadline = CreateDeadline(ex);
+  req.cancelled = [&ex] { return ex.ClientGone(); };
+  launch::Launched launched = ValueOrThrow(ctx.launcher.Launch(std::move(req)));
+  ex.SendJson(200, Present(ctx, *launched.sandbox));
 }
 
 // Sets the TTL to `seconds` from now by lengthening the lease; kiln leases

@@ -115,70 +115,25 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {
     CreateExtras extras;
-    control::SandboxSpec spec = ReadCreate(ex.JsonBody(), &extras);
-    std::optional<std::string>& image = extras.image;
-    auto deadline = PreferWaitDeadline(ex);
+    launch::LaunchRequest req;
+    req.spec = ReadCreate(ex.JsonBody(), &extras);
     const Caller& caller = CallerOf(ex);
-    spec.owner = caller.key_id;
     int64_t floor = ctx.sandboxes.prices().cpu_floor_millis;
     if (extras.cpu_floor_millis && *extras.cpu_floor_millis != floor)
       throw InvalidField("body.cpuFloorMillis", "is this kilnd's price, " + std::to_string(floor) +
                                                     " (set by kilnd --prices)");
-    if (extras.get_or_create) {
-      // The holder of the name, ready to use; the other fields do not apply.
-      if (auto holder = ctx.sandboxes.FindByName(spec.owner, *spec.name)) {
-        ex.activity = control::Sandbox::Use(holder, StableNowMs());
-        if (holder->state() != control::SandboxState::kRunning) {
-          CheckSpendingLimit(ctx, caller);
-          ThrowIfError(holder->Wake());
-        }
-        json answer = SandboxJson(*holder);
-        answer["reused"] = true;
-        return ex.SendJson(200, answer);
-      }
-    }
-    if (spec.snapshot) FindSnapshot(ctx, ex, *spec.snapshot);  // another key's is not found
-    std::optional<images::ImageLaunch> launch;
-    if (image) {
-      if (!ctx.images) throw ApiError(Code::kImageNotFound, "this kilnd serves no images");
-      launch = ValueOrThrow(ctx.images->ForSandbox(*image, OwnerScope(ex), spec.shape));
-      spec.image = launch->image_id;
-      spec.rootfs = launch->rootfs;
-      spec.run_as = launch->run_as;
-      if (!launch->sudo) spec.sudo = false;  // the image's choice; a create cannot undo it
-      // A default-size sandbox of a ready image is a restore of its warm copy.
-      spec.snapshot = launch->warm_snapshot;
-    }
-    CheckSpendingLimit(ctx, caller);
-    const char* op = spec.snapshot ? "restore" : "create";
-    int64_t t0 = MonotonicNowMs();
-    auto created =
-        ctx.sandboxes.Create(std::move(spec), deadline, [&ex] { return ex.ClientGone(); });
-    // Two getOrCreates of one name at once: the one that lost answers the
-    // winner's sandbox.
-    if (!created.ok() && created.status().code() == Code::kNameTaken && extras.get_or_create) {
-      if (auto holder = ctx.sandboxes.FindByName(caller.key_id,
-                                                 created.status().details().value("name", ""))) {
-        json answer = SandboxJson(*holder);
-        answer["reused"] = true;
-        return ex.SendJson(200, answer);
-      }
-    }
-    auto s = ValueOrThrow(std::move(created));
-    metrics::ObserveOperation(op, static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
-    json answer = SandboxJson(*s);
-    answer["reused"] = false;
-    if (launch && launch->start) {
-      if (launch->warm_snapshot) {
-        // The warm copy's start command is running: it was ready when the
-        // copy was taken, and is ready now that the copy is restored.
-        answer["start"] = {{"state", launch->warm_start.value("state", std::string("ready"))},
-                           {"processId", launch->warm_start.value("processId", json(nullptr))},
-                           {"readyMs", MonotonicNowMs() - t0}};
-      } else {
-        answer["start"] = ctx.images->StartIn(s, *launch->start);
-      }
-    }
+    req.spec.owner = caller.key_id;
+    req.image = extras.image;
+    req.scope = OwnerScope(ex);
+    req.daily_limit_micros = caller.daily_limit_micros;
+    req.get_or_create = extras.get_or_create;
+    req.deadline = PreferWaitDeadline(ex);
+    req.cancelled = [&ex] { return ex.ClientGone(); };
+    launch::Launched launched = ValueOrThrow(ctx.launcher.Launch(std::move(req)));
+    if (launched.in_use) ex.activity = launched.in_use;
+    json answer = SandboxJson(*launched.sandbox);
+    answer["reused"] = launched.reused;
+    if (!launched.start.is_null()) answer["start"] = launched.start;
     ex.SendJson(200, answer);
   });
 

@@ -265,7 +265,8 @@ int main(int argc, char** argv) {
   kiln::images::ImageManager images(image_options, image_catalog, sandboxes, engine);
   kiln::api::StreamLimiter streams(flags.max_streams_per_sandbox);
   kiln::api::RateLimiter rate_limiter({flags.rate_limit, flags.rate_burst});
-  kiln::api::ApiContext ctx{sandboxes, keys, egress_log, &images, &streams};
+  kiln::launch::Launcher launcher(sandboxes, &images);
+  kiln::api::ApiContext ctx{sandboxes, launcher, keys, egress_log, &images, &streams};
   kiln::api::Router router;
   kiln::api::AddSandboxRoutes(router, ctx);
   kiln::api::AddExecRoutes(router, ctx);

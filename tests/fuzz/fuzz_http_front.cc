@@ -186,7 +186,8 @@ struct World {
   std::unique_ptr<control::SandboxManager> manager = std::make_unique<control::SandboxManager>(
       control::ManagerDeps{engine, "/fake/rootfs", snapshots, records, usage, capacity, nullptr},
       control::ManagerOptions{});
-  api::ApiContext ctx{*manager, keys, egress_log, nullptr};
+  launch::Launcher launcher{*manager, nullptr};
+  api::ApiContext ctx{*manager, launcher, keys, egress_log, nullptr};
   api::Router router;
   std::unique_ptr<api::ApiFront> front;
   std::string secret;

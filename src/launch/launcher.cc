@@ -1,0 +1,104 @@
+#include "launch/launcher.h"
+
+#include <utility>
+
+#include "common/metrics.h"
+#include "common/time.h"
+#include "images/image_manager.h"
+
+namespace kiln::launch {
+
+Launcher::Launcher(control::SandboxManager& sandboxes, images::ImageManager* images)
+    : sandboxes_(sandboxes), images_(images) {}
+
+Status Launcher::CheckSpendingLimit(const std::string& key_id,
+                                    std::optional<int64_t> daily_limit_micros) {
+  if (!daily_limit_micros) return Status::Ok();
+  double spent = sandboxes_.SpentMicrosSince(key_id, StableNowMs() - 86400000);
+  if (spent >= static_cast<double>(*daily_limit_micros))
+    return Status(Code::kSpendingLimitReached,
+                  "this key spent " + std::to_string(static_cast<int64_t>(spent)) +
+                      " of its daily limit of " + std::to_string(*daily_limit_micros) +
+                      " micro-dollars in the last 24 hours");
+  return Status::Ok();
+}
+
+Result<Launched> Launcher::Reuse(std::shared_ptr<control::Sandbox> holder,
+                                 const LaunchRequest& request) {
+  Launched out;
+  out.in_use = control::Sandbox::Use(holder, StableNowMs());
+  if (holder->state() != control::SandboxState::kRunning) {
+    if (Status s = CheckSpendingLimit(request.spec.owner, request.daily_limit_micros); !s.ok())
+      return s;
+    if (Status s = holder->Wake(); !s.ok()) return s;
+  }
+  out.sandbox = std::move(holder);
+  out.reused = true;
+  return out;
+}
+
+Result<std::optional<images::ImageLaunch>> Launcher::ResolveImage(LaunchRequest& request) {
+  control::SandboxSpec& spec = request.spec;
+  if (!request.image) return std::optional<images::ImageLaunch>();
+  if (!images_) return Status(Code::kImageNotFound, "this kilnd serves no images");
+  auto launch = images_->ForSandbox(*request.image, request.scope, spec.shape);
+  if (!launch.ok() && launch.status().code() == Code::kImageNotFound && request.image_fallback)
+    launch = images_->ForSandbox(*request.image_fallback, request.scope, spec.shape);
+  if (!launch.ok()) return launch.status();
+  spec.image = launch->image_id;
+  spec.rootfs = launch->rootfs;
+  spec.run_as = launch->run_as;
+  if (!launch->sudo) spec.sudo = false;  // the image's choice; a create cannot undo it
+  // A default-size sandbox of a ready image is a restore of its warm copy.
+  spec.snapshot = launch->warm_snapshot;
+  return std::optional<images::ImageLaunch>(*std::move(launch));
+}
+
+Result<Launched> Launcher::Launch(LaunchRequest request) {
+  control::SandboxSpec& spec = request.spec;
+  if (request.get_or_create && spec.name) {
+    if (auto holder = sandboxes_.FindByName(spec.owner, *spec.name))
+      return Reuse(std::move(holder), request);
+  }
+  if (spec.snapshot) {
+    // Another key's snapshot, or an image's warm copy (reached through its
+    // image), is not found.
+    auto rec = sandboxes_.FindSnapshot(*spec.snapshot);
+    if (!rec || rec->hidden() || (request.scope && rec->owner != *request.scope))
+      return Status(Code::kSnapshotNotFound, "snapshot " + *spec.snapshot + " not found");
+  }
+  auto image = ResolveImage(request);
+  if (!image.ok()) return image.status();
+  if (Status s = CheckSpendingLimit(spec.owner, request.daily_limit_micros); !s.ok()) return s;
+  const char* op = spec.snapshot ? "restore" : "create";
+  int64_t t0 = MonotonicNowMs();
+  std::string owner = spec.owner;
+  auto created = sandboxes_.Create(std::move(spec), request.deadline, request.cancelled);
+  if (!created.ok()) {
+    // Two getOrCreates of one name at once: the one that lost answers the
+    // winner's sandbox.
+    if (created.status().code() == Code::kNameTaken && request.get_or_create) {
+      if (auto holder = sandboxes_.FindByName(owner, created.status().details().value("name", "")))
+        return Reuse(std::move(holder), request);
+    }
+    return created.status();
+  }
+  metrics::ObserveOperation(op, static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
+  Launched out;
+  out.sandbox = *std::move(created);
+  const std::optional<images::ImageLaunch>& launch = *image;
+  if (launch && launch->start) {
+    if (launch->warm_snapshot) {
+      // The warm copy's start command is running: it was ready when the
+      // copy was taken, and is ready now that the copy is restored.
+      out.start = {{"state", launch->warm_start.value("state", std::string("ready"))},
+                   {"processId", launch->warm_start.value("processId", nlohmann::json(nullptr))},
+                   {"readyMs", MonotonicNowMs() - t0}};
+    } else {
+      out.start = images_->StartIn(out.sandbox, *launch->start);
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::launch
