@@ -1,7 +1,7 @@
 #include "agent/processes.h"
 
 #include "agent/agent.h"
-#include "proto/base64.h"
+#include "common/base64.h"
 #include "proto/ops.h"
 #include "proto/signals.h"
 
@@ -103,7 +103,7 @@ void ProcessTable::Write(uint32_t stream, Process& p, const proto::ProcWriteRequ
   auto& ch = agent_.channel();
   if (!p.cmd || !p.cmd->stdin_open())
     return ch.SendError(stream, "stdin_closed", "the process's stdin is closed");
-  auto data = proto::Base64Decode(req.base64);
+  auto data = Base64Decode(req.base64);
   if (!data) return ch.SendError(stream, "invalid_request", "base64 is not valid base64");
   p.cmd->WriteStdin(*data);
   uint64_t offset = p.cmd->stdin_offset();

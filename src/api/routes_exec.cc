@@ -6,7 +6,7 @@
 #include "api/validate.h"
 #include "common/contract.h"
 #include "common/time.h"
-#include "proto/base64.h"
+#include "common/base64.h"
 
 namespace kiln::api {
 
@@ -31,7 +31,7 @@ ExecCall ReadExec(const json& body, const control::Sandbox& s) {
   if (text && b64) f.Issue("stdin", "give either stdin or stdinBase64, not both");
   if (text) r.stdin_bytes = *text;
   if (b64) {
-    r.stdin_bytes = proto::Base64Decode(*b64);
+    r.stdin_bytes = Base64Decode(*b64);
     if (!r.stdin_bytes) f.Issue("stdinBase64", "is not valid base64");
   }
   r.agent.timeout_ms = f.Int("timeoutMs", contract::kExecTimeoutMs);
@@ -110,7 +110,7 @@ std::string Base64EventLine(uint8_t channel, uint64_t offset, std::string_view d
           {"base64", true},
           {"data", ""}};
   std::string line = ev.dump();
-  line.insert(line.find("\"data\":\"\"") + 8, proto::Base64Encode(data));
+  line.insert(line.find("\"data\":\"\"") + 8, Base64Encode(data));
   line += '\n';
   return line;
 }

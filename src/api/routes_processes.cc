@@ -11,7 +11,7 @@
 #include "api/utf8.h"
 #include "api/validate.h"
 #include "common/contract.h"
-#include "proto/base64.h"
+#include "common/base64.h"
 #include "proto/signals.h"
 
 namespace kiln::api {
@@ -124,7 +124,7 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     // bytes before the offset already taken are not written twice.
     auto at = f.Int("offset", 0, INT64_MAX);
     if (data && b64) f.Issue("data", "give either data or base64, not both");
-    std::optional<std::string> decoded = b64 ? proto::Base64Decode(*b64) : std::nullopt;
+    std::optional<std::string> decoded = b64 ? Base64Decode(*b64) : std::nullopt;
     if (b64 && !decoded) f.Issue("base64", "is not valid base64");
     f.Finish();
     std::string bytes = b64 ? *decoded : data.value_or("");

@@ -6,7 +6,7 @@
 #include "cli/exit_status.h"
 #include "cli/json_util.h"
 #include "cli/output.h"
-#include "proto/base64.h"
+#include "common/base64.h"
 
 namespace kiln::cli {
 
@@ -21,7 +21,7 @@ void ExecStreamPrinter::OnEvent(const json& event) {
   } else if (type == "stdout" || type == "stderr") {
     std::string data = StringField(event, "data");
     if (BoolField(event, "base64")) {
-      auto decoded = proto::Base64Decode(data);
+      auto decoded = Base64Decode(data);
       if (!decoded) throw ClientError("bad_response", "the daemon sent output that is not base64");
       data = std::move(*decoded);
       // Offsets count raw bytes, so they only line up with decoded data.

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/digest.h"
-#include "images/archive_error.h"
+#include "common/archive_error.h"
 #include "images/dockerignore.h"
 
 namespace kiln::cli {
@@ -138,7 +138,7 @@ Result<PackedContext> PackContext(const std::string& dir,
   archive_write_add_filter_none(a.get());
   archive_write_set_bytes_per_block(a.get(), 0);  // no padding past the end blocks
   if (archive_write_open2(a.get(), &tar, nullptr, AppendToString, nullptr, nullptr) != ARCHIVE_OK) {
-    return Status(Code::kInternal, std::string("libarchive: ") + images::ArchiveError(a.get()));
+    return Status(Code::kInternal, std::string("libarchive: ") + ArchiveError(a.get()));
   }
   for (const auto& e : entries) {
     struct stat st {};
@@ -174,15 +174,15 @@ Result<PackedContext> PackContext(const std::string& dir,
     }
     if (archive_write_header(a.get(), entry.get()) != ARCHIVE_OK) {
       return Status(Code::kInvalidRequest,
-                    "cannot pack " + e.rel + ": " + images::ArchiveError(a.get()));
+                    "cannot pack " + e.rel + ": " + ArchiveError(a.get()));
     }
     if (!data.empty() && archive_write_data(a.get(), data.data(), data.size()) !=
                              static_cast<la_ssize_t>(data.size())) {
-      return Status(Code::kInternal, "cannot pack " + e.rel + ": " + images::ArchiveError(a.get()));
+      return Status(Code::kInternal, "cannot pack " + e.rel + ": " + ArchiveError(a.get()));
     }
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK) {
-    return Status(Code::kInternal, std::string("libarchive: ") + images::ArchiveError(a.get()));
+    return Status(Code::kInternal, std::string("libarchive: ") + ArchiveError(a.get()));
   }
   PackedContext out;
   out.bytes = StoredGzip(tar);

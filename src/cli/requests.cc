@@ -7,7 +7,7 @@
 
 #include "cli/errors.h"
 #include "cli/url.h"
-#include "proto/base64.h"
+#include "common/base64.h"
 
 namespace kiln::cli {
 namespace {
@@ -168,7 +168,7 @@ json ExecBody(const ParsedArgs& args, const std::vector<std::string>& argv, bool
     body["timeoutMs"] =
         ParseInt("--timeout", *seconds, 1, contract::kExecTimeoutMs.max / 1000) * 1000;
   }
-  if (stdin_bytes) body["stdinBase64"] = proto::Base64Encode(*stdin_bytes);
+  if (stdin_bytes) body["stdinBase64"] = Base64Encode(*stdin_bytes);
   if (stream) {
     body["stream"] = true;
     body["outputEncoding"] = "base64";

@@ -1,6 +1,6 @@
 #include "engine/agent_client.h"
 
-#include "proto/base64.h"
+#include "common/base64.h"
 #include "proto/frame.h"
 
 namespace kiln::engine {
@@ -87,7 +87,7 @@ Result<proto::OutputPage> AgentClient::ProcessOutput(const std::string& id, uint
 Result<uint64_t> AgentClient::ProcessWrite(const std::string& id, std::string_view bytes,
                                            bool eof) const {
   auto written = Call<proto::ProcWritten>(
-      proto::ProcWriteRequest{.id = id, .base64 = proto::Base64Encode(bytes), .eof = eof});
+      proto::ProcWriteRequest{.id = id, .base64 = Base64Encode(bytes), .eof = eof});
   if (!written.ok()) return written.status();
   return written->offset;
 }

@@ -1,11 +1,11 @@
 // Build contexts: the directory a Dockerfile's COPY and ADD read from.
 //
-// A client sends its context as one tar (the CLI and the SDKs pack it with
-// PackContext's rules). The daemon unpacks it into a fresh directory that
-// the builder then treats as read-only. The tar is untrusted: its names may
-// try to climb out ("../x", "/etc/x", a symlink "d -> /" followed by "d/x"),
-// it may hold devices, and it may be a compression bomb, so unpacking walks
-// every directory without following symlinks and counts as it writes.
+// A client sends its context as one tar (the CLI packs it with
+// cli/image_context.h's PackContext, the SDKs alike). The daemon unpacks it into a fresh directory
+// that the builder then treats as read-only. The tar is untrusted: its names may try to climb out
+// ("../x", "/etc/x", a symlink "d -> /" followed by "d/x"), it may hold devices, and it may be a
+// compression bomb, so unpacking walks every directory without following symlinks and counts as it
+// writes.
 //
 // Functions here are thread-compatible: concurrent calls on different
 // destinations are safe.
@@ -44,17 +44,5 @@ struct ContextStats {
 // dest.
 Result<ContextStats> UnpackContext(const std::string& tar_path, const std::string& dest,
                                    const ContextLimits& limits, const DockerIgnore* ignore);
-
-// Writes a context directory as a deterministic tar: entries sorted by path
-// bytes, mtime 0, uid/gid 0, no user/group names, POSIX ustar (pax records
-// only for long names), gzip without a timestamp. The same tree thus gives
-// the same bytes and the same sha256, whoever packs it. Regular files,
-// directories and symlinks (never followed) are kept; hard links become
-// copies; sockets, fifos and devices are left out. Honours `ignore` like
-// UnpackContext. Returns the hex sha256 of the tar file. kFileNotFound if
-// `dir` is missing, kIoError naming the path otherwise; on error no tar is
-// left. (Used by the CLI `kiln image build DIR` and by tests.)
-Result<std::string> PackContext(const std::string& dir, const std::string& tar_path,
-                                const DockerIgnore* ignore);
 
 }  // namespace kiln::images

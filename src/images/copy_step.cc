@@ -247,9 +247,10 @@ Status MakeRoom(int dir_fd, const std::string& name, const std::string& path, bo
   return RemoveAt(dir_fd, name, path);
 }
 
-class LayerWriter {
+// Writes one COPY step's layer (images/layer_writer.h's LayerWriter unpacks a tar).
+class CopyLayerWriter {
  public:
-  LayerWriter(const CopySpec& spec, const std::string& parent_root, int layer_fd)
+  CopyLayerWriter(const CopySpec& spec, const std::string& parent_root, int layer_fd)
       : spec_(spec), parent_root_(parent_root), layer_fd_(layer_fd) {
     if (spec.chown) owner_ = {spec.chown->first, spec.chown->second};
   }
@@ -580,7 +581,7 @@ Result<CopyStats> ApplyCopy(const CopySpec& spec, const std::string& parent_root
     dest = *unfollowed;
   }
 
-  LayerWriter writer(spec, parent_root, layer.get());
+  CopyLayerWriter writer(spec, parent_root, layer.get());
   if (spec.add) writer.SetArchiveDest(dest);
   for (const std::string& match : *matches) {
     struct stat mst;

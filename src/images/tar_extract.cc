@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
-#include "images/archive_error.h"
+#include "common/archive_error.h"
 #include "images/safe_path.h"
 
 namespace kiln::images::internal {

@@ -1,6 +1,6 @@
 #include "proto/ops.h"
 
-#include "proto/base64.h"
+#include "common/base64.h"
 #include "proto/ops_fields.h"
 
 namespace kiln::proto {

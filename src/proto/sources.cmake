@@ -3,7 +3,7 @@
 # the static agent.
 set(KILN_PROTO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/frame.cc
-  ${CMAKE_CURRENT_LIST_DIR}/base64.cc
+  ${CMAKE_CURRENT_LIST_DIR}/../common/base64.cc
   ${CMAKE_CURRENT_LIST_DIR}/signals.cc
   ${CMAKE_CURRENT_LIST_DIR}/ops.cc
   ${CMAKE_CURRENT_LIST_DIR}/ops_files.cc)

@@ -8,7 +8,7 @@
 #include <exception>
 #include <memory>
 
-#include "images/archive_error.h"
+#include "common/archive_error.h"
 
 namespace kiln::store {
 
@@ -161,7 +161,7 @@ using ReadArchive = std::unique_ptr<archive, decltype(&archive_read_free)>;
 // A header libarchive refused: what it means depends on where the body is.
 Status HeaderError(archive* a, const Pull& pull, int entries, uint64_t end,
                    const std::string& entry) {
-  std::string why = images::ArchiveError(a);
+  std::string why = ArchiveError(a);
   if (entries == 0) {
     if (pull.supplied == 0) return Invalid("the body is empty: not a tar");
     if (pull.ended && pull.supplied < kTarBlock)
@@ -212,7 +212,7 @@ Status ReadEntries(archive* a, Pull& pull, TarSink& sink) {
         if (pull.ended)
           return Invalid("the tar is truncated: it ends inside entry " + name + " at byte " +
                          std::to_string(pull.supplied));
-        return Invalid("tar entry " + name + " cannot be read: " + images::ArchiveError(a));
+        return Invalid("tar entry " + name + " cannot be read: " + ArchiveError(a));
       }
       // A GNU sparse entry skips its holes: not a file kiln wrote.
       if (offset < 0 || static_cast<uint64_t>(offset) != got)

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_util.h"
-#include "proto/base64.h"
+#include "common/base64.h"
 #include "proto/frame.h"
 #include "proto/ops.h"
 #include "proto/signals.h"
@@ -50,7 +50,7 @@ void DecodeRequest(const std::string& whole) {
   Decode<proto::EgressAttachRequest>(req);
   try {
     auto write = req.get<proto::ProcWriteRequest>();
-    static_cast<void>(proto::Base64Decode(write.base64));
+    static_cast<void>(Base64Decode(write.base64));
   } catch (const json::exception&) {
   }
   try {

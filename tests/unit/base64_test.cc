@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "proto/base64.h"
+#include "common/base64.h"
 
 namespace kiln::proto {
 namespace {

@@ -205,51 +205,5 @@ TEST_F(UnpackTest, DockerIgnoreSkipsButKeepsDockerfileAndItself) {
   EXPECT_EQ(stats->files, 4u);
 }
 
-TEST(PackContextTest, DeterministicAndRoundTrips) {
-  TempDir dir;
-  std::string ctx = dir / "ctx";
-  WriteFile(ctx + "/Dockerfile", "FROM scratch\nCOPY . /\n");
-  WriteFile(ctx + "/src/a.py", "print(1)\n", 0755);
-  WriteFile(ctx + "/src/b.log", "noise\n");
-  WriteFile(ctx + "/.dockerignore", "*.log\n**/*.log\n");
-  fs::create_symlink("a.py", ctx + "/src/link");
-  Result<DockerIgnore> ignore = DockerIgnore::Parse(ReadFile(ctx + "/.dockerignore"));
-  ASSERT_TRUE(ignore.ok());
-
-  Result<std::string> first = PackContext(ctx, dir / "1.tar.gz", &*ignore);
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_EQ(*first, FileSha256Hex(dir / "1.tar.gz"));
-  // Times are not part of it: touch everything, pack again.
-  struct timespec later[2] = {{12345, 0}, {12345, 0}};
-  ::utimensat(AT_FDCWD, (ctx + "/src/a.py").c_str(), later, 0);
-  ::sleep(1);  // a gzip header with a timestamp would differ now
-  Result<std::string> second = PackContext(ctx, dir / "2.tar.gz", &*ignore);
-  ASSERT_TRUE(second.ok());
-  EXPECT_EQ(*first, *second);
-  // Neither is an ignored file's content.
-  WriteFile(ctx + "/src/b.log", "other noise\n");
-  EXPECT_EQ(*PackContext(ctx, dir / "3.tar.gz", &*ignore), *first);
-  // A byte and a mode are.
-  WriteFile(ctx + "/src/a.py", "print(2)\n", 0755);
-  Result<std::string> third = PackContext(ctx, dir / "4.tar.gz", &*ignore);
-  EXPECT_NE(*third, *first);
-  ::chmod((ctx + "/src/a.py").c_str(), 0700);
-  EXPECT_NE(*PackContext(ctx, dir / "5.tar.gz", &*ignore), *third);
-
-  std::string out = dir / "out";
-  Result<ContextStats> stats = UnpackContext(dir / "5.tar.gz", out, {}, nullptr);
-  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
-  EXPECT_EQ(ReadFile(out + "/src/a.py"), "print(2)\n");
-  EXPECT_EQ(ModeOf(out + "/src/a.py"), 0700u);
-  EXPECT_EQ(fs::read_symlink(out + "/src/link"), "a.py");
-  EXPECT_TRUE(fs::exists(out + "/.dockerignore"));
-  EXPECT_FALSE(fs::exists(out + "/src/b.log"));
-  EXPECT_EQ(stats->files, 5u);  // Dockerfile, .dockerignore, src, src/a.py, src/link
-
-  Result<std::string> missing = PackContext(dir / "nope", dir / "x.tar.gz", nullptr);
-  EXPECT_EQ(missing.status().code(), Code::kFileNotFound);
-  EXPECT_FALSE(fs::exists(dir / "x.tar.gz"));
-}
-
 }  // namespace
 }  // namespace kiln::images

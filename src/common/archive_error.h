@@ -7,11 +7,11 @@
 
 #include <string>
 
-namespace kiln::images {
+namespace kiln {
 
 inline std::string ArchiveError(archive* a) {
   const char* why = archive_error_string(a);
   return why ? why : "unknown libarchive error";
 }
 
-}  // namespace kiln::images
+}  // namespace kiln

@@ -5,10 +5,10 @@
 #include <string>
 #include <string_view>
 
-namespace kiln::proto {
+namespace kiln {
 
 std::string Base64Encode(std::string_view in);
 // Returns nullopt on a character outside the alphabet or bad padding.
 std::optional<std::string> Base64Decode(std::string_view in);
 
-}  // namespace kiln::proto
+}  // namespace kiln

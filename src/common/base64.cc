@@ -1,9 +1,9 @@
-#include "proto/base64.h"
+#include "common/base64.h"
 
 #include <array>
 #include <cstdint>
 
-namespace kiln::proto {
+namespace kiln {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -71,4 +71,4 @@ std::optional<std::string> Base64Decode(std::string_view in) {
   return out;
 }
 
-}  // namespace kiln::proto
+}  // namespace kiln
