@@ -53,7 +53,54 @@ std::optional<images::StartSpec> ReadStart(const json* raw, const std::string& p
   return s;
 }
 
-images::ImageRequest ReadImageRequest(const json& body, const std::string& owner) {
+namespace {
+
+std::optional<Sha256Digest> DigestText(const std::string& text) {
+  std::optional<Sha256Digest> d = Sha256Digest::Parse(text);
+  return d ? d : Sha256Digest::FromHex(text);
+}
+
+// {archive: {sha256, size, chunks}, files}: Runtime's client's context.
+std::optional<ChunkedContext> ReadChunkedContext(const json& raw) {
+  FieldReader f(raw, "body.context");
+  std::optional<ChunkedContext> out;
+  const json* archive = f.Raw("archive");
+  if (!archive || !archive->is_object()) {
+    f.Issue("archive", "is required: {sha256, size, chunks}");
+  } else {
+    FieldReader a(*archive, "body.context.archive");
+    auto sha = a.String("sha256", 80);
+    auto size = a.Int("size", 1, static_cast<int64_t>(kMaxContextBytes));
+    auto chunks = a.StringList("chunks", 10000);
+    std::optional<Sha256Digest> whole = sha ? DigestText(*sha) : std::nullopt;
+    if (!sha)
+      a.Issue("sha256", "is required");
+    else if (!whole)
+      a.Issue("sha256", "must be 64 lowercase hex digits");
+    if (!size && !a.has("size")) a.Issue("size", "is required");
+    if (!chunks) a.Issue("chunks", "is required: the chunks' sha256, in order");
+    std::vector<Sha256Digest> parsed;
+    for (size_t i = 0; chunks && i < chunks->size(); ++i) {
+      if (auto d = DigestText((*chunks)[i]))
+        parsed.push_back(*d);
+      else
+        a.Issue("chunks[" + std::to_string(i) + "]", "must be 64 lowercase hex digits");
+    }
+    if (chunks && chunks->empty()) a.Issue("chunks", "must name at least one chunk");
+    a.Finish();
+    if (whole && size && chunks) out = ChunkedContext{*whole, static_cast<uint64_t>(*size), parsed};
+  }
+  // The client's list of the archive's files: the archive holds them.
+  if (const json* files = f.Raw("files"); files && !files->is_array())
+    f.Issue("files", "must be an array");
+  f.Finish();
+  return out;
+}
+
+}  // namespace
+
+images::ImageRequest ReadImageRequest(const json& body, const std::string& owner,
+                                      std::optional<ChunkedContext>* chunked) {
   FieldReader f(body);
   images::ImageRequest req;
   req.owner = owner;
@@ -85,13 +132,36 @@ images::ImageRequest ReadImageRequest(const json& body, const std::string& owner
       req.name = last.substr(0, last.find(':'));
     }
   }
-  if (req.name.empty() && sources == 1) f.Issue("name", "is required (except for an image source)");
-  if (auto v = f.String("context", 80)) {
+  const json* context = f.Raw("context");
+  if (context && !context->is_null()) {
     if (!dockerfile) f.Issue("context", "only goes with dockerfile");
-    std::optional<Sha256Digest> d = Sha256Digest::Parse(*v);
-    if (!d) d = Sha256Digest::FromHex(*v);
-    if (!d) f.Issue("context", "must be \"sha256:<64 hex>\" of an uploaded context");
-    req.context = d;
+    if (context->is_string()) {
+      std::optional<Sha256Digest> d = DigestText(context->get<std::string>());
+      if (!d) f.Issue("context", "must be \"sha256:<64 hex>\" of an uploaded context");
+      req.context = d;
+    } else if (context->is_object()) {
+      *chunked = ReadChunkedContext(*context);
+    } else {
+      f.Issue("context", "must be \"sha256:<hex>\" or {archive: {sha256, size, chunks}}");
+    }
+  }
+  if (const json* files = f.Raw("files"); files && !files->is_null()) {
+    if (!dockerfile)
+      f.Issue("files", "only goes with dockerfile (a recipe has recipe.files)");
+    else if (context && !context->is_null())
+      f.Issue("files", "give a context or files, not both");
+    else {
+      Result<std::vector<images::RecipeFile>> parsed = images::InlineContextFiles(*files);
+      if (!parsed.ok()) {
+        if (parsed.status().code() == Code::kPayloadTooLarge) throw ApiError(parsed.status());
+        std::string field = parsed.status().details().value("field", std::string("files"));
+        std::string message = parsed.status().message();
+        if (message.rfind(field + ": ", 0) == 0) message.erase(0, field.size() + 2);
+        f.Issue(field, message);
+      } else {
+        req.files = std::move(*parsed);
+      }
+    }
   }
   if (auto v = f.StringMap("buildArgs", 256, 256, 64 * 1024)) req.build_args = *v;
   if (auto v = f.String("target", 128)) req.target = *v;

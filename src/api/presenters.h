@@ -26,6 +26,9 @@ nlohmann::json SnapshotJson(const store::SnapshotRecord& record, const control::
 // The answer to :delete of a snapshot (it has no pool any more).
 nlohmann::json DeletedSnapshotJson(const store::SnapshotRecord& record, int64_t deleted_ms);
 
+// ImageInfo, from an image record (internal keys dropped) and its warm pool.
+nlohmann::json ImageJson(const nlohmann::json& record, const control::PoolStatus& warm_pool);
+
 // FileEntry: the agent's entry, its time as modifiedAt.
 nlohmann::json FileEntryJson(const proto::FileEntry& entry);
 // The answer to files/stat: a FileEntry with exists, or {exists: false, path}.

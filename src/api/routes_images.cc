@@ -7,10 +7,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "api/auth.h"
 #include "api/errors.h"
 #include "api/image_fields.h"
+#include "api/presenters.h"
 #include "api/routes.h"
 #include "common/time.h"
 #include "images/image_manager.h"
@@ -21,12 +23,20 @@ using nlohmann::json;
 
 namespace {
 
-constexpr uint64_t kMaxContext = 100ull << 20;  // compressed, as the reference
+constexpr uint64_t kMaxContext = kMaxContextBytes;
 constexpr size_t kMaxRegistries = 20;
 
 images::ImageManager& Images(ApiContext& ctx) {
   if (!ctx.images) throw ApiError(Code::kRouteNotFound, "this kilnd serves no images");
   return *ctx.images;
+}
+
+// ImageInfo of `record`, with its warm copy's pool.
+json Present(ApiContext& ctx, const json& record) {
+  control::PoolStatus pool;
+  if (record.contains("warmSnapshot") && record["warmSnapshot"].is_string())
+    pool = ctx.sandboxes.SnapshotPool(record["warmSnapshot"]);
+  return ImageJson(record, pool);
 }
 
 json RegistryJson(const store::RegistryCredential& c) {
@@ -43,17 +53,72 @@ void TagRoute(ApiContext& ctx, Exchange& ex, bool add) {
   f.Finish();
   images::ImageManager& m = Images(ctx);
   auto scope = OwnerScope(ex);
-  ex.SendJson(200, m.Present(ValueOrThrow(add ? m.Tag(ex.params["id"], *tag, scope)
-                                              : m.Untag(ex.params["id"], *tag, scope))));
+  ex.SendJson(200, Present(ctx, ValueOrThrow(add ? m.Tag(ex.params["id"], *tag, scope)
+                                                 : m.Untag(ex.params["id"], *tag, scope))));
+}
+
+}  // namespace
+
+namespace {
+
+// PUT /v1/images/context/...: the body streamed to a file (at most
+// kMaxContext), then checked and kept as the key's.
+void PutContext(ApiContext& ctx, Exchange& ex, bool chunk) {
+  std::optional<Sha256Digest> digest = Sha256Digest::FromHex(ex.params["digest"]);
+  if (!digest)
+    throw InvalidField("path.digest",
+                       chunk ? "must be 64 lowercase hex digits (the body's sha256)"
+                             : "must be sha256:<64 lowercase hex> (the body's sha256)");
+  if (auto n = ex.content_length(); n && *n > kMaxContext)
+    throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
+                   json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
+  std::string path = Images(ctx).UploadPath();
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    std::string piece;
+    uint64_t total = 0;
+    int write_errno = 0;
+    while (ex.ReadBodyChunk(&piece)) {
+      total += piece.size();
+      if (total > kMaxContext) {
+        out.close();
+        std::filesystem::remove(path);
+        throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
+                       json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
+      }
+      // After a failed write the rest of the body is still read (and
+      // dropped), so the answer reaches a client that is still sending.
+      if (out && !out.write(piece.data(), static_cast<std::streamsize>(piece.size())))
+        write_errno = errno;
+    }
+    if (out && !out.flush()) write_errno = errno;
+    if (ex.body_error() || !out) {
+      out.close();
+      std::filesystem::remove(path);
+      if (ex.body_error()) throw ApiError(Code::kInvalidRequest, "body: the upload ended early");
+      bool full = write_errno == ENOSPC || write_errno == EDQUOT;
+      throw ApiError(full ? Code::kNoSpace : Code::kIoError,
+                     std::string(full ? "no space left on the state disk for the build context"
+                                      : "cannot store the build context") +
+                         " (" + std::strerror(write_errno) + ")");
+    }
+  }
+  images::ContextUpload up =
+      ValueOrThrow(Images(ctx).PutContext(CallerOf(ex).key_id, *digest, path, chunk));
+  ex.SendJson(200, json{{"digest", up.digest}, {"sizeBytes", up.size_bytes}});
 }
 
 }  // namespace
 
 void AddImageRoutes(Router& r, ApiContext& ctx) {
   r.Add("POST", "/v1/images", [&ctx](Exchange& ex) {
-    images::ImageRequest req = ReadImageRequest(ex.JsonBody(), CallerOf(ex).key_id);
+    std::optional<ChunkedContext> chunked;
+    images::ImageRequest req = ReadImageRequest(ex.JsonBody(), CallerOf(ex).key_id, &chunked);
+    if (chunked)
+      req.context = ValueOrThrow(Images(ctx).AssembleContext(
+          req.owner, chunked->archive, chunked->size, chunked->chunks, "body.context"));
     json record = ValueOrThrow(Images(ctx).Submit(std::move(req)));
-    ex.SendJson(202, Images(ctx).Present(record));
+    ex.SendJson(202, Present(ctx, record));
   });
 
   r.Add("GET", "/v1/images", [&ctx](Exchange& ex) {
@@ -61,7 +126,7 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
     int64_t limit = QueryInt(ex, "limit", 1, 100, 100);
     for (const auto& rec : Images(ctx).List(OwnerScope(ex), ex.Query("name"), ex.Query("state"))) {
       if (static_cast<int64_t>(data.size()) >= limit) break;
-      data.push_back(Images(ctx).Present(rec));
+      data.push_back(Present(ctx, rec));
     }
     ex.SendJson(200, json{{"data", data}, {"nextCursor", nullptr}});
   });
@@ -69,7 +134,7 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/images/resolve", [&ctx](Exchange& ex) {
     auto ref = ex.Query("ref");
     if (!ref || ref->empty()) throw InvalidField("query.ref", "is required");
-    ex.SendJson(200, Images(ctx).Present(ValueOrThrow(Images(ctx).Resolve(*ref, OwnerScope(ex)))));
+    ex.SendJson(200, Present(ctx, ValueOrThrow(Images(ctx).Resolve(*ref, OwnerScope(ex)))));
   });
 
   r.Add("GET", "/v1/images/registries", [&ctx](Exchange& ex) {
@@ -121,63 +186,29 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
     auto digests = f.StringList("digests", 1000);
     if (!digests) f.Issue("digests", "is required: [\"sha256:<hex>\", ...]");
     std::vector<Sha256Digest> parsed;
+    std::map<Sha256Digest, std::string> asked;  // answered in the caller's own spelling
     for (size_t i = 0; digests && i < digests->size(); ++i) {
       std::optional<Sha256Digest> d = Sha256Digest::Parse((*digests)[i]);
       if (!d) d = Sha256Digest::FromHex((*digests)[i]);
-      if (!d)
+      if (!d) {
         f.Issue("digests[" + std::to_string(i) + "]", "must be \"sha256:<64 lowercase hex>\"");
-      else
+      } else {
         parsed.push_back(*d);
+        asked.emplace(*d, (*digests)[i]);
+      }
     }
     f.Finish();
     json missing = json::array();
     for (const auto& d : Images(ctx).MissingContexts(CallerOf(ex).key_id, parsed))
-      missing.push_back(d.str());
+      missing.push_back(asked.at(d));
     ex.SendJson(200, json{{"missing", missing}});
   });
 
-  r.Add("PUT", "/v1/images/context/sha256:{digest}", [&ctx](Exchange& ex) {
-    std::optional<Sha256Digest> digest = Sha256Digest::FromHex(ex.params["digest"]);
-    if (!digest)
-      throw InvalidField("path.digest", "must be sha256:<64 lowercase hex> (the body's sha256)");
-    if (auto n = ex.content_length(); n && *n > kMaxContext)
-      throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
-                     json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
-    std::string path = Images(ctx).UploadPath();
-    {
-      std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      std::string chunk;
-      uint64_t total = 0;
-      int write_errno = 0;
-      while (ex.ReadBodyChunk(&chunk)) {
-        total += chunk.size();
-        if (total > kMaxContext) {
-          out.close();
-          std::filesystem::remove(path);
-          throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
-                         json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
-        }
-        // After a failed write the rest of the body is still read (and
-        // dropped), so the answer reaches a client that is still sending.
-        if (out && !out.write(chunk.data(), static_cast<std::streamsize>(chunk.size())))
-          write_errno = errno;
-      }
-      if (out && !out.flush()) write_errno = errno;
-      if (ex.body_error() || !out) {
-        out.close();
-        std::filesystem::remove(path);
-        if (ex.body_error()) throw ApiError(Code::kInvalidRequest, "body: the upload ended early");
-        bool full = write_errno == ENOSPC || write_errno == EDQUOT;
-        throw ApiError(full ? Code::kNoSpace : Code::kIoError,
-                       std::string(full ? "no space left on the state disk for the build context"
-                                        : "cannot store the build context") +
-                           " (" + std::strerror(write_errno) + ")");
-      }
-    }
-    images::ContextUpload up =
-        ValueOrThrow(Images(ctx).PutContext(CallerOf(ex).key_id, *digest, path));
-    ex.SendJson(200, json{{"digest", up.digest}, {"sizeBytes", up.size_bytes}});
-  });
+  // A whole context at sha256:<hex>; a chunk of one (Runtime's client) at <hex>.
+  r.Add("PUT", "/v1/images/context/sha256:{digest}",
+        [&ctx](Exchange& ex) { PutContext(ctx, ex, /*chunk=*/false); });
+  r.Add("PUT", "/v1/images/context/{digest}",
+        [&ctx](Exchange& ex) { PutContext(ctx, ex, /*chunk=*/true); });
 
   r.Add("POST", "/v1/images:prune", [&ctx](Exchange& ex) {
     FieldReader(ex.JsonBody()).Finish();
@@ -187,8 +218,7 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("GET", "/v1/images/{id}", [&ctx](Exchange& ex) {
-    ex.SendJson(
-        200, Images(ctx).Present(ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)))));
+    ex.SendJson(200, Present(ctx, ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)))));
   });
 
   r.Add("GET", "/v1/images/{id}/logs", [&ctx](Exchange& ex) {
@@ -213,8 +243,8 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/images/{id}:delete", [&ctx](Exchange& ex) {
     FieldReader(ex.JsonBody()).Finish();
-    ex.SendJson(200, Images(ctx).Present(
-                         ValueOrThrow(Images(ctx).Delete(ex.params["id"], OwnerScope(ex)))));
+    ex.SendJson(200,
+                Present(ctx, ValueOrThrow(Images(ctx).Delete(ex.params["id"], OwnerScope(ex)))));
   });
 
   r.Add("POST", "/v1/images/{id}:pool", [&ctx](Exchange& ex) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/base64.h"
 #include "common/digest.h"
 #include "common/json_bounded.h"
 #include "common/log.h"
@@ -26,7 +27,6 @@
 #include "images/registry_network.h"
 #include "images/safe_path.h"
 #include "network/address.h"
-#include "proto/base64.h"
 
 namespace kiln::images {
 
@@ -218,6 +218,16 @@ Result<BuiltImage> Builder::Run() {
           std::to_string(unpacked->bytes) + " bytes");
     } else {
       fs::create_directories(ctx);
+      // Inline files make the whole context: a fresh folder, paths checked
+      // to be names under it (InlineContextFiles), so nothing lands outside.
+      for (const auto& f : req_.files) {
+        fs::path p = fs::path(ctx) / f.context_path;
+        fs::create_directories(p.parent_path());
+        std::ofstream(p, std::ios::binary) << f.bytes;
+        fs::permissions(p, static_cast<fs::perms>(f.mode & 0777));
+      }
+      if (!req_.files.empty())
+        Say("context: " + std::to_string(req_.files.size()) + " inline files");
     }
     built = RunDockerfile(req_.dockerfile, ctx);
   }
@@ -386,8 +396,7 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
     UniqueFd f(
         ::open(authfile.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!f ||
-        !WriteAll(f.get(),
-                  json{{"auths", {{ref.domain, {{"auth", proto::Base64Encode(pair)}}}}}}.dump()))
+        !WriteAll(f.get(), json{{"auths", {{ref.domain, {{"auth", Base64Encode(pair)}}}}}}.dump()))
       return Status(Code::kIoError, "cannot write the pull's credentials file");
     args.insert(args.end(), {"--src-authfile", authfile});
   } else {

@@ -213,11 +213,20 @@ Result<json> ImageManager::Owned(const std::string& id, const std::optional<std:
 }
 
 Result<json> ImageManager::Submit(ImageRequest req) {
-  if (Status s = ValidateImageName(req.name); !s.ok()) return s;
-  if (req.name == kBuiltinName || req.name == "runtime")
-    return Status(Code::kInvalidRequest,
-                  "body.name: \"" + req.name + "\" names the built-in image");
-  if (req.tags.empty()) req.tags = {"latest"};
+  std::string id = NewUuid();
+  if (req.name.empty()) {
+    // An unnamed image is addressed by its id: its name is the id (shown as
+    // null), it has no versions to move a tag between.
+    if (!req.tags.empty())
+      return Status(Code::kInvalidRequest, "body.tags: an unnamed image has no tags; give a name");
+    req.name = id;
+  } else {
+    if (Status s = ValidateImageName(req.name); !s.ok()) return s;
+    if (req.name == kBuiltinName || req.name == "runtime")
+      return Status(Code::kInvalidRequest,
+                    "body.name: \"" + req.name + "\" names the built-in image");
+    if (req.tags.empty()) req.tags = {"latest"};
+  }
   for (const auto& t : req.tags)
     if (Status s = ValidateTag(t); !s.ok()) return s;
   // What can be checked now is: a build that would fail at its first step
@@ -267,7 +276,7 @@ Result<json> ImageManager::Submit(ImageRequest req) {
     req.image_ref = ref->String();
   }
   int64_t now = NowMs();
-  json record{{"id", NewUuid()},
+  json record{{"id", id},
               {"kind", "image"},
               {"owner", req.owner},
               {"name", req.name},

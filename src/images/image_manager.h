@@ -122,8 +122,18 @@ class ImageManager {
   std::vector<Sha256Digest> MissingContexts(const std::string& owner,
                                             const std::vector<Sha256Digest>& digests);
   // Takes the uploaded file at `path` (moved) if its sha256 is `digest`.
+  // A whole context (a gzipped tar) is unpacked once to check it; a chunk
+  // (`chunk`: a piece of one, as Runtime's client uploads them) only when
+  // AssembleContext joins it to the others.
   Result<ContextUpload> PutContext(const std::string& owner, const Sha256Digest& digest,
-                                   const std::string& path);
+                                   const std::string& path, bool chunk = false);
+  // Joins `owner`'s uploaded `chunks`, in order, into the context `archive`
+  // of `size` bytes, checked as PutContext checks an upload; the chunks go.
+  // Errors name the field: `prefix`.archive.chunks[i] (not uploaded),
+  // `prefix`.archive.sha256 or .size (what the chunks make is not it).
+  Result<Sha256Digest> AssembleContext(const std::string& owner, const Sha256Digest& archive,
+                                       uint64_t size, const std::vector<Sha256Digest>& chunks,
+                                       const std::string& prefix);
   std::string UploadPath();
   // Where `owner`'s context `digest` is kept.
   std::string ContextPathOf(const std::string& owner, const Sha256Digest& digest) const;
@@ -148,9 +158,6 @@ class ImageManager {
   // Starts an image's start command in a freshly booted sandbox and waits
   // until it is ready; the create answer's `start`.
   nlohmann::json StartIn(const std::shared_ptr<control::Sandbox>& sandbox, const StartSpec& start);
-
-  // The image's ImageInfo (internal keys dropped, pool added).
-  nlohmann::json Present(const nlohmann::json& record);
 
   // Moving snapshots of images between hosts (image_transfer.cc): the
   // layers an export of `snapshot` sends (each layer's export digest is

@@ -1,5 +1,6 @@
 // ImageManager: reading, naming and deleting images; contexts; registries.
 #include <filesystem>
+#include <fstream>
 
 #include "common/digest.h"
 #include "common/log.h"
@@ -18,11 +19,6 @@ namespace {
 
 Status NotFound(const std::string& what) {
   return Status(Code::kImageNotFound, "image " + what + " not found");
-}
-
-json TimeOrNull(const json& record, const char* key) {
-  int64_t ms = record.value(key, int64_t{0});
-  return ms > 0 ? json(FormatTime(ms)) : json(nullptr);
 }
 
 }  // namespace
@@ -185,7 +181,7 @@ std::vector<Sha256Digest> ImageManager::MissingContexts(const std::string& owner
 }
 
 Result<ContextUpload> ImageManager::PutContext(const std::string& owner, const Sha256Digest& digest,
-                                               const std::string& path) {
+                                               const std::string& path, bool chunk) {
   const std::string& hex = digest.hex();
   std::error_code ec;
   std::string actual = FileSha256Hex(path);
@@ -212,17 +208,81 @@ Result<ContextUpload> ImageManager::PutContext(const std::string& owner, const S
   }
   // Unpacked once now, so a context past the limits (413) or with an entry
   // that escapes (400) is refused at upload, not later by a failed build.
-  std::string probe = storage_.TempPath("context-check");
-  Result<ContextStats> checked = UnpackContext(path, probe, ContextLimits{}, nullptr);
-  (void)RemoveTree(probe);
-  if (!checked.ok()) {
-    fs::remove(path, ec);
-    return checked.status();
+  // (A build unpacks it under the same limits again.)
+  if (!chunk) {
+    std::string probe = storage_.TempPath("context-check");
+    Result<ContextStats> checked = UnpackContext(path, probe, ContextLimits{}, nullptr);
+    (void)RemoveTree(probe);
+    if (!checked.ok()) {
+      fs::remove(path, ec);
+      return checked.status();
+    }
   }
   fs::create_directories(dir, ec);
   fs::rename(path, ContextPathOf(owner, digest), ec);
   if (ec) return Status(Code::kIoError, "cannot store the context: " + ec.message());
   return ContextUpload{digest.str(), size};
+}
+
+Result<Sha256Digest> ImageManager::AssembleContext(const std::string& owner,
+                                                   const Sha256Digest& archive, uint64_t size,
+                                                   const std::vector<Sha256Digest>& chunks,
+                                                   const std::string& prefix) {
+  std::error_code ec;
+  std::string whole = ContextPathOf(owner, archive);
+  // Sent whole before (or as its only chunk): checked when a build unpacks it.
+  if (fs::exists(whole, ec)) {
+    fs::last_write_time(whole, fs::file_time_type::clock::now(), ec);
+    for (const auto& c : chunks)
+      if (c != archive) fs::remove(ContextPathOf(owner, c), ec);
+    return archive;
+  }
+  std::string path = UploadPath();
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    uint64_t total = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      std::string field = prefix + ".archive.chunks[" + std::to_string(i) + "]";
+      std::ifstream in(ContextPathOf(owner, chunks[i]), std::ios::binary);
+      if (!in) {
+        out.close();
+        fs::remove(path, ec);
+        return Status(
+            Code::kInvalidRequest, field + ": " + chunks[i].str() + " was not uploaded by this key",
+            json{{"issues",
+                  json::array({{{"path", field}, {"message", "was not uploaded by this key"}}})}});
+      }
+      total += fs::file_size(ContextPathOf(owner, chunks[i]), ec);
+      if (total > size) break;  // named below as a size mismatch; read no further
+      out << in.rdbuf();
+    }
+    if (!out.flush() || total != size) {
+      bool short_write = !out;
+      out.close();
+      fs::remove(path, ec);
+      if (short_write) return Status(Code::kIoError, "cannot join the build context's chunks");
+      std::string field = prefix + ".archive.size";
+      return Status(
+          Code::kInvalidRequest,
+          field + ": the chunks hold " + (total > size ? "more than " : "") +
+              std::to_string(total) + " bytes, not " + std::to_string(size),
+          json{{"issues",
+                json::array({{{"path", field}, {"message", "does not match the chunks"}}})}});
+    }
+  }
+  Result<ContextUpload> put = PutContext(owner, archive, path);
+  if (!put.ok()) {
+    if (put.status().code() == Code::kInvalidRequest && put.status().details().contains("expected"))
+      return Status(Code::kInvalidRequest,
+                    prefix + ".archive.sha256: the chunks make " +
+                        put.status().details().value("actual", std::string()) + ", not " +
+                        archive.str(),
+                    put.status().details());
+    return put.status();
+  }
+  for (const auto& c : chunks)
+    if (c != archive) fs::remove(ContextPathOf(owner, c), ec);
+  return archive;
 }
 
 void ImageManager::ExpireContexts() {
@@ -275,39 +335,6 @@ store::RegistryCredential ImageManager::SetRegistry(const std::string& owner,
 
 bool ImageManager::DeleteRegistry(const std::string& owner, const std::string& registry) {
   return catalog_.DeleteRegistry(owner, registry);
-}
-
-json ImageManager::Present(const json& r) {
-  json pool{{"size", 0}, {"ready", 0}};
-  if (r.contains("warmSnapshot") && r["warmSnapshot"].is_string()) {
-    control::PoolStatus p = sandboxes_.SnapshotPool(r["warmSnapshot"]);
-    pool = {{"size", p.size}, {"ready", p.ready}};
-  }
-  return json{{"id", r["id"]},
-              {"kind", "image"},
-              {"name", r["name"]},
-              {"version", r["version"]},
-              {"tags", r.value("tags", json::array())},
-              {"labels", r.value("labels", json::object())},
-              {"state", r["state"]},
-              {"source", r["source"]},
-              {"ref", r.value("ref", json(nullptr))},
-              {"digest", r.value("digest", json(nullptr))},
-              {"sizeBytes", r.value("sizeBytes", 0)},
-              {"layers", r.contains("layers") ? json(r["layers"].size()) : json(0)},
-              {"stepsTotal", r.value("stepsTotal", 0)},
-              {"stepsCached", r.value("stepsCached", 0)},
-              {"stepsRun", r.value("stepsRun", 0)},
-              {"config", r.value("config", json(nullptr))},
-              {"start", r.value("start", json(nullptr))},
-              {"sudo", r.value("sudo", true)},
-              {"build", r.value("build", json(nullptr))},
-              {"pool", pool},
-              {"warm", r.contains("warmSnapshot") && r["warmSnapshot"].is_string()},
-              {"error", r.value("error", json(nullptr))},
-              {"createdAt", TimeOrNull(r, "createdMs")},
-              {"readyAt", TimeOrNull(r, "readyMs")},
-              {"endedAt", TimeOrNull(r, "endedMs")}};
 }
 
 }  // namespace kiln::images

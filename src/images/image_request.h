@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/path_ids.h"
+#include "images/recipe.h"
 #include "network/policy.h"
 
 namespace kiln::images {
@@ -47,6 +48,8 @@ struct ImageRequest {
   nlohmann::json recipe;                // kRecipe
   std::string dockerfile;               // kDockerfile
   std::optional<Sha256Digest> context;  // an uploaded context of the requester's
+  // Or inline files, the whole context (paths relative to it); not with `context`.
+  std::vector<RecipeFile> files;
   std::map<std::string, std::string> build_args;
   std::optional<std::string> target;
   std::optional<std::string> dockerignore;

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <set>
 
+#include "common/base64.h"
 #include "images/image_ref.h"
-#include "proto/base64.h"
 
 namespace kiln::images {
 namespace {
@@ -114,8 +115,9 @@ Status CheckPath(const std::string& path, const std::string& field) {
   return Status::Ok();
 }
 
-Result<RecipeFile> File(const json& entry, size_t i, size_t* total_bytes) {
-  const std::string field = Index("recipe.files", i);
+Result<RecipeFile> File(const json& entry, size_t i, size_t* total_bytes,
+                        const std::string& list = "recipe.files") {
+  const std::string field = Index(list, i);
   if (!entry.is_object()) return FieldError(field, "must be an object {path, content}");
   for (const auto& [key, value] : entry.items()) {
     if (key != "path" && key != "content" && key != "encoding" && key != "mode") {
@@ -140,7 +142,7 @@ Result<RecipeFile> File(const json& entry, size_t i, size_t* total_bytes) {
   }
   const std::string& content = entry["content"].get_ref<const std::string&>();
   if (encoding == "base64") {
-    std::optional<std::string> bytes = proto::Base64Decode(content);
+    std::optional<std::string> bytes = Base64Decode(content);
     if (!bytes) return FieldError(field + ".content", "is not valid base64");
     file.bytes = std::move(*bytes);
   } else {
@@ -148,8 +150,7 @@ Result<RecipeFile> File(const json& entry, size_t i, size_t* total_bytes) {
   }
   *total_bytes += file.bytes.size();
   if (*total_bytes > kMaxRecipeFileBytes) {
-    return FieldError("recipe.files", "more than 1 MiB of file content in all",
-                      Code::kPayloadTooLarge);
+    return FieldError(list, "more than 1 MiB of file content in all", Code::kPayloadTooLarge);
   }
   if (entry.contains("mode")) {
     auto mode = Mode(entry["mode"], field + ".mode");
@@ -297,6 +298,40 @@ Result<RecipeBuild> RecipeToBuild(const json& recipe) {
   }
   if (workdir) out += "WORKDIR " + EscapeWord(*workdir) + "\n";
   return build;
+}
+
+Result<std::vector<RecipeFile>> InlineContextFiles(const json& files) {
+  const std::string list = "files";
+  if (!files.is_array()) return FieldError(list, "must be an array of {path, content}");
+  if (files.size() > kMaxRecipeFiles)
+    return FieldError(list, "more than 256 files", Code::kPayloadTooLarge);
+  std::vector<RecipeFile> out;
+  std::set<std::string> seen;
+  size_t total = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    Result<RecipeFile> file = File(files[i], i, &total, list);
+    if (!file.ok()) return file.status();
+    // A path in the context: relative, each segment a name (no "", ".", ".."),
+    // so a file lands in the fresh context folder and nowhere else.
+    const std::string field = Index(list, i) + ".path";
+    const std::string path = files[i]["path"].get<std::string>();
+    if (path.empty() || path.size() > 4096 || path[0] == '/')
+      return FieldError(field, "must be a relative path in the build context");
+    if (HasControl(path)) return FieldError(field, "must not contain control characters");
+    for (size_t at = 0; at <= path.size();) {
+      size_t slash = path.find('/', at);
+      std::string seg =
+          path.substr(at, slash == std::string::npos ? std::string::npos : slash - at);
+      if (seg.empty() || seg == "." || seg == "..")
+        return FieldError(field, "must be a relative path of names (no empty, '.' or '..' parts)");
+      if (slash == std::string::npos) break;
+      at = slash + 1;
+    }
+    if (!seen.insert(path).second) return FieldError(field, "names a file given before");
+    file->context_path = path;
+    out.push_back(std::move(*file));
+  }
+  return out;
 }
 
 }  // namespace kiln::images

@@ -56,4 +56,9 @@ inline constexpr size_t kMaxRecipeFileBytes = 1024 * 1024;  // all files' conten
 // in all (kPayloadTooLarge). The base must be a kiln image name or an OCI reference.
 Result<RecipeBuild> RecipeToBuild(const nlohmann::json& recipe);
 
+// A Dockerfile build's inline `files` ([{path, content, encoding?, mode?}],
+// paths relative to the build context), under the same bounds as a
+// recipe's; context_path is the file's path. Errors name "files[i]...".
+Result<std::vector<RecipeFile>> InlineContextFiles(const nlohmann::json& files);
+
 }  // namespace kiln::images
