@@ -5,3 +5,8 @@ target_sources(kiln_unit_tests PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/images_dockerignore_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/images_users_test.cc)
 target_link_libraries(kiln_unit_tests PRIVATE kiln_images_context)
+# The .dockerignore cases the SDKs' tests share (tests/data/dockerignore_cases.json).
+set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/images_dockerignore_test.cc APPEND PROPERTY
+  COMPILE_DEFINITIONS KILN_TEST_DATA_DIR="${CMAKE_SOURCE_DIR}/tests/data")
+set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/images_dockerignore_test.cc PROPERTY
+  SKIP_UNITY_BUILD_INCLUSION ON)

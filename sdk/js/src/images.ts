@@ -13,9 +13,10 @@ import { lstat, readFile, readdir, readlink } from "node:fs/promises";
 import { join } from "node:path";
 
 import type { Runtime } from "./runtime.js";
-import { Page } from "./runtime.js";
+import { Page } from "./page.js";
 import { newIdempotencyKey } from "./client.js";
 import { RuntimeError, TimeoutError } from "./errors.js";
+import { ustarHeader } from "./tar.js";
 import type {
   BuildImage,
   BuildOptions,
@@ -95,8 +96,27 @@ export function dockerPatternRegex(pattern: string): string {
       out += "[^/]*";
     } else if (ch === "?") out += "[^/]";
     else if (ch === "\\") out += i + 1 < pattern.length ? escapeChar(pattern[++i]!) : "\\\\";
-    else if (ch === "[" || ch === "]") out += ch;
-    else out += escapeChar(ch);
+    else if (ch === "[") {
+      // A class, as Go's filepath.Match: "^" negates, "\\x" is x, "-" a range; a
+      // negated class never matches "/" (nor does any, within one part).
+      let j = i + 1;
+      let body = "";
+      if (pattern[j] === "^") {
+        body = "^/";
+        j++;
+      }
+      for (; j < pattern.length && pattern[j] !== "]"; j++) {
+        let c = pattern[j]!;
+        if (c === "\\" && j + 1 < pattern.length) {
+          c = pattern[++j]!;
+          body += "\\]^-[".includes(c) ? "\\" + c : c;
+        } else body += "\\[".includes(c) ? "\\" + c : c;
+      }
+      if (j >= pattern.length || body === "" || body === "^/")
+        throw new SyntaxError("unterminated or empty character class");
+      out += "[" + body + "]";
+      i = j;
+    } else out += escapeChar(ch);
   }
   return out + "$";
 }
@@ -134,44 +154,9 @@ export class DockerIgnore {
 
 // ---- context packing -----------------------------------------------------------
 
-function octal(value: number, digits: number, tail: string): Buffer {
-  const text = value.toString(8);
-  if (text.length > digits) throw new TypeError(`value ${value} does not fit a tar header field`);
-  return Buffer.from(text.padStart(digits, "0") + tail, "latin1");
-}
-
-/** One ustar header as libarchive's ustar writer makes it. */
-function tarHeader(rel: string, kind: "0" | "2" | "5", mode: number, size = 0, linkname = ""): Buffer {
-  let name = Buffer.from(rel + (kind === "5" ? "/" : ""), "utf8");
-  let prefix = Buffer.alloc(0);
-  if (name.length > 100) {
-    let cut = name.indexOf(0x2f, Math.max(name.length - 101, 0));
-    if (cut === 0) cut = name.indexOf(0x2f, 1);
-    if (cut < 0 || cut + 1 === name.length || cut > 155)
-      throw new TypeError(`context path too long for a ustar archive: ${rel}`);
-    prefix = name.subarray(0, cut);
-    name = name.subarray(cut + 1);
-  }
-  const link = Buffer.from(linkname, "utf8");
-  if (link.length > 100) throw new TypeError(`symlink target too long for a ustar archive: ${rel} -> ${linkname}`);
-  const h = Buffer.alloc(BLOCK);
-  name.copy(h, 0);
-  octal(mode & 0o7777, 6, " \0").copy(h, 100);
-  octal(0, 6, " \0").copy(h, 108);
-  octal(0, 6, " \0").copy(h, 116);
-  octal(size, 11, " ").copy(h, 124);
-  octal(0, 11, " ").copy(h, 136);
-  h.fill(0x20, 148, 156);
-  h.write(kind, 156, "latin1");
-  link.copy(h, 157);
-  h.write("ustar\u000000", 257, "latin1");
-  octal(0, 6, " \0").copy(h, 329);
-  octal(0, 6, " \0").copy(h, 337);
-  prefix.copy(h, 345);
-  let sum = 0;
-  for (const b of h) sum += b;
-  octal(sum, 6, "\0 ").copy(h, 148);
-  return h;
+/** One ustar header as libarchive's ustar writer makes it (tar.ts). */
+function tarHeader(rel: string, kind: "0" | "2" | "5", mode: number, size = 0, linkname = ""): Uint8Array {
+  return ustarHeader({ name: rel + (kind === "5" ? "/" : ""), type: kind, mode, size, linkname });
 }
 
 const CRC_TABLE = (() => {
@@ -245,7 +230,7 @@ export async function packContext(dir: string, dockerignore?: string): Promise<{
     }
   }
   const ignore = dockerignore ? new DockerIgnore(dockerignore) : undefined;
-  const parts: Buffer[] = [];
+  const parts: Uint8Array[] = [];
   for (const { rel, full } of await contextEntries(dir, ignore)) {
     const s = await lstat(full);
     if (s.isDirectory()) parts.push(tarHeader(rel, "5", s.mode));

@@ -1,5 +1,6 @@
 // kiln's TypeScript SDK (import name `kiln`, also `withruntime`).
-export { LimitsClient, Runtime, Sandboxes, Snapshots, Page, defaultClient } from "./runtime.js";
+export { LimitsClient, Runtime, Sandboxes, Snapshots, defaultClient } from "./runtime.js";
+export { Page } from "./page.js";
 export type { CreateOptions, ListFilter, RuntimeOptions } from "./runtime.js";
 export { Sandbox } from "./sandbox.js";
 export { DockerIgnore, ImageBuildError, Images, Registries, packContext } from "./images.js";

@@ -6,6 +6,7 @@ import { dirname, resolve } from "node:path";
 import { type CallSpec, type RuntimeOptions, Transport, backoffMs, newIdempotencyKey, sleep } from "./client.js";
 import { CAPACITY_CODES, RuntimeError } from "./errors.js";
 import { Images } from "./images.js";
+import { Page } from "./page.js";
 import { Sandbox } from "./sandbox.js";
 import type {
   CreateSandbox,
@@ -18,6 +19,7 @@ import type {
 } from "./types.js";
 
 export type { RuntimeOptions } from "./client.js";
+export { Page } from "./page.js";
 
 /** The fields `create` accepts; anything else is refused before sending. */
 const CREATE_FIELDS: readonly string[] = [
@@ -72,45 +74,6 @@ export interface ListFilter {
   includeStopped?: boolean;
   limit?: number;
   cursor?: string;
-}
-
-/** One page of a growable list; `for await` walks every page. */
-export class Page<T> implements AsyncIterable<T> {
-  constructor(
-    readonly data: T[],
-    readonly nextCursor: string | null,
-    private readonly fetchPage: (cursor: string) => Promise<Page<T>>,
-  ) {}
-
-  get hasMore(): boolean {
-    return this.nextCursor !== null;
-  }
-
-  /** The next page, or null after the last. */
-  async next(): Promise<Page<T> | null> {
-    return this.nextCursor === null ? null : this.fetchPage(this.nextCursor);
-  }
-
-  async *pages(): AsyncGenerator<Page<T>, void, undefined> {
-    let page: Page<T> | null = this;
-    while (page) {
-      yield page;
-      page = await page.next();
-    }
-  }
-
-  async toArray(limit = 10_000): Promise<T[]> {
-    const all: T[] = [];
-    for await (const item of this) {
-      if (all.length >= limit) break;
-      all.push(item);
-    }
-    return all;
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<T, void, undefined> {
-    for await (const page of this.pages()) yield* page.data;
-  }
 }
 
 function closest(name: string, names: readonly string[]): string | undefined {

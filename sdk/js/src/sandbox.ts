@@ -8,7 +8,8 @@ import { Collector, b64, toEvent } from "./events.js";
 import { Files } from "./files.js";
 import { Network } from "./network.js";
 import { Process, Processes } from "./process.js";
-import { type CreateOptions, type ListFilter, type Page, type Runtime, defaultClient } from "./runtime.js";
+import type { Page } from "./page.js";
+import { type CreateOptions, type ListFilter, type Runtime, defaultClient } from "./runtime.js";
 import type {
   CommandResult,
   CreateSandbox,

@@ -9,42 +9,64 @@ const BLOCK = 512;
 const CHUNK = 1 << 20;
 const encoder = new TextEncoder();
 
-function octal(value: number, width: number): string {
-  // width includes the trailing NUL
-  return value.toString(8).padStart(width - 1, "0") + "\0";
+function octal(value: number, digits: number, tail: string): Uint8Array {
+  const text = Math.max(0, Math.floor(value)).toString(8);
+  if (text.length > digits) throw new TypeError(`value ${value} does not fit a tar header field`);
+  return encoder.encode(text.padStart(digits, "0") + tail);
 }
 
-function putString(block: Uint8Array, offset: number, width: number, text: string | Uint8Array): void {
-  const bytes = typeof text === "string" ? encoder.encode(text) : text;
-  block.set(bytes.subarray(0, width), offset);
-}
-
-interface HeaderFields {
+export interface UstarFields {
   name: string;
-  mode: number;
-  size: number;
-  mtime: number;
   type: "0" | "2" | "5" | "x";
+  mode: number;
+  size?: number;
+  mtime?: number;
   linkname?: string;
 }
 
-function header(f: HeaderFields): Uint8Array {
-  const b = new Uint8Array(BLOCK);
-  putString(b, 0, 100, f.name);
-  putString(b, 100, 8, octal(f.mode & 0o7777, 8));
-  putString(b, 108, 8, octal(0, 8));
-  putString(b, 116, 8, octal(0, 8));
-  putString(b, 124, 12, octal(f.size, 12));
-  putString(b, 136, 12, octal(Math.max(0, Math.floor(f.mtime)), 12));
-  putString(b, 148, 8, "        ");
-  putString(b, 156, 1, f.type);
-  if (f.linkname) putString(b, 157, 100, f.linkname);
-  putString(b, 257, 6, "ustar\0");
-  putString(b, 263, 2, "00");
+/**
+ * One ustar header block, laid out as libarchive's ustar writer lays it out
+ * (so a context packed here has the bytes kiln's CLI packs: one digest). A
+ * name over 100 bytes is split into prefix and name at a slash ("split"), or
+ * cut to 100 bytes ("truncate": a pax record before it carries the whole
+ * name); a link target over 100 bytes is refused, or cut likewise.
+ */
+export function ustarHeader(f: UstarFields, long: "split" | "truncate" = "split"): Uint8Array {
+  let name = encoder.encode(f.name);
+  let prefix = new Uint8Array(0);
+  if (name.length > 100 && long === "truncate") {
+    name = name.subarray(0, 100);
+  } else if (name.length > 100) {
+    let cut = name.indexOf(0x2f, Math.max(name.length - 101, 0));
+    if (cut === 0) cut = name.indexOf(0x2f, 1);
+    if (cut < 0 || cut + 1 === name.length || cut > 155)
+      throw new TypeError(`path too long for a ustar archive: ${f.name}`);
+    prefix = name.subarray(0, cut);
+    name = name.subarray(cut + 1);
+  }
+  let link = encoder.encode(f.linkname ?? "");
+  if (link.length > 100) {
+    if (long === "split") throw new TypeError(`symlink target too long for a ustar archive: ${f.name} -> ${f.linkname}`);
+    link = link.subarray(0, 100);
+  }
+  const h = new Uint8Array(BLOCK);
+  h.set(name, 0);
+  h.set(octal(f.mode & 0o7777, 6, " \0"), 100);
+  h.set(octal(0, 6, " \0"), 108);
+  h.set(octal(0, 6, " \0"), 116);
+  h.set(octal(f.size ?? 0, 11, " "), 124);
+  h.set(octal(f.mtime ?? 0, 11, " "), 136);
+  h.fill(0x20, 148, 156);
+  h.set(encoder.encode(f.type), 156);
+  h.set(link, 157);
+  h.set(encoder.encode("ustar\u000000"), 257);
+  h.set(octal(0, 6, " \0"), 329);
+  h.set(octal(0, 6, " \0"), 337);
+  h.set(prefix, 345);
   let sum = 0;
-  for (const byte of b) sum += byte;
-  putString(b, 148, 8, sum.toString(8).padStart(6, "0") + "\0 ");
-  return b;
+  for (const byte of h) sum += byte;
+  h.set(octal(sum, 6, "\0 "), 148);
+  return h;
 }
 
 function paxRecord(key: string, value: string): string {
@@ -61,17 +83,17 @@ function padding(size: number): Uint8Array {
 }
 
 /** Header blocks of one entry (a pax header first when a name does not fit ustar). */
-function entryHeaders(f: HeaderFields): Uint8Array[] {
+function entryHeaders(f: UstarFields): Uint8Array[] {
   const records: string[] = [];
   if (encoder.encode(f.name).length > 100) records.push(paxRecord("path", f.name));
   if (f.linkname && encoder.encode(f.linkname).length > 100) records.push(paxRecord("linkpath", f.linkname));
-  if (records.length === 0) return [header(f)];
+  if (records.length === 0) return [ustarHeader(f)];
   const data = encoder.encode(records.join(""));
   return [
-    header({ name: "PaxHeader", mode: 0o644, size: data.length, mtime: f.mtime, type: "x" }),
+    ustarHeader({ name: "PaxHeader", mode: 0o644, size: data.length, mtime: f.mtime, type: "x" }),
     data,
     padding(data.length),
-    header({ ...f, name: f.name.slice(0, 99), linkname: f.linkname?.slice(0, 99) ?? "" }),
+    ustarHeader(f, "truncate"),
   ];
 }
 

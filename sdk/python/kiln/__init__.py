@@ -34,7 +34,8 @@ from .images import Image, Images, Registries
 from .network import Network
 from .process import Process
 from .results import CommandResult
-from .runtime import Page, Runtime, Sandboxes, Snapshots
+from .pages import Page
+from .runtime import Runtime, Sandboxes, Snapshots
 from .sandbox import Sandbox
 
 # The public API's base error name (it shadows the builtin only where imported by name).

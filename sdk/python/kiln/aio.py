@@ -11,7 +11,8 @@ from typing import Any, AsyncIterator, Callable, Dict, Generator, List, Optional
 
 from .process import Process
 from .results import CommandResult
-from .runtime import Page, Runtime
+from .pages import Page
+from .runtime import Runtime
 from .sandbox import Sandbox
 
 T = TypeVar("T")

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from . import errors
 from .client import new_idempotency_key
+from .pages import Page
 
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 # snake_case keys whose camelCase is not the plain conversion.
@@ -118,8 +119,27 @@ def _pattern_regex(pattern: str) -> "re.Pattern[str]":
                 out += re.escape(pattern[i])
             else:
                 out += "\\\\"
-        elif ch in "[]":
-            out += ch
+        elif ch == "[":
+            # A class, as Go's filepath.Match: "^" negates, "\\x" is x, "-" a range; a
+            # negated class never matches "/" (nor does any, within one part).
+            j = i + 1
+            body = ""
+            if j < n and pattern[j] == "^":
+                body, j = "^/", j + 1
+            while j < n and pattern[j] != "]":
+                c = pattern[j]
+                if c == "\\" and j + 1 < n:
+                    j += 1
+                    c = pattern[j]
+                    body += "\\" + c if c in "\\]^-[" else c
+                else:
+                    body += "\\" + c if c in "\\[" else c
+                j += 1
+            if j >= n or body in ("", "^/"):
+                raise re.error("unterminated or empty character class")
+            out += "[" + body + "]"
+            i = j + 1
+            continue
         else:
             out += re.escape(ch)
         i += 1
@@ -398,7 +418,6 @@ class Images:
     def list(self, *, name: Optional[str] = None, state: Optional[str] = None,
              limit: Optional[int] = None) -> "Page":
         """Images newest first, walking every page (up to `limit` in all)."""
-        from .runtime import Page
         out = Page()
         cursor: Optional[str] = None
         while True:

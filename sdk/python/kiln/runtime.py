@@ -17,6 +17,7 @@ from . import config, errors
 from .client import Transport, new_idempotency_key
 from .images import Images
 from .localfile import write_whole
+from .pages import Page  # noqa: F401  (kiln.runtime.Page, as before)
 from .sandbox import Sandbox
 
 # Create fields: kiln's own, then the rest of the public API's (the daemon judges those).
@@ -69,20 +70,6 @@ def check_idempotency_key(key: str) -> str:
         raise ValueError("idempotency_key: 1-128 chars, a letter or digit first, then letters, "
                          "digits and _ . : -")
     return key
-
-
-class Page(list):  # type: ignore[type-arg]
-    """A list of every item the listing walked (all pages); `.data` is the list itself."""
-
-    next_cursor: Optional[str] = None
-    has_more = False
-
-    @property
-    def data(self) -> "Page":
-        return self
-
-    def to_list(self, limit: int = 10_000) -> list:  # type: ignore[type-arg]
-        return list(self[:limit])
 
 
 class Sandboxes:
