@@ -11,6 +11,7 @@
 #include "api/presenters.h"
 #include "api/routes.h"
 #include "api/validate.h"
+#include "common/thread_nice.h"
 #include "common/time.h"
 #include "images/image_manager.h"
 #include "store/snapshot_transfer.h"
@@ -89,6 +90,7 @@ void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx) {
                         {{"x-content-length", std::to_string(tar.size())},
                          {"content-disposition", "attachment; filename=\"" + rec.id + ".tar\""}}))
       return;
+    ScopedThreadNice below_sandboxes(10);  // reading and checksumming on this thread
     // A tar cut short must not look like a whole one: abort, no last chunk.
     if (tar.Stream([&ex](std::string_view data) { return ex.WriteChunk(data); }))
       return ex.EndStream();
@@ -114,6 +116,7 @@ void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx) {
         CallerOf(ex).key_id, Host(ctx), StableNowMs(), CheckRecord,
         ctx.images ? ctx.images->NewLayerSink(CallerOf(ex).key_id) : nullptr};
     store::SnapshotImport import(ctx.sandboxes.snapshot_store(), std::move(request));
+    ScopedThreadNice below_sandboxes(10);  // checksums and unpacking on this thread
     auto result = import.Run([&ex](std::string* chunk) { return ex.ReadBodyChunk(chunk); });
     if (ex.body_error())
       throw ApiError(Code::kInvalidArchive, "body: the upload ended early (the tar is truncated)");
