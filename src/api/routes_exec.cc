@@ -4,9 +4,9 @@
 #include "api/routes.h"
 #include "api/utf8.h"
 #include "api/validate.h"
+#include "common/base64.h"
 #include "common/contract.h"
 #include "common/time.h"
-#include "common/base64.h"
 
 namespace kiln::api {
 

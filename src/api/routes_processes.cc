@@ -10,8 +10,8 @@
 #include "api/terminal.h"
 #include "api/utf8.h"
 #include "api/validate.h"
-#include "common/contract.h"
 #include "common/base64.h"
+#include "common/contract.h"
 #include "proto/signals.h"
 
 namespace kiln::api {

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <vector>
 
-#include "common/digest.h"
 #include "common/archive_error.h"
+#include "common/digest.h"
 #include "images/dockerignore.h"
 
 namespace kiln::cli {
@@ -173,8 +173,7 @@ Result<PackedContext> PackContext(const std::string& dir,
       archive_entry_set_size(entry.get(), static_cast<la_int64_t>(data.size()));
     }
     if (archive_write_header(a.get(), entry.get()) != ARCHIVE_OK) {
-      return Status(Code::kInvalidRequest,
-                    "cannot pack " + e.rel + ": " + ArchiveError(a.get()));
+      return Status(Code::kInvalidRequest, "cannot pack " + e.rel + ": " + ArchiveError(a.get()));
     }
     if (!data.empty() && archive_write_data(a.get(), data.data(), data.size()) !=
                              static_cast<la_ssize_t>(data.size())) {

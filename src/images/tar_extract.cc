@@ -12,8 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "common/unique_fd.h"
 #include "common/archive_error.h"
+#include "common/unique_fd.h"
 #include "images/safe_path.h"
 
 namespace kiln::images::internal {

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fuzz_util.h"
 #include "common/base64.h"
+#include "fuzz_util.h"
 #include "proto/frame.h"
 #include "proto/ops.h"
 #include "proto/signals.h"
