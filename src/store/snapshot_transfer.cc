@@ -181,6 +181,7 @@ Result<SnapshotExport> SnapshotExport::Prepare(const SnapshotStore& store,
     manifest["layers"] = std::move(listed);
   }
   out.manifest_ = manifest.dump(2);
+  out.created_s_ = record.created_ms / 1000;
   out.size_ = kTarBlock + out.manifest_.size() + TarPadding(out.manifest_.size()).size() + data;
   for (const auto& [rel, want] : files->items()) {
     uint64_t size = want.at("size").get<uint64_t>();
@@ -192,12 +193,11 @@ Result<SnapshotExport> SnapshotExport::Prepare(const SnapshotStore& store,
 }
 
 bool SnapshotExport::Stream(const std::function<bool(std::string_view)>& write) const {
-  int64_t now_s = ::time(nullptr);
-  if (!write(TarFileHeader(kSnapshotManifestEntry, manifest_.size(), now_s) + manifest_ +
+  if (!write(TarFileHeader(kSnapshotManifestEntry, manifest_.size(), created_s_) + manifest_ +
              TarPadding(manifest_.size())))
     return false;
   for (const auto& layer : sent_) {
-    if (!write(TarFileHeader(LayerEntry(layer.sha256), layer.size, now_s))) return false;
+    if (!write(TarFileHeader(LayerEntry(layer.sha256), layer.size, created_s_))) return false;
     uint64_t sent = 0;
     bool ok = layer.write([&](std::string_view data) {
       sent += data.size();

@@ -106,6 +106,9 @@ class SnapshotExport {
  private:
   std::string dir_;       // the snapshot's directory
   std::string manifest_;  // kiln-snapshot.json
+  // The manifest's and layers' tar mtime: the snapshot's creation, so one
+  // snapshot exports as the same bytes every time (not the export's clock).
+  int64_t created_s_ = 0;
   std::map<std::string, uint64_t> files_;
   std::vector<TransferLayer> sent_;  // the layers in the tar
   uint64_t size_ = 0;
