@@ -102,7 +102,7 @@ json SnapshotFields(const store::SnapshotRecord& r) {
   json out{
       {"id", r.id},
       {"kind", "snapshot"},
-      {"mode", "memory"},
+      {"mode", store::SnapshotModeName(r.mode)},
       {"name", r.name ? json(*r.name) : json(nullptr)},
       {"labels", r.labels},
       {"state", "ready"},

@@ -31,6 +31,7 @@ control::SandboxSpec ReadCreate(const json& body, CreateExtras* extras) {
   spec.shape.vcpu = static_cast<int>(f.Int("vcpu", contract::kVcpu));
   spec.shape.memory_mib = static_cast<int>(f.Int("memoryMiB", contract::kMemoryMiB));
   spec.shape.disk_mib = static_cast<int>(f.Int("diskMiB", contract::kDiskMiB));
+  spec.shape_given = {f.has("vcpu"), f.has("memoryMiB"), f.has("diskMiB")};
   spec.timeout_seconds = static_cast<int>(f.Int("timeoutSeconds", contract::kTimeoutSeconds));
   if (auto v = f.String("onLeaseEnd", 16)) {
     if (*v != "stop" && *v != "pause") f.Issue("onLeaseEnd", "must be \"pause\" or \"stop\"");

@@ -29,8 +29,13 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     if (auto v = f.String("name", contract::kSnapshotNameMax)) opts.name = *v;
     if (auto v = ReadLabels(f)) opts.labels = *v;
     opts.retention_days = static_cast<int>(f.Int("retentionDays", contract::kRetentionDays));
-    if (auto mode = f.String("mode", 16); mode && *mode != "memory")
-      f.Issue("mode", "only \"memory\" snapshots (files, memory and processes) are supported");
+    if (auto mode = f.String("mode", 16)) {
+      if (auto parsed = store::ParseSnapshotMode(*mode))
+        opts.mode = *parsed;
+      else
+        f.Issue("mode",
+                "must be \"memory\" (files, memory and processes) or \"disk\" (files only)");
+    }
     f.Finish();
     auto rec = ValueOrThrow(ctx.sandboxes.Snapshot(s, opts));
     ex.SendJson(200, WithPool(ctx, rec));

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/time.h"
+#include "control/snapshot_copy.h"
 #include "engine/agent_client.h"
 
 using nlohmann::json;
@@ -271,8 +272,22 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
   if (spec.snapshot) {
     from = snapshots_.Get(*spec.snapshot);
     if (!from) return Status(Code::kSnapshotNotFound, "snapshot " + *spec.snapshot + " not found");
-    spec.shape = from->shape;  // a copy has the shape of what it copies
-    // and runs the same image: a restore needs the root it was captured on.
+    if (from->mode == store::SnapshotMode::kMemory) {
+      spec.shape = from->shape;  // a restore has the shape of what it copies
+    } else {
+      // A disk copy boots fresh: at the snapshot's shape unless the create
+      // names another, with at least the disk its files were taken from.
+      if (!spec.shape_given.vcpu) spec.shape.vcpu = from->shape.vcpu;
+      if (!spec.shape_given.memory) spec.shape.memory_mib = from->shape.memory_mib;
+      if (!spec.shape_given.disk) spec.shape.disk_mib = from->shape.disk_mib;
+      spec.run_as = from->run_as;  // nothing of the source's agent is restored
+      if (spec.shape.disk_mib < from->shape.disk_mib)
+        return Status(Code::kInvalidRequest, "body.diskMiB: a copy of disk snapshot " + from->id +
+                                                 " needs at least " +
+                                                 std::to_string(from->shape.disk_mib) +
+                                                 " MiB, the disk it was taken from");
+    }
+    // It runs the same image: a copy needs the root it was captured on.
     spec.image = from->image;
     spec.rootfs = from->rootfs;
     // A copy of a sandbox without sudo stays without it (a grader's guard).
@@ -299,7 +314,9 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
   // A ready pooled copy holds its room already: taking it needs none more.
   // A copy was verified when it was restored.
   std::optional<PooledCopy> pooled;
-  if (from && capacity_.KeyHasRoom(spec.owner)) pooled = pool_.Take(from->id, spec.owner);
+  // (A disk copy at a shape of its own is not the pool's.)
+  if (from && from->shape == spec.shape && capacity_.KeyHasRoom(spec.owner))
+    pooled = pool_.Take(from->id, spec.owner);
   switch (pooled ? Capacity::Result::kGranted
                  : capacity_.Acquire(spec.owner, spec.shape, deadline, cancelled)) {
     case Capacity::Result::kGranted:
@@ -370,7 +387,7 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
                               engine::kCpuWeight, s.run_as};
   Result<std::shared_ptr<engine::AgentChannel>> started =
       pooled ? Result<std::shared_ptr<engine::AgentChannel>>(pooled->channel)
-      : from ? engine_.Restore(params, snapshots_.CheckpointDir(from->id))
+      : from ? StartCopy(engine_, params, *from, snapshots_.CheckpointDir(from->id))
              : engine_.Create(params);
   if (!started.ok()) {
     sandbox->MarkStopping("startup_failed");
@@ -399,7 +416,8 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
   m.cpu_ns = engine_.GetUsage(sandbox->id()).cpu_ns;
   m.at_ms = StableNowMs();
   sandbox->SetMeter(m);
-  if (from) sandbox->BeginStartupBoost(m.cpu_ns);  // the engine restored it boosted
+  // The engine restored it boosted.
+  if (from && from->mode == store::SnapshotMode::kMemory) sandbox->BeginStartupBoost(m.cpu_ns);
   Track(sandbox, conn);
   Save(*sandbox);
   LogInfo("sandbox started", {{"event", "sandbox.running"},
@@ -415,7 +433,8 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
 Result<store::SnapshotRecord> SandboxManager::Snapshot(const std::shared_ptr<Sandbox>& sandbox,
                                                        const SnapshotOptions& options) {
   if (Status running = sandbox->RequireRunning(); !running.ok()) return running;
-  if (!sandbox->spec().pausable)
+  // A disk capture stops nothing: it needs no pausable sandbox.
+  if (!sandbox->spec().pausable && options.mode == store::SnapshotMode::kMemory)
     return Status(Code::kNotPausable, "sandbox " + sandbox->id() +
                                           " was created with pausable: false: it cannot be "
                                           "snapshotted or forked");
@@ -440,7 +459,11 @@ Result<store::SnapshotRecord> SandboxManager::Capture(const std::shared_ptr<Sand
   rec.temporary = options.temporary;
   rec.sudo_off = !sandbox->spec().sudo;
   rec.paused_sandbox = paused_sandbox;
-  auto captured = engine_.Checkpoint(sandbox->id(), snapshots_.CheckpointDir(rec.id));
+  rec.mode = options.mode;
+  rec.run_as = sandbox->spec().run_as;
+  auto captured = rec.mode == store::SnapshotMode::kDisk
+                      ? CaptureDisk(engine_, sandbox->id(), snapshots_.CheckpointDir(rec.id))
+                      : engine_.Checkpoint(sandbox->id(), snapshots_.CheckpointDir(rec.id));
   if (!captured.ok()) {
     snapshots_.Discard(rec.id);
     // A sandbox that stopped meanwhile is the cause, not the capture.

@@ -45,6 +45,7 @@ struct SnapshotOptions {
   bool pool = true;         // keep the daemon's default pool of ready copies
   bool image_warm = false;  // an image's warm copy (store::SnapshotRecord::image_warm)
   bool temporary = false;   // a fork's own (store::SnapshotRecord::temporary)
+  store::SnapshotMode mode = store::SnapshotMode::kMemory;
 };
 
 struct ManagerOptions {

@@ -3,6 +3,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "control/snapshot_copy.h"
 #include "engine/agent_client.h"
 
 namespace kiln::control {
@@ -183,7 +184,7 @@ void WarmPool::FillLoop(std::stop_token stop) {
     if (error.ok()) {
       // No warm-up command: it would advance the copy's pid counter, and a
       // pooled copy must be exactly as fresh as a direct restore.
-      auto restored = engine_.Restore(params, snapshots_.CheckpointDir(want));
+      auto restored = StartCopy(engine_, params, *rec, snapshots_.CheckpointDir(want));
       if (restored.ok()) {
         conn = std::move(*restored);
       } else {

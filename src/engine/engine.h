@@ -32,6 +32,10 @@ struct CreateParams {
   std::string rootfs;  // read-only image root; writes stay in the sandbox
   int cpu_weight = kCpuWeight;
   RunAs run_as;  // the agent gets it as KILN_RUN_AS; a restored agent keeps its own
+  // Create only: a tar in ExportUpper's form that the new sandbox's root
+  // overlay starts with (a disk snapshot's files). runsc opens it before
+  // the sandbox starts; a restore never takes one.
+  std::string rootfs_upper_tar;
 };
 
 struct CheckpointStats {

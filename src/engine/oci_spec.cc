@@ -52,6 +52,9 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
        {"options", {"rbind", "ro"}}},
   });
   int64_t quota = static_cast<int64_t>(p.shape.vcpu) * 100000;
+  json annotations = json::object();
+  // runsc unpacks it into the root overlay's upper layer before PID 1 runs.
+  if (!p.rootfs_upper_tar.empty()) annotations["dev.gvisor.tar.rootfs.upper"] = p.rootfs_upper_tar;
   return json{
       {"ociVersion", "1.0.0"},
       {"process",
@@ -66,6 +69,7 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
         {"noNewPrivileges", false}}},
       {"root", {{"path", paths.rootfs}, {"readonly", false}}},
       {"hostname", "kiln"},
+      {"annotations", annotations},
       {"mounts", mounts},
       {"linux",
        {{"namespaces",

@@ -119,6 +119,7 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Restore(const CreateParams& p
   // Uncompressed pages, read straight from the page cache.
   CreateParams boosted = p;
   boosted.cpu_weight = kStartupCpuWeight;
+  boosted.rootfs_upper_tar.clear();  // runsc refuses both at once
   return Launch(boosted, {"restore", "--detach", "--image-path", checkpoint});
 }
 
@@ -201,6 +202,9 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
              dir + "/sandbox.log");
   auto args = RunscArgs();
   for (const char* a : {"--network=none", "--cpu-num-from-quota"}) args.push_back(a);
+  // runsc reads the spec's upper-tar annotation only when told to (kiln
+  // writes the spec; nothing inside a sandbox can set it).
+  if (!p.rootfs_upper_tar.empty()) args.push_back("--allow-rootfs-tar-annotation");
   args.push_back(RootOverlayFlag(dir, p.shape.disk_mib));
   args.insert(args.end(), verb.begin(), verb.end());
   args.push_back("--bundle");

@@ -60,12 +60,19 @@ Result<Launched> Launcher::Launch(LaunchRequest request) {
     if (auto holder = sandboxes_.FindByName(spec.owner, *spec.name))
       return Reuse(std::move(holder), request);
   }
+  std::optional<images::StartSpec> disk_start;
   if (spec.snapshot) {
     // Another key's snapshot, or an image's warm copy (reached through its
     // image), is not found.
     auto rec = sandboxes_.FindSnapshot(*spec.snapshot);
     if (!rec || rec->hidden() || (request.scope && rec->owner != *request.scope))
       return Status(Code::kSnapshotNotFound, "snapshot " + *spec.snapshot + " not found");
+    // A disk copy boots fresh: its image's start command runs again, as at
+    // the image's own cold boot (an image deleted since has none to run).
+    if (rec->mode == store::SnapshotMode::kDisk && rec->image && images_) {
+      auto launch = images_->ForSandbox(*rec->image, std::nullopt, rec->shape);
+      if (launch.ok() && launch->start) disk_start = launch->start;
+    }
   }
   auto image = ResolveImage(request);
   if (!image.ok()) return image.status();
@@ -86,6 +93,7 @@ Result<Launched> Launcher::Launch(LaunchRequest request) {
   metrics::ObserveOperation(op, static_cast<double>(MonotonicNowMs() - t0) / 1000.0);
   Launched out;
   out.sandbox = *std::move(created);
+  if (disk_start) out.start = images_->StartIn(out.sandbox, *disk_start);
   const std::optional<images::ImageLaunch>& launch = *image;
   if (launch && launch->start) {
     if (launch->warm_snapshot) {

@@ -28,6 +28,16 @@ bool MatchesChecksum(const std::string& path, const json& want) {
 
 }  // namespace
 
+const char* SnapshotModeName(SnapshotMode mode) {
+  return mode == SnapshotMode::kDisk ? "disk" : "memory";
+}
+
+std::optional<SnapshotMode> ParseSnapshotMode(const std::string& name) {
+  if (name == "memory") return SnapshotMode::kMemory;
+  if (name == "disk") return SnapshotMode::kDisk;
+  return std::nullopt;
+}
+
 void to_json(json& j, const SnapshotRecord& r) {
   j = json{{"id", r.id},
            {"owner", r.owner},
@@ -52,6 +62,10 @@ void to_json(json& j, const SnapshotRecord& r) {
   if (!r.paused_sandbox.empty()) j["pausedSandbox"] = r.paused_sandbox;
   if (r.temporary) j["temporary"] = true;
   if (r.sudo_off) j["sudoOff"] = true;
+  if (r.mode != SnapshotMode::kMemory) {
+    j["mode"] = SnapshotModeName(r.mode);
+    j["runAs"] = r.run_as;
+  }
 }
 
 void from_json(const json& j, SnapshotRecord& r) {
@@ -79,6 +93,11 @@ void from_json(const json& j, SnapshotRecord& r) {
   r.paused_sandbox = j.value("pausedSandbox", "");
   r.temporary = j.value("temporary", false);
   r.sudo_off = j.value("sudoOff", false);
+  // Manifests written before disk snapshots have no mode: memory.
+  auto mode = ParseSnapshotMode(j.value("mode", "memory"));
+  if (!mode) throw json::other_error::create(501, "unknown snapshot mode", &j);
+  r.mode = *mode;
+  if (j.contains("runAs")) r.run_as = j["runAs"].get<RunAs>();
 }
 
 SnapshotStore::SnapshotStore(std::string dir) : dir_(std::move(dir)) {

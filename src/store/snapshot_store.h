@@ -21,13 +21,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/run_as.h"
 #include "common/shape.h"
 #include "common/status.h"
 
 namespace kiln::store {
 
+// What a snapshot holds. kMemory: runsc's checkpoint (files, memory,
+// running processes); a copy is a restore. kDisk: the root filesystem's
+// changes only (kDiskUpperTar, in ExportUpper's form); a copy boots fresh
+// from them, at the snapshot's shape or another.
+enum class SnapshotMode { kMemory, kDisk };
+const char* SnapshotModeName(SnapshotMode mode);  // "memory", "disk"
+std::optional<SnapshotMode> ParseSnapshotMode(const std::string& name);
+// A disk snapshot's one file in its checkpoint directory.
+inline constexpr char kDiskUpperTar[] = "rootfs-upper.tar";
+
 struct SnapshotRecord {
   std::string id;
+  SnapshotMode mode = SnapshotMode::kMemory;
   std::string owner;  // the API key whose sandbox it captured
   std::optional<std::string> name;
   std::map<std::string, std::string> labels;
@@ -67,6 +79,9 @@ struct SnapshotRecord {
   bool temporary = false;
   // Its source ran with sudo off: the restored agent keeps that until told.
   bool sudo_off = false;
+  // A disk snapshot's user (its image's): a copy boots fresh as it. Local
+  // only: an imported disk snapshot's copies run as the default user.
+  RunAs run_as;
   // Not the key's snapshot to list, restore or bill as one.
   bool hidden() const { return image_warm || !paused_sandbox.empty(); }
 };

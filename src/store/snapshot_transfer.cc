@@ -29,7 +29,7 @@ constexpr size_t kBlock = 1 << 20;
 json PortableRecord(const SnapshotRecord& r) {
   json j = r;
   for (const char* local : {"owner", "expiresMs", "rootfs", "layers", "imageWarm", "pausedSandbox",
-                            "temporary", "sourceImage"})
+                            "temporary", "sourceImage", "runAs"})
     j.erase(local);
   // The image it ran, as the receiver keeps it: provenance (sourceImage).
   if (r.source_image && !r.image) j["image"] = *r.source_image;
@@ -122,6 +122,13 @@ Status ParseRecord(const json& rec, SnapshotRecord* r) {
   if (sudo_off != rec.end() && !sudo_off->is_boolean())
     return InvalidArchive("record.sudoOff must be true or false");
   r->sudo_off = sudo_off != rec.end() && sudo_off->get<bool>();
+  auto mode = rec.find("mode");
+  std::optional<SnapshotMode> parsed = mode == rec.end() ? SnapshotMode::kMemory
+                                       : mode->is_string()
+                                           ? ParseSnapshotMode(mode->get<std::string>())
+                                           : std::nullopt;
+  if (!parsed) return InvalidArchive("record.mode must be \"memory\" or \"disk\"");
+  r->mode = *parsed;
   return Status::Ok();
 }
 
@@ -286,6 +293,11 @@ Status SnapshotImport::ReadManifest() {
       return InvalidArchive("files." + rel + " must be {size, xxh3_128 (32 lowercase hex)}");
     total += want["size"].get<uint64_t>();
   }
+  // A disk snapshot is its upper tar and nothing else (a copy boots from it).
+  if (record_.mode == SnapshotMode::kDisk &&
+      (files_.size() != 1 || !files_.contains(std::string("checkpoint/") + kDiskUpperTar)))
+    return InvalidArchive(std::string("files: a disk snapshot holds only checkpoint/") +
+                          kDiskUpperTar);
   record_.size_bytes = total;  // what is stored and billed, whatever the record said
   if (request_.check_record) {
     if (Status s = request_.check_record(record_); !s.ok()) return s;

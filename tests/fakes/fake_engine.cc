@@ -38,6 +38,7 @@ Result<std::shared_ptr<AgentChannel>> FakeEngine::Create(const engine::CreatePar
   {
     std::lock_guard lock(mu_);
     calls_.created.push_back(params.id);
+    calls_.upper_tars.push_back(params.rootfs_upper_tar);
     if (auto failed = TakeFailure(&fail_creates_, create_error_)) return *failed;
   }
   auto channel = NewChannel(params.id);
@@ -159,9 +160,18 @@ bool FakeEngine::Thaw(const std::string& id) {
   return true;
 }
 
-Status FakeEngine::ExportUpper(const std::string& id, const std::string& /*tar_path*/) {
-  // The fake has no filesystem: image builds are tested against runsc.
-  return Status(Code::kIoError, "the fake engine keeps no files for " + id);
+Status FakeEngine::ExportUpper(const std::string& id, const std::string& tar_path) {
+  // The fake has no filesystem (image builds are tested against runsc): a
+  // running sandbox's "upper layer" is a file naming it.
+  {
+    std::lock_guard lock(mu_);
+    auto it = boxes_.find(id);
+    if (it == boxes_.end() || !it->second.attachable)
+      return Status(Code::kIoError, "fake: no sandbox " + id);
+  }
+  std::ofstream out(tar_path, std::ios::binary);
+  out << "fake upper of " << id;
+  return out.good() ? Status::Ok() : Status(Code::kIoError, "fake: cannot write " + tar_path);
 }
 
 void FakeEngine::SetCpuWeight(const std::string& id, int weight) {

@@ -40,6 +40,7 @@ class FakeEngine : public engine::Engine {
     std::vector<std::string> created;   // ids, successful or not
     std::vector<std::string> restored;  // ids, successful or not (counted at entry)
     std::vector<std::string> restore_dirs;
+    std::vector<std::string> upper_tars;    // each Create's rootfs_upper_tar ("" for none)
     std::vector<std::string> checkpointed;  // ids
     std::vector<std::string> attached;      // ids, successful or not
     std::vector<std::string> destroyed;

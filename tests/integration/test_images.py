@@ -331,6 +331,35 @@ def test_snapshot_and_fork_of_an_image_sandbox(api, sandboxes, pulled):
     api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
 
 
+def test_a_disk_copy_boots_as_the_images_user_and_runs_its_start_command(api, sandboxes, pulled):
+    s = sandboxes.create(image="busybox")
+    api.sh(s["id"], "echo on-disk > /home/app/state")
+    snap = api.ok("POST", f"/v1/sandboxes/{s['id']}:snapshot", json={"mode": "disk"})
+    try:
+        copy = sandboxes.create(snapshot=snap["id"])
+        assert copy["image"] == pulled["id"] and "start" not in copy, copy
+        assert api.sh(copy["id"], "cat /home/app/state; id -u; echo $GREETING") == \
+            "on-disk\n1234\nhello from the image\n"
+    finally:
+        api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+    # An image with a start command: a disk copy boots fresh, so it runs it again.
+    server = "import http.server as h\nh.HTTPServer(('127.0.0.1', 8000), h.SimpleHTTPRequestHandler).serve_forever()\n"
+    image, lines = build(api, name="server", recipe={"files": [{"path": "/srv/server.py", "content": server}]},
+                         start={"command": "cd /srv && python3 server.py", "readyPort": 8000, "readyTimeoutSeconds": 30})
+    assert image["state"] == "ready", [l["text"] for l in lines[-20:]]
+    s = sandboxes.create(image=image["id"])
+    api.sh(s["id"], "echo added-later | sudo tee /srv/later.txt >/dev/null")
+    snap = api.ok("POST", f"/v1/sandboxes/{s['id']}:snapshot", json={"mode": "disk"})
+    try:
+        copy = sandboxes.create(snapshot=snap["id"])
+        assert copy["start"]["state"] == "ready" and copy["start"]["processId"], copy
+        assert "later.txt" in api.sh(copy["id"], "curl -s --noproxy '*' http://127.0.0.1:8000/")
+        procs = api.ok("GET", f"/v1/sandboxes/{copy['id']}/processes")["data"]
+        assert [p["id"] for p in procs if p["state"] == "running"] == [copy["start"]["processId"]], procs
+    finally:
+        api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+
+
 def test_a_build_past_its_timeout_is_stopped(api, pulled):
     t0 = time.monotonic()
     image, _ = build(api, name="slow", dockerfile="FROM busybox\nRUN sleep 600\n", build={"timeoutSeconds": 60})

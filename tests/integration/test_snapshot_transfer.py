@@ -167,6 +167,48 @@ def test_bad_tars_are_refused_and_leave_nothing(hosts, moved):
     assert leftovers(daemon_b, m["record"]["id"]) == []
 
 
+def test_a_disk_snapshot_moves_and_boots_fresh_on_b(hosts):
+    a, b, daemon_b = hosts
+    src = a.client.create(vcpu=1, memoryMiB=512)["id"]
+    try:
+        a.client.sh(src, "echo on-disk > /workspace/d.txt && rm /workspace/.bashrc 2>/dev/null; true")
+        a.client.spawn(src, argv=["sleep", "100000"])
+        snap = a.client.ok("POST", f"/v1/sandboxes/{src}:snapshot", json={"mode": "disk"})
+    finally:
+        a.client.request("DELETE", f"/v1/sandboxes/{src}")
+    tar = export(a.client, snap["id"])
+    items = entries(tar)
+    manifest = json.loads(items[0][1])
+    assert manifest["record"]["mode"] == "disk" and "runAs" not in manifest["record"], manifest["record"]
+    assert sorted(manifest["files"]) == ["checkpoint/rootfs-upper.tar"], manifest["files"]
+    # A disk snapshot is its upper tar alone: anything else is refused by name.
+    extra = json.loads(json.dumps(manifest))
+    extra["record"]["id"] = str(uuid.uuid4())
+    extra["files"]["checkpoint/pages.img"] = {"size": 1, "xxh3_128": "0" * 32}
+    r = b.client.request("POST", "/v1/snapshots:import", data=retar(items + [("checkpoint/pages.img", b"x")], extra),
+                         headers=TAR, timeout=300)
+    assert_error(r, 400, "invalid_archive", mentions=("rootfs-upper.tar",))
+    assert leftovers(daemon_b, extra["record"]["id"]) == []
+    bad = json.loads(json.dumps(manifest))
+    bad["record"]["id"] = str(uuid.uuid4())
+    bad["record"]["mode"] = "swap"
+    r = b.client.request("POST", "/v1/snapshots:import", data=retar(items, bad), headers=TAR, timeout=300)
+    assert_error(r, 400, "invalid_archive", mentions=("record.mode",))
+    r = b.client.request("POST", "/v1/snapshots:import", data=tar, headers=TAR, timeout=300)
+    assert r.status == 201, r
+    try:
+        assert r.json()["mode"] == "disk", r.json()
+        copy = b.client.create(snapshot=snap["id"], memoryMiB=1024)["id"]
+        try:
+            assert b.client.sh(copy, "cat /workspace/d.txt; id -un") == "on-disk\nuser\n"
+            assert b.client.exec(copy, command="pgrep -x sleep")["exitCode"] == 1
+        finally:
+            b.client.request("DELETE", f"/v1/sandboxes/{copy}")
+    finally:
+        a.client.request("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+        b.client.request("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+
+
 def test_cli_export_and_import(hosts, moved, tmp_path):
     a, b, daemon_b = hosts
     snap_id = moved["snap"]["id"]

@@ -152,5 +152,14 @@ TEST(OciSpecTest, SysIsReadOnly) {
   EXPECT_TRUE(HasOption(*sys, "ro"));
 }
 
+TEST(OciSpecTest, AnUpperTarIsAnnotatedOnlyWhenGiven) {
+  json plain = BuildOciSpec(Params(2, 2048, 4096), kPaths);
+  EXPECT_TRUE(plain.at("annotations").empty());
+  CreateParams p = Params(2, 2048, 4096);
+  p.rootfs_upper_tar = "/var/lib/kiln/snapshots/x/checkpoint/rootfs-upper.tar";
+  json spec = BuildOciSpec(p, kPaths);
+  EXPECT_EQ(spec.at("annotations").at("dev.gvisor.tar.rootfs.upper"), p.rootfs_upper_tar);
+}
+
 }  // namespace
 }  // namespace kiln::engine

@@ -338,6 +338,54 @@ TEST_F(SandboxManagerTest, SnapshotThenCreateFromItRestoresTheCapture) {
   EXPECT_EQ(calls.restore_dirs, std::vector<std::string>{snapshots_.CheckpointDir(snap->id)});
 }
 
+TEST_F(SandboxManagerTest, ADiskSnapshotsCopyBootsFreshAtTheShapeItNames) {
+  StartManager();
+  auto source = MustCreate();
+  SnapshotOptions opts;
+  opts.mode = store::SnapshotMode::kDisk;
+  auto snap = manager_->Snapshot(source, opts);
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->mode, store::SnapshotMode::kDisk);
+  std::string tar = snapshots_.CheckpointDir(snap->id) + "/" + store::kDiskUpperTar;
+  EXPECT_TRUE(fs::exists(tar));
+  EXPECT_TRUE(engine_.calls().checkpointed.empty());                      // nothing of its memory
+  EXPECT_EQ(snapshots_.Get(snap->id)->mode, store::SnapshotMode::kDisk);  // as stored
+  SandboxSpec spec = Spec();
+  spec.snapshot = snap->id;
+  spec.shape.memory_mib = 512;
+  spec.shape_given.memory = true;
+  spec.shape.vcpu = 7;  // not given: the snapshot's
+  auto copy = manager_->Create(spec, Soon());
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_EQ((*copy)->spec().shape.memory_mib, 512);
+  EXPECT_EQ((*copy)->spec().shape.vcpu, source->spec().shape.vcpu);
+  auto calls = engine_.calls();
+  EXPECT_TRUE(calls.restored.empty());
+  ASSERT_EQ(calls.created.back(), (*copy)->id());
+  EXPECT_EQ(calls.upper_tars.back(), tar);
+  EXPECT_EQ(calls.upper_tars.front(), "");  // the source's own create
+  // Less disk than the files came from is refused by name.
+  spec.shape.disk_mib = source->spec().shape.disk_mib - 1;
+  spec.shape_given.disk = true;
+  auto small = manager_->Create(spec, Soon());
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.status().code(), Code::kInvalidRequest);
+  EXPECT_NE(small.status().message().find("body.diskMiB"), std::string::npos);
+}
+
+TEST_F(SandboxManagerTest, ADiskSnapshotNeedsNoPausableSource) {
+  StartManager();
+  SandboxSpec spec = Spec();
+  spec.pausable = false;
+  auto source = manager_->Create(spec, Soon());
+  ASSERT_TRUE(source.ok());
+  auto memory = manager_->Snapshot(*source, SnapshotOptions{});
+  EXPECT_EQ(memory.status().code(), Code::kNotPausable);
+  SnapshotOptions disk;
+  disk.mode = store::SnapshotMode::kDisk;
+  EXPECT_TRUE(manager_->Snapshot(*source, disk).ok());
+}
+
 TEST_F(SandboxManagerTest, AFailedCaptureLeavesNoSnapshot) {
   StartManager();
   auto source = MustCreate();

@@ -166,5 +166,23 @@ TEST_F(SnapshotStoreTest, ManifestsWithSha256StillVerify) {
       << error.ToString();
 }
 
+TEST(SnapshotRecordTest, ModeRoundTripsAndAnOldManifestIsMemory) {
+  SnapshotRecord r;
+  r.id = "s";
+  r.mode = SnapshotMode::kDisk;
+  r.run_as.uid = 1234;
+  nlohmann::json j = r;
+  EXPECT_EQ(j.at("mode"), "disk");
+  SnapshotRecord back = j.get<SnapshotRecord>();
+  EXPECT_EQ(back.mode, SnapshotMode::kDisk);
+  EXPECT_EQ(back.run_as.uid, 1234u);
+  j.erase("mode");
+  EXPECT_EQ(j.get<SnapshotRecord>().mode, SnapshotMode::kMemory);
+  j["mode"] = "swap";
+  EXPECT_THROW(j.get<SnapshotRecord>(), nlohmann::json::exception);
+  EXPECT_EQ(ParseSnapshotMode("Disk"), std::nullopt);
+  EXPECT_STREQ(SnapshotModeName(SnapshotMode::kMemory), "memory");
+}
+
 }  // namespace
 }  // namespace kiln::store

@@ -287,7 +287,7 @@ TEST_F(SnapshotTransferTest, AStartingStoreRemovesAnUnfinishedImport) {
     size_t at = 0;
     // The client goes away half way: the body source throws, as a broken
     // connection's reader may.
-    EXPECT_THROW(import.Run([&](std::string* chunk) -> bool {
+    EXPECT_THROW((void)import.Run([&](std::string* chunk) -> bool {
       if (at >= tar.size() / 2) {
         seen_partial = fs::exists(to_->ImportDir(kId));
         // As after a kill -9: another import's partial directory stays...
