@@ -44,7 +44,7 @@ _kiln_spec() {
       valued="--seconds"
       ;;
     "sandbox snapshot")
-      flags="--name --label --retention-days --json --quiet --help"
+      flags="--disk --name --label --retention-days --json --quiet --help"
       valued="--name --label --retention-days"
       ;;
     "sandbox fork")

@@ -204,17 +204,21 @@ const std::vector<Verb>& SandboxVerbs() {
        .takes_command = false,
        .handler = CmdSandboxExtend},
       {.name = "snapshot",
-       .synopsis = "snapshot ID [--name N] [--retention-days N] [--label K=V]",
+       .synopsis = "snapshot ID [--disk] [--name N] [--retention-days N] [--label K=V]",
        .brief = "snapshot a running sandbox, print the snapshot id",
        .summary = "Capture a running sandbox's files, memory and processes as a snapshot and\n"
                   "print its id. The sandbox pauses only while it is captured, then goes on.\n"
-                  "`kiln sandbox create --snapshot ID` starts a copy of it.",
-       .details = "  --name N          a name for the snapshot (up to 128 bytes)\n"
+                  "`kiln sandbox create --snapshot ID` starts a copy of it. With --disk, only\n"
+                  "its files are kept, and a copy boots fresh from them.",
+       .details = "  --disk            files only (mode disk): nothing is paused; copies boot "
+                  "fresh,\n"
+                  "                    at the snapshot's size or the one `create` names\n"
+                  "  --name N          a name for the snapshot (up to 128 bytes)\n"
                   "  --label K=V       label (repeatable)\n"
                   "  --retention-days N\n"
                   "                    keep it N days (1-365, default 7); then the daemon deletes "
                   "it\n",
-       .flags = {Value("name"), Value("label", true), Value("retention-days")},
+       .flags = {Toggle("disk"), Value("name"), Value("label", true), Value("retention-days")},
        .positionals = 1,
        .takes_command = false,
        .handler = CmdSandboxSnapshot},

@@ -234,6 +234,7 @@ json SnapshotBody(const ParsedArgs& args) {
   if (auto name = args.Get("name")) body["name"] = *name;
   if (args.Has("label")) body["labels"] = KeyValues(args, "label");
   PutInt(body, args, "retention-days", "retentionDays");
+  if (args.Has("disk")) body["mode"] = "disk";
   return body;
 }
 

@@ -108,9 +108,10 @@ def test_snapshot_round_trip(kiln, api, sandboxes):
     assert p.stderr == "", "no progress line when stderr is not a terminal"
     snap_id = p.stdout.strip()
     assert snap_id and len(p.stdout.split()) == 1, f"snapshot should print only the id: {p.stdout!r}"
-    other = _json(kiln("sandbox", "snapshot", sid, "--json", "--label", "t=cli"))
+    other = _json(kiln("sandbox", "snapshot", sid, "--json", "--label", "t=cli", "--disk"))
     try:
         assert (other["kind"], other["sourceSandboxId"], other["labels"]) == ("snapshot", sid, {"t": "cli"})
+        assert other["mode"] == "disk" and _json(kiln("snapshot", "get", snap_id, "--json"))["mode"] == "memory"
         assert other["id"] != snap_id
 
         table = _lines(kiln("snapshot", "ls"))

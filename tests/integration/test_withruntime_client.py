@@ -23,6 +23,16 @@ Samples run (python.md numbering; xN are the RL shapes):
   s36 max_retries/timeout, me() (not offered: 404 route_not_found)
   x1 snapshot-based rollout loop  x2 fork of a running sandbox
   x3 rewards scored outside with asyncio.gather
+  s38 snapshot(mode="disk"), create(snapshot=) at its shape and another: files kept, processes not
+
+The client's compatibility layers, image and snapshot paths, as each vendor's
+user writes them (from kiln's built-in "base": no registry pulls, no pip/apt):
+  l1 Modal: Image recipe, publish/from_name/from_id, snapshot_filesystem, _experimental_snapshot
+  l2 E2B: a template as a named image (name, team/name:tag), create_snapshot full and filesystem
+  l3 Daytona: snapshot.create(Image...), create from snapshot name and from Image, create_snapshot
+  l4 Prime: docker_image builds, start_command, checkpoint (disk) and restore at another size
+  l5 Morph: snapshots.create (disk), digests, setup/build, instances.start/boot, snapshot, branch
+  l6 Vercel: create_sandbox(image=), snapshot() (disk), SnapshotSource, a persistent copy's stop/resume
 
 Samples and calls that cannot run on kiln (also in docs/api.md, "Reference
 calls kiln does not offer"):
@@ -67,7 +77,9 @@ SAMPLE_TIMEOUT = 150  # seconds
 # Samples that build images: a build on a busy 2-core machine (3 test workers)
 # took 125 s of the 150 once.
 BUILD_SAMPLE_TIMEOUT = 360
-BUILDS = {"s27_images_fork_snapshot.py", "s37_images_dockerfile.py"}
+BUILDS = {"s27_images_fork_snapshot.py", "s37_images_dockerfile.py", "l1_modal_images_snapshots.py",
+          "l2_e2b_templates_snapshots.py", "l3_daytona_images_snapshots.py", "l4_prime_images_checkpoints.py",
+          "l5_morph_snapshots_instances.py", "l6_vercel_images_snapshots.py"}
 
 # pip's words for an index it could not reach (the only reason to skip).
 _UNREACHABLE = ("Network is unreachable", "Failed to establish a new connection", "Temporary failure in name resolution",

@@ -182,6 +182,8 @@ TEST(CliCommandsRequests, Bodies) {
                                    "team=ml", "--retention-days", "3"})),
             json::parse(R"({"name": "base", "labels": {"team": "ml"}, "retentionDays": 3})"));
   EXPECT_EQ(SnapshotBody(VerbArgs({"sandbox", "snapshot", "s"})), json::object());
+  EXPECT_EQ(SnapshotBody(VerbArgs({"sandbox", "snapshot", "s", "--disk"})),
+            json::parse(R"({"mode": "disk"})"));
   EXPECT_THROW(SnapshotBody(VerbArgs({"sandbox", "snapshot", "s", "--retention-days", "1w"})),
                UsageError);
 

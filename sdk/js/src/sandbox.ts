@@ -81,7 +81,8 @@ export interface SnapshotOptions extends RequestOptions {
   name?: string;
   labels?: Record<string, string>;
   retentionDays?: number;
-  mode?: "memory";
+  /** "memory" (default: files, memory, processes) or "disk" (files only; copies boot fresh). */
+  mode?: "memory" | "disk";
 }
 
 export interface ForkOptions extends RequestOptions {
