@@ -124,12 +124,13 @@ images::ImageRequest ReadImageRequest(const json& body, const std::string& owner
     req.dockerfile = *dockerfile;
   } else if (image) {
     req.source = images::ImageSource::kImage;
-    req.image_ref = *image;
-    if (req.name.empty()) {
-      std::string path = image->substr(0, image->find_first_of("@"));
-      size_t slash = path.rfind('/');
-      std::string last = slash == std::string::npos ? path : path.substr(slash + 1);
-      req.name = last.substr(0, last.find(':'));
+    Result<images::ImageRef> ref = images::ParseImageRef(*image);
+    if (!ref.ok()) {
+      f.Issue("image", ref.status().message());
+    } else {
+      req.image_ref = *ref;
+      // Unnamed, a pull is named after its repository's last component.
+      if (req.name.empty()) req.name = ref->path.substr(ref->path.rfind('/') + 1);
     }
   }
   const json* context = f.Raw("context");

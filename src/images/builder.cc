@@ -178,8 +178,8 @@ Result<BuiltImage> Builder::Run() {
 
   Result<BuiltImage> built = Status(Code::kInternal, "no source");
   if (req_.source == ImageSource::kImage) {
-    Result<ImageRef> ref = ParseImageRef(req_.image_ref);
-    if (!ref.ok()) return ref.status();
+    const std::optional<ImageRef>& ref = req_.image_ref;
+    if (!ref) return Status(Code::kInvalidRequest, "body.image: is required");
     step_ = 1;
     steps_total_ = 1;
     Say("pulling " + ref->String());

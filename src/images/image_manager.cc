@@ -270,31 +270,30 @@ Result<json> ImageManager::Submit(ImageRequest req) {
     }
     if (Status ok = need_base(req.recipe.value("base", kBuiltinName), "body.recipe.base"); !ok.ok())
       return ok;
-  } else if (req.source == ImageSource::kImage) {
-    Result<ImageRef> ref = ParseImageRef(req.image_ref);
-    if (!ref.ok()) return Status(Code::kInvalidRequest, "body.image: " + ref.status().message());
-    req.image_ref = ref->String();
+  } else if (req.source == ImageSource::kImage && !req.image_ref) {
+    return Status(Code::kInvalidRequest, "body.image: is required");
   }
   int64_t now = NowMs();
-  json record{{"id", id},
-              {"kind", "image"},
-              {"owner", req.owner},
-              {"name", req.name},
-              {"state", "queued"},
-              {"source", SourceName(req.source)},
-              {"ref", req.source == ImageSource::kImage ? json(req.image_ref) : json(nullptr)},
-              {"digest", nullptr},
-              {"sizeBytes", 0},
-              {"stepsTotal", steps_total},
-              {"stepsCached", 0},
-              {"config", nullptr},
-              {"start", req.start ? StartJson(*req.start) : json(nullptr)},
-              {"sudo", req.sudo},
-              {"build", BuildJson(req.build)},
-              {"labels", req.labels},
-              {"error", nullptr},
-              {"pendingTags", req.tags},
-              {"createdMs", now}};
+  json record{
+      {"id", id},
+      {"kind", "image"},
+      {"owner", req.owner},
+      {"name", req.name},
+      {"state", "queued"},
+      {"source", SourceName(req.source)},
+      {"ref", req.source == ImageSource::kImage ? json(req.image_ref->String()) : json(nullptr)},
+      {"digest", nullptr},
+      {"sizeBytes", 0},
+      {"stepsTotal", steps_total},
+      {"stepsCached", 0},
+      {"config", nullptr},
+      {"start", req.start ? StartJson(*req.start) : json(nullptr)},
+      {"sudo", req.sudo},
+      {"build", BuildJson(req.build)},
+      {"labels", req.labels},
+      {"error", nullptr},
+      {"pendingTags", req.tags},
+      {"createdMs", now}};
   // Tags move to a version when it is ready, so "name" keeps naming the
   // last good build while the next one runs.
   record = catalog_.Insert(record, {});

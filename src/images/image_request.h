@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/path_ids.h"
+#include "images/image_ref.h"
 #include "images/recipe.h"
 #include "network/policy.h"
 
@@ -53,7 +54,7 @@ struct ImageRequest {
   std::map<std::string, std::string> build_args;
   std::optional<std::string> target;
   std::optional<std::string> dockerignore;
-  std::string image_ref;  // kImage
+  std::optional<ImageRef> image_ref;  // kImage: parsed once, at the edge
   BuildLimits build;
   std::optional<StartSpec> start;
   bool cache = true;

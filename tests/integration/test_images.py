@@ -196,6 +196,9 @@ def test_bad_dockerfiles_and_bases_are_refused_with_the_line(api):
     assert_error(api.post("/v1/images", json={"name": "bad", "recipe": {}, "image": "x/y"}), 400, "invalid_request",
                  issue_path="body.recipe")
     assert_error(api.post("/v1/sandboxes", json={"image": "nosuch"}), 404, "image_not_found")
+    # An OCI reference is parsed once, where the request comes in, and refused by name.
+    for ref in ("Upper/case", "a//b", "x:" + "t" * 200, "x@sha256:beef"):
+        assert_error(api.post("/v1/images", json={"image": ref}), 400, "invalid_request", issue_path="body.image")
     assert_error(api.post("/v1/sandboxes", json={"image": "base", "snapshot": "x"}), 400, "invalid_request",
                  issue_path="body.image")
     big = "FROM base\n" + "# padding\n" * 30000

@@ -81,10 +81,15 @@ try:
 
     # _experimental_snapshot: memory too, so the entrypoint is still running.
     counter = modal.Sandbox.create(
-        "python3", "-c", "import time\ni = 0\nwhile True:\n    i += 1\n    open('/workspace/count', 'w').write(str(i))\n"
+        "python3", "-c", "import os, time\ni = 0\nwhile True:\n    i += 1\n"
+        "    open('/workspace/.count', 'w').write(str(i))\n    os.replace('/workspace/.count', '/workspace/count')\n"
         "    time.sleep(0.05)", app=app, image=image)
     sandboxes.append(counter)
-    time.sleep(0.5)
+    for _ in range(100):  # until it has counted
+        check = counter.exec("test", "-s", "/workspace/count")
+        if check.wait() == 0:
+            break
+        time.sleep(0.1)
     memory = counter._experimental_snapshot()
     snapshots.append(memory.object_id)
     assert runtime.snapshots.get(memory.object_id)["mode"] == "memory"

@@ -55,7 +55,10 @@ try:
         "python3 -c \"import os, time\ni = 0\nwhile True:\n    i += 1\n"
         "    open('/workspace/.count', 'w').write(str(i))\n    os.replace('/workspace/.count', '/workspace/count')\n"
         "    time.sleep(0.05)\"", background=True)
-    time.sleep(0.5)
+    for _ in range(100):  # until it has counted
+        if sbx.files.exists("/workspace/count"):
+            break
+        time.sleep(0.1)
     full = sbx.create_snapshot()
     snapshots.append(full.snapshot_id)
     assert runtime.snapshots.get(full.snapshot_id)["mode"] == "memory"

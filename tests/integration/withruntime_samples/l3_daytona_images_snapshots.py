@@ -70,9 +70,13 @@ try:
     sandbox.fs.upload_file(b"step 1\n", "progress.txt")
     sandbox.process.create_session("counter")
     sandbox.process.execute_session_command("counter", SessionExecuteRequest(
-        command="python3 -c \"import time\ni = 0\nwhile True:\n    i += 1\n"
-                "    open('/workspace/count', 'w').write(str(i))\n    time.sleep(0.05)\"", run_async=True))
-    time.sleep(0.5)
+        command="python3 -c \"import os, time\ni = 0\nwhile True:\n    i += 1\n"
+                "    open('/workspace/.count', 'w').write(str(i))\n"
+                "    os.replace('/workspace/.count', '/workspace/count')\n    time.sleep(0.05)\"", run_async=True))
+    for _ in range(100):  # until it has counted
+        if sandbox.process.exec("test -s /workspace/count").exit_code == 0:
+            break
+        time.sleep(0.1)
     state_name = "l3-state-" + tag
     sandbox.create_snapshot(state_name)
     found = runtime.snapshots.list(name=state_name).data

@@ -86,7 +86,10 @@ try:
     instance.native.spawn(["python3", "-c", "import os, time\ni = 0\nwhile True:\n    i += 1\n"
                            "    open('/workspace/.count', 'w').write(str(i))\n"
                            "    os.replace('/workspace/.count', '/workspace/count')\n    time.sleep(0.05)"])
-    time.sleep(0.5)
+    for _ in range(100):  # until it has counted
+        if instance.exec("test -s /workspace/count").exit_code == 0:
+            break
+        time.sleep(0.1)
     running = instance.snapshot(metadata={"state": "counting"})
     snapshots.append(running)
     assert running.native["mode"] == "memory" and running.refs.image_id == image_name, running
