@@ -76,7 +76,7 @@ void StartChildReaper() {
 }
 
 pid_t SpawnProcess(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd,
-                   const std::vector<std::string>& env) {
+                   const std::vector<std::string>& env, const std::string& cwd) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -100,6 +100,7 @@ pid_t SpawnProcess(const std::vector<std::string>& argv, int in_fd, int out_fd, 
       posix_spawn_file_actions_addopen(&fa, i, "/dev/null", i == 0 ? O_RDONLY : O_WRONLY, 0);
     }
   }
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none;

@@ -28,8 +28,9 @@ void StartChildReaper();
 // Starts `argv` with the given stdio fds (-1 = /dev/null) and returns its
 // pid, or -1 with errno set. `env`: "K=V" entries added to (or replacing
 // those of) kilnd's environment.
+// `cwd`: the child's working directory ("" = the caller's).
 pid_t SpawnProcess(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd,
-                   const std::vector<std::string>& env = {});
+                   const std::vector<std::string>& env = {}, const std::string& cwd = "");
 
 // Waits for a pid started by SpawnProcess; returns the wait status, or -1
 // after timeout_ms (the process is then killed).

@@ -33,8 +33,8 @@ struct CreateParams {
   int cpu_weight = kCpuWeight;
   RunAs run_as;  // the agent gets it as KILN_RUN_AS; a restored agent keeps its own
   // Create only: a tar in ExportUpper's form that the new sandbox's root
-  // overlay starts with (a disk snapshot's files). runsc opens it before
-  // the sandbox starts; a restore never takes one.
+  // overlay starts with (a disk snapshot's files). The engine keeps a link
+  // to it in the sandbox's directory; a restore never takes one.
   std::string rootfs_upper_tar;
 };
 

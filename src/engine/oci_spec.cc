@@ -54,7 +54,7 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
   int64_t quota = static_cast<int64_t>(p.shape.vcpu) * 100000;
   json annotations = json::object();
   // runsc unpacks it into the root overlay's upper layer before PID 1 runs.
-  if (!p.rootfs_upper_tar.empty()) annotations["dev.gvisor.tar.rootfs.upper"] = p.rootfs_upper_tar;
+  if (!paths.upper_tar.empty()) annotations["dev.gvisor.tar.rootfs.upper"] = paths.upper_tar;
   return json{
       {"ociVersion", "1.0.0"},
       {"process",

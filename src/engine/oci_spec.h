@@ -13,6 +13,11 @@ struct SpecPaths {
   std::string rootfs;
   std::string agent_binary;  // bind-mounted read-only at /opt/kiln/kiln-agent
   std::string cgroup_path;   // e.g. /kiln/<id>
+  // The upper-layer tar runsc unpacks into the root overlay at boot, as the
+  // spec names it ("" = none). Relative to runsc's working directory (the
+  // sandbox's own), so that every sandbox's spec says the same: runsc
+  // refuses a restore whose annotations differ from the checkpoint's.
+  std::string upper_tar;
 };
 
 // What the host cgroup allows once the sandbox runs: memoryMiB plus headroom

@@ -110,8 +110,36 @@ std::vector<std::string> RunscEngine::RunscArgs() const {
   return {opts_.runsc, "--root", opts_.state_dir + "/runsc", "--platform", opts_.platform};
 }
 
+// Upper tars. A disk snapshot's copy boots with runsc's rootfs-upper
+// annotation, and runsc then refuses to restore any checkpoint of that
+// sandbox (a pause, a snapshot, a fork) unless the restore's spec names the
+// same annotation with the same value and the file is there to open (it is
+// not read: a restore's root comes from the checkpoint). So the value is
+// one relative name, the file sits in each sandbox's own directory (runsc
+// runs there), and a checkpoint of an annotated sandbox carries a marker
+// file that makes its restores annotated too, with an empty tar.
+namespace {
+constexpr char kUpperTarFile[] = "rootfs-upper.tar";
+constexpr char kUpperMarker[] = "kiln-upper-annotated";
+
+// Puts `source` (or, if empty, an empty tar) at `dest`.
+Status PlaceUpperTar(const std::string& source, const std::string& dest) {
+  std::error_code ec;
+  if (source.empty()) {
+    std::ofstream f(dest, std::ios::binary);
+    f << std::string(1024, '\0');  // a tar's end: two zero blocks
+    return f.good() ? Status::Ok() : Status(Code::kStartupFailed, "cannot write " + dest);
+  }
+  fs::create_hard_link(source, dest, ec);
+  if (ec) fs::copy_file(source, dest, ec);  // another filesystem
+  if (ec) return Status(Code::kStartupFailed, "cannot place " + source + ": " + ec.message());
+  return Status::Ok();
+}
+}  // namespace
+
 Result<std::shared_ptr<AgentChannel>> RunscEngine::Create(const CreateParams& p) {
-  return Launch(p, {"run", "--detach"});
+  UpperTar upper{!p.rootfs_upper_tar.empty(), p.rootfs_upper_tar};
+  return Launch(p, {"run", "--detach"}, upper);
 }
 
 Result<std::shared_ptr<AgentChannel>> RunscEngine::Restore(const CreateParams& p,
@@ -119,8 +147,10 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Restore(const CreateParams& p
   // Uncompressed pages, read straight from the page cache.
   CreateParams boosted = p;
   boosted.cpu_weight = kStartupCpuWeight;
-  boosted.rootfs_upper_tar.clear();  // runsc refuses both at once
-  return Launch(boosted, {"restore", "--detach", "--image-path", checkpoint});
+  boosted.rootfs_upper_tar.clear();
+  std::error_code ec;
+  UpperTar upper{fs::exists(checkpoint + "/" + kUpperMarker, ec), ""};
+  return Launch(boosted, {"restore", "--detach", "--image-path", checkpoint}, upper);
 }
 
 Result<CheckpointStats> RunscEngine::Checkpoint(const std::string& id, const std::string& dir) {
@@ -149,6 +179,9 @@ Result<CheckpointStats> RunscEngine::Checkpoint(const std::string& id, const std
       return Status(Code::kNoSpace, "no space left on the state disk for the snapshot: " + said);
     return fail("runsc checkpoint failed: " + said);
   }
+  // Its restores must name the upper tar this sandbox booted with.
+  if (fs::exists(SandboxDir(id) + "/" + kUpperTarFile, ec))
+    std::ofstream(tmp + "/" + kUpperMarker) << "the sandbox booted with a rootfs upper tar\n";
   for (const auto& e : fs::recursive_directory_iterator(tmp, ec)) {
     if (e.is_regular_file()) stats.bytes += e.file_size();
   }
@@ -173,14 +206,22 @@ Status RunscEngine::ExportUpper(const std::string& id, const std::string& tar_pa
 }
 
 Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
-                                                          const std::vector<std::string>& verb) {
+                                                          const std::vector<std::string>& verb,
+                                                          const UpperTar& upper) {
   auto fail = [](std::string message) { return Status(Code::kStartupFailed, std::move(message)); };
   int64_t t0 = MonotonicNowMs();
   std::string dir = SandboxDir(p.id);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return fail("cannot create " + dir + ": " + ec.message());
-  SpecPaths paths{p.rootfs, opts_.agent_binary, std::string(kCgroupParent) + "/" + p.id};
+  SpecPaths paths{p.rootfs, opts_.agent_binary, std::string(kCgroupParent) + "/" + p.id,
+                  upper.annotate ? kUpperTarFile : ""};
+  if (upper.annotate) {
+    if (Status placed = PlaceUpperTar(upper.source, dir + "/" + kUpperTarFile); !placed.ok()) {
+      Destroy(p.id);
+      return placed;
+    }
+  }
   {
     std::ofstream spec(dir + "/config.json");
     spec << BuildOciSpec(p, paths).dump(2);
@@ -204,14 +245,15 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
   for (const char* a : {"--network=none", "--cpu-num-from-quota"}) args.push_back(a);
   // runsc reads the spec's upper-tar annotation only when told to (kiln
   // writes the spec; nothing inside a sandbox can set it).
-  if (!p.rootfs_upper_tar.empty()) args.push_back("--allow-rootfs-tar-annotation");
+  if (upper.annotate) args.push_back("--allow-rootfs-tar-annotation");
   args.push_back(RootOverlayFlag(dir, p.shape.disk_mib));
   args.insert(args.end(), verb.begin(), verb.end());
   args.push_back("--bundle");
   args.push_back(dir);
   args.push_back(p.id);
   int64_t t1 = MonotonicNowMs();
-  pid_t pid = SpawnProcess(args, in_fd.get(), out_fd.get(), log_fd.get());
+  // In the sandbox's directory: the spec names its upper tar relative to it.
+  pid_t pid = SpawnProcess(args, in_fd.get(), out_fd.get(), log_fd.get(), {}, dir);
   int status = pid < 0 ? -1 : WaitProcess(pid, opts_.start_timeout_ms);
   int64_t t2 = MonotonicNowMs();
   log_fd.reset();

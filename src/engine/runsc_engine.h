@@ -76,8 +76,15 @@ class RunscEngine : public Engine {
   bool SetFreezerState(const std::string& id, const std::string& state);
   // Writes the bundle and FIFOs, runs `runsc <verb...>` with them as the
   // sandbox's stdio, and connects to the agent.
+  // `upper`: the spec's upper-tar annotation and the file behind it (see
+  // runsc_engine.cc, "Upper tars").
+  struct UpperTar {
+    bool annotate = false;
+    std::string source;  // linked (or copied) in; "" = an empty tar
+  };
   Result<std::shared_ptr<AgentChannel>> Launch(const CreateParams& params,
-                                               const std::vector<std::string>& verb);
+                                               const std::vector<std::string>& verb,
+                                               const UpperTar& upper);
 
   // Lifts the host cgroup's limit from memoryMiB (what runsc read to size
   // the Sentry) to memoryMiB plus gVisor's headroom.

@@ -107,6 +107,39 @@ def test_a_copy_of_a_copy(api, sandboxes, disk):
         api.ok("POST", f"/v1/snapshots/{again['id']}:delete", json={})
 
 
+def test_a_disk_copy_pauses_snapshots_and_forks_like_any_sandbox(api, sandboxes, disk):
+    """runsc refuses to restore a checkpoint whose spec annotations differ: a disk copy's
+    memory captures (pause, snapshot, fork) and their copies' must restore all the same."""
+    c = sandboxes.create(snapshot=disk["snap"]["id"])["id"]
+    api.ok("POST", f"/v1/sandboxes/{c}/processes", json={"argv": ["sleep", "100000"]})
+    assert api.ok("POST", f"/v1/sandboxes/{c}:pause", json={})["state"] == "paused"
+    assert api.ok("POST", f"/v1/sandboxes/{c}:wake", json={})["state"] == "running"
+    assert api.sh(c, "cat /workspace/kept.txt; pgrep -x sleep >/dev/null && echo up") == "kept\nup\n"
+    mem = api.ok("POST", f"/v1/sandboxes/{c}:snapshot", json={})
+    try:
+        m = sandboxes.create(snapshot=mem["id"])["id"]
+        assert api.sh(m, "cat /workspace/kept.txt; pgrep -x sleep >/dev/null && echo up") == "kept\nup\n"
+        # A copy of that copy, once more through memory and a fork.
+        again = api.ok("POST", f"/v1/sandboxes/{m}:snapshot", json={})
+        try:
+            assert api.sh(sandboxes.create(snapshot=again["id"])["id"], "cat /workspace/kept.txt") == "kept\n"
+        finally:
+            api.ok("POST", f"/v1/snapshots/{again['id']}:delete", json={})
+    finally:
+        api.ok("POST", f"/v1/snapshots/{mem['id']}:delete", json={})
+    forked = api.ok("POST", f"/v1/sandboxes/{c}:fork", json={"count": 2})["sandboxes"]
+    sandboxes.ids.extend(f["id"] for f in forked)
+    for f in forked:
+        assert api.sh(f["id"], "cat /workspace/kept.txt") == "kept\n"
+    # The disk snapshot's own deletion does not touch its copies' later restores.
+    other = api.ok("POST", f"/v1/sandboxes/{disk['source']}:snapshot", json={"mode": "disk"})
+    c2 = sandboxes.create(snapshot=other["id"])["id"]
+    api.ok("POST", f"/v1/snapshots/{other['id']}:delete", json={})
+    assert api.ok("POST", f"/v1/sandboxes/{c2}:pause", json={})["state"] == "paused"
+    assert api.ok("POST", f"/v1/sandboxes/{c2}:wake", json={})["state"] == "running"
+    assert api.sh(c2, "cat /workspace/kept.txt") == "kept\n"
+
+
 def test_bad_modes_are_refused_by_name(api, disk):
     for mode in ("Disk", "", "files", 3):
         assert_error(api.post(f"/v1/sandboxes/{disk['source']}:snapshot", json={"mode": mode}), 400,

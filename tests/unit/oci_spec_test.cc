@@ -155,10 +155,10 @@ TEST(OciSpecTest, SysIsReadOnly) {
 TEST(OciSpecTest, AnUpperTarIsAnnotatedOnlyWhenGiven) {
   json plain = BuildOciSpec(Params(2, 2048, 4096), kPaths);
   EXPECT_TRUE(plain.at("annotations").empty());
-  CreateParams p = Params(2, 2048, 4096);
-  p.rootfs_upper_tar = "/var/lib/kiln/snapshots/x/checkpoint/rootfs-upper.tar";
-  json spec = BuildOciSpec(p, kPaths);
-  EXPECT_EQ(spec.at("annotations").at("dev.gvisor.tar.rootfs.upper"), p.rootfs_upper_tar);
+  SpecPaths paths = kPaths;
+  paths.upper_tar = "rootfs-upper.tar";
+  json spec = BuildOciSpec(Params(2, 2048, 4096), paths);
+  EXPECT_EQ(spec.at("annotations").at("dev.gvisor.tar.rootfs.upper"), "rootfs-upper.tar");
 }
 
 }  // namespace
