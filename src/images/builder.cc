@@ -16,12 +16,10 @@
 #include "common/subprocess.h"
 #include "common/time.h"
 #include "common/unique_fd.h"
-#include "engine/agent_client.h"
 #include "images/build_context.h"
 #include "images/copy_step.h"
 #include "images/dockerignore.h"
 #include "images/flatten.h"
-#include "images/image_manager.h"
 #include "images/image_users.h"
 #include "images/recipe.h"
 #include "images/registry_network.h"
@@ -121,9 +119,9 @@ Result<RunAs> Builder::RunAsOf(const std::string& root, const OciConfig& config)
   return r;
 }
 
-Builder::Builder(ImageManager& manager, const ImageRequest& request, std::string image_id,
+Builder::Builder(BuildHost& host, const ImageRequest& request, std::string image_id,
                  std::shared_ptr<BuildLog> log, const std::atomic<bool>& cancelled)
-    : m_(manager),
+    : host_(host),
       req_(request),
       image_id_(std::move(image_id)),
       log_(std::move(log)),
@@ -145,7 +143,7 @@ Status Builder::CheckTime() const {
 Status Builder::CheckSize(const BuiltImage& st) const {
   uint64_t bytes = 0;
   for (const auto& l : st.layers)
-    if (auto info = m_.storage_.Layer(l)) bytes += info->bytes;
+    if (auto info = host_.Layers().Layer(l)) bytes += info->bytes;
   uint64_t max = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
   if (bytes > max)
     return StepFailure("image_too_large",
@@ -153,23 +151,23 @@ Status Builder::CheckSize(const BuiltImage& st) const {
                            " MiB, over build.maxImageMiB (" +
                            std::to_string(req_.build.max_image_mib) + ")",
                        json::object());
-  return m_.CheckQuota();
+  return host_.CheckStoreQuota();
 }
 
 std::optional<LayerId> Builder::Cached(const std::string& key) {
   if (!req_.cache) return std::nullopt;
-  auto text = m_.catalog_.CachedLayer(req_.owner, key);
+  auto text = host_.CachedStep(req_.owner, key);
   std::optional<LayerId> layer = text ? LayerId::Parse(*text) : std::nullopt;
-  if (!layer || !m_.storage_.Layer(*layer)) return std::nullopt;
+  if (!layer || !host_.Layers().Layer(*layer)) return std::nullopt;
   return layer;
 }
 
 void Builder::CacheLayer(const std::string& key, const LayerId& layer) {
-  m_.catalog_.PutCachedLayer(req_.owner, key, layer.str());
+  host_.CacheStep(req_.owner, key, layer);
 }
 
 Result<BuiltImage> Builder::Run() {
-  tmp_dir_ = m_.storage_.TempPath("build-" + image_id_);
+  tmp_dir_ = host_.Layers().TempPath("build-" + image_id_);
   fs::create_directories(tmp_dir_);
   struct Cleanup {
     std::string dir;
@@ -198,7 +196,7 @@ Result<BuiltImage> Builder::Run() {
     built = RunDockerfile(recipe->dockerfile, ctx);
     if (built.ok()) {
       // A recipe installs as root; its image runs as its base's user again.
-      Result<json> base = m_.Resolve(req_.recipe.value("base", "base"), req_.owner);
+      Result<json> base = host_.FindImage(req_.recipe.value("base", "base"), req_.owner);
       if (base.ok()) built->config.user = (*base)["config"].value("user", "");
     }
   } else {
@@ -211,7 +209,7 @@ Result<BuiltImage> Builder::Run() {
         ignore = std::move(*parsed);
       }
       Result<ContextStats> unpacked =
-          UnpackContext(m_.ContextPathOf(req_.owner, *req_.context), ctx, ContextLimits{},
+          UnpackContext(host_.ContextPath(req_.owner, *req_.context), ctx, ContextLimits{},
                         ignore ? &*ignore : nullptr);
       if (!unpacked.ok()) return unpacked.status();
       Say("context: " + std::to_string(unpacked->files) + " files, " +
@@ -323,7 +321,7 @@ Result<BuiltImage> Builder::BaseOf(const Stage& stage, const std::vector<BuiltIm
   if (stage.base_stage) return done.at(slot.at(*stage.base_stage));
   if (stage.base == "scratch") return BuiltImage{};
   // A kiln image first (the key's own or the built-in), then a registry.
-  Result<json> image = m_.Resolve(stage.base, req_.owner);
+  Result<json> image = host_.FindImage(stage.base, req_.owner);
   if (image.ok()) {
     if ((*image)["state"] != "ready")
       return Status(Code::kBuildInProgress, "image " + stage.base + " is not ready");
@@ -342,6 +340,7 @@ Result<BuiltImage> Builder::BaseOf(const Stage& stage, const std::vector<BuiltIm
 }
 
 struct Builder::Skopeo {
+  std::string binary;
   std::unique_ptr<RegistryNetwork> net;  // null: direct (an allowed registry)
   ProcessOutput Run(const std::vector<std::string>& argv, int timeout_ms, size_t max_bytes) {
     return net ? net->Run(argv, timeout_ms, max_bytes) : RunProcess(argv, timeout_ms, max_bytes);
@@ -360,10 +359,12 @@ struct Builder::Skopeo {
 
 Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   std::string layout = tmp_dir_ + "/pull-" + std::to_string(++pulls_);
-  std::vector<std::string> args = {m_.options_.skopeo, "copy",  "--retry-times",   "0",
-                                   "--override-os",    "linux", "--override-arch", "amd64"};
+  RegistryAccess access = host_.Registry(req_.owner, ref);
+  std::vector<std::string> args = {access.skopeo,   "copy",  "--retry-times",   "0",
+                                   "--override-os", "linux", "--override-arch", "amd64"};
   Skopeo skopeo;
-  bool allowed = m_.RegistryAllowed(ref);
+  skopeo.binary = access.skopeo;
+  bool allowed = access.allowed;
   if (!allowed) {
     // An address literal that is refused says so here: skopeo (Go) dials
     // loopback directly, past the proxy, and would only report a refused
@@ -379,8 +380,8 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   }
   if (!allowed) {
     RegistryNetwork::Options o;
-    o.resolver = m_.options_.resolver;
-    o.host = m_.options_.host_addresses;
+    o.resolver = access.resolver;
+    o.host = access.host_addresses;
     Result<std::unique_ptr<RegistryNetwork>> net = RegistryNetwork::Open(o);
     if (!net.ok()) return net.status();
     skopeo.net = std::move(*net);
@@ -388,7 +389,7 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   bool plain_http = allowed && ref.IsLoopback();
   if (plain_http) args.push_back("--src-tls-verify=false");
   std::string authfile;
-  if (auto cred = m_.catalog_.Registry(req_.owner, ref.domain)) {
+  if (const auto& cred = access.credential) {
     authfile = tmp_dir_ + "/auth.json";
     std::string pair = cred->username + ":" + cred->password;
     // Made 0600 by the open itself: never readable by others, not even
@@ -404,7 +405,7 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
   }
   args.push_back("docker://" + ref.String());
   args.push_back("oci:" + layout + ":kiln");
-  held_ = m_.LayersOf(req_.owner);
+  held_ = host_.HeldLayers(req_.owner);
   Result<std::optional<BuiltImage>> stored = AlreadyStored(ref, authfile, skopeo);
   if (!stored.ok() || *stored) {
     if (!authfile.empty()) fs::remove(authfile);
@@ -472,23 +473,23 @@ Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
     // when the store has one of that diff id: unpacking is what proves the
     // blob is that layer (a registry may name another tenant's diff id in
     // its config); AddLayerTar then keeps the stored one.
-    if (held_.count(id) && m_.storage_.Layer(id)) {
+    if (held_.count(id) && host_.Layers().Layer(id)) {
       Say("layer " + shown + ": already stored");
     } else {
       UnpackOptions opts;
       opts.expected_blob_sha256 = layer.digest.hex();
       opts.expected_diff_id = layer.diff_id.hex();
       opts.max_bytes = max;
-      Result<LayerInfo> added = m_.storage_.AddLayerTar(layer.blob_path, opts);
+      Result<LayerInfo> added = host_.Layers().AddLayerTar(layer.blob_path, opts);
       if (!added.ok()) return added.status();
       ++steps_run_;
       held_.insert(id);
       Say("layer " + shown + ": " + std::to_string(added->bytes) + " bytes, " +
           std::to_string(added->files) + " files");
     }
-    m_.Pin(id);
+    host_.PinLayer(id);
     b.layers.push_back(id);
-    if (Status q = m_.CheckQuota(); !q.ok()) return q;
+    if (Status q = host_.CheckStoreQuota(); !q.ok()) return q;
   }
   (void)RemoveTree(layout);
   return b;
@@ -501,7 +502,7 @@ Result<std::optional<BuiltImage>> Builder::AlreadyStored(const ImageRef& ref,
   // image whose layers the requester holds needs only its manifest and
   // config. What the registry sends is untrusted: bounded, hashed, and
   // parsed as a whole pull's would be.
-  std::vector<std::string> base = {m_.options_.skopeo, "inspect", "--raw", "--retry-times", "0"};
+  std::vector<std::string> base = {skopeo.binary, "inspect", "--raw", "--retry-times", "0"};
   if (!skopeo.net && ref.IsLoopback()) base.push_back("--tls-verify=false");
   if (authfile.empty()) {
     base.push_back("--no-creds");
@@ -533,10 +534,10 @@ Result<std::optional<BuiltImage>> Builder::AlreadyStored(const ImageRef& ref,
   BuiltImage b;
   for (const OciLayer& l : image->layers) {
     LayerId id = LayerId::Of(l.diff_id);
-    if (!held_.count(id) || !m_.storage_.Layer(id)) return std::optional<BuiltImage>();
+    if (!held_.count(id) || !host_.Layers().Layer(id)) return std::optional<BuiltImage>();
     b.layers.push_back(id);
   }
-  for (const auto& l : b.layers) m_.Pin(l);
+  for (const auto& l : b.layers) host_.PinLayer(l);
   b.config = image->config;
   b.manifest_digest = manifest_digest;
   Say("every layer of " + ref.String() + " is stored: only its manifest and config fetched");
@@ -559,65 +560,40 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   if (auto hit = Cached(key)) {
     Say("cached");
     ++steps_cached_;
-    m_.Pin(*hit);
+    host_.PinLayer(*hit);
     st.layers.push_back(*hit);
     return Status::Ok();
   }
-  Result<std::string> root = m_.storage_.EnsureRoot(st.layers);
+  Result<std::string> root = host_.Layers().EnsureRoot(st.layers);
   if (!root.ok()) return root.status();
   Result<RunAs> run_as = RunAsOf(*root, st.config);
   if (!run_as.ok()) return run_as.status();
 
-  control::SandboxSpec spec;
-  spec.owner = req_.owner;
-  spec.shape = Shape{req_.build.vcpu, req_.build.memory_mib, req_.build.disk_mib};
+  std::string tar = tmp_dir_ + "/upper-" + std::to_string(*step_) + ".tar";
+  SandboxStep sandbox_step;
+  sandbox_step.owner = req_.owner;
+  sandbox_step.image_id = image_id_;
+  sandbox_step.shape = Shape{req_.build.vcpu, req_.build.memory_mib, req_.build.disk_mib};
   // The build's own deadline ends the step; the sandbox's lease runs a
   // minute past it, so that the step's end is reported as the build's
-  // timeout, not as a sandbox that went away (the Stop below deletes it).
-  spec.timeout_seconds = req_.build.timeout_seconds + 60;
-  spec.labels = {{"kiln.image", image_id_}};
-  spec.image = image_id_;
-  spec.rootfs = *root;
-  spec.run_as = *run_as;
-  spec.network = req_.network;
-  Result<std::shared_ptr<control::Sandbox>> box =
-      m_.sandboxes_.Create(spec, deadline_, [this] { return cancelled_.load(); });
-  if (!box.ok()) return box.status();
-  std::shared_ptr<control::Sandbox> sandbox = *box;
-  struct Stop {
-    ImageManager& m;
-    std::string id;
-    ~Stop() { m.sandboxes_.Delete(id); }
-  } stop{m_, sandbox->id()};
-
-  proto::ExecRequest exec;
-  exec.argv = argv;
-  exec.env = run.build_args;
-  exec.cwd = run_as->workdir;
-  exec.timeout_ms = std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             deadline_ - std::chrono::steady_clock::now())
-                                             .count());
-  engine::AgentClient client(sandbox->channel());
-  engine::ExecRun running = client.Exec(exec);
-  engine::ExecEvent ev;
-  std::optional<proto::ExecExit> exit;
-  for (;;) {
-    if (!running.Next(&ev, 250)) {
-      if (cancelled_) running.Cancel();
-      continue;
-    }
-    if (ev.kind == engine::ExecEvent::kOutput) {
-      log_->Write(ev.stream == 2 ? "stderr" : "stdout", step_, ev.data);
-    } else if (ev.kind == engine::ExecEvent::kExit) {
-      exit = ev.exit;
-      break;
-    } else if (ev.kind == engine::ExecEvent::kError) {
-      if (Status t = CheckTime(); !t.ok()) return t;
-      return ev.error;
-    } else if (ev.kind == engine::ExecEvent::kClosed) {
-      if (Status t = CheckTime(); !t.ok()) return t;
-      return Status(Code::kStartupFailed, "the build sandbox stopped during the step");
-    }
+  // timeout, not as a sandbox that went away.
+  sandbox_step.timeout_seconds = req_.build.timeout_seconds + 60;
+  sandbox_step.network = req_.network;
+  sandbox_step.root = *root;
+  sandbox_step.run_as = *run_as;
+  sandbox_step.argv = argv;
+  sandbox_step.env = run.build_args;
+  sandbox_step.cwd = run_as->workdir;
+  sandbox_step.deadline = deadline_;
+  sandbox_step.output = [this](int stream, std::string_view data) {
+    log_->Write(stream == 2 ? "stderr" : "stdout", step_, std::string(data));
+  };
+  sandbox_step.cancelled = [this] { return cancelled_.load(); };
+  sandbox_step.upper_tar = tar;
+  Result<SandboxStepExit> exit = host_.RunInSandbox(sandbox_step);
+  if (!exit.ok()) {
+    if (Status t = CheckTime(); !t.ok()) return t;
+    return exit.status();
   }
   if (Status t = CheckTime(); !t.ok()) return t;
   if (exit->start_error) {
@@ -633,15 +609,13 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
                            ") failed with " + what,
                        json{{"exitCode", code}, {"logTail", log_->Tail(20)}});
   }
-  std::string tar = tmp_dir_ + "/upper-" + std::to_string(*step_) + ".tar";
-  if (Status s = m_.engine_.ExportUpper(sandbox->id(), tar); !s.ok()) return s;
   UnpackOptions opts;
   opts.skip_prefixes = kNotTheImages;
   opts.max_bytes = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
-  Result<LayerInfo> layer = m_.storage_.AddLayerTar(tar, opts);
+  Result<LayerInfo> layer = host_.Layers().AddLayerTar(tar, opts);
   fs::remove(tar);
   if (!layer.ok()) return layer.status();
-  m_.Pin(layer->id);
+  host_.PinLayer(layer->id);
   CacheLayer(key, layer->id);
   ++steps_run_;
   st.layers.push_back(layer->id);
@@ -669,7 +643,7 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
       if (!other.ok()) return other.status();
       from = std::move(*other);
     }
-    Result<std::string> root = m_.storage_.EnsureRoot(from.layers);
+    Result<std::string> root = host_.Layers().EnsureRoot(from.layers);
     if (!root.ok()) return root.status();
     spec.source_root = *root;
   } else if (req_.dockerignore) {
@@ -690,7 +664,7 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   spec.chmod = copy.chmod;
   spec.add = copy.add;
   spec.max_unpacked_bytes = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
-  Result<std::string> parent_root = m_.storage_.EnsureRoot(st.layers);
+  Result<std::string> parent_root = host_.Layers().EnsureRoot(st.layers);
   if (!parent_root.ok()) return parent_root.status();
   if (copy.chown) {
     Result<ImageUser> u = ResolveImageUser(*parent_root, *copy.chown);
@@ -710,7 +684,7 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   if (auto hit = Cached(key)) {
     Say("cached");
     ++steps_cached_;
-    m_.Pin(*hit);
+    host_.PinLayer(*hit);
     st.layers.push_back(*hit);
     return Status::Ok();
   }
@@ -720,9 +694,9 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
     (void)RemoveTree(layer_dir);
     return copied.status();
   }
-  Result<LayerInfo> layer = m_.storage_.AddLayerDir(layer_dir, *LayerId::Parse(key));
+  Result<LayerInfo> layer = host_.Layers().AddLayerDir(layer_dir, *LayerId::Parse(key));
   if (!layer.ok()) return layer.status();
-  m_.Pin(layer->id);
+  host_.PinLayer(layer->id);
   CacheLayer(key, layer->id);
   ++steps_run_;
   st.layers.push_back(layer->id);
@@ -731,7 +705,7 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
 
 Status Builder::WorkdirStep(BuiltImage& st, const Step& step) {
   (void)step;
-  Result<std::string> root = m_.storage_.EnsureRoot(st.layers);
+  Result<std::string> root = host_.Layers().EnsureRoot(st.layers);
   if (!root.ok()) return root.status();
   if (OpenInRoot(*root, st.config.working_dir, O_RDONLY | O_DIRECTORY).ok()) return Status::Ok();
   // Docker creates a WORKDIR that does not exist: a layer of one directory.
@@ -739,18 +713,18 @@ Status Builder::WorkdirStep(BuiltImage& st, const Step& step) {
       {"op", "workdir"},
       {"parent", ImageStorage::ChainId(st.layers).hex()},
       {"path", st.config.working_dir}}.dump()));
-  if (m_.storage_.Layer(key)) {
+  if (host_.Layers().Layer(key)) {
     st.layers.push_back(key);
-    m_.Pin(key);
+    host_.PinLayer(key);
     return Status::Ok();
   }
   std::string dir = tmp_dir_ + "/workdir-" + std::to_string(*step_);
   std::error_code ec;
   fs::create_directories(dir + CleanPath(st.config.working_dir), ec);
   if (ec) return Status(Code::kIoError, "cannot create WORKDIR: " + ec.message());
-  Result<LayerInfo> layer = m_.storage_.AddLayerDir(dir, key);
+  Result<LayerInfo> layer = host_.Layers().AddLayerDir(dir, key);
   if (!layer.ok()) return layer.status();
-  m_.Pin(key);
+  host_.PinLayer(key);
   st.layers.push_back(key);
   return Status::Ok();
 }

@@ -22,6 +22,7 @@
 
 #include "common/run_as.h"
 #include "common/status.h"
+#include "images/build_host.h"
 #include "images/build_log.h"
 #include "images/dockerfile.h"
 #include "images/image_ref.h"
@@ -29,8 +30,6 @@
 #include "images/oci_layout.h"
 
 namespace kiln::images {
-
-class ImageManager;
 
 // A stage's result so far.
 struct BuiltImage {
@@ -51,7 +50,7 @@ OciConfig ConfigFromJson(const nlohmann::json& j);
 
 class Builder {
  public:
-  Builder(ImageManager& manager, const ImageRequest& request, std::string image_id,
+  Builder(BuildHost& host, const ImageRequest& request, std::string image_id,
           std::shared_ptr<BuildLog> log, const std::atomic<bool>& cancelled);
 
   // Runs the whole build. A failure's details carry what the image's
@@ -89,7 +88,7 @@ class Builder {
   Status CheckSize(const BuiltImage& st) const;
   void Say(const std::string& text) { log_->Line("system", step_, text); }
 
-  ImageManager& m_;
+  BuildHost& host_;
   const ImageRequest& req_;
   std::string image_id_;
   std::shared_ptr<BuildLog> log_;

@@ -30,6 +30,7 @@
 #include "control/sandbox_manager.h"
 #include "egress/resolver.h"
 #include "engine/engine.h"
+#include "images/build_host.h"
 #include "images/build_log.h"
 #include "images/image_ref.h"
 #include "images/image_request.h"
@@ -74,7 +75,7 @@ struct ContextUpload {
   uint64_t size_bytes = 0;
 };
 
-class ImageManager {
+class ImageManager : private BuildHost {
  public:
   // Registers the built-in image, marks builds a stopped daemon left
   // unfinished as failed, and starts the build workers.
@@ -169,8 +170,6 @@ class ImageManager {
   // [{sha256, bytes}]: the layer digests an import here can skip.
   nlohmann::json TransferableLayers();
 
-  ImageStorage& storage() { return storage_; }
-
  private:
   // A build queued or running.
   struct Job {
@@ -200,7 +199,21 @@ class ImageManager {
   // Warms the built-in image once, in the background.
   void WarmBuiltinLater();
 
-  friend class Builder;
+  // BuildHost (image_build_host.cc): what its builds may reach.
+  ImageStorage& Layers() override { return storage_; }
+  void PinLayer(const LayerId& layer) override { Pin(layer); }
+  Status CheckStoreQuota() override { return CheckQuota(); }
+  std::optional<std::string> CachedStep(const std::string& owner, const std::string& key) override;
+  void CacheStep(const std::string& owner, const std::string& key, const LayerId& layer) override;
+  Result<nlohmann::json> FindImage(const std::string& ref, const std::string& owner) override {
+    return Resolve(ref, owner);
+  }
+  std::string ContextPath(const std::string& owner, const Sha256Digest& digest) override {
+    return ContextPathOf(owner, digest);
+  }
+  std::set<LayerId> HeldLayers(const std::string& owner) override { return LayersOf(owner); }
+  RegistryAccess Registry(const std::string& owner, const ImageRef& ref) override;
+  Result<SandboxStepExit> RunInSandbox(const SandboxStep& step) override;
 
   ImageManagerOptions options_;
   store::ImageCatalog& catalog_;

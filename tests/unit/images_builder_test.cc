@@ -1,0 +1,158 @@
+// The builder over a fake BuildHost (images/build_host.h): a real layer
+// store in a temporary directory, an in-memory step cache, one base image,
+// and a RUN that records what it was asked and writes a small upper tar.
+// What RUN does in a real sandbox is tested against kilnd
+// (tests/integration/test_images.py).
+#include "images/builder.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+
+#include "images_test_util.h"
+
+namespace kiln::images {
+namespace {
+
+using nlohmann::json;
+using testing::TarEntry;
+using testing::TempDir;
+using testing::WriteFile;
+using testing::WriteTar;
+
+class FakeBuildHost : public BuildHost {
+ public:
+  explicit FakeBuildHost(const std::string& dir) : storage_(dir + "/store") {
+    std::string base = dir + "/base-layer";
+    WriteFile(base + "/etc/passwd",
+              "root:x:0:0:root:/root:/bin/sh\napp:x:1234:1234::/home/app:/bin/sh\n");
+    WriteFile(base + "/etc/group", "root:x:0:\napp:x:1234:\n");
+    Result<LayerInfo> added = storage_.AddLayerDir(base, base_layer_);
+    EXPECT_TRUE(added.ok()) << added.status().ToString();
+  }
+
+  ImageStorage& Layers() override { return storage_; }
+  void PinLayer(const LayerId& layer) override { pinned.insert(layer.str()); }
+  Status CheckStoreQuota() override { return Status::Ok(); }
+  std::optional<std::string> CachedStep(const std::string& owner, const std::string& key) override {
+    auto it = cache.find(owner + "/" + key);
+    return it == cache.end() ? std::nullopt : std::optional<std::string>(it->second);
+  }
+  void CacheStep(const std::string& owner, const std::string& key, const LayerId& layer) override {
+    cache[owner + "/" + key] = layer.str();
+  }
+  Result<json> FindImage(const std::string& ref, const std::string& /*owner*/) override {
+    if (ref != "base") return Status(Code::kImageNotFound, "image " + ref + " not found");
+    return json{{"state", "ready"},
+                {"layers", {base_layer_.str()}},
+                {"config", {{"user", "app"}, {"workdir", "/home/app"}, {"env", json::object()}}}};
+  }
+  std::string ContextPath(const std::string&, const Sha256Digest& d) override { return d.hex(); }
+  std::set<LayerId> HeldLayers(const std::string&) override { return {base_layer_}; }
+  RegistryAccess Registry(const std::string&, const ImageRef&) override { return {}; }
+  Result<SandboxStepExit> RunInSandbox(const SandboxStep& step) override {
+    runs.push_back(step);
+    if (fail_next) return *std::exchange(fail_next, std::nullopt);
+    step.output(1, "hello from the step\n");
+    SandboxStepExit exit;
+    exit.exit_code = exit_code;
+    if (exit_code == 0)
+      WriteTar(step.upper_tar, {TarEntry{"home/app/made.txt", 'f', "made by RUN\n"}},
+               /*gzip=*/false);
+    return exit;
+  }
+
+  std::map<std::string, std::string> cache;
+  std::set<std::string> pinned;
+  std::vector<SandboxStep> runs;
+  int exit_code = 0;
+  std::optional<Status> fail_next;
+
+ private:
+  LayerId base_layer_ = LayerId::Of(Sha256Digest::Of("fake base"));
+  ImageStorage storage_;
+};
+
+class BuilderTest : public ::testing::Test {
+ protected:
+  BuilderTest() : host_(dir_.path()) {}
+
+  Result<BuiltImage> Build(const std::string& dockerfile) {
+    ImageRequest req;
+    req.owner = "key_a";
+    req.source = ImageSource::kDockerfile;
+    req.dockerfile = dockerfile;
+    req.build.timeout_seconds = 60;
+    log_ = std::make_shared<BuildLog>(dir_.path() + "/build.log");
+    Builder builder(host_, req, "00000000-0000-4000-8000-000000000001", log_, cancelled_);
+    return builder.Run();
+  }
+
+  TempDir dir_;
+  FakeBuildHost host_;
+  std::shared_ptr<BuildLog> log_;
+  std::atomic<bool> cancelled_{false};
+};
+
+TEST_F(BuilderTest, ARunStepRunsAsTheImagesUserOnItsRootAndBecomesALayer) {
+  auto built = Build("FROM base\nRUN echo hi > made.txt\n");
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  ASSERT_EQ(host_.runs.size(), 1u);
+  const SandboxStep& run = host_.runs[0];
+  EXPECT_EQ(run.argv, (std::vector<std::string>{"/bin/sh", "-c", "echo hi > made.txt"}));
+  EXPECT_EQ(run.run_as.uid, 1234u);
+  EXPECT_EQ(run.cwd, "/home/app");
+  EXPECT_EQ(run.owner, "key_a");
+  EXPECT_TRUE(std::filesystem::exists(run.root + "/etc/passwd"));  // the base's root
+  ASSERT_EQ(built->layers.size(), 2u);
+  std::string layer_dir = host_.Layers().LayerDir(built->layers[1]);
+  EXPECT_EQ(testing::ReadFile(layer_dir + "/home/app/made.txt"), "made by RUN\n");
+  EXPECT_TRUE(host_.pinned.count(built->layers[1].str()));
+  EXPECT_EQ(built->steps_run, 1);
+  std::vector<std::string> tail = log_->Tail(5);
+  EXPECT_NE(std::find(tail.begin(), tail.end(), "hello from the step"), tail.end());
+}
+
+TEST_F(BuilderTest, AnUnchangedRunIsTakenFromTheKeysCache) {
+  auto first = Build("FROM base\nRUN echo hi\n");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto again = Build("FROM base\nRUN echo hi\n");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(host_.runs.size(), 1u);  // not run a second time
+  EXPECT_EQ(again->layers, first->layers);
+  EXPECT_EQ(again->steps_run, 0);
+  auto other = Build("FROM base\nRUN echo other\n");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(host_.runs.size(), 2u);
+}
+
+TEST_F(BuilderTest, AFailedRunNamesItsStepExitCodeAndLogAndCachesNothing) {
+  host_.exit_code = 3;
+  auto built = Build("FROM base\nRUN false\n");
+  ASSERT_FALSE(built.ok());
+  const json& d = built.status().details();
+  EXPECT_EQ(d.value("code", ""), "step_failed");
+  EXPECT_EQ(d.value("exitCode", 0), 3);
+  EXPECT_NE(built.status().message().find("exit code 3"), std::string::npos);
+  EXPECT_TRUE(host_.cache.empty());
+}
+
+TEST_F(BuilderTest, ASandboxThatStopsIsTheBuildsError) {
+  host_.fail_next = Status(Code::kStartupFailed, "the build sandbox stopped during the step");
+  auto built = Build("FROM base\nRUN sleep 1\n");
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().code(), Code::kStartupFailed);
+  EXPECT_TRUE(host_.cache.empty());
+}
+
+TEST_F(BuilderTest, AnUnknownBaseIsNotFound) {
+  auto built = Build("FROM nosuch\nRUN true\n");
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().code(), Code::kImageNotFound);
+  EXPECT_TRUE(host_.runs.empty());
+}
+
+}  // namespace
+}  // namespace kiln::images
