@@ -239,7 +239,16 @@ Result<BuiltImage> Builder::Run() {
 }
 
 Result<BuiltImage> Builder::RunDockerfile(const std::string& text, const std::string& context_dir) {
-  Result<Dockerfile> parsed = ParseDockerfile(text, req_.build_args);
+  // `ENV PATH=/x:$PATH` on a kiln image sees that image's PATH, as Docker's
+  // does (a registry base is known only once pulled: its ENV is not seen).
+  BaseScope base_scope = [this](const std::string& base) -> std::optional<BaseConfig> {
+    if (IsRegistryRef(base)) return std::nullopt;
+    Result<json> image = host_.FindImage(base, req_.owner);
+    if (!image.ok() || (*image)["state"] != "ready") return std::nullopt;
+    OciConfig config = ConfigFromJson((*image)["config"]);
+    return BaseConfig{config.env, config.working_dir};
+  };
+  Result<Dockerfile> parsed = ParseDockerfile(text, req_.build_args, {}, base_scope);
   if (!parsed.ok()) return parsed.status();
   Result<std::vector<int>> order = StagesFor(*parsed, req_.target);
   if (!order.ok()) return order.status();

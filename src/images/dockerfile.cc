@@ -145,8 +145,8 @@ const std::set<std::string, std::less<>> kKnown = {
 class Parser {
  public:
   Parser(const std::map<std::string, std::string>& build_args, const DockerfileLimits& limits,
-         char escape)
-      : build_args_(build_args), limits_(limits), escape_(escape) {}
+         char escape, const BaseScope& base_scope)
+      : build_args_(build_args), limits_(limits), escape_(escape), base_scope_(base_scope) {}
 
   Result<Dockerfile> Parse(const std::vector<LogicalLine>& lines) {
     int count = 0;
@@ -364,6 +364,15 @@ class Parser {
     }
     if (!file_.stages.empty()) scopes_.push_back(std::move(scope_));
     scope_ = stage.base_stage ? scopes_[*stage.base_stage] : Scope{};
+    if (!stage.base_stage && base_scope_) {
+      if (std::optional<BaseConfig> base_config = base_scope_(stage.base)) {
+        for (const std::string& kv : base_config->env) {
+          size_t eq = kv.find('=');
+          scope_.env[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+        }
+        if (!base_config->workdir.empty()) scope_.workdir = base_config->workdir;
+      }
+    }
     scope_.args.clear();  // ARGs never cross a FROM
     file_.stages.push_back(std::move(stage));
     return Status::Ok();
@@ -642,6 +651,7 @@ class Parser {
   const std::map<std::string, std::string>& build_args_;
   const DockerfileLimits& limits_;
   const char escape_;
+  const BaseScope& base_scope_;
   int line_ = 0;
   std::string text_;
   std::string instruction_;
@@ -656,7 +666,7 @@ class Parser {
 
 Result<Dockerfile> ParseDockerfile(std::string_view text,
                                    const std::map<std::string, std::string>& build_args,
-                                   const DockerfileLimits& limits) {
+                                   const DockerfileLimits& limits, const BaseScope& base_scope) {
   if (text.size() > limits.max_bytes) {
     return Status(Code::kPayloadTooLarge,
                   "Dockerfile is " + std::to_string(text.size()) + " bytes; the limit is " +
@@ -665,7 +675,7 @@ Result<Dockerfile> ParseDockerfile(std::string_view text,
   }
   auto lines = dockerfile_internal::SplitLines(text);
   if (!lines.ok()) return lines.status();
-  return Parser(build_args, limits, lines->escape).Parse(lines->lines);
+  return Parser(build_args, limits, lines->escape, base_scope).Parse(lines->lines);
 }
 
 Result<std::vector<int>> StagesFor(const Dockerfile& file,

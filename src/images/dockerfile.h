@@ -14,14 +14,16 @@
 // ENTRYPOINT are left alone: the shell expands them at run time, with the ARG
 // values in RunInstr.build_args in its environment. The parser only knows the
 // ENV, WORKDIR and SHELL a stage inherits when its base is an earlier stage;
-// for an external base it starts from empty ENV, WORKDIR "/" and
-// ["/bin/sh", "-c"].
+// for an external base it asks BaseScope (the builder knows kiln's images),
+// and starts from empty ENV, WORKDIR "/" and ["/bin/sh", "-c"] when that has
+// no answer (a registry image, unknown until it is pulled).
 //
 // Everything here is pure and thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -128,6 +130,14 @@ struct Dockerfile {
   std::vector<Stage> stages;
 };
 
+// What an external base image (a FROM that is not an earlier stage) gives
+// the stage built on it: its config's ENV ("K=V") and working directory.
+struct BaseConfig {
+  std::vector<std::string> env;
+  std::string workdir;
+};
+using BaseScope = std::function<std::optional<BaseConfig>(const std::string& base)>;
+
 // max_steps counts every instruction, FROM, global ARGs and HEALTHCHECK included.
 struct DockerfileLimits {
   size_t max_bytes = 256 * 1024;
@@ -139,7 +149,8 @@ struct DockerfileLimits {
 // Code::kPayloadTooLarge for the size limit. An unknown build_arg is not an error.
 Result<Dockerfile> ParseDockerfile(std::string_view text,
                                    const std::map<std::string, std::string>& build_args,
-                                   const DockerfileLimits& limits = {});
+                                   const DockerfileLimits& limits = {},
+                                   const BaseScope& base_scope = nullptr);
 // The stages a build of `target` (default: the last stage) needs, in build order: the target, the
 // stages its FROM and COPY --from name, transitively. Build order is ascending index (a stage only
 // names earlier ones), so the target comes last and unused stages are left out.

@@ -265,6 +265,28 @@ TEST(DockerfileTest, EnvUsesValuesFromBeforeTheInstruction) {
   EXPECT_EQ(std::get<EnvInstr>(steps[2].instruction).vars, (Pairs{{"Z", "new"}}));
 }
 
+TEST(DockerfileTest, AnExternalBaseGivesItsEnvAndWorkdirWhenKnown) {
+  BaseScope scope = [](const std::string& base) -> std::optional<BaseConfig> {
+    if (base != "known") return std::nullopt;
+    return BaseConfig{{"PATH=/usr/bin:/bin", "EMPTY"}, "/home/app"};
+  };
+  auto file = ParseDockerfile(
+      "FROM known\nENV PATH=/opt/tools:$PATH E=${EMPTY-unset}\nWORKDIR sub\n"
+      "FROM known AS second\nFROM other\nENV PATH=/x:$PATH\nWORKDIR sub\n"
+      "FROM second\nENV P=$PATH\n",
+      {}, {}, scope);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const auto& s = file->stages;
+  EXPECT_EQ(std::get<EnvInstr>(s[0].steps[0].instruction).vars,
+            (Pairs{{"PATH", "/opt/tools:/usr/bin:/bin"}, {"E", ""}}));
+  EXPECT_EQ(std::get<WorkdirInstr>(s[0].steps[1].instruction).path, "/home/app/sub");
+  // Unknown (a registry image before its pull): empty, as before.
+  EXPECT_EQ(std::get<EnvInstr>(s[2].steps[0].instruction).vars, (Pairs{{"PATH", "/x:"}}));
+  EXPECT_EQ(std::get<WorkdirInstr>(s[2].steps[1].instruction).path, "/sub");
+  // An earlier stage's own scope, the base's included.
+  EXPECT_EQ(std::get<EnvInstr>(s[3].steps[0].instruction).vars, (Pairs{{"P", "/usr/bin:/bin"}}));
+}
+
 TEST(DockerfileTest, ExpansionInEachExpandedInstruction) {
   std::vector<Step> steps = Steps(
       "FROM a\nARG DIR=/srv\nARG PORT=8080\nENV U=app\n"
