@@ -50,7 +50,9 @@ json SandboxJson(const control::SandboxRecord& r) {
               {"memoryMiB", spec.shape.memory_mib},
               {"diskMiB", spec.shape.disk_mib},
               {"timeoutSeconds", spec.timeout_seconds},
-              {"onLeaseEnd", spec.pause_on_lease_end ? "pause" : "stop"},
+              {"onLeaseEnd", spec.pause_on_lease_end    ? "pause"
+                             : spec.delete_on_lease_end ? "delete"
+                                                        : "stop"},
               {"pausable", spec.pausable},
               {"idlePauseSeconds", spec.idle_pause_seconds},
               {"autoWake", spec.auto_wake},

@@ -34,8 +34,10 @@ control::SandboxSpec ReadCreate(const json& body, CreateExtras* extras) {
   spec.shape_given = {f.has("vcpu"), f.has("memoryMiB"), f.has("diskMiB")};
   spec.timeout_seconds = static_cast<int>(f.Int("timeoutSeconds", contract::kTimeoutSeconds));
   if (auto v = f.String("onLeaseEnd", 16)) {
-    if (*v != "stop" && *v != "pause") f.Issue("onLeaseEnd", "must be \"pause\" or \"stop\"");
+    if (*v != "stop" && *v != "pause" && *v != "delete")
+      f.Issue("onLeaseEnd", "must be \"pause\", \"stop\" or \"delete\"");
     spec.pause_on_lease_end = *v == "pause";
+    spec.delete_on_lease_end = *v == "delete";
   }
   spec.pausable = f.Bool("pausable").value_or(true);
   if (auto v = f.Int("idlePauseSeconds", 0, 86400)) {

@@ -183,13 +183,15 @@ void SandboxManager::Recover() {
   order_.insert(order_.begin(), old_order.begin(), old_order.end());
 }
 
-void SandboxManager::StopInBackground(std::shared_ptr<Sandbox> sandbox, std::string reason) {
+void SandboxManager::StopInBackground(std::shared_ptr<Sandbox> sandbox, std::string reason,
+                                      bool remove) {
   {
     std::lock_guard lock(mu_);
     ++background_stops_;
   }
-  auto work = [this, sandbox, reason] {
+  auto work = [this, sandbox, reason, remove] {
     Stop(sandbox, reason);
+    if (remove) Delete(sandbox->id(), std::nullopt);
     std::lock_guard lock(mu_);
     if (--background_stops_ == 0) background_cv_.notify_all();
   };
@@ -522,6 +524,7 @@ ForkResult SandboxManager::Fork(const std::shared_ptr<Sandbox>& source, const Fo
       spec.idle_pause_seconds = from.idle_pause_seconds;
       spec.auto_wake = from.auto_wake;
       spec.pause_on_lease_end = from.pause_on_lease_end;
+      spec.delete_on_lease_end = from.delete_on_lease_end;
       spec.sudo = from.sudo;
       spec.max_total_cost_micros = from.max_total_cost_micros;
       spec.network = options.network ? options.network : source->network();
@@ -531,6 +534,7 @@ ForkResult SandboxManager::Fork(const std::shared_ptr<Sandbox>& source, const Fo
   for (auto& t : threads) t.join();
   if (!options.keep_snapshot) DeleteSnapshot(snap->id);
   ForkResult result;
+  if (options.keep_snapshot) result.kept = *snap;
   for (auto& m : made) {
     if (m->ok()) {
       result.copies.push_back(std::move(m->value()));

@@ -88,6 +88,7 @@ struct ForkOptions {
 struct ForkResult {
   std::vector<std::shared_ptr<Sandbox>> copies;
   Status status;
+  std::optional<store::SnapshotRecord> kept;  // keep_snapshot: the snapshot kept
 };
 
 // What :update changes; unset members stay as they are.
@@ -249,7 +250,8 @@ class SandboxManager {
   void Save(const Sandbox& sandbox);
   // Stops it on a thread of its own (lease end, death: noticed on threads
   // that must not wait for a runsc delete); the destructor waits for these.
-  void StopInBackground(std::shared_ptr<Sandbox> sandbox, std::string reason);
+  // `remove`: then deleted, as DELETE does (onLeaseEnd "delete").
+  void StopInBackground(std::shared_ptr<Sandbox> sandbox, std::string reason, bool remove = false);
   // Drops a restored copy's start-up CPU weight (once).
   void EndStartupBoost(const std::shared_ptr<Sandbox>& sandbox);
   // Prices the interval since the sandbox's last reading; the ledger row.

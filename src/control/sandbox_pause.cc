@@ -208,7 +208,7 @@ void SandboxManager::EnforceLifetimes(int64_t now) {
         if (pausable && (spec.persistent || spec.pause_on_lease_end))
           PauseInBackground(s, "lease_expired");
         else
-          StopInBackground(s, "lease_expired");
+          StopInBackground(s, "lease_expired", spec.delete_on_lease_end);
       } else if (pausable && spec.idle_pause_seconds > 0 &&
                  s->IdleFor(int64_t{spec.idle_pause_seconds} * 1000, now)) {
         PauseInBackground(s, "idle");

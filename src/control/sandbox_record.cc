@@ -66,7 +66,9 @@ void to_json(json& j, const SandboxRecord& r) {
   j["pausable"] = spec.pausable;
   j["idlePauseSeconds"] = spec.idle_pause_seconds;
   j["autoWake"] = spec.auto_wake;
-  j["onLeaseEnd"] = spec.pause_on_lease_end ? "pause" : "stop";
+  j["onLeaseEnd"] = spec.pause_on_lease_end    ? "pause"
+                    : spec.delete_on_lease_end ? "delete"
+                                               : "stop";
   j["persistent"] = spec.persistent;
   if (spec.max_total_cost_micros) j["maxTotalCostMicros"] = *spec.max_total_cost_micros;
   j["sudo"] = spec.sudo;
@@ -101,6 +103,7 @@ void from_json(const json& j, SandboxRecord& r) {
       JsonIntegerOr<decltype(spec.idle_pause_seconds)>(j, "idlePauseSeconds", 0);
   spec.auto_wake = j.value("autoWake", true);
   spec.pause_on_lease_end = j.value("onLeaseEnd", "stop") == "pause";
+  spec.delete_on_lease_end = j.value("onLeaseEnd", "stop") == "delete";
   spec.persistent = j.value("persistent", false);
   if (j.contains("maxTotalCostMicros"))
     spec.max_total_cost_micros = JsonIntegerAt<int64_t>(j, "maxTotalCostMicros");

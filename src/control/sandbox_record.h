@@ -57,6 +57,8 @@ struct SandboxSpec {
   int idle_pause_seconds = 0;
   bool auto_wake = true;
   bool pause_on_lease_end = false;  // onLeaseEnd "pause" (else "stop")
+  // onLeaseEnd "delete": stopped and deleted (as DELETE) when its lease ends.
+  bool delete_on_lease_end = false;
   // Outlives its lease and a graceful kilnd stop: paused instead of stopped.
   bool persistent = false;
   // Stopped (stopReason lifetime_cap) once its total charge reaches this.

@@ -37,17 +37,19 @@ def checkpoint_dir(state_dir, sid):
 @pytest.fixture(scope="module")
 def lease_ends(api):
     """Three 60 s leases started when the module starts, checked at its end:
-    onLeaseEnd pause, persistent, and the default (stop)."""
+    onLeaseEnd pause, persistent, delete, and the default (stop)."""
     made = {
         "pause": api.create(vcpu=1, memoryMiB=256, timeoutSeconds=60, onLeaseEnd="pause"),
         "persistent": api.create(vcpu=1, memoryMiB=256, timeoutSeconds=60, persistent=True,
                                  onLeaseEnd="stop"),
         "stop": api.create(vcpu=1, memoryMiB=256, timeoutSeconds=60),
+        "delete": api.create(vcpu=1, memoryMiB=256, timeoutSeconds=60, onLeaseEnd="delete"),
     }
+    assert made["delete"]["onLeaseEnd"] == "delete"
     made["started"] = time.monotonic()
     api.sh(made["pause"]["id"], "echo lease > /workspace/lease.txt")
     yield made
-    for k in ("pause", "persistent", "stop"):
+    for k in ("pause", "persistent", "stop", "delete"):
         api.request("DELETE", f"/v1/sandboxes/{made[k]['id']}")
 
 
@@ -222,6 +224,10 @@ def test_lease_end_pauses_when_asked_or_persistent_and_stops_otherwise(api, leas
     assert api.sandbox(lease_ends["persistent"]["id"])["state"] == "paused"
     s = api.sandbox(lease_ends["stop"]["id"])
     assert s["state"] == "stopped" and s["stopReason"] == "lease_expired"
+    # onLeaseEnd "delete" (E2B's kill at its timeout): gone, as after DELETE.
+    gone = lease_ends["delete"]["id"]
+    assert_error(api.get(f"/v1/sandboxes/{gone}"), 404, "not_found")
+    assert gone not in [x["id"] for x in api.ok("GET", "/v1/sandboxes", query={"state": "stopped"})["data"]]
     # Woken, it has a whole lease again and its files.
     w = api.ok("POST", f"/v1/sandboxes/{p['id']}:wake", json={})
     assert w["state"] == "running"
