@@ -106,7 +106,10 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
                             details)
                          .WithRetryAfter(forked.status.retry_after_s()));
     }
-    ex.SendJson(200, json{{"sandboxes", list}});
+    json answer{{"sandboxes", list}};
+    // The snapshot a keepSnapshot fork kept, for the caller to use or delete.
+    if (forked.kept) answer["snapshot"] = WithPool(ctx, *forked.kept);
+    ex.SendJson(200, answer);
   });
 }
 

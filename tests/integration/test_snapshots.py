@@ -96,6 +96,11 @@ def test_fork_keep_snapshot(api, sandboxes, prepared):
     kept = [s for s in api.ok("GET", "/v1/snapshots")["data"]
             if s["sourceSandboxId"] == src and s["id"] != prepared["snap"]["id"]]
     assert len(kept) == 1
+    # The answer names it (the reference client's Morph branch reads it).
+    assert (r["snapshot"]["id"], r["snapshot"]["state"]) == (kept[0]["id"], "ready"), r
+    plain = api.ok("POST", f"/v1/sandboxes/{src}:fork", json={"count": 1})
+    sandboxes.ids.extend(c["id"] for c in plain["sandboxes"])
+    assert "snapshot" not in plain, plain
     api.ok("POST", f"/v1/snapshots/{kept[0]['id']}:delete", json={})
 
 
