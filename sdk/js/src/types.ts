@@ -53,7 +53,7 @@ export interface CreateSandbox {
   memoryMiB?: number;
   diskMiB?: number;
   timeoutSeconds?: number;
-  onLeaseEnd?: "stop" | "pause";
+  onLeaseEnd?: "stop" | "pause" | "delete";
   maxCostMicros?: number;
   /** Start a copy of this snapshot (its shape wins). */
   snapshot?: string;
