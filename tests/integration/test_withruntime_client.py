@@ -26,7 +26,8 @@ Samples run (python.md numbering; xN are the RL shapes):
   s38 snapshot(mode="disk"), create(snapshot=) at its shape and another: files kept, processes not
 
 The client's compatibility layers, image and snapshot paths, as each vendor's
-user writes them (from kiln's built-in "base": no registry pulls, no pip/apt):
+user writes them (from kiln's built-in "base": no registry pulls, no pip/apt;
+run by test_withruntime_layers.py):
   l1 Modal: Image recipe, publish/from_name/from_id, snapshot_filesystem, _experimental_snapshot
   l2 E2B: a template as a named image (name, team/name:tag), create_snapshot full and filesystem
   l3 Daytona: snapshot.create(Image...), create from snapshot name and from Image, create_snapshot
@@ -138,7 +139,9 @@ def _run(python, script, env):
     return done.stdout
 
 
-ON_SHARED = sorted(p.name for p in SAMPLES.glob("*.py") if p.name != "s23_capacity.py")
+# The vendor layers' samples (l*) run from test_withruntime_layers.py, on another worker.
+ON_SHARED = sorted(p.name for p in SAMPLES.glob("*.py")
+                   if p.name != "s23_capacity.py" and not p.name.startswith("l"))
 
 
 @pytest.mark.parametrize("sample", ON_SHARED)
