@@ -1,0 +1,30 @@
+// io's words to the agent's wire structs (src/proto/ops.h) and back: the
+// one place they meet. Only io's own files and its tests include this.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "io/types.h"
+#include "proto/ops.h"
+
+namespace kiln::io {
+
+// `env` (the sandbox's) goes under the command's own variables.
+proto::ExecRequest ToProto(const Command& command, const ExecOptions& options,
+                           const std::map<std::string, std::string>& env);
+proto::ProcStartRequest ToProto(const ProcessSpec& spec,
+                                const std::map<std::string, std::string>& env);
+proto::TerminalSize ToProto(TerminalSize size);
+
+// What the agent said, in io's words. A state, stream or file type this
+// kilnd does not know (an agent that root inside replaced) reads as
+// killed, stdout, other.
+ExitStatus FromProto(const proto::ExecExit& exit);
+TerminalSize FromProto(const proto::TerminalSize& size);
+ProcessInfo FromProto(proto::ProcessInfo info);
+OutputPage FromProto(proto::OutputPage page);
+FileEntry FromProto(proto::FileEntry entry);
+FileStat FromProto(proto::FileStat stat);
+
+}  // namespace kiln::io
