@@ -1,8 +1,9 @@
 // PandaStack's REST API as a second front of kilnd, under /pandastack/v1, so
 // PandaStack's own Python client (PANDASTACK_API=http://HOST:7070/pandastack)
 // drives kiln sandboxes with a kiln key. Every call maps onto kiln's own
-// operations (SandboxManager, AgentClient, ImageManager); this front only
-// reads PandaStack's bodies and renders PandaStack's answers and errors.
+// operations (launch::Launcher, SandboxManager, io::SandboxIo,
+// ImageManager); this front only reads PandaStack's bodies and renders
+// PandaStack's answers and errors.
 // docs/api.md ("PandaStack's client") lists what is served and refused.
 #pragma once
 
@@ -15,7 +16,7 @@
 #include "api/routes.h"
 #include "common/status.h"
 #include "control/sandbox_record.h"
-#include "proto/ops.h"
+#include "io/types.h"
 #include "store/snapshot_store.h"
 
 namespace kiln::api {
@@ -40,7 +41,11 @@ struct CreateRequest {
 CreateRequest ReadCreate(const nlohmann::json& body);
 
 // POST /sandboxes/{id}/exec and /exec/stream: {cmd, timeout_seconds?}.
-proto::ExecRequest ReadExec(const nlohmann::json& body);
+struct ExecRequest {
+  io::Command command;  // a bash command line
+  io::ExecOptions options;
+};
+ExecRequest ReadExec(const nlohmann::json& body);
 
 // PATCH /sandboxes/{id}/lifecycle: {ttl_seconds?, persistent?}.
 struct LifecycleChange {
@@ -71,7 +76,7 @@ nlohmann::json LifecycleJson(const control::SandboxRecord& r, int64_t now_ms);
 // A snapshot: {id, snapshot_id, sandbox_id, template, size_bytes, created_at}.
 nlohmann::json SnapshotJson(const store::SnapshotRecord& r, const std::string& template_name);
 // A directory entry or stat: {name, path, is_dir, size, mode, mtime}.
-nlohmann::json FileInfoJson(const proto::FileEntry& e);
+nlohmann::json FileInfoJson(const io::FileEntry& e);
 // A template from kiln's image record (ImageManager::List's items).
 nlohmann::json TemplateJson(const nlohmann::json& image);
 

@@ -72,8 +72,8 @@ json SnapshotJson(const store::SnapshotRecord& r, const std::string& template_na
               {"expires_at", FormatTime(r.expires_ms)}};
 }
 
-json FileInfoJson(const proto::FileEntry& e) {
-  return json{{"name", e.name}, {"path", e.path}, {"is_dir", e.type == "directory"},
+json FileInfoJson(const io::FileEntry& e) {
+  return json{{"name", e.name}, {"path", e.path}, {"is_dir", e.type == io::FileType::kDirectory},
               {"size", e.size}, {"mode", e.mode}, {"mtime", e.modified_ms / 1000}};
 }
 

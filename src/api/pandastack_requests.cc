@@ -46,17 +46,17 @@ CreateRequest ReadCreate(const json& body) {
   return r;
 }
 
-proto::ExecRequest ReadExec(const json& body) {
+ExecRequest ReadExec(const json& body) {
   FieldReader f(body);
-  proto::ExecRequest r;
+  ExecRequest r;
   auto cmd = f.String("cmd", contract::kCommandMax);
   if (!cmd && !f.has("cmd")) f.Issue("cmd", "is required: a shell command line");
   if (cmd && cmd->empty()) f.Issue("cmd", "must not be empty");
-  r.command = cmd;
+  r.command.command = cmd;
   // kiln's exec timeout bounds, in PandaStack's seconds.
   int64_t max_s = contract::kExecTimeoutMs.max / 1000;
   auto seconds = f.Int("timeout_seconds", 1, max_s);
-  r.timeout_ms = seconds ? *seconds * 1000 : contract::kExecTimeoutMs.def;
+  r.options.timeout_ms = seconds ? *seconds * 1000 : contract::kExecTimeoutMs.def;
   f.Finish();
   return r;
 }

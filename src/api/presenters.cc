@@ -181,25 +181,25 @@ json ImageJson(const json& r, const control::PoolStatus& warm_pool) {
               {"endedAt", ImageTime(r, "endedMs")}};
 }
 
-json FileEntryJson(const proto::FileEntry& e) {
-  json j{{"name", e.name}, {"path", e.path}, {"type", e.type},
+json FileEntryJson(const io::FileEntry& e) {
+  json j{{"name", e.name}, {"path", e.path}, {"type", io::TypeName(e.type)},
          {"size", e.size}, {"mode", e.mode}, {"modifiedAt", FormatTime(e.modified_ms)},
          {"uid", e.uid},   {"gid", e.gid}};
   if (e.symlink_target) j["symlinkTarget"] = *e.symlink_target;
   return j;
 }
 
-json FileStatJson(const proto::FileStat& stat) {
+json FileStatJson(const io::FileStat& stat) {
   json j = stat.exists ? FileEntryJson(stat.entry) : json{{"path", stat.entry.path}};
   j["exists"] = stat.exists;
   return j;
 }
 
-json ProcessJson(const proto::ProcessInfo& p) {
+json ProcessJson(const io::ProcessInfo& p) {
   return json{{"id", p.id},
               {"kind", "process"},
               {"pid", p.pid},
-              {"state", p.state},
+              {"state", io::StateName(p.state)},
               {"exitCode", OrNull(p.exit_code)},
               {"signal", OrNull(p.signal)},
               {"command", p.command},
@@ -215,17 +215,18 @@ json ProcessJson(const proto::ProcessInfo& p) {
               {"pty", p.pty ? json{{"cols", p.pty->cols}, {"rows", p.pty->rows}} : json(nullptr)}};
 }
 
-json OutputPageJson(const proto::OutputPage& page) {
+json OutputPageJson(const io::OutputPage& page) {
   json chunks = json::array();
   for (const auto& c : page.chunks)
-    chunks.push_back(
-        json{{"offset", c.offset}, {"stream", c.stream}, {"data", SanitizeUtf8(c.data)}});
+    chunks.push_back(json{{"offset", c.offset},
+                          {"stream", io::StreamName(c.stream)},
+                          {"data", SanitizeUtf8(c.data)}});
   return json{{"chunks", chunks},
               {"nextCursor", page.next_cursor},
               {"firstOffset", page.first_offset},
               {"droppedBytes", page.dropped_bytes},
               {"complete", page.complete},
-              {"state", page.process.state}};
+              {"state", io::StateName(page.process.state)}};
 }
 
 json ApiKeyJson(const store::ApiKey& k) {

@@ -8,7 +8,7 @@
 #include "control/sandbox.h"
 #include "control/sandbox_manager.h"
 #include "control/warm_pool.h"
-#include "proto/ops.h"
+#include "io/types.h"
 #include "store/key_store.h"
 #include "store/snapshot_store.h"
 
@@ -29,14 +29,14 @@ nlohmann::json DeletedSnapshotJson(const store::SnapshotRecord& record, int64_t 
 // ImageInfo, from an image record (internal keys dropped) and its warm pool.
 nlohmann::json ImageJson(const nlohmann::json& record, const control::PoolStatus& warm_pool);
 
-// FileEntry: the agent's entry, its time as modifiedAt.
-nlohmann::json FileEntryJson(const proto::FileEntry& entry);
+// FileEntry: the sandbox's entry, its time as modifiedAt.
+nlohmann::json FileEntryJson(const io::FileEntry& entry);
 // The answer to files/stat: a FileEntry with exists, or {exists: false, path}.
-nlohmann::json FileStatJson(const proto::FileStat& stat);
+nlohmann::json FileStatJson(const io::FileStat& stat);
 // ProcessInfo.
-nlohmann::json ProcessJson(const proto::ProcessInfo& process);
+nlohmann::json ProcessJson(const io::ProcessInfo& process);
 // ProcessOutputPage: the chunks as (sanitized) text.
-nlohmann::json OutputPageJson(const proto::OutputPage& page);
+nlohmann::json OutputPageJson(const io::OutputPage& page);
 
 // ApiKey: {id, name, admin, dailyLimitMicros|null, createdAt, revokedAt|null}.
 nlohmann::json ApiKeyJson(const store::ApiKey& key);

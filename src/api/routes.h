@@ -11,9 +11,8 @@
 #include "api/stream_limit.h"
 #include "api/validate.h"
 #include "control/sandbox_manager.h"
-#include "engine/agent_client.h"
+#include "io/service.h"
 #include "launch/launcher.h"
-#include "proto/ops.h"
 #include "store/egress_log_store.h"
 #include "store/key_store.h"
 
@@ -26,6 +25,7 @@ namespace kiln::api {
 struct ApiContext {
   control::SandboxManager& sandboxes;
   launch::Launcher& launcher;  // every front's creates (launch/launcher.h)
+  io::Service& io;             // every front's I/O into a sandbox (io/service.h)
   store::KeyStore& keys;
   store::EgressLogStore& egress_log;
   images::ImageManager* images = nullptr;  // null: no image routes (unit tests)
@@ -72,19 +72,17 @@ std::shared_ptr<void> OpenStream(ApiContext& ctx, const control::Sandbox& s);
 // 402 spending_limit_reached once the caller's key spent its daily limit.
 void CheckSpendingLimit(ApiContext& ctx, Exchange& ex);
 
-// Its agent, waking it first if it is paused and autoWake is on; 409
-// not_running unless it runs, 409 sandbox_paused if paused without autoWake.
-// The agent of a running sandbox for `ex`'s caller: a paused one is woken
-// first when its autoWake is on (under the caller's daily spending limit,
-// as an explicit wake is); else ApiError sandbox_paused or not_running.
-engine::AgentClient RunningAgent(ApiContext& ctx, Exchange& ex, const control::Sandbox& s);
+// I/O into `s` for `ex`'s caller (io::Service::Reach): a paused sandbox is
+// woken first when its autoWake is on; else ApiError sandbox_paused or
+// not_running.
+io::SandboxIo RunningIo(ApiContext& ctx, Exchange& ex, const control::Sandbox& s);
 // The daily spending limit, checked before anything that starts sandboxes
 // or lengthens a lease (create, fork, extend, wake, an autoWake).
 void CheckSpendingLimit(ApiContext& ctx, const Caller& caller);
 
-// Reads argv/command, env, cwd of a command body into an agent request,
-// merging the sandbox's env under the command's.
-void ReadCommandFields(FieldReader& f, const control::Sandbox& s, proto::CommandSpec* command);
+// Reads argv/command, env, user, cwd of a command body (io puts the
+// sandbox's env under the command's).
+void ReadCommandFields(FieldReader& f, const control::Sandbox& s, io::Command* command);
 
 // An optional integer query parameter in [min, max]; 400 naming it otherwise.
 int64_t QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max, int64_t def);

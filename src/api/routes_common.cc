@@ -68,30 +68,12 @@ void CheckSpendingLimit(ApiContext& ctx, const Caller& caller) {
   ThrowIfError(ctx.launcher.CheckSpendingLimit(caller.key_id, caller.daily_limit_micros));
 }
 
-engine::AgentClient RunningAgent(ApiContext& ctx, Exchange& ex, const control::Sandbox& s) {
-  auto conn = s.channel();
-  if (!conn) {
-    control::SandboxState st = s.state();
-    bool paused = st == control::SandboxState::kPaused || st == control::SandboxState::kPausing ||
-                  st == control::SandboxState::kResuming;
-    if (paused && !s.spec().auto_wake)
-      throw ApiError(Code::kSandboxPaused,
-                     "sandbox " + s.id() + " is paused and autoWake is off; POST :wake first");
-    // A call on a paused sandbox wakes it first (autoWake), as a wake would.
-    if (paused) {
-      CheckSpendingLimit(ctx, CallerOf(ex));
-      ThrowIfError(s.Wake());
-    }
-    conn = s.channel();
-  }
-  if (!conn || !conn->alive()) {
-    ThrowIfError(s.RequireRunning());
-    throw ApiError(Code::kNotRunning, "sandbox " + s.id() + " is stopping");
-  }
-  return engine::AgentClient(std::move(conn));
+io::SandboxIo RunningIo(ApiContext& ctx, Exchange& ex, const control::Sandbox& s) {
+  const Caller& caller = CallerOf(ex);
+  return ValueOrThrow(ctx.io.Reach(s, {caller.key_id, caller.daily_limit_micros}));
 }
 
-void ReadCommandFields(FieldReader& f, const control::Sandbox& s, proto::CommandSpec* command) {
+void ReadCommandFields(FieldReader& f, const control::Sandbox& s, io::Command* command) {
   auto argv = f.StringList("argv", contract::kArgvMax);
   auto line = f.String("command", contract::kCommandMax);
   if (argv && line) f.Issue("argv", "give either argv or command, not both");
@@ -102,7 +84,6 @@ void ReadCommandFields(FieldReader& f, const control::Sandbox& s, proto::Command
   command->argv = std::move(argv);
   command->command = std::move(line);
   auto env = f.StringMap("env", 256, 256, contract::kCommandEnvValueMax);
-  command->env = s.spec().env;
   if (env) {
     for (auto& [k, v] : *env) {
       if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");

@@ -10,14 +10,15 @@
 
 namespace kiln::api {
 
-using engine::ExecEvent;
+using io::ExecEvent;
+using io::OutputStream;
 using nlohmann::json;
 
 namespace {
 
 struct ExecCall {
-  proto::ExecRequest agent;
-  std::optional<std::string> stdin_bytes;
+  io::Command command;
+  io::ExecOptions options;
   bool stream = false;
   bool base64 = false;
 };
@@ -25,16 +26,16 @@ struct ExecCall {
 ExecCall ReadExec(const json& body, const control::Sandbox& s) {
   FieldReader f(body);
   ExecCall r;
-  ReadCommandFields(f, s, &r.agent);
+  ReadCommandFields(f, s, &r.command);
   auto text = f.String("stdin", contract::kStdinMax);
   auto b64 = f.String("stdinBase64", contract::kStdinBase64Max);
   if (text && b64) f.Issue("stdin", "give either stdin or stdinBase64, not both");
-  if (text) r.stdin_bytes = *text;
+  if (text) r.options.stdin_bytes = *text;
   if (b64) {
-    r.stdin_bytes = Base64Decode(*b64);
-    if (!r.stdin_bytes) f.Issue("stdinBase64", "is not valid base64");
+    r.options.stdin_bytes = Base64Decode(*b64);
+    if (!r.options.stdin_bytes) f.Issue("stdinBase64", "is not valid base64");
   }
-  r.agent.timeout_ms = f.Int("timeoutMs", contract::kExecTimeoutMs);
+  r.options.timeout_ms = f.Int("timeoutMs", contract::kExecTimeoutMs);
   r.stream = f.Bool("stream").value_or(false);
   // kiln's own: a command whose output passes the answer's cap is killed at
   // once (graders: its answer is already wrong, and a flood costs CPU).
@@ -46,76 +47,46 @@ ExecCall ReadExec(const json& body, const control::Sandbox& s) {
   }
   f.Finish();
   // The answer's cap per stream: 64 KiB, or 1 MiB past a 60 s timeout.
-  r.agent.capture_limit = r.stream ? 0 : contract::ExecOutputCap(r.agent.timeout_ms);
-  r.agent.kill_past_limit = stop_at_cap;
+  r.options.capture_cap = r.stream ? 0 : contract::ExecOutputCap(r.options.timeout_ms);
+  r.options.kill_past_cap = stop_at_cap;
   return r;
 }
 
-// When to give up on an answer: the command's own timeout and some grace.
-int64_t AnswerDeadline(const ExecCall& req) {
-  return MonotonicNowMs() + req.agent.timeout_ms + contract::kExecGraceMs;
-}
-
-json ExitFields(const proto::ExecExit& exit) {
+json ExitFields(const io::ExitStatus& exit) {
   return json{{"exitCode", exit.exit_code ? json(*exit.exit_code) : json(nullptr)},
               {"signal", exit.signal ? json(*exit.signal) : json(nullptr)},
               {"timedOut", exit.timed_out},
               {"durationMs", exit.duration_ms}};
 }
 
-void RunJson(Exchange& ex, engine::ExecRun& run, const ExecCall& req) {
-  engine::OutputCapture out(req.agent.capture_limit);
-  std::string pid;
-  int64_t deadline = AnswerDeadline(req);
-  for (ExecEvent ev;;) {
-    int64_t left = deadline - MonotonicNowMs();
-    if (left <= 0)
-      throw ApiError(Code::kAgentTimeout, "the command did not finish within its timeout");
-    if (!run.Next(&ev, static_cast<int>(std::min<int64_t>(left, 250)))) {
-      // Nobody will read the result: stop the command and all it started.
-      if (ex.ClientGone()) return run.Cancel();
-      continue;
-    }
-    switch (ev.kind) {
-      case ExecEvent::kStarted:
-        pid = std::to_string(ev.pid);
-        break;
-      case ExecEvent::kOutput:
-        out.Add(ev.stream, ev.data);
-        break;
-      case ExecEvent::kExit: {
-        json result = ExitFields(ev.exit);
-        result["stdout"] = SanitizeUtf8(out.text(1));
-        result["stderr"] = SanitizeUtf8(out.text(2));
-        result["stdoutTruncated"] = ev.exit.stdout_truncated || out.over(1);
-        result["stderrTruncated"] = ev.exit.stderr_truncated || out.over(2);
-        result["processId"] = pid;
-        return ex.SendJson(200, result);
-      }
-      case ExecEvent::kError:
-        throw ApiError(ev.error);
-      case ExecEvent::kClosed:
-        throw ApiError(Code::kNotRunning, "the sandbox stopped while the command ran");
-    }
-  }
+void RunJson(Exchange& ex, const io::SandboxIo& sandbox, const ExecCall& req) {
+  io::ExecResult run =
+      ValueOrThrow(sandbox.ExecToEnd(req.command, req.options, [&ex] { return ex.ClientGone(); }));
+  if (run.end == io::ExecResult::End::kAbandoned) return;
+  if (run.end == io::ExecResult::End::kDeadline)
+    throw ApiError(Code::kAgentTimeout, "the command did not finish within its timeout");
+  json result = ExitFields(run.exit);
+  result["stdout"] = SanitizeUtf8(run.stdout_data);
+  result["stderr"] = SanitizeUtf8(run.stderr_data);
+  result["stdoutTruncated"] = run.stdout_truncated;
+  result["stderrTruncated"] = run.stderr_truncated;
+  result["processId"] = run.pid ? std::to_string(*run.pid) : "";
+  ex.SendJson(200, result);
 }
 
 // One base64 output event as an NDJSON line. The payload is spliced into the
 // serialized envelope: base64 needs no escaping, and running a 64 KiB chunk
 // through the serializer's character-by-character escaping took most of
 // kilnd's CPU when streaming.
-std::string Base64EventLine(uint8_t channel, uint64_t offset, std::string_view data) {
-  json ev{{"type", channel == 1 ? "stdout" : "stderr"},
-          {"offset", offset},
-          {"base64", true},
-          {"data", ""}};
+std::string Base64EventLine(OutputStream stream, uint64_t offset, std::string_view data) {
+  json ev{{"type", io::StreamName(stream)}, {"offset", offset}, {"base64", true}, {"data", ""}};
   std::string line = ev.dump();
   line.insert(line.find("\"data\":\"\"") + 8, Base64Encode(data));
   line += '\n';
   return line;
 }
 
-void RunStream(Exchange& ex, engine::ExecRun& run, const ExecCall& req) {
+void RunStream(Exchange& ex, io::ExecStream& run, const ExecCall& req) {
   auto line = [&](const json& j) {
     return ex.WriteChunk(j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
   };
@@ -138,7 +109,7 @@ void RunStream(Exchange& ex, engine::ExecRun& run, const ExecCall& req) {
   std::string carry[3];
   uint64_t carry_offset[3] = {0, 0, 0};
   uint64_t offset = 0;
-  int64_t deadline = AnswerDeadline(req);
+  int64_t deadline = io::AnswerDeadline(req.options);
   for (ExecEvent ev;;) {
     if (MonotonicNowMs() > deadline) {
       if (!started) throw ApiError(Code::kAgentTimeout, "the command did not start");
@@ -151,9 +122,9 @@ void RunStream(Exchange& ex, engine::ExecRun& run, const ExecCall& req) {
     if (ev.kind == ExecEvent::kStarted) {
       if (!begin(std::to_string(ev.pid))) return run.Cancel();
     } else if (ev.kind == ExecEvent::kOutput) {
-      uint8_t ch = ev.stream;
+      uint8_t ch = static_cast<uint8_t>(ev.stream);
       if (req.base64) {
-        if (!begin("0") || !ex.WriteChunk(Base64EventLine(ch, offset, ev.data)))
+        if (!begin("0") || !ex.WriteChunk(Base64EventLine(ev.stream, offset, ev.data)))
           return run.Cancel();
         offset += ev.data.size();
         continue;
@@ -163,7 +134,7 @@ void RunStream(Exchange& ex, engine::ExecRun& run, const ExecCall& req) {
       size_t whole = CompleteUtf8Prefix(text);
       carry[ch] = text.substr(whole);
       carry_offset[ch] = first + whole;
-      json out{{"type", ch == 1 ? "stdout" : "stderr"},
+      json out{{"type", io::StreamName(ev.stream)},
                {"offset", first},
                {"data", SanitizeUtf8(std::string_view(text).substr(0, whole))}};
       offset += ev.data.size();
@@ -199,11 +170,12 @@ void AddExecRoutes(Router& r, ApiContext& ctx) {
     ExecCall req = ReadExec(ex.JsonBody(16 << 20), *s);
     std::shared_ptr<void> stream_slot;
     if (req.stream) stream_slot = OpenStream(ctx, *s);
-    engine::ExecRun run = RunningAgent(ctx, ex, *s).Exec(req.agent, req.stdin_bytes);
+    io::SandboxIo sandbox = RunningIo(ctx, ex, *s);
     if (req.stream) {
+      io::ExecStream run = sandbox.Exec(req.command, req.options);
       RunStream(ex, run, req);
     } else {
-      RunJson(ex, run, req);
+      RunJson(ex, sandbox, req);
     }
     ctx.sandboxes.CommandFinished(s);
   });

@@ -22,8 +22,8 @@ constexpr uint64_t kMaxArchive = 1ull << 30;
 // Files up to this size are buffered so the answer can carry a checksum.
 constexpr uint64_t kHashedFile = 8ull << 20;
 
-// Feeds the request body to the agent; returns bytes sent.
-uint64_t PumpBody(Exchange& ex, engine::ContentWriter& to, uint64_t max, std::string first = "") {
+// Feeds the request body to the sandbox; returns bytes sent.
+uint64_t PumpBody(Exchange& ex, io::Upload& to, uint64_t max, std::string first = "") {
   uint64_t total = 0;
   std::string chunk = std::move(first);
   do {
@@ -43,8 +43,8 @@ uint64_t PumpBody(Exchange& ex, engine::ContentWriter& to, uint64_t max, std::st
 }
 
 void ReadContent(ApiContext& ctx, const control::Sandbox& s, Exchange& ex,
-                 const engine::AgentClient& agent, const std::string& path) {
-  engine::ContentReader file = ValueOrThrow(agent.ReadFile(path));
+                 const io::SandboxIo& sandbox, const std::string& path) {
+  io::Download file = ValueOrThrow(sandbox.ReadFile(path));
   std::vector<std::pair<std::string, std::string>> headers = {
       {"x-content-length", std::to_string(file.size())}};
   bool buffered = file.size() <= kHashedFile;
@@ -59,7 +59,7 @@ void ReadContent(ApiContext& ctx, const control::Sandbox& s, Exchange& ex,
     }
   }
   if (!buffered && !ex.BeginStream(200, "application/octet-stream", headers)) return file.Cancel();
-  // A file is read as long as it was when opened (ContentReader cuts it
+  // A file is read as long as it was when opened (Download cuts it
   // there) and the agent refuses what is not a regular file, so whatever an
   // agent (which root inside may replace) sends, kilnd buffers at most
   // kHashedFile.
@@ -162,7 +162,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/sandboxes/{id}/files/content", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
-    ReadContent(ctx, *s, ex, RunningAgent(ctx, ex, *s), path);
+    ReadContent(ctx, *s, ex, RunningIo(ctx, ex, *s), path);
   });
 
   r.Add("PUT", "/v1/sandboxes/{id}/files/content", [&ctx](Exchange& ex) {
@@ -172,9 +172,9 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     if (auto n = ex.content_length(); n && *n > kMaxFile)
       throw ApiError(Code::kPayloadTooLarge,
                      "files are at most 256 MiB; use files/archive for trees");
-    engine::FileWriter file = RunningAgent(ctx, ex, *s).WriteFile(path, mode);
+    io::FileUpload file = RunningIo(ctx, ex, *s).WriteFile(path, mode);
     uint64_t sent = PumpBody(ex, file, kMaxFile);
-    if (ValueOrThrow(file.Finish()).size != sent)
+    if (ValueOrThrow(file.Finish()) != sent)
       throw ApiError(Code::kInternal, "size mismatch writing " + path);
     ex.SendJson(200, json{{"path", path}, {"size", sent}});
   });
@@ -205,7 +205,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
                                : static_cast<int>(contract::kListDepth.def);
     json data = json::array();
     bool truncated = false;
-    for (const auto& e : ValueOrThrow(RunningAgent(ctx, ex, *s).List(path, levels))) {
+    for (const auto& e : ValueOrThrow(RunningIo(ctx, ex, *s).List(path, levels))) {
       std::string_view rel = RelativeTo(path, e.path);
       if (!filter.hidden && HasHiddenSegment(rel)) continue;
       if (filter.glob && !images::GlobMatch(*filter.glob, rel)) continue;
@@ -223,7 +223,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/sandboxes/{id}/files/stat", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
-    ex.SendJson(200, FileStatJson(ValueOrThrow(RunningAgent(ctx, ex, *s).Stat(path))));
+    ex.SendJson(200, FileStatJson(ValueOrThrow(RunningIo(ctx, ex, *s).Stat(path))));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:mkdir", [&ctx](Exchange& ex) {
@@ -233,7 +233,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string path = BodyPath(f, "path");
     bool parents = f.Bool("parents").value_or(true);
     f.Finish();
-    ex.SendJson(200, FileEntryJson(ValueOrThrow(RunningAgent(ctx, ex, *s).Mkdir(path, parents))));
+    ex.SendJson(200, FileEntryJson(ValueOrThrow(RunningIo(ctx, ex, *s).Mkdir(path, parents))));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:remove", [&ctx](Exchange& ex) {
@@ -243,8 +243,8 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string path = BodyPath(f, "path");
     bool recursive = f.Bool("recursive").value_or(false);
     f.Finish();
-    auto removed = ValueOrThrow(RunningAgent(ctx, ex, *s).Remove(path, recursive));
-    ex.SendJson(200, json{{"removed", removed.removed}});
+    bool removed = ValueOrThrow(RunningIo(ctx, ex, *s).Remove(path, recursive));
+    ex.SendJson(200, json{{"removed", removed}});
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:rename", [&ctx](Exchange& ex) {
@@ -256,7 +256,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     bool overwrite = f.Bool("overwrite").value_or(false);
     f.Finish();
     ex.SendJson(200,
-                FileEntryJson(ValueOrThrow(RunningAgent(ctx, ex, *s).Rename(from, to, overwrite))));
+                FileEntryJson(ValueOrThrow(RunningIo(ctx, ex, *s).Rename(from, to, overwrite))));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/files/archive", [&ctx](Exchange& ex) {
@@ -264,7 +264,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     std::string path = QueryPath(ex);
     bool gzip = ex.Query("gzip").value_or("false") == "true";
     auto stream_slot = OpenStream(ctx, *s);
-    engine::ContentReader tar = ValueOrThrow(RunningAgent(ctx, ex, *s).ArchiveGet(path, gzip));
+    io::Download tar = ValueOrThrow(RunningIo(ctx, ex, *s).ArchiveGet(path, gzip));
     if (!ex.BeginStream(200, gzip ? "application/gzip" : "application/x-tar")) return tar.Cancel();
     std::string chunk;
     while (tar.Next(&chunk, 120000)) {
@@ -284,9 +284,9 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     ex.ReadBodyChunk(&first);
     bool gzip = first.size() >= 2 && static_cast<unsigned char>(first[0]) == 0x1f &&
                 static_cast<unsigned char>(first[1]) == 0x8b;
-    engine::ArchiveWriter tar = ValueOrThrow(RunningAgent(ctx, ex, *s).ArchivePut(path, gzip));
+    io::ArchiveUpload tar = ValueOrThrow(RunningIo(ctx, ex, *s).ArchivePut(path, gzip));
     uint64_t sent = PumpBody(ex, tar, kMaxArchive, std::move(first));
-    engine::ArchiveUnpacked done = ValueOrThrow(tar.Finish());
+    io::ArchiveUnpacked done = ValueOrThrow(tar.Finish());
     if (done.exit.exit_code != 0) {
       // A full disk is not a bad archive: tar says ENOSPC, or (gVisor's
       // overlay on a full host disk) that a write came up short.

@@ -15,7 +15,7 @@ void AddCollectors(ApiContext& ctx) {
   metrics::Describe("kiln_build_info", "gauge",
                     "1, labelled with kiln's version and the engine's (runsc) version.");
   metrics::AddCollector("kiln_build_info", [&ctx](const metrics::Emit& emit) {
-    engine::EngineInfo e = ctx.sandboxes.EngineInfo();
+    control::EngineInfo e = ctx.sandboxes.EngineInfo();
     emit({{"version", KILN_VERSION},
           {"engine", e.name},
           {"engine_version", e.version},

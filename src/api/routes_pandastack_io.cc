@@ -1,5 +1,5 @@
 // PandaStack's exec, exec/stream (server-sent events) and /fs routes, on
-// the sandbox's agent (engine::AgentClient), as kiln's own routes use it.
+// io's SandboxIo (io/sandbox_io.h), as kiln's own routes use it.
 #include "api/errors.h"
 #include "api/pandastack_routes.h"
 #include "api/utf8.h"
@@ -8,7 +8,7 @@
 
 namespace kiln::api::pandastack {
 
-using engine::ExecEvent;
+using io::ExecEvent;
 using nlohmann::json;
 
 namespace {
@@ -17,44 +17,25 @@ constexpr uint64_t kMaxFile = 256ull << 20;  // kiln's own files/content limit
 
 // PandaStack's client turns a server error whose message says "timeout"
 // into SandboxTimeout; kiln reports a timed-out command as such.
-Status TimedOut(const proto::ExecRequest& req) {
-  return Status(Code::kAgentTimeout,
-                "command timeout: it ran past its " + std::to_string(req.timeout_ms / 1000) + " s");
+Status TimedOut(const io::ExecOptions& options) {
+  return Status(Code::kAgentTimeout, "command timeout: it ran past its " +
+                                         std::to_string(options.timeout_ms / 1000) + " s");
 }
 
-// When to give up waiting on the agent: the command's timeout and grace.
-int64_t AnswerDeadline(const proto::ExecRequest& req) {
-  return MonotonicNowMs() + req.timeout_ms + contract::kExecGraceMs;
-}
-
-void ExecJson(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& req) {
-  engine::OutputCapture out(req.capture_limit);
-  int64_t deadline = AnswerDeadline(req);
-  for (ExecEvent ev;;) {
-    int64_t left = deadline - MonotonicNowMs();
-    if (left <= 0) throw ApiError(TimedOut(req));
-    if (!run.Next(&ev, static_cast<int>(std::min<int64_t>(left, 250)))) {
-      if (ex.ClientGone()) return run.Cancel();  // nobody reads the result
-      continue;
-    }
-    if (ev.kind == ExecEvent::kOutput) {
-      out.Add(ev.stream, ev.data);
-    } else if (ev.kind == ExecEvent::kExit) {
-      if (ev.exit.timed_out) throw ApiError(TimedOut(req));
-      return ex.SendJson(200, json{{"stdout", SanitizeUtf8(out.text(1))},
-                                   {"stderr", SanitizeUtf8(out.text(2))},
-                                   // A signal's end has no code: -1, the signal named.
-                                   {"exit_code", ev.exit.exit_code.value_or(-1)},
-                                   {"signal", ev.exit.signal ? json(*ev.exit.signal) : json()},
-                                   {"duration_ms", ev.exit.duration_ms},
-                                   {"stdout_truncated", ev.exit.stdout_truncated || out.over(1)},
-                                   {"stderr_truncated", ev.exit.stderr_truncated || out.over(2)}});
-    } else if (ev.kind == ExecEvent::kError) {
-      throw ApiError(ev.error);
-    } else if (ev.kind == ExecEvent::kClosed) {
-      throw ApiError(Code::kNotRunning, "the sandbox stopped while the command ran");
-    }
-  }
+void ExecJson(Exchange& ex, const io::SandboxIo& sandbox, const ExecRequest& req) {
+  io::ExecResult run =
+      ValueOrThrow(sandbox.ExecToEnd(req.command, req.options, [&ex] { return ex.ClientGone(); }));
+  if (run.end == io::ExecResult::End::kAbandoned) return;  // nobody reads the result
+  if (run.end == io::ExecResult::End::kDeadline || run.exit.timed_out)
+    throw ApiError(TimedOut(req.options));
+  ex.SendJson(200, json{{"stdout", SanitizeUtf8(run.stdout_data)},
+                        {"stderr", SanitizeUtf8(run.stderr_data)},
+                        // A signal's end has no code: -1, the signal named.
+                        {"exit_code", run.exit.exit_code.value_or(-1)},
+                        {"signal", run.exit.signal ? json(*run.exit.signal) : json()},
+                        {"duration_ms", run.exit.duration_ms},
+                        {"stdout_truncated", run.stdout_truncated},
+                        {"stderr_truncated", run.stderr_truncated}});
 }
 
 // One server-sent event: "event: NAME" and its JSON data, in ASCII (\u
@@ -64,7 +45,7 @@ std::string Event(const char* name, const json& data) {
          "\ndata: " + data.dump(-1, ' ', true, json::error_handler_t::replace) + "\n\n";
 }
 
-void ExecStream(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& req) {
+void ExecStream(Exchange& ex, io::ExecStream& run, const ExecRequest& req) {
   bool started = false;
   auto begin = [&] {
     if (started) return true;
@@ -79,9 +60,9 @@ void ExecStream(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& re
   };
   // Bytes of a character split across chunks wait for the rest.
   std::string carry[3];
-  int64_t deadline = AnswerDeadline(req);
+  int64_t deadline = io::AnswerDeadline(req.options);
   for (ExecEvent ev;;) {
-    if (MonotonicNowMs() > deadline) return fail(TimedOut(req));
+    if (MonotonicNowMs() > deadline) return fail(TimedOut(req.options));
     if (!run.Next(&ev, 250)) {
       if (ex.ClientGone()) return run.Cancel();
       continue;
@@ -89,7 +70,7 @@ void ExecStream(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& re
     if (ev.kind == ExecEvent::kStarted) {
       if (!begin()) return run.Cancel();
     } else if (ev.kind == ExecEvent::kOutput) {
-      uint8_t ch = ev.stream;
+      uint8_t ch = static_cast<uint8_t>(ev.stream);
       std::string text = carry[ch] + ev.data;
       size_t whole = CompleteUtf8Prefix(text);
       carry[ch] = text.substr(whole);
@@ -98,7 +79,7 @@ void ExecStream(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& re
       if (!begin() || !ex.WriteChunk(Event(ch == 1 ? "stdout" : "stderr", chunk)))
         return run.Cancel();  // the client left: stop the command
     } else if (ev.kind == ExecEvent::kExit) {
-      if (ev.exit.timed_out) return fail(TimedOut(req));
+      if (ev.exit.timed_out) return fail(TimedOut(req.options));
       if (!begin()) return;
       for (uint8_t ch = 1; ch <= 2; ++ch) {
         if (!carry[ch].empty())
@@ -118,24 +99,24 @@ void ExecStream(Exchange& ex, engine::ExecRun& run, const proto::ExecRequest& re
 Handler Exec(ApiContext& ctx, bool stream) {
   return Wrap([&ctx, stream](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    proto::ExecRequest req = ReadExec(ex.JsonBody(contract::kCommandMax + 4096));
-    req.env = s->spec().env;
+    ExecRequest req = ReadExec(ex.JsonBody(contract::kCommandMax + 4096));
     // A JSON answer keeps kiln's cap per stream; a stream has none.
-    req.capture_limit = stream ? 0 : contract::ExecOutputCap(req.timeout_ms);
+    req.options.capture_cap = stream ? 0 : contract::ExecOutputCap(req.options.timeout_ms);
     std::shared_ptr<void> stream_slot;
     if (stream) stream_slot = OpenStream(ctx, *s);
-    engine::ExecRun run = RunningAgent(ctx, ex, *s).Exec(req);
+    io::SandboxIo sandbox = RunningIo(ctx, ex, *s);
     if (stream) {
+      io::ExecStream run = sandbox.Exec(req.command, req.options);
       ExecStream(ex, run, req);
     } else {
-      ExecJson(ex, run, req);
+      ExecJson(ex, sandbox, req);
     }
     ctx.sandboxes.CommandFinished(s);
   });
 }
 
-void ReadFile(Exchange& ex, const engine::AgentClient& agent, const std::string& path) {
-  engine::ContentReader file = ValueOrThrow(agent.ReadFile(path));
+void ReadFile(Exchange& ex, const io::SandboxIo& sandbox, const std::string& path) {
+  io::Download file = ValueOrThrow(sandbox.ReadFile(path));
   if (!ex.BeginStream(200, "application/octet-stream",
                       {{"x-content-length", std::to_string(file.size())}}))
     return file.Cancel();
@@ -148,13 +129,13 @@ void ReadFile(Exchange& ex, const engine::AgentClient& agent, const std::string&
   ex.AbortStream();
 }
 
-json WriteFile(Exchange& ex, const engine::AgentClient& agent, const std::string& path) {
+json WriteFile(Exchange& ex, const io::SandboxIo& sandbox, const std::string& path) {
   if (auto n = ex.content_length(); n && *n > kMaxFile)
     throw ApiError(Code::kPayloadTooLarge, "files are at most 256 MiB");
   // PandaStack's write makes the folders on the way, as kiln's mkdir -p.
   if (size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0)
-    ValueOrThrow(agent.Mkdir(path.substr(0, slash), true));
-  engine::FileWriter file = agent.WriteFile(path, 0644);
+    ValueOrThrow(sandbox.Mkdir(path.substr(0, slash), true));
+  io::FileUpload file = sandbox.WriteFile(path, 0644);
   uint64_t total = 0;
   for (std::string chunk; ex.ReadBodyChunk(&chunk);) {
     total += chunk.size();
@@ -168,16 +149,16 @@ json WriteFile(Exchange& ex, const engine::AgentClient& agent, const std::string
     file.Cancel();
     throw ApiError(Code::kInvalidRequest, "body: the upload ended early");
   }
-  if (ValueOrThrow(file.Finish()).size != total)
+  if (ValueOrThrow(file.Finish()) != total)
     throw ApiError(Code::kInternal, "size mismatch writing " + path);
   return json{{"path", path}, {"size", total}};
 }
 
 // The entries directly in `path` (the agent's listing includes the folder).
-json ListDir(const engine::AgentClient& agent, const std::string& path) {
+json ListDir(const io::SandboxIo& sandbox, const std::string& path) {
   std::string self = path.size() > 1 && path.back() == '/' ? path.substr(0, path.size() - 1) : path;
   json entries = json::array();
-  for (const auto& e : ValueOrThrow(agent.List(path, 1))) {
+  for (const auto& e : ValueOrThrow(sandbox.List(path, 1))) {
     if (e.path != self) entries.push_back(FileInfoJson(e));
   }
   return json{{"path", path}, {"entries", entries}};
@@ -192,21 +173,21 @@ void AddIoRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs", Wrap([&ctx](Exchange& ex) {
           auto s = FindSandbox(ctx, ex);
           auto stream_slot = OpenStream(ctx, *s);
-          ReadFile(ex, RunningAgent(ctx, ex, *s), QueryPath(ex));
+          ReadFile(ex, RunningIo(ctx, ex, *s), QueryPath(ex));
         }));
   r.Add("PUT", "/pandastack/v1/sandboxes/{id}/fs", Wrap([&ctx](Exchange& ex) {
           auto s = FindSandbox(ctx, ex);
           std::string path = QueryPath(ex);
-          ex.SendJson(200, WriteFile(ex, RunningAgent(ctx, ex, *s), path));
+          ex.SendJson(200, WriteFile(ex, RunningIo(ctx, ex, *s), path));
         }));
   r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs/dir", Wrap([&ctx](Exchange& ex) {
           auto s = FindSandbox(ctx, ex);
-          ex.SendJson(200, ListDir(RunningAgent(ctx, ex, *s), QueryPath(ex)));
+          ex.SendJson(200, ListDir(RunningIo(ctx, ex, *s), QueryPath(ex)));
         }));
   r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs/stat", Wrap([&ctx](Exchange& ex) {
           auto s = FindSandbox(ctx, ex);
           std::string path = QueryPath(ex);
-          proto::FileStat st = ValueOrThrow(RunningAgent(ctx, ex, *s).Stat(path));
+          io::FileStat st = ValueOrThrow(RunningIo(ctx, ex, *s).Stat(path));
           if (!st.exists) throw ApiError(Code::kFileNotFound, path + ": no such file or directory");
           ex.SendJson(200, FileInfoJson(st.entry));
         }));

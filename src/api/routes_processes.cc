@@ -12,7 +12,6 @@
 #include "api/validate.h"
 #include "common/base64.h"
 #include "common/contract.h"
-#include "proto/signals.h"
 
 namespace kiln::api {
 
@@ -21,11 +20,10 @@ using nlohmann::json;
 namespace {
 
 // follow=true: NDJSON events until the process ends, by long polls.
-void Follow(Exchange& ex, const engine::AgentClient& agent, const std::string& id,
-            uint64_t cursor) {
+void Follow(Exchange& ex, const io::SandboxIo& sandbox, const std::string& id, uint64_t cursor) {
   bool begun = false;
   for (;;) {
-    proto::OutputPage page = ValueOrThrow(agent.ProcessOutput(id, cursor, 20000, 40000));
+    io::OutputPage page = ValueOrThrow(sandbox.ProcessOutput(id, cursor, 20000, 40000));
     if (!begun) {
       if (!ex.BeginStream(200, "application/x-ndjson")) return;
       begun = true;
@@ -38,18 +36,20 @@ void Follow(Exchange& ex, const engine::AgentClient& agent, const std::string& i
                  .dump() +
              "\n";
     for (const auto& c : page.chunks) {
-      out += json{{"type", c.stream}, {"offset", c.offset}, {"data", SanitizeUtf8(c.data)}}.dump(
-                 -1, ' ', false, json::error_handler_t::replace) +
+      out += json{{"type", io::StreamName(c.stream)},
+                  {"offset", c.offset},
+                  {"data", SanitizeUtf8(c.data)}}
+                 .dump(-1, ' ', false, json::error_handler_t::replace) +
              "\n";
     }
     cursor = page.next_cursor;
     if (page.complete) {
-      const proto::ProcessInfo& p = page.process;
+      const io::ProcessInfo& p = page.process;
       out += json{{"type", "exit"},
                   {"exitCode", p.exit_code ? json(*p.exit_code) : json(nullptr)},
                   {"signal", p.signal ? json(*p.signal) : json(nullptr)},
-                  {"state", p.state},
-                  {"timedOut", p.state == "timed_out"}}
+                  {"state", io::StateName(p.state)},
+                  {"timedOut", p.state == io::ProcessState::kTimedOut}}
                  .dump() +
              "\n";
       ex.WriteChunk(out);
@@ -66,8 +66,8 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     auto s = FindSandbox(ctx, ex);
     json body = ex.JsonBody();
     FieldReader f(body);
-    proto::ProcStartRequest req;
-    ReadCommandFields(f, *s, &req);
+    io::ProcessSpec req;
+    ReadCommandFields(f, *s, &req.command);
     if (auto mode = f.String("stdinMode", 16)) {
       if (*mode != "pipe" && *mode != "none") f.Issue("stdinMode", "must be pipe or none");
       req.stdin_pipe = *mode == "pipe";
@@ -77,13 +77,13 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     req.pty = ReadPtyField(f);
     if (req.pty) req.stdin_pipe = true;
     f.Finish();
-    ex.SendJson(200, ProcessJson(ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessStart(req))));
+    ex.SendJson(200, ProcessJson(ValueOrThrow(RunningIo(ctx, ex, *s).ProcessStart(req))));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/processes", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     json data = json::array();
-    for (const auto& p : ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessList()))
+    for (const auto& p : ValueOrThrow(RunningIo(ctx, ex, *s).ProcessList()))
       data.push_back(ProcessJson(p));
     ex.SendJson(200, json{{"data", data}});
   });
@@ -91,12 +91,12 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/sandboxes/{id}/processes/{pid}", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     ex.SendJson(200,
-                ProcessJson(ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessGet(ex.params["pid"]))));
+                ProcessJson(ValueOrThrow(RunningIo(ctx, ex, *s).ProcessGet(ex.params["pid"]))));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/processes/{pid}/output", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    engine::AgentClient agent = RunningAgent(ctx, ex, *s);
+    io::SandboxIo sandbox = RunningIo(ctx, ex, *s);
     uint64_t cursor = static_cast<uint64_t>(QueryInt(ex, "cursor", 0, INT64_MAX, 0));
     int64_t wait_ms = QueryInt(ex, "waitMs", contract::kOutputWaitMs.min,
                                contract::kOutputWaitMs.max, contract::kOutputWaitMs.def);
@@ -105,11 +105,11 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
       throw InvalidField("query.follow", "must be true or false");
     if (follow == "true") {
       // Check the process exists before answering 200.
-      ValueOrThrow(agent.ProcessGet(ex.params["pid"]));
+      ValueOrThrow(sandbox.ProcessGet(ex.params["pid"]));
       auto stream_slot = OpenStream(ctx, *s);
-      return Follow(ex, agent, ex.params["pid"], cursor);
+      return Follow(ex, sandbox, ex.params["pid"], cursor);
     }
-    ex.SendJson(200, OutputPageJson(ValueOrThrow(agent.ProcessOutput(
+    ex.SendJson(200, OutputPageJson(ValueOrThrow(sandbox.ProcessOutput(
                          ex.params["pid"], cursor, wait_ms, static_cast<int>(wait_ms) + 30000))));
   });
 
@@ -128,16 +128,16 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     if (b64 && !decoded) f.Issue("base64", "is not valid base64");
     f.Finish();
     std::string bytes = b64 ? *decoded : data.value_or("");
-    engine::AgentClient agent = RunningAgent(ctx, ex, *s);
+    io::SandboxIo sandbox = RunningIo(ctx, ex, *s);
     if (at) {
-      uint64_t taken = ValueOrThrow(agent.ProcessGet(ex.params["pid"])).stdin_offset;
+      uint64_t taken = ValueOrThrow(sandbox.ProcessGet(ex.params["pid"])).stdin_offset;
       uint64_t start = static_cast<uint64_t>(*at);
       if (start > taken)
         throw InvalidField("body.offset",
                            "is past the " + std::to_string(taken) + " stdin bytes taken so far");
       bytes.erase(0, std::min<uint64_t>(taken - start, bytes.size()));
     }
-    uint64_t offset = ValueOrThrow(agent.ProcessWrite(ex.params["pid"], bytes, eof));
+    uint64_t offset = ValueOrThrow(sandbox.ProcessWrite(ex.params["pid"], bytes, eof));
     ex.SendJson(200, json{{"offset", offset}});
   });
 
@@ -154,18 +154,18 @@ void AddProcessRoutes(Router& r, ApiContext& ctx) {
     f.Finish();
     ex.SendJson(
         200,
-        ProcessJson(ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessSignal(ex.params["pid"], sig))));
+        ProcessJson(ValueOrThrow(RunningIo(ctx, ex, *s).ProcessSignal(ex.params["pid"], sig))));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/processes/{pid}:resize", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     json body = ex.JsonBody();
     FieldReader f(body);
-    proto::TerminalSize size = ReadTerminalSize(f);
+    io::TerminalSize size = ReadTerminalSize(f);
     f.Finish();
     ex.SendJson(
         200,
-        ProcessJson(ValueOrThrow(RunningAgent(ctx, ex, *s).ProcessResize(ex.params["pid"], size))));
+        ProcessJson(ValueOrThrow(RunningIo(ctx, ex, *s).ProcessResize(ex.params["pid"], size))));
   });
 }
 

@@ -105,7 +105,7 @@ void CheckSpendingLimit(ApiContext& ctx, Exchange& ex) { CheckSpendingLimit(ctx,
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/health", [&ctx](Exchange& ex) {
-    engine::EngineInfo e = ctx.sandboxes.EngineInfo();
+    control::EngineInfo e = ctx.sandboxes.EngineInfo();
     ex.SendJson(200, json{{"ok", true},
                           {"version", KILN_VERSION},
                           {"time", FormatTime(NowMs())},

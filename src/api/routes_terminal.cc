@@ -1,12 +1,13 @@
 // GET /v1/sandboxes/{id}/terminal: an interactive terminal over a WebSocket.
 //
-// The session is a background process on a pseudo-terminal (proc.start with
-// pty), new or attached by processId. Binary frames are terminal bytes both
-// ways; text frames are JSON (api/terminal.h). Keys go in by proc.write, one
-// per client frame, on the connection's thread; output comes out by a long
-// poll on the process's output cursor (proc.output), on a second thread,
-// answered by the agent as soon as the terminal writes. So an echo costs two
-// agent round trips, and nothing polls on a timer while bytes flow.
+// The session is a background process on a pseudo-terminal (a process
+// started with pty), new or attached by processId. Binary frames are
+// terminal bytes both ways; text frames are JSON (api/terminal.h). Keys go
+// in by ProcessWrite, one per client frame, on the connection's thread;
+// output comes out by a long poll on the process's output cursor
+// (ProcessOutput), on a second thread, answered by the agent as soon as the
+// terminal writes. So an echo costs two agent round trips, and nothing
+// polls on a timer while bytes flow.
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -61,21 +62,21 @@ class TerminalSession {
     using std::chrono::steady_clock;
     auto deadline = steady_clock::now() + std::chrono::seconds(2);
     for (int round = 0; steady_clock::now() < deadline; ++round) {
-      if (round % 10 == 0) (void)agent_->ProcessSignal(id_, "SIGHUP");
+      if (round % 10 == 0) (void)io_->ProcessSignal(id_, "SIGHUP");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      auto info = agent_->ProcessGet(id_);
-      if (!info.ok() || info->state != "running") return;
+      auto info = io_->ProcessGet(id_);
+      if (!info.ok() || info->state != io::ProcessState::kRunning) return;
     }
-    (void)agent_->ProcessSignal(id_, "SIGKILL");
+    (void)io_->ProcessSignal(id_, "SIGKILL");
   }
 
   // Starts or finds the process; throws ApiError for the client to read.
   void Open() {
     auto sandbox = FindSandbox(ctx_, ex_);
-    agent_.emplace(RunningAgent(ctx_, ex_, *sandbox));
-    std::optional<proto::TerminalSize> size;
+    io_.emplace(RunningIo(ctx_, ex_, *sandbox));
+    std::optional<io::TerminalSize> size;
     if (ex_.Query("cols") || ex_.Query("rows"))
-      size = proto::TerminalSize{
+      size = io::TerminalSize{
           .cols = static_cast<int>(QueryInt(ex_, "cols", 1, kTerminalMaxCells, 80)),
           .rows = static_cast<int>(QueryInt(ex_, "rows", 1, kTerminalMaxCells, 24))};
     if (auto user = ex_.Query("user"); user && *user != "sandbox")
@@ -84,27 +85,27 @@ class TerminalSession {
     if (auto pid = ex_.Query("processId")) {
       if (ex_.Query("command") || ex_.Query("cwd"))
         throw InvalidField("query.processId", "give either processId or command/cwd, not both");
-      proto::ProcessInfo info = ValueOrThrow(agent_->ProcessGet(*pid));
+      io::ProcessInfo info = ValueOrThrow(io_->ProcessGet(*pid));
       if (!info.pty)
         throw ApiError(Code::kInvalidRequest,
                        "process " + *pid + " has no terminal (start it with pty)");
-      if (size && info.state == "running") ValueOrThrow(agent_->ProcessResize(*pid, *size));
+      if (size && info.state == io::ProcessState::kRunning)
+        ValueOrThrow(io_->ProcessResize(*pid, *size));
       id_ = info.id;
       uint64_t end = info.output_bytes;
       cursor_ = std::max(info.first_offset, end > kAttachReplay ? end - kAttachReplay : 0);
       return;
     }
-    proto::ProcStartRequest req;
-    req.env = sandbox->spec().env;
+    io::ProcessSpec req;  // io puts the sandbox's env under it
     if (auto command = ex_.Query("command"); command && !command->empty()) {
       if (command->find('\0') != std::string::npos)
         throw InvalidField("query.command", "must not contain a NUL byte");
-      req.command = *command;
+      req.command.command = *command;
     }
-    if (ex_.Query("cwd")) req.cwd = QueryPath(ex_, "cwd");
+    if (ex_.Query("cwd")) req.command.cwd = QueryPath(ex_, "cwd");
     req.pty = size.value_or(kDefaultTerminalSize);
     req.stdin_pipe = true;
-    proto::ProcessInfo info = ValueOrThrow(agent_->ProcessStart(req));
+    io::ProcessInfo info = ValueOrThrow(io_->ProcessStart(req));
     id_ = info.id;
     started_ = true;
   }
@@ -112,7 +113,7 @@ class TerminalSession {
   void OnMessage(std::string_view data, bool binary) {
     if (binary) {
       if (data.empty()) return;
-      auto written = agent_->ProcessWrite(id_, data, false);
+      auto written = io_->ProcessWrite(id_, data, false);
       // Keys typed after the shell exited are dropped; the exit frame follows.
       if (!written.ok() && written.status().code() != Code::kStdinClosed)
         ws_.Send(TerminalErrorFrame(written.status()), false);
@@ -123,7 +124,7 @@ class TerminalSession {
       ws_.Send(TerminalErrorFrame(Status(Code::kInvalidRequest, control.error)), false);
       return;
     }
-    auto resized = agent_->ProcessResize(id_, *control.resize);
+    auto resized = io_->ProcessResize(id_, *control.resize);
     if (!resized.ok() && !ended_) ws_.Send(TerminalErrorFrame(resized.status()), false);
   }
 
@@ -131,8 +132,8 @@ class TerminalSession {
   // agent fails.
   void Pump(std::stop_token stop) {
     while (!stop.stop_requested()) {
-      auto page = agent_->ProcessOutput(id_, cursor_, kOutputWaitMs,
-                                        static_cast<int>(kOutputWaitMs) + 30000);
+      auto page =
+          io_->ProcessOutput(id_, cursor_, kOutputWaitMs, static_cast<int>(kOutputWaitMs) + 30000);
       if (!page.ok()) {
         if (stop.stop_requested()) return;
         return Fail(page.status());
@@ -159,7 +160,7 @@ class TerminalSession {
   ApiContext& ctx_;
   Exchange& ex_;
   WebSocket& ws_;
-  std::optional<engine::AgentClient> agent_;
+  std::optional<io::SandboxIo> io_;
   std::string id_;
   uint64_t cursor_ = 0;
   bool started_ = false;            // this session started the process

@@ -24,7 +24,7 @@ std::string Lower(std::string_view s) {
 
 }  // namespace
 
-std::optional<proto::TerminalSize> ReadPtyField(FieldReader& f) {
+std::optional<io::TerminalSize> ReadPtyField(FieldReader& f) {
   const json* v = f.Raw("pty");
   if (!v || v->is_null() || (v->is_boolean() && !v->get<bool>())) return std::nullopt;
   if (v->is_boolean()) return kDefaultTerminalSize;
@@ -32,7 +32,7 @@ std::optional<proto::TerminalSize> ReadPtyField(FieldReader& f) {
     f.Issue("pty", "must be true, false or an object {cols, rows}");
     return std::nullopt;
   }
-  proto::TerminalSize size = kDefaultTerminalSize;
+  io::TerminalSize size = kDefaultTerminalSize;
   for (const auto& [key, value] : v->items()) {
     if (key != "cols" && key != "rows") {
       f.Issue("pty." + key, "is not a known field (cols, rows)");
@@ -47,8 +47,8 @@ std::optional<proto::TerminalSize> ReadPtyField(FieldReader& f) {
   return size;
 }
 
-proto::TerminalSize ReadTerminalSize(FieldReader& f) {
-  proto::TerminalSize size;
+io::TerminalSize ReadTerminalSize(FieldReader& f) {
+  io::TerminalSize size;
   auto cols = f.Int("cols", 1, kTerminalMaxCells);
   auto rows = f.Int("rows", 1, kTerminalMaxCells);
   if (!cols && !f.has("cols")) f.Issue("cols", "is required");
@@ -81,7 +81,7 @@ TerminalControl ParseTerminalControl(std::string_view text) {
       return out;
     }
   }
-  out.resize = proto::TerminalSize{.cols = j["cols"].get<int>(), .rows = j["rows"].get<int>()};
+  out.resize = io::TerminalSize{.cols = j["cols"].get<int>(), .rows = j["rows"].get<int>()};
   return out;
 }
 
@@ -89,11 +89,11 @@ std::string TerminalReadyFrame(const std::string& process_id) {
   return json{{"type", "ready"}, {"processId", process_id}}.dump();
 }
 
-std::string TerminalExitFrame(const proto::ProcessInfo& info) {
+std::string TerminalExitFrame(const io::ProcessInfo& info) {
   return json{{"type", "exit"},
               {"exitCode", info.exit_code ? json(*info.exit_code) : json(nullptr)},
               {"signal", info.signal ? json(*info.signal) : json(nullptr)},
-              {"state", info.state}}
+              {"state", io::StateName(info.state)}}
       .dump();
 }
 

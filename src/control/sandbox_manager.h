@@ -30,6 +30,9 @@
 
 namespace kiln::control {
 
+// What runs the sandboxes (runsc and its version), as the fronts see it.
+using EngineInfo = engine::EngineInfo;
+
 struct ListFilter {
   std::vector<SandboxState> states;                         // any of; empty = live ones
   std::vector<std::pair<std::string, std::string>> labels;  // all must match

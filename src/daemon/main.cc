@@ -36,6 +36,7 @@
 #include "egress/egress.h"
 #include "engine/runsc_engine.h"
 #include "images/image_manager.h"
+#include "io/service.h"
 #include "store/db.h"
 #include "store/egress_log_store.h"
 #include "store/idempotency_store.h"
@@ -266,7 +267,11 @@ int main(int argc, char** argv) {
   kiln::api::StreamLimiter streams(flags.max_streams_per_sandbox);
   kiln::api::RateLimiter rate_limiter({flags.rate_limit, flags.rate_burst});
   kiln::launch::Launcher launcher(sandboxes, &images);
-  kiln::api::ApiContext ctx{sandboxes, launcher, keys, egress_log, &images, &streams};
+  // An autoWake is charged as a wake is: under the launcher's spending check.
+  kiln::io::Service io([&launcher](const std::string& key, std::optional<int64_t> limit) {
+    return launcher.CheckSpendingLimit(key, limit);
+  });
+  kiln::api::ApiContext ctx{sandboxes, launcher, io, keys, egress_log, &images, &streams};
   kiln::api::Router router;
   kiln::api::AddSandboxRoutes(router, ctx);
   kiln::api::AddExecRoutes(router, ctx);

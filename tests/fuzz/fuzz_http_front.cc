@@ -26,6 +26,7 @@
 #include "control/sandbox_manager.h"
 #include "fakes/fake_engine.h"
 #include "fuzz_util.h"
+#include "io/service.h"
 #include "store/db.h"
 #include "store/egress_log_store.h"
 #include "store/idempotency_store.h"
@@ -187,7 +188,10 @@ struct World {
       control::ManagerDeps{engine, "/fake/rootfs", snapshots, records, usage, capacity, nullptr},
       control::ManagerOptions{});
   launch::Launcher launcher{*manager, nullptr};
-  api::ApiContext ctx{*manager, launcher, keys, egress_log, nullptr};
+  io::Service io{[this](const std::string& key, std::optional<int64_t> limit) {
+    return launcher.CheckSpendingLimit(key, limit);
+  }};
+  api::ApiContext ctx{*manager, launcher, io, keys, egress_log, nullptr};
   api::Router router;
   std::unique_ptr<api::ApiFront> front;
   std::string secret;

@@ -64,11 +64,12 @@ TEST(PandaStackTest, VolumesAreRefusedAsAFeature) {
 }
 
 TEST(PandaStackTest, ExecIsAShellLineWithSecondsTimeout) {
-  proto::ExecRequest r = ReadExec(json{{"cmd", "echo hi"}, {"timeout_seconds", 5}});
-  EXPECT_EQ(r.command, "echo hi");
-  EXPECT_FALSE(r.argv);
-  EXPECT_EQ(r.timeout_ms, 5000);
-  EXPECT_EQ(ReadExec(json{{"cmd", "true"}}).timeout_ms, contract::kExecTimeoutMs.def);
+  ExecRequest r = ReadExec(json{{"cmd", "echo hi"}, {"timeout_seconds", 5}});
+  EXPECT_EQ(r.command.command, "echo hi");
+  EXPECT_FALSE(r.command.argv);
+  EXPECT_TRUE(r.command.env.empty());  // io puts the sandbox's under it
+  EXPECT_EQ(r.options.timeout_ms, 5000);
+  EXPECT_EQ(ReadExec(json{{"cmd", "true"}}).options.timeout_ms, contract::kExecTimeoutMs.def);
   EXPECT_THROW(ReadExec(json::object()), ApiError);
   EXPECT_THROW(ReadExec(json{{"cmd", "true"}, {"timeout_seconds", 0}}), ApiError);
   EXPECT_THROW(ReadExec(json{{"cmd", ""}}), ApiError);
@@ -133,10 +134,10 @@ TEST(PandaStackTest, LifecycleIsTheLeaseLeft) {
 }
 
 TEST(PandaStackTest, FilesSnapshotsTemplates) {
-  proto::FileEntry e;
+  io::FileEntry e;
   e.name = "a";
   e.path = "/w/a";
-  e.type = "directory";
+  e.type = io::FileType::kDirectory;
   e.size = 4096;
   e.mode = "755";
   e.modified_ms = 5500;

@@ -98,51 +98,53 @@ TEST(PresentersTest, SnapshotWithPoolAndDeleted) {
 }
 
 TEST(PresentersTest, FileEntryAndStat) {
-  proto::FileEntry e{.name = "a",
-                     .path = "/w/a",
-                     .type = "file",
-                     .size = 3,
-                     .mode = "644",
-                     .modified_ms = 1500,
-                     .uid = 1000,
-                     .gid = 1000};
+  io::FileEntry e{.name = "a",
+                  .path = "/w/a",
+                  .type = io::FileType::kFile,
+                  .size = 3,
+                  .mode = "644",
+                  .modified_ms = 1500,
+                  .uid = 1000,
+                  .gid = 1000};
   EXPECT_EQ(FileEntryJson(e), json::parse(R"({"name": "a", "path": "/w/a", "type": "file",
       "size": 3, "mode": "644", "modifiedAt": "1970-01-01T00:00:01.500Z", "uid": 1000,
       "gid": 1000})"));
   e.symlink_target = "/t";
   EXPECT_EQ(FileEntryJson(e)["symlinkTarget"], "/t");
-  json present = FileStatJson(proto::FileStat{.exists = true, .entry = e});
+  json present = FileStatJson(io::FileStat{.exists = true, .entry = e});
   EXPECT_EQ(present["exists"], true);
   EXPECT_EQ(present["modifiedAt"], "1970-01-01T00:00:01.500Z");
-  EXPECT_EQ(FileStatJson(proto::FileStat{.exists = false, .entry = {.path = "/gone"}}),
+  EXPECT_EQ(FileStatJson(io::FileStat{.exists = false, .entry = {.path = "/gone"}}),
             (json{{"exists", false}, {"path", "/gone"}}));
 }
 
 TEST(PresentersTest, ProcessAndOutputPage) {
-  proto::ProcessInfo p{.id = "p1",
-                       .seq = 1,
-                       .pid = 7,
-                       .state = "running",
-                       .command = "sleep 1",
-                       .argv = {"sleep", "1"},
-                       .cwd = "/workspace",
-                       .started_ms = 0};
+  io::ProcessInfo p{.id = "p1",
+                    .seq = 1,
+                    .pid = 7,
+                    .state = io::ProcessState::kRunning,
+                    .command = "sleep 1",
+                    .argv = {"sleep", "1"},
+                    .cwd = "/workspace",
+                    .started_ms = 0};
   json j = ProcessJson(p);
   EXPECT_EQ(j["kind"], "process");
+  EXPECT_EQ(j["state"], "running");
   EXPECT_EQ(j["startedAt"], "1970-01-01T00:00:00.000Z");
   EXPECT_TRUE(j["endedAt"].is_null());
   EXPECT_TRUE(j["exitCode"].is_null());
   EXPECT_FALSE(j.contains("seq"));
-  p.state = "exited";
+  p.state = io::ProcessState::kExited;
   p.exit_code = 0;
   p.ended_ms = 2000;
   j = ProcessJson(p);
   EXPECT_EQ(j["exitCode"], 0);
   EXPECT_EQ(j["endedAt"], "1970-01-01T00:00:02.000Z");
-  proto::OutputPage page{.chunks = {{.offset = 4, .stream = "stderr", .data = "x\xff"}},
-                         .next_cursor = 6,
-                         .complete = true,
-                         .process = p};
+  io::OutputPage page{
+      .chunks = {{.offset = 4, .stream = io::OutputStream::kStderr, .data = "x\xff"}},
+      .next_cursor = 6,
+      .complete = true,
+      .process = p};
   json out = OutputPageJson(page);
   EXPECT_EQ(out["chunks"][0], (json{{"offset", 4}, {"stream", "stderr"}, {"data", "x\ufffd"}}));
   EXPECT_EQ(out["state"], "exited");

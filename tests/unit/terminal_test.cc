@@ -12,6 +12,7 @@
 #include "api/validate.h"
 #include "cli/terminal_client.h"
 #include "cli/url.h"
+#include "io/types.h"
 #include "proto/ops.h"
 
 namespace kiln {
@@ -35,7 +36,7 @@ TEST(TerminalFieldsTest, PtyTrueIs80x24AndFalseOrAbsentIsNone) {
   api::FieldReader f(body);
   auto size = api::ReadPtyField(f);
   ASSERT_TRUE(size);
-  EXPECT_EQ(*size, (proto::TerminalSize{.cols = 80, .rows = 24}));
+  EXPECT_EQ(*size, (io::TerminalSize{.cols = 80, .rows = 24}));
   EXPECT_TRUE(IssuePaths(f).empty());
 
   for (json off : {json{{"pty", false}}, json{{"pty", nullptr}}, json::object()}) {
@@ -48,12 +49,12 @@ TEST(TerminalFieldsTest, PtyTrueIs80x24AndFalseOrAbsentIsNone) {
 TEST(TerminalFieldsTest, PtyObjectTakesColsAndRowsInRange) {
   json body = {{"pty", {{"cols", 132}, {"rows", 43}}}};
   api::FieldReader f(body);
-  EXPECT_EQ(*api::ReadPtyField(f), (proto::TerminalSize{.cols = 132, .rows = 43}));
+  EXPECT_EQ(*api::ReadPtyField(f), (io::TerminalSize{.cols = 132, .rows = 43}));
   EXPECT_TRUE(IssuePaths(f).empty());
 
   json half = {{"pty", {{"rows", 10}}}};  // a missing member keeps its default
   api::FieldReader h(half);
-  EXPECT_EQ(*api::ReadPtyField(h), (proto::TerminalSize{.cols = 80, .rows = 10}));
+  EXPECT_EQ(*api::ReadPtyField(h), (io::TerminalSize{.cols = 80, .rows = 10}));
 }
 
 TEST(TerminalFieldsTest, BadPtyValuesNameTheField) {
@@ -76,7 +77,7 @@ TEST(TerminalFieldsTest, BadPtyValuesNameTheField) {
 TEST(TerminalFieldsTest, ResizeNeedsBothSizesInRange) {
   json ok = {{"cols", 1000}, {"rows", 1}};
   api::FieldReader f(ok);
-  EXPECT_EQ(api::ReadTerminalSize(f), (proto::TerminalSize{.cols = 1000, .rows = 1}));
+  EXPECT_EQ(api::ReadTerminalSize(f), (io::TerminalSize{.cols = 1000, .rows = 1}));
   EXPECT_TRUE(IssuePaths(f).empty());
 
   json missing = json::object();
@@ -93,7 +94,7 @@ TEST(TerminalFieldsTest, ResizeNeedsBothSizesInRange) {
 TEST(TerminalFramesTest, ResizeFrameIsTheOnlyKnownControl) {
   auto c = api::ParseTerminalControl(R"({"type":"resize","cols":100,"rows":30})");
   ASSERT_TRUE(c.resize) << c.error;
-  EXPECT_EQ(*c.resize, (proto::TerminalSize{.cols = 100, .rows = 30}));
+  EXPECT_EQ(*c.resize, (io::TerminalSize{.cols = 100, .rows = 30}));
 
   for (std::string bad : {"not json", "[1]", R"({"cols":1})", R"({"type":"ping"})",
                           R"({"type":"resize","cols":0,"rows":5})", R"({"type":"resize","cols":5})",
@@ -107,7 +108,7 @@ TEST(TerminalFramesTest, ResizeFrameIsTheOnlyKnownControl) {
 TEST(TerminalFramesTest, ServerFramesAreWhatClientsRead) {
   EXPECT_EQ(json::parse(api::TerminalReadyFrame("p3")),
             (json{{"type", "ready"}, {"processId", "p3"}}));
-  proto::ProcessInfo exited{.id = "p3", .state = "exited", .exit_code = 3};
+  io::ProcessInfo exited{.id = "p3", .state = io::ProcessState::kExited, .exit_code = 3};
   EXPECT_EQ(json::parse(api::TerminalExitFrame(exited)),
             (json{{"type", "exit"}, {"exitCode", 3}, {"signal", nullptr}, {"state", "exited"}}));
   json err = json::parse(api::TerminalErrorFrame(Status(Code::kNotFound, "no process 'p9'")));
@@ -119,7 +120,7 @@ TEST(TerminalFramesTest, ServerFramesAreWhatClientsRead) {
   EXPECT_EQ(ready.kind, cli::TerminalEvent::kReady);
   EXPECT_EQ(ready.process_id, "p3");
   EXPECT_EQ(cli::ParseTerminalEvent(api::TerminalExitFrame(exited)).exit_status, 3);
-  proto::ProcessInfo hung{.id = "p4", .state = "killed", .signal = "SIGHUP"};
+  io::ProcessInfo hung{.id = "p4", .state = io::ProcessState::kKilled, .signal = "SIGHUP"};
   auto killed = cli::ParseTerminalEvent(api::TerminalExitFrame(hung));
   EXPECT_EQ(killed.kind, cli::TerminalEvent::kExit);
   EXPECT_EQ(killed.exit_status, 129);
