@@ -45,16 +45,6 @@ Result<json> AckingStream::First(int timeout_ms) {
   return json(nullptr);
 }
 
-void OutputCapture::Add(uint8_t stream, std::string_view data) {
-  std::string& o = out_[stream & 3];
-  uint64_t room = cap_ > o.size() ? cap_ - o.size() : 0;
-  if (data.size() > room) {
-    over_[stream & 3] = true;
-    data = data.substr(0, room);
-  }
-  o.append(data);
-}
-
 bool ExecRun::Next(ExecEvent* ev, int timeout_ms) {
   *ev = ExecEvent();
   if (over_) return true;  // kClosed

@@ -57,25 +57,6 @@ struct ExecEvent {
   Status error;          // kError
 };
 
-// A command's output collected for one JSON answer, held to the cap the
-// request gave the agent (proto::ExecRequest::capture_limit): the agent
-// truncates there, and kilnd keeps no more whatever an agent that root
-// inside replaced sends.
-class OutputCapture {
- public:
-  explicit OutputCapture(uint64_t cap) : cap_(cap) {}
-  // Keeps what fits of `data` (stream 1 stdout, 2 stderr).
-  void Add(uint8_t stream, std::string_view data);
-  const std::string& text(uint8_t stream) const { return out_[stream & 3]; }
-  // Output was dropped here, past the cap.
-  bool over(uint8_t stream) const { return over_[stream & 3]; }
-
- private:
-  uint64_t cap_;
-  std::string out_[4];
-  bool over_[4] = {false, false, false, false};
-};
-
 class ExecRun {
  public:
   // Waits up to timeout_ms for the next event; false if none came. After
