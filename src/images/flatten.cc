@@ -261,12 +261,12 @@ Result<FlattenStats> Flatten(const std::vector<std::string>& layer_dirs, const s
   return result;
 }
 
-Status RemoveTree(const std::string& path) {
+Status RemoveTree(const std::string& path, uint64_t* freed) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   if (p.empty() || p == "/")
     return Status(Code::kInvalidRequest, "refusing to remove \"" + path + "\"", {{"path", path}});
-  return RemoveTreeAt(AT_FDCWD, p);
+  return RemoveTreeAt(AT_FDCWD, p, freed);
 }
 
 uint64_t SharedDiskUsage(const std::vector<std::string>& dirs) {

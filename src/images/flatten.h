@@ -38,8 +38,8 @@ Result<FlattenStats> Flatten(const std::vector<std::string>& layer_dirs, const s
 
 // Removes a directory tree without following symlinks (for image roots and
 // layers; chattr-free, root-owned). A missing path is not an error; "/" and
-// "" are refused (kInvalidRequest).
-Status RemoveTree(const std::string& path);
+// "" are refused (kInvalidRequest). `freed`: as RemoveTreeAt's (fs_tree.h).
+Status RemoveTree(const std::string& path, uint64_t* freed = nullptr);
 
 // Bytes of regular files under `dir` counted once per inode (st_blocks*512),
 // for disk-use figures. Unreadable parts count as 0.

@@ -53,16 +53,16 @@ Result<std::vector<std::string>> ListDir(int dirfd) {
   return names;
 }
 
-Status ClearDir(int dirfd) {
+Status ClearDir(int dirfd, uint64_t* freed) {
   auto names = ListDir(dirfd);
   if (!names.ok()) return names.status();
   for (const std::string& name : *names) {
-    if (Status s = RemoveTreeAt(dirfd, name); !s.ok()) return s;
+    if (Status s = RemoveTreeAt(dirfd, name, freed); !s.ok()) return s;
   }
   return Status::Ok();
 }
 
-Status RemoveTreeAt(int dirfd, const std::string& name) {
+Status RemoveTreeAt(int dirfd, const std::string& name, uint64_t* freed) {
   struct stat st;
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return Status::Ok();
@@ -73,13 +73,17 @@ Status RemoveTreeAt(int dirfd, const std::string& name) {
     if (!sub) return ErrnoStatus(Code::kIoError, "open " + name, errno, name);
     // Without root, a read-only directory must be made writable to be emptied.
     if (::geteuid() != 0 && (st.st_mode & S_IRWXU) != S_IRWXU) ::fchmod(sub.get(), S_IRWXU);
-    if (Status s = ClearDir(sub.get()); !s.ok()) return s;
+    if (Status s = ClearDir(sub.get(), freed); !s.ok()) return s;
     if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
       return ErrnoStatus(Code::kIoError, "rmdir " + name, errno, name);
     return Status::Ok();
   }
-  if (::unlinkat(dirfd, name.c_str(), 0) != 0 && errno != ENOENT)
+  if (::unlinkat(dirfd, name.c_str(), 0) != 0) {
+    if (errno == ENOENT) return Status::Ok();
     return ErrnoStatus(Code::kIoError, "unlink " + name, errno, name);
+  }
+  if (freed && S_ISREG(st.st_mode) && st.st_nlink <= 1)
+    *freed += static_cast<uint64_t>(st.st_blocks) * 512;
   return Status::Ok();
 }
 

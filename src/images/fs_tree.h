@@ -4,6 +4,7 @@
 // goes through openat(O_NOFOLLOW) rather than through a path string.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,12 @@ UniqueFd OpenDirAt(int dirfd, const std::string& name);
 Result<std::vector<std::string>> ListDir(int dirfd);
 
 // Removes `name` under `dirfd` and, if it is a directory, everything in it.
-// A missing `name` is not an error.
-Status RemoveTreeAt(int dirfd, const std::string& name);
+// A missing `name` is not an error. `freed`, if given, grows by the blocks
+// of the regular files whose last link went (what the removal gave back to
+// the disk, without walking anything that stays).
+Status RemoveTreeAt(int dirfd, const std::string& name, uint64_t* freed = nullptr);
 
 // Removes every entry of the open directory `dirfd`, keeping the directory.
-Status ClearDir(int dirfd);
+Status ClearDir(int dirfd, uint64_t* freed = nullptr);
 
 }  // namespace kiln::images
