@@ -35,7 +35,7 @@ from common import (KilndSession, Peer, base_rootfs, emit, forget, host_busy_ms,
 import code_rewards as ex  # noqa: E402  examples/code_rewards.py: programs, cases, checks
 from kiln import Runtime  # noqa: E402
 from kiln.rewards import score_many  # noqa: E402
-OUTPUT_CAP = 64 * 1024  # kilnd's captured output per stream (src/api/routes_exec.cc)
+OUTPUT_CAP = 64 * 1024  # kilnd's captured output per stream (src/api/kiln/routes_exec.cc)
 
 
 class PeerResult:

@@ -1,6 +1,6 @@
 """Another tenant's ids on every route: key A owns a sandbox (a file, a
 background process, a name and labels), a snapshot, an image and a registry
-credential; key B (not admin) calls every operation of src/api/openapi.json
+credential; key B (not admin) calls every operation of src/api/kiln/openapi.json
 with A's ids in its path, query and body. Every answer naming A's resource
 must be 404 (403 for admin-only routes), no answer may hold A's data, and
 nothing of A's may change."""

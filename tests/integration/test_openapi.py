@@ -49,7 +49,7 @@ def test_document_is_openapi_3(doc):
 def test_document_matches_the_router(doc):
     undocumented = [f"{m.upper()} {p}" for m, p, op in operations(doc)
                     if op.get("x-kiln-undocumented")]
-    assert not undocumented, f"routes missing from src/api/openapi.json: {undocumented}"
+    assert not undocumented, f"routes missing from src/api/kiln/openapi.json: {undocumented}"
     unrouted = doc.get("x-kiln-unrouted") or []
     assert not unrouted, f"documented operations kilnd does not route: {unrouted}"
 

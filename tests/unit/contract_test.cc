@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "api/openapi.h"
+#include "api/kiln/openapi.h"
 
 namespace kiln::contract {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "api/openapi.h"
+#include "api/kiln/openapi.h"
 #include "api/router.h"
 #include "fake_exchange.h"
 
@@ -201,7 +201,7 @@ TEST(OpenApiTest, DocumentsEveryRouteOfTheSources) {
   static const std::regex kAdd(R"re(\.Add\(\s*"([A-Z]+)"\s*,\s*"([^"]+)")re");
   Router router;
   size_t found = 0;
-  for (const auto& entry : fs::directory_iterator(api_dir)) {
+  for (const auto& entry : fs::recursive_directory_iterator(api_dir)) {  // every front's folder
     if (entry.path().extension() != ".cc") continue;
     std::ifstream in(entry.path());
     std::stringstream text;

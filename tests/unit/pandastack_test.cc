@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "api/errors.h"
-#include "api/pandastack.h"
+#include "api/pandastack/pandastack.h"
 #include "common/contract.h"
 
 namespace kiln::api::pandastack {

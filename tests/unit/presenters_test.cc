@@ -1,7 +1,7 @@
 // The API's objects as src/api/presenters.h renders them.
 #include <gtest/gtest.h>
 
-#include "api/presenters.h"
+#include "api/kiln/presenters.h"
 
 namespace kiln::api {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "api/errors.h"
-#include "api/terminal.h"
+#include "api/kiln/terminal.h"
 #include "api/validate.h"
 #include "cli/terminal_client.h"
 #include "cli/url.h"

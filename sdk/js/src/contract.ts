@@ -1,5 +1,5 @@
 // Values of the API contract the SDK relies on, each written once here.
-// test/unit/contract.test.mjs checks them against src/api/openapi.json.
+// test/unit/contract.test.mjs checks them against src/api/kiln/openapi.json.
 
 /** The server's default `timeoutMs` of an exec (ExecRequest.timeoutMs default). */
 export const DEFAULT_EXEC_TIMEOUT_MS = 60_000;

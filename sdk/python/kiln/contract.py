@@ -1,6 +1,6 @@
 """Values of the API contract the SDK relies on, each written once here.
 
-sdk/python/tests/test_contract.py checks them against src/api/openapi.json.
+sdk/python/tests/test_contract.py checks them against src/api/kiln/openapi.json.
 """
 
 from typing import Optional

@@ -1,4 +1,4 @@
-"""The SDK's API contract values (kiln/contract.py) against src/api/openapi.json."""
+"""The SDK's API contract values (kiln/contract.py) against src/api/kiln/openapi.json."""
 import json
 from pathlib import Path
 

@@ -224,7 +224,7 @@ test("a long exec without callbacks is one JSON answer (1 MiB caps), not a strea
 });
 
 test("the exec answer's caps are the document's", () => {
-  const doc = JSON.parse(readFileSync(new URL("../../../../src/api/openapi.json", import.meta.url), "utf8"));
+  const doc = JSON.parse(readFileSync(new URL("../../../../src/api/kiln/openapi.json", import.meta.url), "utf8"));
   for (const stream of ["stdout", "stderr"]) {
     const prop = doc.components.schemas.CommandResult.properties[stream];
     assert.equal(EXEC_OUTPUT_CAP, prop["x-kiln-max-bytes"]);

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "api/errors.h"
-#include "api/routes.h"
-#include "api/terminal.h"
+#include "api/kiln/routes.h"
+#include "api/kiln/terminal.h"
 
 namespace kiln::api {
 

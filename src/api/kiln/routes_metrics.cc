@@ -1,7 +1,7 @@
 // GET /metrics: Prometheus text for operators (admin keys).
 #include "api/auth.h"
 #include "api/errors.h"
-#include "api/routes.h"
+#include "api/kiln/routes.h"
 #include "common/heap.h"
 #include "common/metrics.h"
 #include "store/db.h"

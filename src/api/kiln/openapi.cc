@@ -1,4 +1,4 @@
-#include "api/openapi.h"
+#include "api/kiln/openapi.h"
 
 #include <cctype>
 #include <memory>

@@ -1,7 +1,7 @@
 // PandaStack's exec, exec/stream (server-sent events) and /fs routes, on
 // io's SandboxIo (io/sandbox_io.h), as kiln's own routes use it.
 #include "api/errors.h"
-#include "api/pandastack_routes.h"
+#include "api/pandastack/routes.h"
 #include "api/utf8.h"
 #include "common/contract.h"
 #include "common/time.h"

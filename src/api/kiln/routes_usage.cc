@@ -1,7 +1,7 @@
 // GET /v1/usage: metered totals from the usage ledger.
 #include "api/auth.h"
 #include "api/errors.h"
-#include "api/routes.h"
+#include "api/kiln/routes.h"
 #include "common/time.h"
 
 namespace kiln::api {

@@ -3,14 +3,14 @@
 // Written against two things the daemon wiring provides: ApiContext has a
 // member `store::KeyStore& keys`, and the auth layer calls SetCaller (see
 // api/auth.h) for every request before the router dispatches it.
-#include "api/routes_keys.h"
+#include "api/kiln/routes_keys.h"
 
 #include <cstdint>
 #include <limits>
 
 #include "api/auth.h"
 #include "api/errors.h"
-#include "api/presenters.h"
+#include "api/kiln/presenters.h"
 #include "api/validate.h"
 #include "store/key_store.h"
 

@@ -1,13 +1,14 @@
+// What every front shares below its own wire shapes: the services behind
+// the routes (ApiContext), and finding a caller's sandbox or snapshot.
+#include "api/context.h"
+
 #include "api/auth.h"
 #include "api/errors.h"
-#include "api/routes.h"
-#include "api/validate.h"
 #include "common/time.h"
 
 namespace kiln::api {
 
 using nlohmann::json;
-
 std::optional<std::string> OwnerScope(const Exchange& ex) {
   const Caller& c = CallerOf(ex);
   if (c.admin) return std::nullopt;
@@ -68,44 +69,11 @@ void CheckSpendingLimit(ApiContext& ctx, const Caller& caller) {
   ThrowIfError(ctx.launcher.CheckSpendingLimit(caller.key_id, caller.daily_limit_micros));
 }
 
+void CheckSpendingLimit(ApiContext& ctx, Exchange& ex) { CheckSpendingLimit(ctx, CallerOf(ex)); }
+
 io::SandboxIo RunningIo(ApiContext& ctx, Exchange& ex, const control::Sandbox& s) {
   const Caller& caller = CallerOf(ex);
   return ValueOrThrow(ctx.io.Reach(s, {caller.key_id, caller.daily_limit_micros}));
-}
-
-void ReadCommandFields(FieldReader& f, const control::Sandbox& s, io::Command* command) {
-  auto argv = f.StringList("argv", contract::kArgvMax);
-  auto line = f.String("command", contract::kCommandMax);
-  if (argv && line) f.Issue("argv", "give either argv or command, not both");
-  if (!argv && !line && !f.has("argv") && !f.has("command"))
-    f.Issue("command", "argv or command is required");
-  if (argv && argv->empty()) f.Issue("argv", "must not be empty");
-  if (argv && !argv->empty() && (*argv)[0].empty()) f.Issue("argv[0]", "must not be empty");
-  command->argv = std::move(argv);
-  command->command = std::move(line);
-  auto env = f.StringMap("env", 256, 256, contract::kCommandEnvValueMax);
-  if (env) {
-    for (auto& [k, v] : *env) {
-      if (!ValidEnvName(k)) f.Issue("env." + k, "is not a valid variable name");
-      if (v.find('\0') != std::string::npos) f.Issue("env." + k, "must not contain a NUL byte");
-      command->env[k] = std::move(v);
-    }
-  }
-  if (auto user = f.String("user", 32)) {
-    // The API's caller holds the key; the policy inside never reaches this.
-    if (*user != "root" && *user != s.spec().run_as.user && *user != "user")
-      f.Issue("user", "must be \"root\" or the sandbox's user");
-    command->as_root = *user == "root";
-  }
-  if (auto cwd = f.String("cwd", contract::kPathMax)) {
-    if (cwd->empty() || (*cwd)[0] != '/') f.Issue("cwd", "must be an absolute path");
-    command->cwd = std::move(cwd);
-  }
-}
-
-std::optional<std::map<std::string, std::string>> ReadLabels(FieldReader& f) {
-  return f.StringMap("labels", contract::kLabelsMax, contract::kLabelKeyMax,
-                     contract::kLabelValueMax);
 }
 
 int64_t QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max, int64_t def) {

@@ -1,4 +1,4 @@
-#include "api/terminal.h"
+#include "api/kiln/terminal.h"
 
 #include <algorithm>
 #include <cctype>

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "api/errors.h"
-#include "api/presenters.h"
-#include "api/routes.h"
-#include "api/terminal.h"
+#include "api/kiln/presenters.h"
+#include "api/kiln/routes.h"
+#include "api/kiln/terminal.h"
 #include "api/utf8.h"
 #include "api/validate.h"
 #include "common/base64.h"

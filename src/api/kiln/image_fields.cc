@@ -1,7 +1,7 @@
 // POST /v1/images: the body, field by field, into an images::ImageRequest.
-#include "api/image_fields.h"
+#include "api/kiln/image_fields.h"
 
-#include "api/routes.h"
+#include "api/kiln/routes.h"
 
 namespace kiln::api {
 

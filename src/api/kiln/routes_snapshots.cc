@@ -2,8 +2,8 @@
 // GET /v1/snapshots/{id}, POST /v1/snapshots/{id}:delete,
 // POST /v1/sandboxes/{id}:fork.
 #include "api/errors.h"
-#include "api/presenters.h"
-#include "api/routes.h"
+#include "api/kiln/presenters.h"
+#include "api/kiln/routes.h"
 #include "api/validate.h"
 #include "common/contract.h"
 #include "common/time.h"

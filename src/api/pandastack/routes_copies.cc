@@ -3,7 +3,7 @@
 #include <set>
 
 #include "api/errors.h"
-#include "api/pandastack_routes.h"
+#include "api/pandastack/routes.h"
 #include "api/validate.h"
 #include "common/contract.h"
 #include "images/image_manager.h"

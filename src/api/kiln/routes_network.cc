@@ -1,8 +1,8 @@
 // Egress rules and log: GET/PUT /v1/sandboxes/{id}/network,
 // GET /v1/sandboxes/{id}/network/log.
 #include "api/errors.h"
-#include "api/presenters.h"
-#include "api/routes.h"
+#include "api/kiln/presenters.h"
+#include "api/kiln/routes.h"
 #include "api/validate.h"
 #include "common/time.h"
 

@@ -1,6 +1,6 @@
 // How kiln's sandboxes, snapshots, files and images look in PandaStack's
 // answers (the keys its client's from_dict methods read).
-#include "api/pandastack.h"
+#include "api/pandastack/pandastack.h"
 #include "common/time.h"
 
 namespace kiln::api::pandastack {

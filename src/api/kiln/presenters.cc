@@ -1,4 +1,4 @@
-#include "api/presenters.h"
+#include "api/kiln/presenters.h"
 
 #include "api/utf8.h"
 #include "common/time.h"

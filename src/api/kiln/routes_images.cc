@@ -11,9 +11,9 @@
 
 #include "api/auth.h"
 #include "api/errors.h"
-#include "api/image_fields.h"
-#include "api/presenters.h"
-#include "api/routes.h"
+#include "api/kiln/image_fields.h"
+#include "api/kiln/presenters.h"
+#include "api/kiln/routes.h"
 #include "common/time.h"
 #include "images/image_manager.h"
 

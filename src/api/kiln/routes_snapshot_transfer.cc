@@ -8,8 +8,8 @@
 
 #include "api/auth.h"
 #include "api/errors.h"
-#include "api/presenters.h"
-#include "api/routes.h"
+#include "api/kiln/presenters.h"
+#include "api/kiln/routes.h"
 #include "api/validate.h"
 #include "common/thread_nice.h"
 #include "common/time.h"

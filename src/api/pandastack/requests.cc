@@ -2,7 +2,7 @@
 // FieldReader, so a bad field is named ("body.ttl_seconds: ...") and an
 // unknown one refused rather than ignored.
 #include "api/errors.h"
-#include "api/pandastack.h"
+#include "api/pandastack/pandastack.h"
 #include "api/validate.h"
 #include "common/contract.h"
 

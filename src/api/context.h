@@ -1,15 +1,16 @@
-// The /v1 routes, grouped by resource, and what they share.
+// What every front (kiln's /v1, PandaStack's, the ones to come) shares
+// below its own wire shapes: the services the routes call (ApiContext), a
+// caller's sandbox or snapshot found under its key's scope, stream slots,
+// the spending limit and the way into a running sandbox (io).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "api/auth.h"
 #include "api/router.h"
 #include "api/stream_limit.h"
-#include "api/validate.h"
 #include "control/sandbox_manager.h"
 #include "io/service.h"
 #include "launch/launcher.h"
@@ -32,25 +33,6 @@ struct ApiContext {
   StreamLimiter* streams = nullptr;        // null: streams are not capped
 };
 
-void AddSandboxRoutes(Router& r, ApiContext& ctx);
-void AddExecRoutes(Router& r, ApiContext& ctx);
-void AddProcessRoutes(Router& r, ApiContext& ctx);
-// GET /v1/sandboxes/{id}/terminal, a WebSocket (routes_terminal.cc).
-void AddTerminalRoutes(Router& r, ApiContext& ctx);
-void AddFileRoutes(Router& r, ApiContext& ctx);
-void AddSnapshotRoutes(Router& r, ApiContext& ctx);
-// GET /v1/snapshots/{id}/archive, POST /v1/snapshots:import.
-void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx);
-void AddNetworkRoutes(Router& r, ApiContext& ctx);
-// A `network` body member (create, fork) as egress rules; issues go to `f`.
-std::optional<network::Policy> ReadNetworkField(FieldReader& f);
-// A `labels` body member (create, snapshot, fork) within the contract's bounds.
-std::optional<std::map<std::string, std::string>> ReadLabels(FieldReader& f);
-
-void AddImageRoutes(Router& r, ApiContext& ctx);
-void AddUsageRoutes(Router& r, ApiContext& ctx);
-void AddMetricsRoutes(Router& r, ApiContext& ctx);
-
 // The sandbox named by the {id} parameter; 404 not_found if unknown or
 // another key's (an admin key sees every sandbox).
 std::shared_ptr<control::Sandbox> FindSandbox(ApiContext& ctx, Exchange& ex);
@@ -61,28 +43,20 @@ std::optional<std::string> OwnerScope(const Exchange& ex);
 
 // The `Prefer: wait=N` header as a deadline (N capped at 120 s; none = now).
 control::Deadline PreferWaitDeadline(const Exchange& ex);
-// A sandbox name's characters ([A-Za-z0-9._-]+; the length is the caller's).
-bool ValidSandboxName(const std::string& name);
-
 // A slot for one long-lived stream on `s` (exec stream, output follow,
 // terminal, download), held until the returned handle goes; 429
 // too_many_streams, naming the cap, when its streams are at the cap.
 std::shared_ptr<void> OpenStream(ApiContext& ctx, const control::Sandbox& s);
 
-// 402 spending_limit_reached once the caller's key spent its daily limit.
-void CheckSpendingLimit(ApiContext& ctx, Exchange& ex);
-
 // I/O into `s` for `ex`'s caller (io::Service::Reach): a paused sandbox is
 // woken first when its autoWake is on; else ApiError sandbox_paused or
 // not_running.
 io::SandboxIo RunningIo(ApiContext& ctx, Exchange& ex, const control::Sandbox& s);
+// 402 spending_limit_reached once the caller's key spent its daily limit.
+void CheckSpendingLimit(ApiContext& ctx, Exchange& ex);
 // The daily spending limit, checked before anything that starts sandboxes
 // or lengthens a lease (create, fork, extend, wake, an autoWake).
 void CheckSpendingLimit(ApiContext& ctx, const Caller& caller);
-
-// Reads argv/command, env, user, cwd of a command body (io puts the
-// sandbox's env under the command's).
-void ReadCommandFields(FieldReader& f, const control::Sandbox& s, io::Command* command);
 
 // An optional integer query parameter in [min, max]; 400 naming it otherwise.
 int64_t QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max, int64_t def);

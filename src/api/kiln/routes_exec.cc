@@ -1,7 +1,7 @@
 // POST /v1/sandboxes/{id}:exec -- a command to completion, answered as one
 // CommandResult or streamed as NDJSON events.
 #include "api/errors.h"
-#include "api/routes.h"
+#include "api/kiln/routes.h"
 #include "api/utf8.h"
 #include "api/validate.h"
 #include "common/base64.h"

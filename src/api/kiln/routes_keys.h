@@ -1,8 +1,8 @@
 // API key routes: POST /v1/keys, GET /v1/keys, POST /v1/keys/{id}:revoke.
 #pragma once
 
+#include "api/kiln/routes.h"
 #include "api/router.h"
-#include "api/routes.h"
 
 namespace kiln::api {
 

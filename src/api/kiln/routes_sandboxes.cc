@@ -3,8 +3,8 @@
 
 #include "api/auth.h"
 #include "api/errors.h"
-#include "api/presenters.h"
-#include "api/routes.h"
+#include "api/kiln/presenters.h"
+#include "api/kiln/routes.h"
 #include "api/validate.h"
 #include "common/contract.h"
 #include "common/metrics.h"
@@ -100,8 +100,6 @@ bool ValidSandboxName(const std::string& name) {
   static const std::regex kName("[A-Za-z0-9._-]+");
   return std::regex_match(name, kName);
 }
-
-void CheckSpendingLimit(ApiContext& ctx, Exchange& ex) { CheckSpendingLimit(ctx, CallerOf(ex)); }
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/health", [&ctx](Exchange& ex) {

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/context.h"
 #include "api/router.h"
-#include "api/routes.h"
 #include "common/status.h"
 #include "control/sandbox_record.h"
 #include "io/types.h"

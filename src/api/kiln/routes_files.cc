@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "api/errors.h"
-#include "api/presenters.h"
-#include "api/routes.h"
+#include "api/kiln/presenters.h"
+#include "api/kiln/routes.h"
 #include "api/validate.h"
 #include "common/contract.h"
 #include "common/digest.h"

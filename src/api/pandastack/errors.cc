@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "api/errors.h"
-#include "api/pandastack.h"
+#include "api/pandastack/pandastack.h"
 
 namespace kiln::api::pandastack {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/pandastack.h"
+#include "api/pandastack/pandastack.h"
 
 namespace kiln::api::pandastack {
 

@@ -2,10 +2,10 @@
 // create, get, list, kill, hibernate/pause, wake/resume, lifecycle, and the
 // refusals. Exec and files: routes_pandastack_io.cc; snapshots, forks and
 // templates: routes_pandastack_copies.cc.
+#include "api/pandastack/routes.h"
 #include "api/auth.h"
 #include "api/errors.h"
-#include "api/pandastack.h"
-#include "api/pandastack_routes.h"
+#include "api/pandastack/pandastack.h"
 #include "api/validate.h"
 #include "common/metrics.h"
 #include "common/time.h"
