@@ -6,7 +6,7 @@ import pytest
 
 from kiln import contract
 
-OPENAPI = Path(__file__).resolve().parents[3] / "src" / "api" / "openapi.json"
+OPENAPI = Path(__file__).resolve().parents[3] / "src" / "api" / "kiln" / "openapi.json"
 
 
 @pytest.fixture(scope="module")
