@@ -14,7 +14,7 @@
 
 #include "common/archive_error.h"
 #include "common/digest.h"
-#include "images/dockerignore.h"
+#include "images/context/dockerignore.h"
 
 namespace kiln::cli {
 namespace {

@@ -35,7 +35,7 @@
 #include "daemon/flags.h"
 #include "egress/egress.h"
 #include "engine/runsc_engine.h"
-#include "images/image_manager.h"
+#include "images/manager/image_manager.h"
 #include "io/service.h"
 #include "store/db.h"
 #include "store/egress_log_store.h"

@@ -4,7 +4,7 @@
 
 #include "common/metrics.h"
 #include "common/time.h"
-#include "images/image_manager.h"
+#include "images/manager/image_manager.h"
 
 namespace kiln::launch {
 

@@ -20,7 +20,7 @@
 #include "common/status.h"
 #include "control/sandbox_manager.h"
 
-#include "images/image_manager.h"
+#include "images/manager/image_manager.h"
 
 namespace kiln::launch {
 

@@ -14,7 +14,7 @@
 #include "control/metering.h"
 #include "control/sandbox_record.h"
 #include "fuzz_util.h"
-#include "images/recipe.h"
+#include "images/parse/recipe.h"
 #include "store/snapshot_store.h"
 
 namespace {

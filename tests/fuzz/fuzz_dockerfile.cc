@@ -10,9 +10,9 @@
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "images/dockerfile.h"
-#include "images/dockerignore.h"
-#include "images/image_ref.h"
+#include "images/context/dockerignore.h"
+#include "images/parse/dockerfile.h"
+#include "images/parse/image_ref.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kiln;

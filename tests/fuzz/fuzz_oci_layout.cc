@@ -1,4 +1,4 @@
-// Fuzzes the reading of a pulled image (src/images/oci_layout.h): an input
+// Fuzzes the reading of a pulled image (src/images/layers/oci_layout.h): an input
 // is up to three files, index.json, a manifest and a config, separated by
 // lines of "----". The manifest and config are stored under their real
 // sha256, and "@MANIFEST@" / "@CONFIG@" in the files before them become
@@ -16,7 +16,7 @@
 
 #include "common/digest.h"
 #include "fuzz_util.h"
-#include "images/oci_layout.h"
+#include "images/layers/oci_layout.h"
 
 namespace {
 

@@ -17,8 +17,8 @@
 
 #include "cli/image_context.h"
 #include "fuzz_util.h"
-#include "images/build_context.h"
-#include "images/layer_unpack.h"
+#include "images/context/build_context.h"
+#include "images/layers/layer_unpack.h"
 
 namespace kiln::fuzz {
 namespace {

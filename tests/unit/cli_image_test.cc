@@ -16,7 +16,7 @@
 #include "cli_test_util.h"
 #include "common/digest.h"
 #include "fake_daemon.h"
-#include "images/dockerignore.h"
+#include "images/context/dockerignore.h"
 
 namespace kiln::cli {
 namespace {

@@ -1,9 +1,9 @@
-// The builder over a fake BuildHost (images/build_host.h): a real layer
+// The builder over a fake BuildHost (images/manager/build_host.h): a real layer
 // store in a temporary directory, an in-memory step cache, one base image,
 // and a RUN that records what it was asked and writes a small upper tar.
 // What RUN does in a real sandbox is tested against kilnd
 // (tests/integration/test_images.py).
-#include "images/builder.h"
+#include "images/manager/builder.h"
 
 #include <gtest/gtest.h>
 

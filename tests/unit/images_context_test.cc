@@ -1,6 +1,6 @@
 // Build contexts: unpacking untrusted tars (escapes, limits, .dockerignore),
 // deterministic packing, and the in-root path helpers underneath.
-#include "images/build_context.h"
+#include "images/context/build_context.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "common/digest.h"
-#include "images/safe_path.h"
+#include "images/context/safe_path.h"
 #include "images_test_util.h"
 
 namespace kiln::images {

@@ -1,7 +1,7 @@
 // COPY and ADD into a layer directory: Docker's destination rules, globs,
 // symlinks copied (never followed), ADD archives, chown/chmod, and the
 // sources' digest used as the cache key.
-#include "images/copy_step.h"
+#include "images/context/copy_step.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Dockerfile parsing (src/images/dockerfile.h): each instruction and form,
+// Dockerfile parsing (src/images/parse/dockerfile.h): each instruction and form,
 // continuations, the escape directive, quoting, variable expansion and ARG
 // scope, multi-stage builds and StagesFor, every refusal with its line, and
 // the limits.
@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "images/dockerfile.h"
+#include "images/parse/dockerfile.h"
 
 namespace kiln::images {
 namespace {

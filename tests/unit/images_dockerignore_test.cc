@@ -1,5 +1,5 @@
 // .dockerignore: Docker's matching table, "!" and "**", and parse errors.
-#include "images/dockerignore.h"
+#include "images/context/dockerignore.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "images/flatten.h"
+#include "images/layers/flatten.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "images/layer_unpack.h"
+#include "images/layers/layer_unpack.h"
 #include "images_layer_test_util.h"
 
 namespace kiln::images {

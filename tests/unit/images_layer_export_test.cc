@@ -1,11 +1,11 @@
-#include "images/layer_export.h"
+#include "images/layers/layer_export.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include "common/digest.h"
-#include "images/layer_unpack.h"
+#include "images/layers/layer_unpack.h"
 #include "images_layer_test_util.h"
 
 namespace kiln::images {

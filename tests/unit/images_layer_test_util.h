@@ -13,7 +13,7 @@
 #include <map>
 #include <string>
 
-#include "images/flatten.h"
+#include "images/layers/flatten.h"
 
 namespace kiln::images::layer_testing {
 

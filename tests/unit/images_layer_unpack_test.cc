@@ -1,4 +1,4 @@
-#include "images/layer_unpack.h"
+#include "images/layers/layer_unpack.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

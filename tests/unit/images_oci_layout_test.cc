@@ -1,4 +1,4 @@
-#include "images/oci_layout.h"
+#include "images/layers/oci_layout.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/digest.h"
-#include "images/flatten.h"
-#include "images/layer_unpack.h"
+#include "images/layers/flatten.h"
+#include "images/layers/layer_unpack.h"
 #include "images_layer_test_util.h"
 
 namespace kiln::images {

@@ -1,12 +1,12 @@
-// Recipes (src/images/recipe.h): the generated Dockerfile, read back by
+// Recipes (src/images/parse/recipe.h): the generated Dockerfile, read back by
 // ParseDockerfile; every validation error's field path; files (utf8, base64,
 // modes); the limits.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "images/dockerfile.h"
-#include "images/recipe.h"
+#include "images/parse/dockerfile.h"
+#include "images/parse/recipe.h"
 
 namespace kiln::images {
 namespace {

@@ -1,10 +1,10 @@
-// Image references (src/images/image_ref.h): Docker's normalisation, ports,
+// Image references (src/images/parse/image_ref.h): Docker's normalisation, ports,
 // digests, the malformed ones, loopback registries, and kiln's own names.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "images/image_ref.h"
+#include "images/parse/image_ref.h"
 
 namespace kiln::images {
 namespace {

@@ -1,5 +1,5 @@
 // USER / --chown resolution against an image's passwd and group files.
-#include "images/image_users.h"
+#include "images/context/image_users.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "images/image_request.h"
+#include "images/manager/image_request.h"
 
 namespace kiln::api {
 

@@ -9,7 +9,7 @@
 #include "api/validate.h"
 #include "common/contract.h"
 #include "common/digest.h"
-#include "images/dockerignore.h"
+#include "images/context/dockerignore.h"
 
 namespace kiln::api {
 

@@ -15,7 +15,7 @@
 #include "api/kiln/presenters.h"
 #include "api/kiln/routes.h"
 #include "common/time.h"
-#include "images/image_manager.h"
+#include "images/manager/image_manager.h"
 
 namespace kiln::api {
 

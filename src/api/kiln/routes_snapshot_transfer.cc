@@ -13,7 +13,7 @@
 #include "api/validate.h"
 #include "common/thread_nice.h"
 #include "common/time.h"
-#include "images/image_manager.h"
+#include "images/manager/image_manager.h"
 #include "store/snapshot_transfer.h"
 
 namespace kiln::api {

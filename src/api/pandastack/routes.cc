@@ -9,7 +9,7 @@
 #include "api/validate.h"
 #include "common/metrics.h"
 #include "common/time.h"
-#include "images/image_manager.h"
+#include "images/manager/image_manager.h"
 
 namespace kiln::api::pandastack {
 

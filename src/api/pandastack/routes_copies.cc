@@ -6,7 +6,7 @@
 #include "api/pandastack/routes.h"
 #include "api/validate.h"
 #include "common/contract.h"
-#include "images/image_manager.h"
+#include "images/manager/image_manager.h"
 
 namespace kiln::api::pandastack {
 

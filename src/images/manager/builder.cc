@@ -1,0 +1,741 @@
+#include "images/manager/builder.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/base64.h"
+#include "common/digest.h"
+#include "common/json_bounded.h"
+#include "common/log.h"
+#include "common/subprocess.h"
+#include "common/time.h"
+#include "common/unique_fd.h"
+#include "images/context/build_context.h"
+#include "images/context/copy_step.h"
+#include "images/context/dockerignore.h"
+#include "images/context/image_users.h"
+#include "images/context/safe_path.h"
+#include "images/layers/flatten.h"
+#include "images/manager/registry_network.h"
+#include "images/parse/recipe.h"
+#include "network/address.h"
+
+namespace kiln::images {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Paths a step's sandbox has that are kiln's, not the image's: the agent and
+// its sudo shim are mounted at start, the agent's socket lives in /run/kiln,
+// and /dev, /proc and /sys are the sandbox's own.
+const std::vector<std::string> kNotTheImages = {"opt/kiln", "run/kiln", "usr/bin/sudo",
+                                                "dev",      "proc",     "sys"};
+
+std::string EnvValue(const std::vector<std::string>& env, const std::string& key) {
+  for (const auto& kv : env)
+    if (kv.compare(0, key.size() + 1, key + "=") == 0) return kv.substr(key.size() + 1);
+  return "";
+}
+
+void SetEnv(std::vector<std::string>& env, const std::string& key, const std::string& value) {
+  std::erase_if(
+      env, [&](const std::string& kv) { return kv.compare(0, key.size() + 1, key + "=") == 0; });
+  env.push_back(key + "=" + value);
+}
+
+// A FROM that names its registry ("localhost:5000/app", "docker.io/python"):
+// anything else is a kiln image, and an unknown one is image_not_found
+// rather than a surprise trip to a registry.
+}  // namespace
+
+bool IsRegistryRef(const std::string& text) {
+  size_t slash = text.find('/');
+  if (slash == std::string::npos) return false;
+  std::string first = text.substr(0, slash);
+  return first.find('.') != std::string::npos || first.find(':') != std::string::npos ||
+         first == "localhost";
+}
+
+namespace {
+
+Status StepFailure(std::string code, std::string message, json details) {
+  details["code"] = std::move(code);
+  return Status(Code::kInvalidRequest, std::move(message), std::move(details));
+}
+
+}  // namespace
+
+json ConfigJson(const OciConfig& c) {
+  json env = json::object();
+  for (const auto& kv : c.env) {
+    size_t eq = kv.find('=');
+    env[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+  }
+  return json{{"user", c.user},
+              {"workdir", c.working_dir},
+              {"env", env},
+              {"cmd", c.cmd.empty() ? json(nullptr) : json(c.cmd)},
+              {"entrypoint", c.entrypoint.empty() ? json(nullptr) : json(c.entrypoint)},
+              {"exposedPorts", c.exposed_ports},
+              {"labels", c.labels},
+              {"stopSignal", c.stop_signal ? json(*c.stop_signal) : json(nullptr)}};
+}
+
+OciConfig ConfigFromJson(const json& j) {
+  OciConfig c;
+  c.user = j.value("user", "");
+  c.working_dir = j.value("workdir", "");
+  if (j.contains("env") && j["env"].is_object())
+    for (const auto& [k, v] : j["env"].items()) c.env.push_back(k + "=" + v.get<std::string>());
+  if (j.contains("cmd") && j["cmd"].is_array()) c.cmd = j["cmd"].get<std::vector<std::string>>();
+  if (j.contains("entrypoint") && j["entrypoint"].is_array())
+    c.entrypoint = j["entrypoint"].get<std::vector<std::string>>();
+  c.exposed_ports = j.value("exposedPorts", std::vector<std::string>{});
+  c.labels = j.value("labels", std::map<std::string, std::string>{});
+  if (j.contains("stopSignal") && j["stopSignal"].is_string()) c.stop_signal = j["stopSignal"];
+  return c;
+}
+
+Result<RunAs> Builder::RunAsOf(const std::string& root, const OciConfig& config) {
+  Result<ImageUser> user = ResolveImageUser(root, config.user);
+  if (!user.ok()) return user.status();
+  RunAs r;
+  r.uid = user->uid;
+  r.gid = user->gid;
+  r.user = user->name;
+  r.home = user->home.empty() ? "/" : user->home;
+  r.workdir = config.working_dir.empty() ? "/" : config.working_dir;
+  r.env = config.env;
+  if (EnvValue(r.env, "PATH").empty())
+    SetEnv(r.env, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  return r;
+}
+
+Builder::Builder(BuildHost& host, const ImageRequest& request, std::string image_id,
+                 std::shared_ptr<BuildLog> log, const std::atomic<bool>& cancelled)
+    : host_(host),
+      req_(request),
+      image_id_(std::move(image_id)),
+      log_(std::move(log)),
+      cancelled_(cancelled),
+      deadline_(std::chrono::steady_clock::now() +
+                std::chrono::seconds(request.build.timeout_seconds)) {}
+
+Status Builder::CheckTime() const {
+  if (cancelled_)
+    return StepFailure("build_cancelled", "the image was deleted during its build", json::object());
+  if (std::chrono::steady_clock::now() >= deadline_)
+    return StepFailure("build_timeout",
+                       "the build ran past build.timeoutSeconds (" +
+                           std::to_string(req_.build.timeout_seconds) + ")",
+                       json::object());
+  return Status::Ok();
+}
+
+Status Builder::CheckSize(const BuiltImage& st) const {
+  uint64_t bytes = 0;
+  for (const auto& l : st.layers)
+    if (auto info = host_.Layers().Layer(l)) bytes += info->bytes;
+  uint64_t max = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
+  if (bytes > max)
+    return StepFailure("image_too_large",
+                       "the image is " + std::to_string(bytes >> 20) +
+                           " MiB, over build.maxImageMiB (" +
+                           std::to_string(req_.build.max_image_mib) + ")",
+                       json::object());
+  return host_.CheckStoreQuota();
+}
+
+std::optional<LayerId> Builder::Cached(const std::string& key) {
+  if (!req_.cache) return std::nullopt;
+  auto text = host_.CachedStep(req_.owner, key);
+  std::optional<LayerId> layer = text ? LayerId::Parse(*text) : std::nullopt;
+  if (!layer || !host_.Layers().Layer(*layer)) return std::nullopt;
+  return layer;
+}
+
+void Builder::CacheLayer(const std::string& key, const LayerId& layer) {
+  host_.CacheStep(req_.owner, key, layer);
+}
+
+Result<BuiltImage> Builder::Run() {
+  tmp_dir_ = host_.Layers().TempPath("build-" + image_id_);
+  fs::create_directories(tmp_dir_);
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { (void)RemoveTree(dir); }
+  } cleanup{tmp_dir_};
+
+  Result<BuiltImage> built = Status(Code::kInternal, "no source");
+  if (req_.source == ImageSource::kImage) {
+    const std::optional<ImageRef>& ref = req_.image_ref;
+    if (!ref) return Status(Code::kInvalidRequest, "body.image: is required");
+    step_ = 1;
+    steps_total_ = 1;
+    Say("pulling " + ref->String());
+    built = Pull(*ref);
+  } else if (req_.source == ImageSource::kRecipe) {
+    Result<RecipeBuild> recipe = RecipeToBuild(req_.recipe);
+    if (!recipe.ok()) return recipe.status();
+    std::string ctx = tmp_dir_ + "/context";
+    for (const auto& f : recipe->context) {
+      fs::path p = fs::path(ctx) / f.context_path;
+      fs::create_directories(p.parent_path());
+      std::ofstream(p, std::ios::binary) << f.bytes;
+      fs::permissions(p, static_cast<fs::perms>(f.mode & 07777));
+    }
+    fs::create_directories(ctx);
+    built = RunDockerfile(recipe->dockerfile, ctx);
+    if (built.ok()) {
+      // A recipe installs as root; its image runs as its base's user again.
+      Result<json> base = host_.FindImage(req_.recipe.value("base", "base"), req_.owner);
+      if (base.ok()) built->config.user = (*base)["config"].value("user", "");
+    }
+  } else {
+    std::string ctx = tmp_dir_ + "/context";
+    if (req_.context) {
+      std::optional<DockerIgnore> ignore;
+      if (req_.dockerignore) {
+        Result<DockerIgnore> parsed = DockerIgnore::Parse(*req_.dockerignore);
+        if (!parsed.ok()) return parsed.status();
+        ignore = std::move(*parsed);
+      }
+      Result<ContextStats> unpacked =
+          UnpackContext(host_.ContextPath(req_.owner, *req_.context), ctx, ContextLimits{},
+                        ignore ? &*ignore : nullptr);
+      if (!unpacked.ok()) return unpacked.status();
+      Say("context: " + std::to_string(unpacked->files) + " files, " +
+          std::to_string(unpacked->bytes) + " bytes");
+    } else {
+      fs::create_directories(ctx);
+      // Inline files make the whole context: a fresh folder, paths checked
+      // to be names under it (InlineContextFiles), so nothing lands outside.
+      for (const auto& f : req_.files) {
+        fs::path p = fs::path(ctx) / f.context_path;
+        fs::create_directories(p.parent_path());
+        std::ofstream(p, std::ios::binary) << f.bytes;
+        fs::permissions(p, static_cast<fs::perms>(f.mode & 0777));
+      }
+      if (!req_.files.empty())
+        Say("context: " + std::to_string(req_.files.size()) + " inline files");
+    }
+    built = RunDockerfile(req_.dockerfile, ctx);
+  }
+  if (!built.ok()) return built;
+  for (const auto& [k, v] : req_.env) SetEnv(built->config.env, k, v);
+  for (const auto& [k, v] : req_.labels) built->config.labels[k] = v;
+  built->steps_total = steps_total_;
+  built->steps_cached = steps_cached_;
+  built->steps_run = steps_run_;
+  return built;
+}
+
+Result<BuiltImage> Builder::RunDockerfile(const std::string& text, const std::string& context_dir) {
+  // `ENV PATH=/x:$PATH` on a kiln image sees that image's PATH, as Docker's
+  // does (a registry base is known only once pulled: its ENV is not seen).
+  BaseScope base_scope = [this](const std::string& base) -> std::optional<BaseConfig> {
+    if (IsRegistryRef(base)) return std::nullopt;
+    Result<json> image = host_.FindImage(base, req_.owner);
+    if (!image.ok() || (*image)["state"] != "ready") return std::nullopt;
+    OciConfig config = ConfigFromJson((*image)["config"]);
+    return BaseConfig{config.env, config.working_dir};
+  };
+  Result<Dockerfile> parsed = ParseDockerfile(text, req_.build_args, {}, base_scope);
+  if (!parsed.ok()) return parsed.status();
+  Result<std::vector<int>> order = StagesFor(*parsed, req_.target);
+  if (!order.ok()) return order.status();
+  for (int s : *order) steps_total_ += 1 + static_cast<int>(parsed->stages[s].steps.size());
+  std::vector<BuiltImage> done;
+  std::map<int, int> slot;  // stage index -> position in done
+  int n = 0;
+  for (int s : *order) {
+    const Stage& stage = parsed->stages[s];
+    step_ = ++n;
+    Say("[" + std::to_string(n) + "/" + std::to_string(steps_total_) + "] FROM " + stage.base +
+        (stage.name ? " AS " + *stage.name : ""));
+    Result<BuiltImage> base = BaseOf(stage, done, slot);
+    if (!base.ok()) {
+      json d = base.status().details().is_object() ? base.status().details() : json::object();
+      d["step"] = n;
+      d["line"] = stage.line;
+      d["instruction"] = "FROM " + stage.base;
+      return Status(base.status().code(), base.status().message(), d);
+    }
+    BuiltImage st = std::move(*base);
+    st.cmd_set_here = false;
+    for (const Step& step : stage.steps) {
+      step_ = ++n;
+      Say("[" + std::to_string(n) + "/" + std::to_string(steps_total_) + "] " + step.text);
+      if (Status t = CheckTime(); !t.ok()) return t;
+      Status result = std::visit(
+          [&](const auto& in) -> Status {
+            using T = std::decay_t<decltype(in)>;
+            if constexpr (std::is_same_v<T, RunInstr>) {
+              return RunStep(st, in, step);
+            } else if constexpr (std::is_same_v<T, CopyInstr>) {
+              return CopyStep(st, in, step, context_dir, done, slot);
+            } else if constexpr (std::is_same_v<T, EnvInstr>) {
+              for (const auto& [k, v] : in.vars) SetEnv(st.config.env, k, v);
+            } else if constexpr (std::is_same_v<T, WorkdirInstr>) {
+              st.config.working_dir = in.path;
+              return WorkdirStep(st, step);
+            } else if constexpr (std::is_same_v<T, UserInstr>) {
+              st.config.user = in.user;
+            } else if constexpr (std::is_same_v<T, LabelInstr>) {
+              for (const auto& [k, v] : in.labels) st.config.labels[k] = v;
+            } else if constexpr (std::is_same_v<T, CmdInstr>) {
+              st.cmd_set_here = true;
+              st.config.cmd = in.command.argv;  // a shell form comes with its SHELL
+            } else if constexpr (std::is_same_v<T, EntrypointInstr>) {
+              st.cmd_set_here = true;
+              st.config.entrypoint = in.command.argv;
+              st.config.cmd.clear();  // as Docker: an ENTRYPOINT resets CMD
+            } else if constexpr (std::is_same_v<T, ExposeInstr>) {
+              for (const auto& p : in.ports)
+                if (std::find(st.config.exposed_ports.begin(), st.config.exposed_ports.end(), p) ==
+                    st.config.exposed_ports.end())
+                  st.config.exposed_ports.push_back(p);
+              std::sort(st.config.exposed_ports.begin(), st.config.exposed_ports.end());
+            } else if constexpr (std::is_same_v<T, StopSignalInstr>) {
+              st.config.stop_signal = in.signal;
+            }
+            return Status::Ok();
+          },
+          step.instruction);
+      if (!result.ok()) {
+        json d = result.details().is_object() ? result.details() : json::object();
+        d["step"] = n;
+        d["line"] = step.line;
+        d["instruction"] = step.text;
+        return Status(result.code(), result.message(), d);
+      }
+      if (Status size = CheckSize(st); !size.ok()) return size;
+    }
+    slot[s] = static_cast<int>(done.size());
+    done.push_back(std::move(st));
+  }
+  return done.back();
+}
+
+Result<BuiltImage> Builder::BaseOf(const Stage& stage, const std::vector<BuiltImage>& done,
+                                   const std::map<int, int>& slot) {
+  if (stage.base_stage) return done.at(slot.at(*stage.base_stage));
+  if (stage.base == "scratch") return BuiltImage{};
+  // A kiln image first (the key's own or the built-in), then a registry.
+  Result<json> image = host_.FindImage(stage.base, req_.owner);
+  if (image.ok()) {
+    if ((*image)["state"] != "ready")
+      return Status(Code::kBuildInProgress, "image " + stage.base + " is not ready");
+    BuiltImage b;
+    Result<std::vector<LayerId>> layers =
+        ImageStorage::ParseLayers((*image)["layers"], "image " + stage.base + " layers");
+    if (!layers.ok()) return layers.status();
+    b.layers = std::move(*layers);
+    b.config = ConfigFromJson((*image)["config"]);
+    ++steps_cached_;
+    return b;
+  }
+  Result<ImageRef> ref = ParseImageRef(stage.base);
+  if (!ref.ok() || !IsRegistryRef(stage.base)) return image.status();
+  return Pull(*ref);
+}
+
+struct Builder::Skopeo {
+  std::string binary;
+  std::unique_ptr<RegistryNetwork> net;  // null: direct (an allowed registry)
+  ProcessOutput Run(const std::vector<std::string>& argv, int timeout_ms, size_t max_bytes) {
+    return net ? net->Run(argv, timeout_ms, max_bytes) : RunProcess(argv, timeout_ms, max_bytes);
+  }
+  pid_t Spawn(const std::vector<std::string>& argv, int err_fd) {
+    return net ? net->Spawn(argv, -1, -1, err_fd) : SpawnProcess(argv, -1, -1, err_fd);
+  }
+  // What the proxy refused, for the pull's error.
+  std::string Refused() const {
+    std::string out;
+    for (const auto& r : net ? net->refusals() : std::vector<std::string>{})
+      out += (out.empty() ? "" : "; ") + r;
+    return out;
+  }
+};
+
+Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
+  std::string layout = tmp_dir_ + "/pull-" + std::to_string(++pulls_);
+  RegistryAccess access = host_.Registry(req_.owner, ref);
+  std::vector<std::string> args = {access.skopeo,   "copy",  "--retry-times",   "0",
+                                   "--override-os", "linux", "--override-arch", "amd64"};
+  Skopeo skopeo;
+  skopeo.binary = access.skopeo;
+  bool allowed = access.allowed;
+  if (!allowed) {
+    // An address literal that is refused says so here: skopeo (Go) dials
+    // loopback directly, past the proxy, and would only report a refused
+    // connection on the namespace's own loopback.
+    std::string refused = ref.Host() == "localhost" ? "loopback" : "";
+    if (auto literal = network::ParseIpLiteral(ref.Host()))
+      refused = network::RefusedCategory(*literal);
+    if (!refused.empty())
+      return Status(Code::kRegistryError,
+                    "cannot pull " + ref.String() + ": " + ref.domain + " is a " + refused +
+                        " address, refused (an operator allows a registry with --allow-registry)",
+                    json{{"ref", ref.String()}});
+  }
+  if (!allowed) {
+    RegistryNetwork::Options o;
+    o.resolver = access.resolver;
+    o.host = access.host_addresses;
+    Result<std::unique_ptr<RegistryNetwork>> net = RegistryNetwork::Open(o);
+    if (!net.ok()) return net.status();
+    skopeo.net = std::move(*net);
+  }
+  bool plain_http = allowed && ref.IsLoopback();
+  if (plain_http) args.push_back("--src-tls-verify=false");
+  std::string authfile;
+  if (const auto& cred = access.credential) {
+    authfile = tmp_dir_ + "/auth.json";
+    std::string pair = cred->username + ":" + cred->password;
+    // Made 0600 by the open itself: never readable by others, not even
+    // between a create and a chmod.
+    UniqueFd f(
+        ::open(authfile.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!f ||
+        !WriteAll(f.get(), json{{"auths", {{ref.domain, {{"auth", Base64Encode(pair)}}}}}}.dump()))
+      return Status(Code::kIoError, "cannot write the pull's credentials file");
+    args.insert(args.end(), {"--src-authfile", authfile});
+  } else {
+    args.push_back("--src-no-creds");
+  }
+  args.push_back("docker://" + ref.String());
+  args.push_back("oci:" + layout + ":kiln");
+  held_ = host_.HeldLayers(req_.owner);
+  Result<std::optional<BuiltImage>> stored = AlreadyStored(ref, authfile, skopeo);
+  if (!stored.ok() || *stored) {
+    if (!authfile.empty()) fs::remove(authfile);
+    if (!stored.ok()) return stored.status();
+    return **stored;
+  }
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  deadline_ - std::chrono::steady_clock::now())
+                  .count();
+  int64_t t0 = MonotonicNowMs();
+  // skopeo's stderr to a file, and a watcher that kills it when the build
+  // is deleted or kilnd stops: a pull must not hold either up.
+  std::string err_path = tmp_dir_ + "/skopeo.err";
+  int status = -1;
+  {
+    UniqueFd err(::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    pid_t pid = skopeo.Spawn(args, err.get());
+    if (pid < 0) return Status(Code::kInternal, "cannot run " + args[0]);
+    std::atomic<bool> over{false};
+    std::jthread watcher([&] {
+      while (!over) {
+        if (cancelled_) {
+          ::kill(pid, SIGKILL);
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+    status = WaitProcess(pid, static_cast<int>(std::max<int64_t>(1000, left)));
+    over = true;
+  }
+  if (!authfile.empty()) fs::remove(authfile);
+  if (Status t = CheckTime(); !t.ok()) return t;
+  if (status != 0) {
+    std::string why;
+    {
+      std::ifstream f(err_path);
+      std::string line;
+      while (std::getline(f, line))
+        if (!line.empty()) why = line;  // skopeo's last word is its reason
+    }
+    if (why.empty()) why = "skopeo failed (status " + std::to_string(status) + ")";
+    if (status == -1) why = "no answer within the build's timeout";
+    json details{{"ref", ref.String()}};
+    if (std::string refused = skopeo.Refused(); !refused.empty()) {
+      why = "kiln refused its connection to " + refused;
+      details["refused"] = refused;
+    }
+    return Status(Code::kRegistryError, "cannot pull " + ref.String() + ": " + why, details);
+  }
+  Result<OciImage> oci = ReadOciLayout(layout);
+  if (!oci.ok()) return oci.status();
+  Say("pulled " + ref.String() + " (" + oci->manifest_digest + ", " +
+      std::to_string(oci->layers.size()) + " layers) in " + std::to_string(MonotonicNowMs() - t0) +
+      " ms");
+  BuiltImage b;
+  b.config = oci->config;
+  b.manifest_digest = oci->manifest_digest;
+  uint64_t max = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
+  for (const auto& layer : oci->layers) {
+    if (Status t = CheckTime(); !t.ok()) return t;
+    LayerId id = LayerId::Of(layer.diff_id);
+    std::string shown = layer.diff_id.hex().substr(0, 12);
+    // A layer the requester holds is not unpacked again. Any other is, even
+    // when the store has one of that diff id: unpacking is what proves the
+    // blob is that layer (a registry may name another tenant's diff id in
+    // its config); AddLayerTar then keeps the stored one.
+    if (held_.count(id) && host_.Layers().Layer(id)) {
+      Say("layer " + shown + ": already stored");
+    } else {
+      UnpackOptions opts;
+      opts.expected_blob_sha256 = layer.digest.hex();
+      opts.expected_diff_id = layer.diff_id.hex();
+      opts.max_bytes = max;
+      Result<LayerInfo> added = host_.Layers().AddLayerTar(layer.blob_path, opts);
+      if (!added.ok()) return added.status();
+      ++steps_run_;
+      held_.insert(id);
+      Say("layer " + shown + ": " + std::to_string(added->bytes) + " bytes, " +
+          std::to_string(added->files) + " files");
+    }
+    host_.PinLayer(id);
+    b.layers.push_back(id);
+    if (Status q = host_.CheckStoreQuota(); !q.ok()) return q;
+  }
+  (void)RemoveTree(layout);
+  return b;
+}
+
+Result<std::optional<BuiltImage>> Builder::AlreadyStored(const ImageRef& ref,
+                                                         const std::string& authfile,
+                                                         Skopeo& skopeo) {
+  // skopeo copy fetches every blob into a fresh layout, stored or not; an
+  // image whose layers the requester holds needs only its manifest and
+  // config. What the registry sends is untrusted: bounded, hashed, and
+  // parsed as a whole pull's would be.
+  std::vector<std::string> base = {skopeo.binary, "inspect", "--raw", "--retry-times", "0"};
+  if (!skopeo.net && ref.IsLoopback()) base.push_back("--tls-verify=false");
+  if (authfile.empty()) {
+    base.push_back("--no-creds");
+  } else {
+    base.insert(base.end(), {"--authfile", authfile});
+  }
+  std::vector<std::string> manifest_args = base, config_args = base;
+  manifest_args.push_back("docker://" + ref.String());
+  config_args.insert(config_args.end(), {"--config", "docker://" + ref.String()});
+  constexpr size_t kMaxMetadata = 4u << 20;
+  ProcessOutput manifest = skopeo.Run(manifest_args, 30000, kMaxMetadata);
+  if (!manifest.ok()) return std::optional<BuiltImage>();  // the copy will say why
+  std::optional<json> m = ParseJsonBounded(manifest.out);
+  // An index (several platforms) goes the long way: the copy picks one.
+  if (!m || !m->is_object() || m->contains("manifests")) return std::optional<BuiltImage>();
+  std::string manifest_digest = Sha256Digest::Of(manifest.out).str();
+  ProcessOutput config = skopeo.Run(config_args, 30000, kMaxMetadata);
+  if (!config.ok()) return std::optional<BuiltImage>();
+  const json config_digest = (*m).value("config", json::object()).value("digest", json());
+  if (config_digest != Sha256Digest::Of(config.out).str())
+    return Status(Code::kInvalidImage,
+                  "the registry's config for " + ref.String() + " does not match its digest",
+                  json{{"field", "config.digest"}});
+  std::string why;
+  std::optional<json> c = ParseJsonBounded(config.out, &why);
+  if (!c) return Status(Code::kInvalidImage, "config " + why, json{{"field", "config"}});
+  Result<OciImage> image = ParseImageManifest(*m, manifest_digest, *c);
+  if (!image.ok()) return image.status();
+  BuiltImage b;
+  for (const OciLayer& l : image->layers) {
+    LayerId id = LayerId::Of(l.diff_id);
+    if (!held_.count(id) || !host_.Layers().Layer(id)) return std::optional<BuiltImage>();
+    b.layers.push_back(id);
+  }
+  for (const auto& l : b.layers) host_.PinLayer(l);
+  b.config = image->config;
+  b.manifest_digest = manifest_digest;
+  Say("every layer of " + ref.String() + " is stored: only its manifest and config fetched");
+  return std::optional<BuiltImage>(std::move(b));
+}
+
+Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
+  const std::vector<std::string>& argv = run.command.argv;  // a shell form comes with its SHELL
+  std::string parent = ImageStorage::ChainId(st.layers).hex();
+  std::string key = Sha256Hex(json{
+      {"op", "run"},
+      {"parent", parent},
+      {"argv", argv},
+      {"env", st.config.env},
+      {"args", run.build_args},
+      {"user", st.config.user},
+      {"workdir", st.config.working_dir},
+      {"network",
+       req_.network.ToJson()}}.dump());
+  if (auto hit = Cached(key)) {
+    Say("cached");
+    ++steps_cached_;
+    host_.PinLayer(*hit);
+    st.layers.push_back(*hit);
+    return Status::Ok();
+  }
+  Result<std::string> root = host_.Layers().EnsureRoot(st.layers);
+  if (!root.ok()) return root.status();
+  Result<RunAs> run_as = RunAsOf(*root, st.config);
+  if (!run_as.ok()) return run_as.status();
+
+  std::string tar = tmp_dir_ + "/upper-" + std::to_string(*step_) + ".tar";
+  SandboxStep sandbox_step;
+  sandbox_step.owner = req_.owner;
+  sandbox_step.image_id = image_id_;
+  sandbox_step.shape = Shape{req_.build.vcpu, req_.build.memory_mib, req_.build.disk_mib};
+  // The build's own deadline ends the step; the sandbox's lease runs a
+  // minute past it, so that the step's end is reported as the build's
+  // timeout, not as a sandbox that went away.
+  sandbox_step.timeout_seconds = req_.build.timeout_seconds + 60;
+  sandbox_step.network = req_.network;
+  sandbox_step.root = *root;
+  sandbox_step.run_as = *run_as;
+  sandbox_step.argv = argv;
+  sandbox_step.env = run.build_args;
+  sandbox_step.cwd = run_as->workdir;
+  sandbox_step.deadline = deadline_;
+  sandbox_step.output = [this](int stream, std::string_view data) {
+    log_->Write(stream == 2 ? "stderr" : "stdout", step_, std::string(data));
+  };
+  sandbox_step.cancelled = [this] { return cancelled_.load(); };
+  sandbox_step.upper_tar = tar;
+  Result<SandboxStepExit> exit = host_.RunInSandbox(sandbox_step);
+  if (!exit.ok()) {
+    if (Status t = CheckTime(); !t.ok()) return t;
+    return exit.status();
+  }
+  if (Status t = CheckTime(); !t.ok()) return t;
+  if (exit->start_error) {
+    return StepFailure("step_failed", "RUN could not start: " + *exit->start_error,
+                       json{{"exitCode", 127}, {"logTail", log_->Tail(20)}});
+  }
+  if (!exit->exit_code || *exit->exit_code != 0) {
+    int code = exit->exit_code.value_or(128);
+    std::string what = exit->exit_code ? "exit code " + std::to_string(code)
+                                       : "signal " + exit->signal.value_or("?");
+    return StepFailure("step_failed",
+                       "step " + std::to_string(*step_) + " (line " + std::to_string(step.line) +
+                           ") failed with " + what,
+                       json{{"exitCode", code}, {"logTail", log_->Tail(20)}});
+  }
+  UnpackOptions opts;
+  opts.skip_prefixes = kNotTheImages;
+  opts.max_bytes = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
+  Result<LayerInfo> layer = host_.Layers().AddLayerTar(tar, opts);
+  fs::remove(tar);
+  if (!layer.ok()) return layer.status();
+  host_.PinLayer(layer->id);
+  CacheLayer(key, layer->id);
+  ++steps_run_;
+  st.layers.push_back(layer->id);
+  return Status::Ok();
+}
+
+Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step,
+                         const std::string& context_dir, const std::vector<BuiltImage>& done,
+                         const std::map<int, int>& slot) {
+  (void)step;
+  CopySpec spec;
+  spec.source_root = context_dir;
+  std::optional<DockerIgnore> ignore;
+  if (copy.from) {
+    std::optional<int> stage = copy.from_stage;
+    BuiltImage from;
+    if (stage) {
+      if (!slot.count(*stage))
+        return Status(Code::kInvalidRequest, "stage " + *copy.from + " is not built");
+      from = done.at(slot.at(*stage));
+    } else {
+      Stage fake;
+      fake.base = *copy.from;
+      Result<BuiltImage> other = BaseOf(fake, done, slot);
+      if (!other.ok()) return other.status();
+      from = std::move(*other);
+    }
+    Result<std::string> root = host_.Layers().EnsureRoot(from.layers);
+    if (!root.ok()) return root.status();
+    spec.source_root = *root;
+  } else if (req_.dockerignore) {
+    Result<DockerIgnore> parsed = DockerIgnore::Parse(*req_.dockerignore);
+    if (!parsed.ok()) return parsed.status();
+    ignore = std::move(*parsed);
+    spec.ignore = &*ignore;
+  }
+  spec.sources = copy.sources;
+  std::string dest = copy.dest;
+  if (!dest.starts_with("/")) {
+    std::string wd = st.config.working_dir.empty() ? "/" : st.config.working_dir;
+    bool dir = dest.ends_with("/") || dest == ".";
+    dest = CleanPath(wd + "/" + dest);
+    if (dir && !dest.ends_with("/")) dest += "/";
+  }
+  spec.dest = dest;
+  spec.chmod = copy.chmod;
+  spec.add = copy.add;
+  spec.max_unpacked_bytes = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
+  Result<std::string> parent_root = host_.Layers().EnsureRoot(st.layers);
+  if (!parent_root.ok()) return parent_root.status();
+  if (copy.chown) {
+    Result<ImageUser> u = ResolveImageUser(*parent_root, *copy.chown);
+    if (!u.ok()) return u.status();
+    spec.chown = std::make_pair(u->uid, u->gid);
+  }
+  Result<std::string> digest = CopySourcesDigest(spec);
+  if (!digest.ok()) return digest.status();
+  std::string key = Sha256Hex(json{
+      {"op", copy.add ? "add" : "copy"},
+      {"parent", ImageStorage::ChainId(st.layers).hex()},
+      {"dest", spec.dest},
+      {"sources", *digest},
+      {"chown", copy.chown.value_or("")},
+      {"chmod", copy.chmod ? *copy.chmod
+                           : -1}}.dump());
+  if (auto hit = Cached(key)) {
+    Say("cached");
+    ++steps_cached_;
+    host_.PinLayer(*hit);
+    st.layers.push_back(*hit);
+    return Status::Ok();
+  }
+  std::string layer_dir = tmp_dir_ + "/copy-" + std::to_string(*step_);
+  Result<CopyStats> copied = ApplyCopy(spec, *parent_root, layer_dir);
+  if (!copied.ok()) {
+    (void)RemoveTree(layer_dir);
+    return copied.status();
+  }
+  Result<LayerInfo> layer = host_.Layers().AddLayerDir(layer_dir, *LayerId::Parse(key));
+  if (!layer.ok()) return layer.status();
+  host_.PinLayer(layer->id);
+  CacheLayer(key, layer->id);
+  ++steps_run_;
+  st.layers.push_back(layer->id);
+  return Status::Ok();
+}
+
+Status Builder::WorkdirStep(BuiltImage& st, const Step& step) {
+  (void)step;
+  Result<std::string> root = host_.Layers().EnsureRoot(st.layers);
+  if (!root.ok()) return root.status();
+  if (OpenInRoot(*root, st.config.working_dir, O_RDONLY | O_DIRECTORY).ok()) return Status::Ok();
+  // Docker creates a WORKDIR that does not exist: a layer of one directory.
+  LayerId key = *LayerId::Parse(Sha256Hex(json{
+      {"op", "workdir"},
+      {"parent", ImageStorage::ChainId(st.layers).hex()},
+      {"path", st.config.working_dir}}.dump()));
+  if (host_.Layers().Layer(key)) {
+    st.layers.push_back(key);
+    host_.PinLayer(key);
+    return Status::Ok();
+  }
+  std::string dir = tmp_dir_ + "/workdir-" + std::to_string(*step_);
+  std::error_code ec;
+  fs::create_directories(dir + CleanPath(st.config.working_dir), ec);
+  if (ec) return Status(Code::kIoError, "cannot create WORKDIR: " + ec.message());
+  Result<LayerInfo> layer = host_.Layers().AddLayerDir(dir, key);
+  if (!layer.ok()) return layer.status();
+  host_.PinLayer(key);
+  st.layers.push_back(key);
+  return Status::Ok();
+}
+
+}  // namespace kiln::images

@@ -1,0 +1,528 @@
+#include "images/manager/image_manager.h"
+
+#include <filesystem>
+
+#include "common/digest.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "images/layers/flatten.h"
+#include "images/manager/builder.h"
+#include "images/parse/dockerfile.h"
+#include "images/parse/image_ref.h"
+#include "images/parse/recipe.h"
+
+namespace kiln::images {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kBuiltinName = "base";
+
+// A UUID-shaped id that is the same for the same text (the built-in image's).
+std::string StableUuid(const std::string& text) {
+  std::string h = Sha256Hex(text);
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-4" + h.substr(13, 3) + "-8" + h.substr(17, 3) +
+         "-" + h.substr(20, 12);
+}
+
+}  // namespace
+
+std::string_view SourceName(ImageSource source) {
+  switch (source) {
+    case ImageSource::kRecipe:
+      return "recipe";
+    case ImageSource::kDockerfile:
+      return "dockerfile";
+    case ImageSource::kImage:
+      return "image";
+    case ImageSource::kBuiltin:
+      return "builtin";
+  }
+  return "dockerfile";
+}
+
+json StartJson(const StartSpec& s) {
+  json j{{"cwd", s.cwd ? json(*s.cwd) : json(nullptr)},
+         {"env", s.env},
+         {"readyTimeoutSeconds", s.ready_timeout_seconds}};
+  if (s.argv) j["argv"] = *s.argv;
+  if (s.command) j["command"] = *s.command;
+  if (s.ready_command) j["readyCommand"] = *s.ready_command;
+  if (s.ready_port) j["readyPort"] = *s.ready_port;
+  return j;
+}
+
+StartSpec StartFromJson(const json& j) {
+  StartSpec s;
+  if (j.contains("argv")) s.argv = j["argv"].get<std::vector<std::string>>();
+  if (j.contains("command")) s.command = j["command"].get<std::string>();
+  if (j.contains("cwd") && j["cwd"].is_string()) s.cwd = j["cwd"].get<std::string>();
+  s.env = j.value("env", std::map<std::string, std::string>{});
+  if (j.contains("readyCommand")) s.ready_command = j["readyCommand"].get<std::string>();
+  if (j.contains("readyPort")) s.ready_port = j["readyPort"].get<int>();
+  s.ready_timeout_seconds = j.value("readyTimeoutSeconds", 60);
+  return s;
+}
+
+json BuildJson(const BuildLimits& b) {
+  return json{{"vcpu", b.vcpu},
+              {"memoryMiB", b.memory_mib},
+              {"diskMiB", b.disk_mib},
+              {"maxImageMiB", b.max_image_mib},
+              {"timeoutSeconds", b.timeout_seconds}};
+}
+
+ImageManager::ImageManager(ImageManagerOptions options, store::ImageCatalog& catalog,
+                           control::SandboxManager& sandboxes, engine::Engine& engine)
+    : options_(std::move(options)),
+      catalog_(catalog),
+      sandboxes_(sandboxes),
+      engine_(engine),
+      storage_(options_.store_dir) {
+  RegisterBuiltin();
+  Recover();
+  for (int i = 0; i < std::max(1, options_.builds_at_once); ++i)
+    workers_.emplace_back([this](std::stop_token stop) { Worker(stop); });
+}
+
+ImageManager::~ImageManager() { Shutdown(); }
+
+void ImageManager::Shutdown() {
+  closing_ = true;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, job] : jobs_) job->cancelled = true;
+  }
+  for (auto& w : workers_) w.request_stop();
+  cv_.notify_all();
+  workers_.clear();
+  if (warmer_.joinable()) warmer_.join();
+  // Builds still queued never started: they end as interrupted too.
+  std::deque<std::shared_ptr<Job>> queued;
+  {
+    std::lock_guard lock(mu_);
+    queued.swap(queue_);
+  }
+  for (auto& job : queued) {
+    if (auto rec = catalog_.Get(job->image_id)) {
+      json record = *rec;
+      (void)Fail(*job, record, Status(Code::kShuttingDown, "kilnd stopped before the build ran"));
+    }
+  }
+}
+
+void ImageManager::RegisterBuiltin() {
+  std::string name = fs::path(options_.base_rootfs).filename();
+  std::optional<LayerId> parsed = LayerId::Parse(name);
+  // store::EnsureBaseImage names it base-<16 hex of its recipe>.
+  if (!parsed) throw std::invalid_argument("the base image folder " + name + " is not base-<hash>");
+  LayerId layer = *parsed;
+  builtin_id_ = StableUuid("kiln-builtin:" + name);
+  // The base image is a layer of its own: a link to kiln's root, whose root
+  // (see ImageStorage::EnsureRoot) is that directory itself.
+  std::string link = storage_.LayerDir(layer);
+  if (!fs::exists(link + ".json")) {
+    std::error_code ec;
+    fs::remove(link, ec);
+    fs::create_symlink(options_.base_rootfs, link, ec);
+    std::ofstream(link + ".json") << json{
+        {"bytes", DiskUsage(options_.base_rootfs)},
+        {"files", 0}}.dump();
+  }
+  if (catalog_.Get(builtin_id_)) return;
+  OciConfig config;
+  RunAs d;
+  config.user = d.user;
+  config.working_dir = d.workdir;
+  config.env = d.env;
+  int64_t now = NowMs();
+  json record{{"id", builtin_id_},
+              {"kind", "image"},
+              {"owner", ""},
+              {"name", kBuiltinName},
+              {"state", "ready"},
+              {"source", "builtin"},
+              {"ref", nullptr},
+              {"layers", ImageStorage::LayersJson({layer})},
+              {"chainId", ImageStorage::ChainId({layer}).hex()},
+              {"digest", "sha256:" + Sha256Hex(name)},
+              {"sizeBytes", storage_.Layer(layer) ? storage_.Layer(layer)->bytes : 0},
+              {"config", ConfigJson(config)},
+              {"runAs", d},
+              {"start", nullptr},
+              {"build", nullptr},
+              {"labels", json::object()},
+              {"error", nullptr},
+              {"stepsTotal", 0},
+              {"stepsCached", 0},
+              {"createdMs", now},
+              {"readyMs", now},
+              {"endedMs", now}};
+  catalog_.Insert(record, {"latest"});
+}
+
+void ImageManager::Recover() {
+  std::set<std::string> interrupted;
+  for (json record : catalog_.List(std::nullopt, std::nullopt, std::nullopt)) {
+    std::string state = record["state"];
+    if (state == "queued" || state == "building") {
+      interrupted.insert(record["id"].get<std::string>());
+      record["state"] = "failed";
+      record["error"] = {{"code", "build_interrupted"},
+                         {"message", "kilnd stopped during the build; build it again"}};
+      record["endedMs"] = NowMs();
+      catalog_.Update(record);
+      LogOf(record["id"])->Close();
+    } else if (state == "deleting") {
+      record["state"] = "deleted";
+      catalog_.Update(record);
+    }
+  }
+  // The sandboxes of those builds (a step's, the warm boot) kept running
+  // and were re-adopted; no one will use them.
+  for (const auto& s : sandboxes_.List(control::ListFilter{})) {
+    if (s->spec().image && interrupted.count(*s->spec().image)) sandboxes_.Delete(s->id());
+  }
+}
+
+std::shared_ptr<BuildLog> ImageManager::LogOf(const std::string& image_id) {
+  std::lock_guard lock(mu_);
+  if (auto it = logs_.find(image_id); it != logs_.end()) return it->second;
+  std::optional<Uuid> id = Uuid::Parse(image_id);  // kilnd's own ids; anything else has no log
+  auto log = std::make_shared<BuildLog>(id ? storage_.LogPath(*id) : "/dev/null");
+  // Only builds that are queued or running keep theirs in memory (their
+  // followers wait on it); an ended build's is read from its file.
+  if (jobs_.count(image_id)) logs_[image_id] = log;
+  return log;
+}
+
+bool ImageManager::Visible(const json& record, const std::optional<std::string>& owner) const {
+  std::string o = record.value("owner", "");
+  return !owner || o.empty() || o == *owner;
+}
+
+Result<json> ImageManager::Owned(const std::string& id, const std::optional<std::string>& owner) {
+  Result<json> record = Get(id, owner);
+  if (!record.ok()) return record;
+  if ((*record)["owner"] == "" && owner)
+    return Status(Code::kForbidden, "the built-in image cannot be changed");
+  return *record;
+}
+
+Result<json> ImageManager::Submit(ImageRequest req) {
+  std::string id = NewUuid();
+  if (req.name.empty()) {
+    // An unnamed image is addressed by its id: its name is the id (shown as
+    // null), it has no versions to move a tag between.
+    if (!req.tags.empty())
+      return Status(Code::kInvalidRequest, "body.tags: an unnamed image has no tags; give a name");
+    req.name = id;
+  } else {
+    if (Status s = ValidateImageName(req.name); !s.ok()) return s;
+    if (req.name == kBuiltinName || req.name == "runtime")
+      return Status(Code::kInvalidRequest,
+                    "body.name: \"" + req.name + "\" names the built-in image");
+    if (req.tags.empty()) req.tags = {"latest"};
+  }
+  for (const auto& t : req.tags)
+    if (Status s = ValidateTag(t); !s.ok()) return s;
+  // What can be checked now is: a build that would fail at its first step
+  // is refused with the reason instead of queued.
+  auto need_base = [&](const std::string& base, const std::string& where) -> Status {
+    if (base == "scratch" || IsRegistryRef(base)) return Status::Ok();
+    Result<json> found = Resolve(base, req.owner);
+    if (!found.ok())
+      return Status(Code::kImageNotFound, where + ": image " + base + " not found",
+                    json{{"image", base}});
+    if ((*found)["state"] == "failed" || (*found)["state"] == "deleted")
+      return Status(Code::kImageNotFound,
+                    where + ": image " + base + " is " + (*found)["state"].get<std::string>(),
+                    json{{"image", base}});
+    return Status::Ok();
+  };
+  int steps_total = 1;  // an image source: its pull
+  if (req.source == ImageSource::kDockerfile) {
+    Result<Dockerfile> file = ParseDockerfile(req.dockerfile, req.build_args);
+    if (!file.ok()) return file.status();
+    Result<std::vector<int>> order = StagesFor(*file, req.target);
+    if (!order.ok()) return order.status();
+    steps_total = 0;
+    for (int s : *order) steps_total += 1 + static_cast<int>(file->stages[s].steps.size());
+    for (int s : *order) {
+      const Stage& st = file->stages[s];
+      if (st.base_stage) continue;
+      if (Status ok = need_base(st.base, "Dockerfile line " + std::to_string(st.line)); !ok.ok())
+        return ok;
+    }
+    if (req.context && !fs::exists(ContextPathOf(req.owner, *req.context)))
+      return Status(Code::kInvalidRequest,
+                    "body.context: " + req.context->str() +
+                        " was not uploaded (PUT /v1/images/context/sha256:<hex> first)");
+  } else if (req.source == ImageSource::kRecipe) {
+    Result<RecipeBuild> recipe = RecipeToBuild(req.recipe);
+    if (!recipe.ok()) return recipe.status();
+    if (Result<Dockerfile> file = ParseDockerfile(recipe->dockerfile, {}); file.ok()) {
+      steps_total = 0;
+      for (const auto& st : file->stages) steps_total += 1 + static_cast<int>(st.steps.size());
+    }
+    if (Status ok = need_base(req.recipe.value("base", kBuiltinName), "body.recipe.base"); !ok.ok())
+      return ok;
+  } else if (req.source == ImageSource::kImage && !req.image_ref) {
+    return Status(Code::kInvalidRequest, "body.image: is required");
+  }
+  int64_t now = NowMs();
+  json record{
+      {"id", id},
+      {"kind", "image"},
+      {"owner", req.owner},
+      {"name", req.name},
+      {"state", "queued"},
+      {"source", SourceName(req.source)},
+      {"ref", req.source == ImageSource::kImage ? json(req.image_ref->String()) : json(nullptr)},
+      {"digest", nullptr},
+      {"sizeBytes", 0},
+      {"stepsTotal", steps_total},
+      {"stepsCached", 0},
+      {"config", nullptr},
+      {"start", req.start ? StartJson(*req.start) : json(nullptr)},
+      {"sudo", req.sudo},
+      {"build", BuildJson(req.build)},
+      {"labels", req.labels},
+      {"error", nullptr},
+      {"pendingTags", req.tags},
+      {"createdMs", now}};
+  // Tags move to a version when it is ready, so "name" keeps naming the
+  // last good build while the next one runs.
+  record = catalog_.Insert(record, {});
+  auto job = std::make_shared<Job>();
+  job->request = std::move(req);
+  job->image_id = record["id"];
+  {
+    std::lock_guard lock(mu_);
+    jobs_[job->image_id] = job;
+  }
+  LogOf(job->image_id)
+      ->Line("system", std::nullopt,
+             "queued " + record["name"].get<std::string>() + "@" +
+                 std::to_string(record["version"].get<int64_t>()));
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(job);
+  }
+  cv_.notify_one();
+  LogInfo("image queued", {{"event", "image.queued"},
+                           {"imageId", job->image_id},
+                           {"name", record["name"]},
+                           {"version", record["version"]},
+                           {"source", record["source"]}});
+  return record;
+}
+
+void ImageManager::Worker(std::stop_token stop) {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, stop, [&] { return !queue_.empty(); });
+      if (stop.stop_requested()) return;
+      job = queue_.front();
+      queue_.pop_front();
+    }
+    RunJob(job);
+    bool idle;
+    {
+      std::lock_guard lock(mu_);
+      jobs_.erase(job->image_id);
+      logs_.erase(job->image_id);  // ended: read from its file from now on
+      idle = jobs_.empty();
+      if (idle) pinned_layers_.clear();
+    }
+    if (idle) CollectGarbage(false, false);
+  }
+}
+
+void ImageManager::RunJob(const std::shared_ptr<Job>& job) {
+  auto found = catalog_.Get(job->image_id);
+  if (!found) return;
+  json record = *found;
+  auto log = LogOf(job->image_id);
+  if (job->cancelled) {
+    (void)Fail(*job, record,
+               Status(Code::kInvalidRequest, "deleted before its build started",
+                      json{{"code", "build_cancelled"}}));
+    return;
+  }
+  record["state"] = "building";
+  record["startedMs"] = NowMs();
+  catalog_.Update(record);
+  int64_t t0 = MonotonicNowMs();
+  Status result = Build(*job, record);
+  if (result.ok()) result = Warm(*job, record);
+  if (!result.ok()) {
+    (void)Fail(*job, record, result);
+    return;
+  }
+  record["state"] = "ready";
+  record["readyMs"] = NowMs();
+  record["endedMs"] = record["readyMs"];
+  for (const auto& tag : record["pendingTags"])
+    catalog_.Tag(record["owner"], record["name"], tag, record["id"]);
+  record.erase("pendingTags");
+  catalog_.Update(record);
+  log->Line("system", std::nullopt,
+            "ready: " + record["name"].get<std::string>() + "@" +
+                std::to_string(record["version"].get<int64_t>()) + " (" +
+                std::to_string(record["stepsCached"].get<int>()) + "/" +
+                std::to_string(record["stepsTotal"].get<int>()) + " steps cached) in " +
+                std::to_string(MonotonicNowMs() - t0) + " ms");
+  log->Close();
+  LogInfo(
+      "image ready",
+      {{"event", "image.ready"}, {"imageId", job->image_id}, {"buildMs", MonotonicNowMs() - t0}});
+}
+
+Status ImageManager::Build(Job& job, json& record) {
+  Builder builder(*this, job.request, job.image_id, LogOf(job.image_id), job.cancelled);
+  Result<BuiltImage> built = builder.Run();
+  if (!built.ok()) return built.status();
+  Result<std::string> root = storage_.EnsureRoot(built->layers);
+  if (!root.ok()) return root.status();
+  Result<RunAs> run_as = Builder::RunAsOf(*root, built->config);
+  if (!run_as.ok()) return run_as.status();
+  uint64_t bytes = 0;
+  for (const auto& l : built->layers)
+    if (auto info = storage_.Layer(l)) bytes += info->bytes;
+  json config = ConfigJson(built->config);
+  std::string chain = ImageStorage::ChainId(built->layers).hex();
+  record["layers"] = ImageStorage::LayersJson(built->layers);
+  record["chainId"] = chain;
+  record["config"] = config;
+  record["runAs"] = *run_as;
+  record["sizeBytes"] = bytes;
+  record["stepsTotal"] = built->steps_total;
+  record["stepsCached"] = built->steps_cached;
+  record["stepsRun"] = built->steps_run;
+  record["digest"] = built->manifest_digest && job.request.source == ImageSource::kImage
+                         ? *built->manifest_digest
+                         : "sha256:" + Sha256Hex(chain + config.dump());
+  // Without `start`, the CMD/ENTRYPOINT that the Dockerfile itself set is
+  // the start command (an inherited one is often a shell or a REPL: not).
+  if (record["start"].is_null() && built->cmd_set_here &&
+      (!built->config.cmd.empty() || !built->config.entrypoint.empty())) {
+    std::vector<std::string> argv = built->config.entrypoint;
+    argv.insert(argv.end(), built->config.cmd.begin(), built->config.cmd.end());
+    StartSpec s;
+    s.argv = argv;
+    record["start"] = StartJson(s);
+    job.request.start = s;
+  }
+  catalog_.Update(record);
+  return Status::Ok();
+}
+
+Status ImageManager::Fail(Job& job, json& record, const Status& why) {
+  json details = why.details().is_object() ? why.details() : json::object();
+  json error = details;
+  error["code"] = details.value("code", std::string(CodeName(why.code())));
+  error["message"] = why.message();
+  auto now = catalog_.Get(job.image_id);
+  bool deleted = now && (*now)["state"] == "deleting";
+  if (closing_ && !deleted) {
+    error["code"] = "build_interrupted";
+    error["message"] = "kilnd stopped during the build; build it again";
+  }
+  if (!error.contains("logTail")) error["logTail"] = LogOf(job.image_id)->Tail(20);
+  record["state"] = deleted ? "deleted" : "failed";
+  if (deleted) {
+    for (const auto& tag : (*now)["tags"]) catalog_.Untag(record["owner"], record["name"], tag);
+  }
+  record["error"] = error;
+  record["endedMs"] = NowMs();
+  record.erase("pendingTags");
+  catalog_.Update(record);
+  auto log = LogOf(job.image_id);
+  log->Line("system", std::nullopt, "failed: " + why.message());
+  log->Close();
+  LogWarn("image build failed",
+          {{"event", "image.failed"}, {"imageId", job.image_id}, {"error", error}});
+  return why;
+}
+
+void ImageManager::Pin(const LayerId& layer) {
+  std::lock_guard lock(mu_);
+  pinned_layers_.insert(layer.str());
+}
+
+Status ImageManager::CheckQuota() {
+  if (options_.storage_limit_mib == 0) return Status::Ok();
+  uint64_t limit = options_.storage_limit_mib << 20;
+  if (storage_.LayerBytes() <= limit) return Status::Ok();
+  CollectGarbage(true, false);
+  uint64_t used = storage_.LayerBytes();
+  if (used <= limit) return Status::Ok();
+  return Status(Code::kQuotaExceeded,
+                "image storage holds " + std::to_string(used >> 20) +
+                    " MiB, over --image-storage-mib " + std::to_string(options_.storage_limit_mib) +
+                    ": delete images (and prune) first",
+                json{{"code", "storage_quota_exceeded"}});
+}
+
+json ImageManager::CollectGarbage(bool cache, bool contexts) {
+  int cache_removed = cache ? catalog_.ClearCache() : 0;
+  std::set<std::string> used_images;
+  for (const auto& s : sandboxes_.List(control::ListFilter{}))
+    if (s->spec().image) used_images.insert(*s->spec().image);
+  std::set<std::string> used_roots;
+  for (const auto& s : sandboxes_.List(control::ListFilter{}))
+    if (!s->spec().rootfs.empty()) used_roots.insert(fs::path(s->spec().rootfs).filename());
+  for (const auto& snap : sandboxes_.ListSnapshots()) {
+    if (snap.image) used_images.insert(*snap.image);
+    if (!snap.rootfs.empty()) used_roots.insert(fs::path(snap.rootfs).filename());
+  }
+  std::set<std::string> keep_layers, keep_roots = used_roots;
+  for (const auto& snap : sandboxes_.ListSnapshots())  // an imported root's layers
+    keep_layers.insert(snap.layers.begin(), snap.layers.end());
+  for (const auto& rec : catalog_.List(std::nullopt, std::nullopt, std::nullopt)) {
+    bool live = rec["state"] != "deleted" || used_images.count(rec["id"]);
+    if (!live || !rec.contains("layers")) continue;
+    for (const auto& l : rec["layers"]) keep_layers.insert(l.get<std::string>());
+    if (rec.contains("chainId")) keep_roots.insert(rec["chainId"].get<std::string>());
+  }
+  for (const auto& l : catalog_.CachedLayers()) keep_layers.insert(l);
+  bool building;
+  {
+    std::lock_guard lock(mu_);
+    keep_layers.insert(pinned_layers_.begin(), pinned_layers_.end());
+    building = !jobs_.empty();
+  }
+  // A snapshot import's layers and root belong to no record until it lists
+  // the snapshot: while one runs, nothing of either kind is collected.
+  bool importing = imports_.load() > 0;
+  if (building || importing) {  // their intermediate roots are in use
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(storage_.dir() + "/roots", ec))
+      keep_roots.insert(e.path().filename());
+  }
+  if (importing) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(storage_.dir() + "/layers", ec))
+      keep_layers.insert(e.path().filename());
+  }
+  PruneStats stats = storage_.Prune(keep_layers, keep_roots, contexts);
+  return json{{"layersRemoved", stats.layers_removed},
+              {"rootsRemoved", stats.roots_removed},
+              {"contextsRemoved", stats.contexts_removed},
+              {"cacheEntriesRemoved", cache_removed},
+              {"bytesFreed", stats.bytes_freed}};
+}
+
+json ImageManager::Prune() {
+  json out = CollectGarbage(true, true);
+  LogInfo("images pruned", {{"event", "image.prune"}, {"result", out}});
+  return out;
+}
+
+}  // namespace kiln::images
