@@ -43,11 +43,15 @@ class FakeBuildHost : public BuildHost {
   void CacheStep(const std::string& owner, const std::string& key, const LayerId& layer) override {
     cache[owner + "/" + key] = layer.str();
   }
-  Result<json> FindImage(const std::string& ref, const std::string& /*owner*/) override {
+  Result<ImageRecord> FindImage(const std::string& ref, const std::string& /*owner*/) override {
     if (ref != "base") return Status(Code::kImageNotFound, "image " + ref + " not found");
-    return json{{"state", "ready"},
-                {"layers", {base_layer_.str()}},
-                {"config", {{"user", "app"}, {"workdir", "/home/app"}, {"env", json::object()}}}};
+    ImageRecord image;
+    image.state = ImageState::kReady;
+    image.layers = {base_layer_};
+    image.config = OciConfig{};
+    image.config->user = "app";
+    image.config->working_dir = "/home/app";
+    return image;
   }
   std::string ContextPath(const std::string&, const Sha256Digest& d) override { return d.hex(); }
   std::set<LayerId> HeldLayers(const std::string&) override { return {base_layer_}; }

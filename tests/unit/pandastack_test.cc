@@ -152,8 +152,12 @@ TEST(PandaStackTest, FilesSnapshotsTemplates) {
   EXPECT_EQ(sj["snapshot_id"], "snap_1");
   EXPECT_EQ(sj["sandbox_id"], "sb1");
   EXPECT_EQ(sj["size_bytes"], 10);
-  json t = TemplateJson(json{
-      {"id", "img_1"}, {"name", "base"}, {"source", "builtin"}, {"sizeBytes", 7}, {"owner", ""}});
+  images::ImageRecord image;
+  image.id = "img_1";
+  image.name = "base";
+  image.source = images::ImageSource::kBuiltin;
+  image.size_bytes = 7;
+  json t = TemplateJson(image);
   EXPECT_EQ(t["name"], "base");
   EXPECT_EQ(t["is_global"], true);
   EXPECT_EQ(t["size_bytes"], 7);

@@ -142,43 +142,33 @@ json DeletedSnapshotJson(const store::SnapshotRecord& r, int64_t deleted_ms) {
   return out;
 }
 
-namespace {
-
-// An image record's time (ms since the epoch) as RFC 3339, or null.
-json ImageTime(const json& r, const char* key) {
-  return r.contains(key) && r[key].is_number_integer() ? TimeOrNull(r[key].get<int64_t>())
-                                                       : json(nullptr);
-}
-
-}  // namespace
-
-json ImageJson(const json& r, const control::PoolStatus& warm_pool) {
+json ImageJson(const images::ImageRecord& r, const control::PoolStatus& warm_pool) {
   json pool{{"size", warm_pool.size}, {"ready", warm_pool.ready}};
-  return json{{"id", r["id"]},
+  return json{{"id", r.id},
               {"kind", "image"},
-              {"name", r["name"] == r["id"] ? json(nullptr) : r["name"]},  // unnamed
-              {"version", r["version"]},
-              {"tags", r.value("tags", json::array())},
-              {"labels", r.value("labels", json::object())},
-              {"state", r["state"]},
-              {"source", r["source"]},
-              {"ref", r.value("ref", json(nullptr))},
-              {"digest", r.value("digest", json(nullptr))},
-              {"sizeBytes", r.value("sizeBytes", 0)},
-              {"layers", r.contains("layers") ? json(r["layers"].size()) : json(0)},
-              {"stepsTotal", r.value("stepsTotal", 0)},
-              {"stepsCached", r.value("stepsCached", 0)},
-              {"stepsRun", r.value("stepsRun", 0)},
-              {"config", r.value("config", json(nullptr))},
-              {"start", r.value("start", json(nullptr))},
-              {"sudo", r.value("sudo", true)},
-              {"build", r.value("build", json(nullptr))},
+              {"name", r.name == r.id ? json(nullptr) : json(r.name)},  // unnamed
+              {"version", r.version},
+              {"tags", r.tags},
+              {"labels", r.labels},
+              {"state", images::ImageStateName(r.state)},
+              {"source", images::SourceName(r.source)},
+              {"ref", OrNull(r.ref)},
+              {"digest", OrNull(r.digest)},
+              {"sizeBytes", r.size_bytes},
+              {"layers", r.layers.size()},
+              {"stepsTotal", r.steps_total},
+              {"stepsCached", r.steps_cached},
+              {"stepsRun", r.steps_run.value_or(0)},
+              {"config", r.config ? images::ConfigJson(*r.config) : json(nullptr)},
+              {"start", r.start ? images::StartJson(*r.start) : json(nullptr)},
+              {"sudo", r.sudo},
+              {"build", r.build ? images::BuildJson(*r.build) : json(nullptr)},
               {"pool", pool},
-              {"warm", r.contains("warmSnapshot") && r["warmSnapshot"].is_string()},
-              {"error", r.value("error", json(nullptr))},
-              {"createdAt", ImageTime(r, "createdMs")},
-              {"readyAt", ImageTime(r, "readyMs")},
-              {"endedAt", ImageTime(r, "endedMs")}};
+              {"warm", r.warm_snapshot.has_value()},
+              {"error", r.error},
+              {"createdAt", TimeOrNull(r.created_ms)},
+              {"readyAt", TimeOrNull(r.ready_ms)},
+              {"endedAt", TimeOrNull(r.ended_ms)}};
 }
 
 json FileEntryJson(const io::FileEntry& e) {

@@ -8,6 +8,7 @@
 #include "control/sandbox.h"
 #include "control/sandbox_manager.h"
 #include "control/warm_pool.h"
+#include "images/manager/image_record.h"
 #include "io/types.h"
 #include "store/key_store.h"
 #include "store/snapshot_store.h"
@@ -26,8 +27,8 @@ nlohmann::json SnapshotJson(const store::SnapshotRecord& record, const control::
 // The answer to :delete of a snapshot (it has no pool any more).
 nlohmann::json DeletedSnapshotJson(const store::SnapshotRecord& record, int64_t deleted_ms);
 
-// ImageInfo, from an image record (internal keys dropped) and its warm pool.
-nlohmann::json ImageJson(const nlohmann::json& record, const control::PoolStatus& warm_pool);
+// ImageInfo, from an image record (internal parts dropped) and its warm pool.
+nlohmann::json ImageJson(const images::ImageRecord& record, const control::PoolStatus& warm_pool);
 
 // FileEntry: the sandbox's entry, its time as modifiedAt.
 nlohmann::json FileEntryJson(const io::FileEntry& entry);

@@ -32,10 +32,9 @@ images::ImageManager& Images(ApiContext& ctx) {
 }
 
 // ImageInfo of `record`, with its warm copy's pool.
-json Present(ApiContext& ctx, const json& record) {
+json Present(ApiContext& ctx, const images::ImageRecord& record) {
   control::PoolStatus pool;
-  if (record.contains("warmSnapshot") && record["warmSnapshot"].is_string())
-    pool = ctx.sandboxes.SnapshotPool(record["warmSnapshot"]);
+  if (record.warm_snapshot) pool = ctx.sandboxes.SnapshotPool(*record.warm_snapshot);
   return ImageJson(record, pool);
 }
 
@@ -117,16 +116,23 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
     if (chunked)
       req.context = ValueOrThrow(Images(ctx).AssembleContext(
           req.owner, chunked->archive, chunked->size, chunked->chunks, "body.context"));
-    json record = ValueOrThrow(Images(ctx).Submit(std::move(req)));
+    images::ImageRecord record = ValueOrThrow(Images(ctx).Submit(std::move(req)));
     ex.SendJson(202, Present(ctx, record));
   });
 
   r.Add("GET", "/v1/images", [&ctx](Exchange& ex) {
     json data = json::array();
     int64_t limit = QueryInt(ex, "limit", 1, 100, 100);
-    for (const auto& rec : Images(ctx).List(OwnerScope(ex), ex.Query("name"), ex.Query("state"))) {
-      if (static_cast<int64_t>(data.size()) >= limit) break;
-      data.push_back(Present(ctx, rec));
+    images::ImageManager& m = Images(ctx);
+    // A state that is none of the states matches no image.
+    std::optional<std::string> state_name = ex.Query("state");
+    std::optional<images::ImageState> state;
+    if (state_name) state = images::ParseImageState(*state_name);
+    if (!state_name || state) {
+      for (const auto& rec : m.List(OwnerScope(ex), ex.Query("name"), state)) {
+        if (static_cast<int64_t>(data.size()) >= limit) break;
+        data.push_back(Present(ctx, rec));
+      }
     }
     ex.SendJson(200, json{{"data", data}, {"nextCursor", nullptr}});
   });
@@ -230,10 +236,10 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
       until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     images::LogPage page = ValueOrThrow(Images(ctx).Logs(ex.params["id"], OwnerScope(ex), after,
                                                          static_cast<size_t>(limit), until));
-    json rec = ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)));
+    images::ImageRecord rec = ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)));
     ex.SendJson(200, json{{"lines", page.lines},
                           {"nextAfter", page.next_after},
-                          {"state", rec["state"]},
+                          {"state", images::ImageStateName(rec.state)},
                           {"truncated", page.truncated},
                           {"done", page.done}});
   });

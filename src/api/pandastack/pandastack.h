@@ -16,6 +16,7 @@
 #include "api/router.h"
 #include "common/status.h"
 #include "control/sandbox_record.h"
+#include "images/manager/image_record.h"
 #include "io/types.h"
 #include "store/snapshot_store.h"
 
@@ -78,7 +79,7 @@ nlohmann::json SnapshotJson(const store::SnapshotRecord& r, const std::string& t
 // A directory entry or stat: {name, path, is_dir, size, mode, mtime}.
 nlohmann::json FileInfoJson(const io::FileEntry& e);
 // A template from kiln's image record (ImageManager::List's items).
-nlohmann::json TemplateJson(const nlohmann::json& image);
+nlohmann::json TemplateJson(const images::ImageRecord& image);
 
 // The HTTP status PandaStack's client expects for a kiln code: kiln's own,
 // but no_capacity is 503 with Retry-After (the client retries creates on

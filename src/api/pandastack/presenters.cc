@@ -77,17 +77,15 @@ json FileInfoJson(const io::FileEntry& e) {
               {"size", e.size}, {"mode", e.mode}, {"mtime", e.modified_ms / 1000}};
 }
 
-json TemplateJson(const json& image) {
-  bool builtin = image.value("source", "") == "builtin";
-  return json{{"name", image.value("name", "")},
-              {"id", image.value("id", "")},
-              {"size_bytes", image.value("sizeBytes", 0)},
+json TemplateJson(const images::ImageRecord& image) {
+  bool builtin = image.source == images::ImageSource::kBuiltin;
+  return json{{"name", image.name},
+              {"id", image.id},
+              {"size_bytes", image.size_bytes},
               {"is_global", builtin},
-              {"workspace", builtin ? json(nullptr) : json(image.value("owner", ""))},
+              {"workspace", builtin ? json(nullptr) : json(image.owner)},
               {"description", builtin ? "kiln's built-in image" : "a kiln image"},
-              {"meta",
-               {{"version", image.value("version", json(nullptr))},
-                {"tags", image.value("tags", json::array())}}}};
+              {"meta", {{"version", image.version}, {"tags", image.tags}}}};
 }
 
 }  // namespace kiln::api::pandastack

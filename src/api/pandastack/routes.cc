@@ -37,7 +37,7 @@ std::string TemplateName(ApiContext& ctx, const std::optional<std::string>& imag
                          const std::string& owner) {
   if (!image || !ctx.images) return "base";
   auto rec = ctx.images->Get(*image, owner);
-  return rec.ok() ? rec->value("name", *image) : *image;
+  return rec.ok() ? rec->name : *image;
 }
 
 json Present(ApiContext& ctx, const control::Sandbox& s) {

@@ -97,8 +97,9 @@ void AddCopyRoutes(Router& r, ApiContext& ctx) {
           if (ctx.images) {
             // Every version of an image is one template: its name.
             std::set<std::string> seen;
-            for (const auto& rec : ctx.images->List(OwnerScope(ex), std::nullopt, "ready")) {
-              if (seen.insert(rec.value("name", "")).second) items.push_back(TemplateJson(rec));
+            for (const auto& rec :
+                 ctx.images->List(OwnerScope(ex), std::nullopt, images::ImageState::kReady)) {
+              if (seen.insert(rec.name).second) items.push_back(TemplateJson(rec));
             }
           }
           ex.SendJson(200, json{{"items", items}});

@@ -15,12 +15,11 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/path_ids.h"
 #include "common/run_as.h"
 #include "common/shape.h"
 #include "common/status.h"
+#include "images/manager/image_record.h"
 #include "images/manager/image_storage.h"
 #include "images/parse/image_ref.h"
 #include "network/policy.h"
@@ -85,7 +84,7 @@ class BuildHost {
   virtual void CacheStep(const std::string& owner, const std::string& key,
                          const LayerId& layer) = 0;
   // A kiln image the key may build on (its own or the built-in): its record.
-  virtual Result<nlohmann::json> FindImage(const std::string& ref, const std::string& owner) = 0;
+  virtual Result<ImageRecord> FindImage(const std::string& ref, const std::string& owner) = 0;
   virtual std::string ContextPath(const std::string& owner, const Sha256Digest& digest) = 0;
   // The layers the key holds (a pull need not unpack those again).
   virtual std::set<LayerId> HeldLayers(const std::string& owner) = 0;

@@ -73,37 +73,6 @@ Status StepFailure(std::string code, std::string message, json details) {
 
 }  // namespace
 
-json ConfigJson(const OciConfig& c) {
-  json env = json::object();
-  for (const auto& kv : c.env) {
-    size_t eq = kv.find('=');
-    env[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
-  }
-  return json{{"user", c.user},
-              {"workdir", c.working_dir},
-              {"env", env},
-              {"cmd", c.cmd.empty() ? json(nullptr) : json(c.cmd)},
-              {"entrypoint", c.entrypoint.empty() ? json(nullptr) : json(c.entrypoint)},
-              {"exposedPorts", c.exposed_ports},
-              {"labels", c.labels},
-              {"stopSignal", c.stop_signal ? json(*c.stop_signal) : json(nullptr)}};
-}
-
-OciConfig ConfigFromJson(const json& j) {
-  OciConfig c;
-  c.user = j.value("user", "");
-  c.working_dir = j.value("workdir", "");
-  if (j.contains("env") && j["env"].is_object())
-    for (const auto& [k, v] : j["env"].items()) c.env.push_back(k + "=" + v.get<std::string>());
-  if (j.contains("cmd") && j["cmd"].is_array()) c.cmd = j["cmd"].get<std::vector<std::string>>();
-  if (j.contains("entrypoint") && j["entrypoint"].is_array())
-    c.entrypoint = j["entrypoint"].get<std::vector<std::string>>();
-  c.exposed_ports = j.value("exposedPorts", std::vector<std::string>{});
-  c.labels = j.value("labels", std::map<std::string, std::string>{});
-  if (j.contains("stopSignal") && j["stopSignal"].is_string()) c.stop_signal = j["stopSignal"];
-  return c;
-}
-
 Result<RunAs> Builder::RunAsOf(const std::string& root, const OciConfig& config) {
   Result<ImageUser> user = ResolveImageUser(root, config.user);
   if (!user.ok()) return user.status();
@@ -196,8 +165,8 @@ Result<BuiltImage> Builder::Run() {
     built = RunDockerfile(recipe->dockerfile, ctx);
     if (built.ok()) {
       // A recipe installs as root; its image runs as its base's user again.
-      Result<json> base = host_.FindImage(req_.recipe.value("base", "base"), req_.owner);
-      if (base.ok()) built->config.user = (*base)["config"].value("user", "");
+      Result<ImageRecord> base = host_.FindImage(req_.recipe.value("base", "base"), req_.owner);
+      if (base.ok()) built->config.user = base->config ? base->config->user : "";
     }
   } else {
     std::string ctx = tmp_dir_ + "/context";
@@ -243,9 +212,9 @@ Result<BuiltImage> Builder::RunDockerfile(const std::string& text, const std::st
   // does (a registry base is known only once pulled: its ENV is not seen).
   BaseScope base_scope = [this](const std::string& base) -> std::optional<BaseConfig> {
     if (IsRegistryRef(base)) return std::nullopt;
-    Result<json> image = host_.FindImage(base, req_.owner);
-    if (!image.ok() || (*image)["state"] != "ready") return std::nullopt;
-    OciConfig config = ConfigFromJson((*image)["config"]);
+    Result<ImageRecord> image = host_.FindImage(base, req_.owner);
+    if (!image.ok() || image->state != ImageState::kReady) return std::nullopt;
+    OciConfig config = image->config.value_or(OciConfig{});
     return BaseConfig{config.env, config.working_dir};
   };
   Result<Dockerfile> parsed = ParseDockerfile(text, req_.build_args, {}, base_scope);
@@ -330,16 +299,13 @@ Result<BuiltImage> Builder::BaseOf(const Stage& stage, const std::vector<BuiltIm
   if (stage.base_stage) return done.at(slot.at(*stage.base_stage));
   if (stage.base == "scratch") return BuiltImage{};
   // A kiln image first (the key's own or the built-in), then a registry.
-  Result<json> image = host_.FindImage(stage.base, req_.owner);
+  Result<ImageRecord> image = host_.FindImage(stage.base, req_.owner);
   if (image.ok()) {
-    if ((*image)["state"] != "ready")
+    if (image->state != ImageState::kReady)
       return Status(Code::kBuildInProgress, "image " + stage.base + " is not ready");
     BuiltImage b;
-    Result<std::vector<LayerId>> layers =
-        ImageStorage::ParseLayers((*image)["layers"], "image " + stage.base + " layers");
-    if (!layers.ok()) return layers.status();
-    b.layers = std::move(*layers);
-    b.config = ConfigFromJson((*image)["config"]);
+    b.layers = image->layers;
+    b.config = image->config.value_or(OciConfig{});
     ++steps_cached_;
     return b;
   }

@@ -18,8 +18,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/run_as.h"
 #include "common/status.h"
 #include "images/layers/oci_layout.h"
@@ -43,10 +41,6 @@ struct BuiltImage {
 
 // Whether an image name says which registry holds it (then it is pulled).
 bool IsRegistryRef(const std::string& text);
-
-// The API's `config` of an image, and back.
-nlohmann::json ConfigJson(const OciConfig& config);
-OciConfig ConfigFromJson(const nlohmann::json& j);
 
 class Builder {
  public:

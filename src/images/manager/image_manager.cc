@@ -30,51 +30,6 @@ std::string StableUuid(const std::string& text) {
 
 }  // namespace
 
-std::string_view SourceName(ImageSource source) {
-  switch (source) {
-    case ImageSource::kRecipe:
-      return "recipe";
-    case ImageSource::kDockerfile:
-      return "dockerfile";
-    case ImageSource::kImage:
-      return "image";
-    case ImageSource::kBuiltin:
-      return "builtin";
-  }
-  return "dockerfile";
-}
-
-json StartJson(const StartSpec& s) {
-  json j{{"cwd", s.cwd ? json(*s.cwd) : json(nullptr)},
-         {"env", s.env},
-         {"readyTimeoutSeconds", s.ready_timeout_seconds}};
-  if (s.argv) j["argv"] = *s.argv;
-  if (s.command) j["command"] = *s.command;
-  if (s.ready_command) j["readyCommand"] = *s.ready_command;
-  if (s.ready_port) j["readyPort"] = *s.ready_port;
-  return j;
-}
-
-StartSpec StartFromJson(const json& j) {
-  StartSpec s;
-  if (j.contains("argv")) s.argv = j["argv"].get<std::vector<std::string>>();
-  if (j.contains("command")) s.command = j["command"].get<std::string>();
-  if (j.contains("cwd") && j["cwd"].is_string()) s.cwd = j["cwd"].get<std::string>();
-  s.env = j.value("env", std::map<std::string, std::string>{});
-  if (j.contains("readyCommand")) s.ready_command = j["readyCommand"].get<std::string>();
-  if (j.contains("readyPort")) s.ready_port = j["readyPort"].get<int>();
-  s.ready_timeout_seconds = j.value("readyTimeoutSeconds", 60);
-  return s;
-}
-
-json BuildJson(const BuildLimits& b) {
-  return json{{"vcpu", b.vcpu},
-              {"memoryMiB", b.memory_mib},
-              {"diskMiB", b.disk_mib},
-              {"maxImageMiB", b.max_image_mib},
-              {"timeoutSeconds", b.timeout_seconds}};
-}
-
 ImageManager::ImageManager(ImageManagerOptions options, store::ImageCatalog& catalog,
                            control::SandboxManager& sandboxes, engine::Engine& engine)
     : options_(std::move(options)),
@@ -107,10 +62,8 @@ void ImageManager::Shutdown() {
     queued.swap(queue_);
   }
   for (auto& job : queued) {
-    if (auto rec = catalog_.Get(job->image_id)) {
-      json record = *rec;
-      (void)Fail(*job, record, Status(Code::kShuttingDown, "kilnd stopped before the build ran"));
-    }
+    if (std::optional<ImageRecord> record = Load(job->image_id))
+      (void)Fail(*job, *record, Status(Code::kShuttingDown, "kilnd stopped before the build ran"));
   }
 }
 
@@ -139,46 +92,35 @@ void ImageManager::RegisterBuiltin() {
   config.working_dir = d.workdir;
   config.env = d.env;
   int64_t now = NowMs();
-  json record{{"id", builtin_id_},
-              {"kind", "image"},
-              {"owner", ""},
-              {"name", kBuiltinName},
-              {"state", "ready"},
-              {"source", "builtin"},
-              {"ref", nullptr},
-              {"layers", ImageStorage::LayersJson({layer})},
-              {"chainId", ImageStorage::ChainId({layer}).hex()},
-              {"digest", "sha256:" + Sha256Hex(name)},
-              {"sizeBytes", storage_.Layer(layer) ? storage_.Layer(layer)->bytes : 0},
-              {"config", ConfigJson(config)},
-              {"runAs", d},
-              {"start", nullptr},
-              {"build", nullptr},
-              {"labels", json::object()},
-              {"error", nullptr},
-              {"stepsTotal", 0},
-              {"stepsCached", 0},
-              {"createdMs", now},
-              {"readyMs", now},
-              {"endedMs", now}};
+  ImageRecord record;
+  record.id = builtin_id_;
+  record.name = kBuiltinName;
+  record.state = ImageState::kReady;
+  record.source = ImageSource::kBuiltin;
+  record.layers = {layer};
+  record.chain_id = ImageStorage::ChainId({layer}).hex();
+  record.digest = "sha256:" + Sha256Hex(name);
+  record.size_bytes = storage_.Layer(layer) ? storage_.Layer(layer)->bytes : 0;
+  record.config = config;
+  record.run_as = d;
+  record.created_ms = record.ready_ms = record.ended_ms = now;
   catalog_.Insert(record, {"latest"});
 }
 
 void ImageManager::Recover() {
   std::set<std::string> interrupted;
-  for (json record : catalog_.List(std::nullopt, std::nullopt, std::nullopt)) {
-    std::string state = record["state"];
-    if (state == "queued" || state == "building") {
-      interrupted.insert(record["id"].get<std::string>());
-      record["state"] = "failed";
-      record["error"] = {{"code", "build_interrupted"},
-                         {"message", "kilnd stopped during the build; build it again"}};
-      record["endedMs"] = NowMs();
-      catalog_.Update(record);
-      LogOf(record["id"])->Close();
-    } else if (state == "deleting") {
-      record["state"] = "deleted";
-      catalog_.Update(record);
+  for (ImageRecord& record : LoadAll(std::nullopt, std::nullopt, std::nullopt)) {
+    if (record.state == ImageState::kQueued || record.state == ImageState::kBuilding) {
+      interrupted.insert(record.id);
+      record.state = ImageState::kFailed;
+      record.error = {{"code", "build_interrupted"},
+                      {"message", "kilnd stopped during the build; build it again"}};
+      record.ended_ms = NowMs();
+      Save(record);
+      LogOf(record.id)->Close();
+    } else if (record.state == ImageState::kDeleting) {
+      record.state = ImageState::kDeleted;
+      Save(record);
     }
   }
   // The sandboxes of those builds (a step's, the warm boot) kept running
@@ -199,20 +141,40 @@ std::shared_ptr<BuildLog> ImageManager::LogOf(const std::string& image_id) {
   return log;
 }
 
-bool ImageManager::Visible(const json& record, const std::optional<std::string>& owner) const {
-  std::string o = record.value("owner", "");
-  return !owner || o.empty() || o == *owner;
+bool ImageManager::Visible(const ImageRecord& record,
+                           const std::optional<std::string>& owner) const {
+  return !owner || record.owner.empty() || record.owner == *owner;
 }
 
-Result<json> ImageManager::Owned(const std::string& id, const std::optional<std::string>& owner) {
-  Result<json> record = Get(id, owner);
+Result<ImageRecord> ImageManager::Owned(const std::string& id,
+                                        const std::optional<std::string>& owner) {
+  Result<ImageRecord> record = Get(id, owner);
   if (!record.ok()) return record;
-  if ((*record)["owner"] == "" && owner)
+  if (record->owner.empty() && owner)
     return Status(Code::kForbidden, "the built-in image cannot be changed");
-  return *record;
+  return record;
 }
 
-Result<json> ImageManager::Submit(ImageRequest req) {
+std::optional<ImageRecord> ImageManager::Load(const std::string& id) const {
+  std::optional<json> stored = catalog_.Get(id);
+  if (!stored) return std::nullopt;
+  return stored->get<ImageRecord>();
+}
+
+std::vector<ImageRecord> ImageManager::LoadAll(const std::optional<std::string>& owner,
+                                               const std::optional<std::string>& name,
+                                               const std::optional<ImageState>& state) const {
+  std::optional<std::string> state_name;
+  if (state) state_name = std::string(ImageStateName(*state));
+  std::vector<ImageRecord> out;
+  for (const json& stored : catalog_.List(owner, name, state_name))
+    out.push_back(stored.get<ImageRecord>());
+  return out;
+}
+
+void ImageManager::Save(const ImageRecord& record) { catalog_.Update(record); }
+
+Result<ImageRecord> ImageManager::Submit(ImageRequest req) {
   std::string id = NewUuid();
   if (req.name.empty()) {
     // An unnamed image is addressed by its id: its name is the id (shown as
@@ -233,13 +195,13 @@ Result<json> ImageManager::Submit(ImageRequest req) {
   // is refused with the reason instead of queued.
   auto need_base = [&](const std::string& base, const std::string& where) -> Status {
     if (base == "scratch" || IsRegistryRef(base)) return Status::Ok();
-    Result<json> found = Resolve(base, req.owner);
+    Result<ImageRecord> found = Resolve(base, req.owner);
     if (!found.ok())
       return Status(Code::kImageNotFound, where + ": image " + base + " not found",
                     json{{"image", base}});
-    if ((*found)["state"] == "failed" || (*found)["state"] == "deleted")
+    if (found->state == ImageState::kFailed || found->state == ImageState::kDeleted)
       return Status(Code::kImageNotFound,
-                    where + ": image " + base + " is " + (*found)["state"].get<std::string>(),
+                    where + ": image " + base + " is " + std::string(ImageStateName(found->state)),
                     json{{"image", base}});
     return Status::Ok();
   };
@@ -273,41 +235,33 @@ Result<json> ImageManager::Submit(ImageRequest req) {
   } else if (req.source == ImageSource::kImage && !req.image_ref) {
     return Status(Code::kInvalidRequest, "body.image: is required");
   }
-  int64_t now = NowMs();
-  json record{
-      {"id", id},
-      {"kind", "image"},
-      {"owner", req.owner},
-      {"name", req.name},
-      {"state", "queued"},
-      {"source", SourceName(req.source)},
-      {"ref", req.source == ImageSource::kImage ? json(req.image_ref->String()) : json(nullptr)},
-      {"digest", nullptr},
-      {"sizeBytes", 0},
-      {"stepsTotal", steps_total},
-      {"stepsCached", 0},
-      {"config", nullptr},
-      {"start", req.start ? StartJson(*req.start) : json(nullptr)},
-      {"sudo", req.sudo},
-      {"build", BuildJson(req.build)},
-      {"labels", req.labels},
-      {"error", nullptr},
-      {"pendingTags", req.tags},
-      {"createdMs", now}};
+  ImageRecord record;
+  record.id = id;
+  record.owner = req.owner;
+  record.name = req.name;
+  record.state = ImageState::kQueued;
+  record.source = req.source;
+  if (req.source == ImageSource::kImage) record.ref = req.image_ref->String();
+  record.steps_total = steps_total;
+  record.start = req.start;
+  record.sudo = req.sudo;
+  record.build = req.build;
+  record.labels = req.labels;
   // Tags move to a version when it is ready, so "name" keeps naming the
   // last good build while the next one runs.
-  record = catalog_.Insert(record, {});
+  record.pending_tags = req.tags;
+  record.created_ms = NowMs();
+  record = catalog_.Insert(record, {}).get<ImageRecord>();
   auto job = std::make_shared<Job>();
   job->request = std::move(req);
-  job->image_id = record["id"];
+  job->image_id = record.id;
   {
     std::lock_guard lock(mu_);
     jobs_[job->image_id] = job;
   }
   LogOf(job->image_id)
       ->Line("system", std::nullopt,
-             "queued " + record["name"].get<std::string>() + "@" +
-                 std::to_string(record["version"].get<int64_t>()));
+             "queued " + record.name + "@" + std::to_string(record.version));
   {
     std::lock_guard lock(mu_);
     queue_.push_back(job);
@@ -315,9 +269,9 @@ Result<json> ImageManager::Submit(ImageRequest req) {
   cv_.notify_one();
   LogInfo("image queued", {{"event", "image.queued"},
                            {"imageId", job->image_id},
-                           {"name", record["name"]},
-                           {"version", record["version"]},
-                           {"source", record["source"]}});
+                           {"name", record.name},
+                           {"version", record.version},
+                           {"source", SourceName(record.source)}});
   return record;
 }
 
@@ -345,9 +299,9 @@ void ImageManager::Worker(std::stop_token stop) {
 }
 
 void ImageManager::RunJob(const std::shared_ptr<Job>& job) {
-  auto found = catalog_.Get(job->image_id);
+  std::optional<ImageRecord> found = Load(job->image_id);
   if (!found) return;
-  json record = *found;
+  ImageRecord& record = *found;
   auto log = LogOf(job->image_id);
   if (job->cancelled) {
     (void)Fail(*job, record,
@@ -355,9 +309,9 @@ void ImageManager::RunJob(const std::shared_ptr<Job>& job) {
                       json{{"code", "build_cancelled"}}));
     return;
   }
-  record["state"] = "building";
-  record["startedMs"] = NowMs();
-  catalog_.Update(record);
+  record.state = ImageState::kBuilding;
+  record.started_ms = NowMs();
+  Save(record);
   int64_t t0 = MonotonicNowMs();
   Status result = Build(*job, record);
   if (result.ok()) result = Warm(*job, record);
@@ -365,26 +319,24 @@ void ImageManager::RunJob(const std::shared_ptr<Job>& job) {
     (void)Fail(*job, record, result);
     return;
   }
-  record["state"] = "ready";
-  record["readyMs"] = NowMs();
-  record["endedMs"] = record["readyMs"];
-  for (const auto& tag : record["pendingTags"])
-    catalog_.Tag(record["owner"], record["name"], tag, record["id"]);
-  record.erase("pendingTags");
-  catalog_.Update(record);
+  record.state = ImageState::kReady;
+  record.ready_ms = NowMs();
+  record.ended_ms = record.ready_ms;
+  for (const auto& tag : record.pending_tags)
+    catalog_.Tag(record.owner, record.name, tag, record.id);
+  record.pending_tags.clear();
+  Save(record);
   log->Line("system", std::nullopt,
-            "ready: " + record["name"].get<std::string>() + "@" +
-                std::to_string(record["version"].get<int64_t>()) + " (" +
-                std::to_string(record["stepsCached"].get<int>()) + "/" +
-                std::to_string(record["stepsTotal"].get<int>()) + " steps cached) in " +
-                std::to_string(MonotonicNowMs() - t0) + " ms");
+            "ready: " + record.name + "@" + std::to_string(record.version) + " (" +
+                std::to_string(record.steps_cached) + "/" + std::to_string(record.steps_total) +
+                " steps cached) in " + std::to_string(MonotonicNowMs() - t0) + " ms");
   log->Close();
   LogInfo(
       "image ready",
       {{"event", "image.ready"}, {"imageId", job->image_id}, {"buildMs", MonotonicNowMs() - t0}});
 }
 
-Status ImageManager::Build(Job& job, json& record) {
+Status ImageManager::Build(Job& job, ImageRecord& record) {
   Builder builder(*this, job.request, job.image_id, LogOf(job.image_id), job.cancelled);
   Result<BuiltImage> built = builder.Run();
   if (!built.ok()) return built.status();
@@ -395,54 +347,54 @@ Status ImageManager::Build(Job& job, json& record) {
   uint64_t bytes = 0;
   for (const auto& l : built->layers)
     if (auto info = storage_.Layer(l)) bytes += info->bytes;
-  json config = ConfigJson(built->config);
   std::string chain = ImageStorage::ChainId(built->layers).hex();
-  record["layers"] = ImageStorage::LayersJson(built->layers);
-  record["chainId"] = chain;
-  record["config"] = config;
-  record["runAs"] = *run_as;
-  record["sizeBytes"] = bytes;
-  record["stepsTotal"] = built->steps_total;
-  record["stepsCached"] = built->steps_cached;
-  record["stepsRun"] = built->steps_run;
-  record["digest"] = built->manifest_digest && job.request.source == ImageSource::kImage
-                         ? *built->manifest_digest
-                         : "sha256:" + Sha256Hex(chain + config.dump());
+  record.layers = built->layers;
+  record.chain_id = chain;
+  record.config = built->config;
+  record.run_as = *run_as;
+  record.size_bytes = bytes;
+  record.steps_total = built->steps_total;
+  record.steps_cached = built->steps_cached;
+  record.steps_run = built->steps_run;
+  // The digest of a build is of its chain and its config as the API shows it.
+  record.digest = built->manifest_digest && job.request.source == ImageSource::kImage
+                      ? *built->manifest_digest
+                      : "sha256:" + Sha256Hex(chain + ConfigJson(built->config).dump());
   // Without `start`, the CMD/ENTRYPOINT that the Dockerfile itself set is
   // the start command (an inherited one is often a shell or a REPL: not).
-  if (record["start"].is_null() && built->cmd_set_here &&
+  if (!record.start && built->cmd_set_here &&
       (!built->config.cmd.empty() || !built->config.entrypoint.empty())) {
     std::vector<std::string> argv = built->config.entrypoint;
     argv.insert(argv.end(), built->config.cmd.begin(), built->config.cmd.end());
     StartSpec s;
     s.argv = argv;
-    record["start"] = StartJson(s);
+    record.start = s;
     job.request.start = s;
   }
-  catalog_.Update(record);
+  Save(record);
   return Status::Ok();
 }
 
-Status ImageManager::Fail(Job& job, json& record, const Status& why) {
+Status ImageManager::Fail(Job& job, ImageRecord& record, const Status& why) {
   json details = why.details().is_object() ? why.details() : json::object();
   json error = details;
   error["code"] = details.value("code", std::string(CodeName(why.code())));
   error["message"] = why.message();
-  auto now = catalog_.Get(job.image_id);
-  bool deleted = now && (*now)["state"] == "deleting";
+  std::optional<ImageRecord> now = Load(job.image_id);
+  bool deleted = now && now->state == ImageState::kDeleting;
   if (closing_ && !deleted) {
     error["code"] = "build_interrupted";
     error["message"] = "kilnd stopped during the build; build it again";
   }
   if (!error.contains("logTail")) error["logTail"] = LogOf(job.image_id)->Tail(20);
-  record["state"] = deleted ? "deleted" : "failed";
+  record.state = deleted ? ImageState::kDeleted : ImageState::kFailed;
   if (deleted) {
-    for (const auto& tag : (*now)["tags"]) catalog_.Untag(record["owner"], record["name"], tag);
+    for (const auto& tag : now->tags) catalog_.Untag(record.owner, record.name, tag);
   }
-  record["error"] = error;
-  record["endedMs"] = NowMs();
-  record.erase("pendingTags");
-  catalog_.Update(record);
+  record.error = error;
+  record.ended_ms = NowMs();
+  record.pending_tags.clear();
+  Save(record);
   auto log = LogOf(job.image_id);
   log->Line("system", std::nullopt, "failed: " + why.message());
   log->Close();
@@ -485,11 +437,11 @@ json ImageManager::CollectGarbage(bool cache, bool contexts) {
   std::set<std::string> keep_layers, keep_roots = used_roots;
   for (const auto& snap : sandboxes_.ListSnapshots())  // an imported root's layers
     keep_layers.insert(snap.layers.begin(), snap.layers.end());
-  for (const auto& rec : catalog_.List(std::nullopt, std::nullopt, std::nullopt)) {
-    bool live = rec["state"] != "deleted" || used_images.count(rec["id"]);
-    if (!live || !rec.contains("layers")) continue;
-    for (const auto& l : rec["layers"]) keep_layers.insert(l.get<std::string>());
-    if (rec.contains("chainId")) keep_roots.insert(rec["chainId"].get<std::string>());
+  for (const ImageRecord& rec : LoadAll(std::nullopt, std::nullopt, std::nullopt)) {
+    bool live = rec.state != ImageState::kDeleted || used_images.count(rec.id);
+    if (!live) continue;
+    for (const auto& l : rec.layers) keep_layers.insert(l.str());
+    if (!rec.chain_id.empty()) keep_roots.insert(rec.chain_id);
   }
   for (const auto& l : catalog_.CachedLayers()) keep_layers.insert(l);
   bool building;

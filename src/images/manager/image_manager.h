@@ -4,8 +4,8 @@
 // (each RUN is a kiln sandbox, under the same capacity, metering and egress
 // rules as any other) and stores layers in ImageStorage.
 //
-// An image record is JSON, the API's ImageInfo plus internal keys (layers,
-// chainId, runAs, warmSnapshot) that the presenter drops.
+// An image is an ImageRecord (image_record.h): store::ImageCatalog keeps it
+// as JSON, converted at this class's edge; the API renders it as ImageInfo.
 #pragma once
 
 #include <atomic>
@@ -32,6 +32,7 @@
 #include "engine/engine.h"
 #include "images/manager/build_host.h"
 #include "images/manager/build_log.h"
+#include "images/manager/image_record.h"
 #include "images/manager/image_request.h"
 #include "images/manager/image_storage.h"
 #include "images/parse/image_ref.h"
@@ -89,23 +90,24 @@ class ImageManager : private BuildHost {
 
   // Checks the request (a Dockerfile's syntax with line numbers, that its
   // bases and context exist) and queues the build. Returns the record.
-  Result<nlohmann::json> Submit(ImageRequest request);
+  Result<ImageRecord> Submit(ImageRequest request);
 
   // An image visible to `owner` (its own or the built-in), by id; nullopt
   // owner = any. kImageNotFound.
-  Result<nlohmann::json> Get(const std::string& id, const std::optional<std::string>& owner);
+  Result<ImageRecord> Get(const std::string& id, const std::optional<std::string>& owner);
   // By id, "name" (its latest), "name:tag" or "name@version".
-  Result<nlohmann::json> Resolve(const std::string& ref, const std::optional<std::string>& owner);
-  std::vector<nlohmann::json> List(const std::optional<std::string>& owner,
-                                   const std::optional<std::string>& name,
-                                   const std::optional<std::string>& state);
-  Result<nlohmann::json> Tag(const std::string& id, const std::string& tag,
-                             const std::optional<std::string>& owner);
-  Result<nlohmann::json> Untag(const std::string& id, const std::string& tag,
-                               const std::optional<std::string>& owner);
+  Result<ImageRecord> Resolve(const std::string& ref, const std::optional<std::string>& owner);
+  // Newest first; deleted images only when `state` asks for them.
+  std::vector<ImageRecord> List(const std::optional<std::string>& owner,
+                                const std::optional<std::string>& name,
+                                const std::optional<ImageState>& state);
+  Result<ImageRecord> Tag(const std::string& id, const std::string& tag,
+                          const std::optional<std::string>& owner);
+  Result<ImageRecord> Untag(const std::string& id, const std::string& tag,
+                            const std::optional<std::string>& owner);
   // Cancels a build in progress; drops the warm copy and tags; layers stay
   // while sandboxes or snapshots use the image.
-  Result<nlohmann::json> Delete(const std::string& id, const std::optional<std::string>& owner);
+  Result<ImageRecord> Delete(const std::string& id, const std::optional<std::string>& owner);
 
   Result<LogPage> Logs(const std::string& id, const std::optional<std::string>& owner,
                        int64_t after, size_t limit,
@@ -181,12 +183,18 @@ class ImageManager : private BuildHost {
   void Recover();
   void Worker(std::stop_token stop);
   void RunJob(const std::shared_ptr<Job>& job);
-  Status Build(Job& job, nlohmann::json& record);
-  Status Warm(Job& job, nlohmann::json& record);
-  Status Fail(Job& job, nlohmann::json& record, const Status& why);
+  Status Build(Job& job, ImageRecord& record);
+  Status Warm(Job& job, ImageRecord& record);
+  Status Fail(Job& job, ImageRecord& record, const Status& why);
   std::shared_ptr<BuildLog> LogOf(const std::string& image_id);
-  bool Visible(const nlohmann::json& record, const std::optional<std::string>& owner) const;
-  Result<nlohmann::json> Owned(const std::string& id, const std::optional<std::string>& owner);
+  bool Visible(const ImageRecord& record, const std::optional<std::string>& owner) const;
+  Result<ImageRecord> Owned(const std::string& id, const std::optional<std::string>& owner);
+  // The catalog's records, read and written as ImageRecords.
+  std::optional<ImageRecord> Load(const std::string& id) const;
+  std::vector<ImageRecord> LoadAll(const std::optional<std::string>& owner,
+                                   const std::optional<std::string>& name,
+                                   const std::optional<ImageState>& state) const;
+  void Save(const ImageRecord& record);
   // Removes layers and roots nothing uses (see Prune); with cache, the
   // build cache too.
   nlohmann::json CollectGarbage(bool cache, bool contexts);
@@ -205,7 +213,7 @@ class ImageManager : private BuildHost {
   Status CheckStoreQuota() override { return CheckQuota(); }
   std::optional<std::string> CachedStep(const std::string& owner, const std::string& key) override;
   void CacheStep(const std::string& owner, const std::string& key, const LayerId& layer) override;
-  Result<nlohmann::json> FindImage(const std::string& ref, const std::string& owner) override {
+  Result<ImageRecord> FindImage(const std::string& ref, const std::string& owner) override {
     return Resolve(ref, owner);
   }
   std::string ContextPath(const std::string& owner, const Sha256Digest& digest) override {

@@ -23,14 +23,15 @@ Status NotFound(const std::string& what) {
 
 }  // namespace
 
-Result<json> ImageManager::Get(const std::string& id, const std::optional<std::string>& owner) {
-  auto record = catalog_.Get(id);
+Result<ImageRecord> ImageManager::Get(const std::string& id,
+                                      const std::optional<std::string>& owner) {
+  std::optional<ImageRecord> record = Load(id);
   if (!record || !Visible(*record, owner)) return NotFound(id);
-  return *record;
+  return *std::move(record);
 }
 
-Result<json> ImageManager::Resolve(const std::string& ref,
-                                   const std::optional<std::string>& owner) {
+Result<ImageRecord> ImageManager::Resolve(const std::string& ref,
+                                          const std::optional<std::string>& owner) {
   if (ref == "base" || ref == "runtime") return Get(builtin_id_, owner);
   Result<KilnImageRef> parsed = ParseKilnImageRef(ref);
   if (!parsed.ok()) return Status(Code::kInvalidRequest, parsed.status().message());
@@ -45,92 +46,93 @@ Result<json> ImageManager::Resolve(const std::string& ref,
   if (owner) {
     found = lookup(*owner);
   } else {  // the admin: any key's, newest first
-    for (const auto& rec : catalog_.List(std::nullopt, parsed->name, std::nullopt)) {
-      found = lookup(rec["owner"]);
+    for (const ImageRecord& rec : LoadAll(std::nullopt, parsed->name, std::nullopt)) {
+      found = lookup(rec.owner);
       if (found) break;
     }
   }
+  if (!found) return NotFound(ref);
+  ImageRecord record = found->get<ImageRecord>();
   // A deleted version keeps its record (GET by id answers it) but no name.
-  if (!found || (*found)["state"] == "deleted" || (*found)["state"] == "deleting")
+  if (record.state == ImageState::kDeleted || record.state == ImageState::kDeleting)
     return NotFound(ref);
-  return *found;
+  return record;
 }
 
-std::vector<json> ImageManager::List(const std::optional<std::string>& owner,
-                                     const std::optional<std::string>& name,
-                                     const std::optional<std::string>& state) {
-  std::vector<json> out;
-  for (auto& rec : catalog_.List(std::nullopt, name, state)) {
-    if (!state && rec["state"] == "deleted") continue;  // listed only when asked for
+std::vector<ImageRecord> ImageManager::List(const std::optional<std::string>& owner,
+                                            const std::optional<std::string>& name,
+                                            const std::optional<ImageState>& state) {
+  std::vector<ImageRecord> out;
+  for (ImageRecord& rec : LoadAll(std::nullopt, name, state)) {
+    if (!state && rec.state == ImageState::kDeleted) continue;  // listed only when asked for
     if (Visible(rec, owner)) out.push_back(std::move(rec));
   }
   return out;
 }
 
-Result<json> ImageManager::Tag(const std::string& id, const std::string& tag,
-                               const std::optional<std::string>& owner) {
-  Result<json> rec = Owned(id, owner);
+Result<ImageRecord> ImageManager::Tag(const std::string& id, const std::string& tag,
+                                      const std::optional<std::string>& owner) {
+  Result<ImageRecord> rec = Owned(id, owner);
   if (!rec.ok()) return rec;
   if (Status s = ValidateTag(tag); !s.ok())
     return Status(Code::kInvalidRequest, "body.tag: " + s.message());
-  if ((*rec)["state"] != "ready")
+  if (rec->state != ImageState::kReady)
     return Status(Code::kBuildInProgress, "image " + id + " is " +
-                                              (*rec)["state"].get<std::string>() +
+                                              std::string(ImageStateName(rec->state)) +
                                               ": only a ready image can be tagged");
-  catalog_.Tag((*rec)["owner"], (*rec)["name"], tag, id);
-  return *catalog_.Get(id);
+  catalog_.Tag(rec->owner, rec->name, tag, id);
+  return *Load(id);
 }
 
-Result<json> ImageManager::Untag(const std::string& id, const std::string& tag,
-                                 const std::optional<std::string>& owner) {
-  Result<json> rec = Owned(id, owner);
+Result<ImageRecord> ImageManager::Untag(const std::string& id, const std::string& tag,
+                                        const std::optional<std::string>& owner) {
+  Result<ImageRecord> rec = Owned(id, owner);
   if (!rec.ok()) return rec;
-  auto tagged = catalog_.ByTag((*rec)["owner"], (*rec)["name"], tag);
-  if (!tagged || (*tagged)["id"] != id)
+  auto tagged = catalog_.ByTag(rec->owner, rec->name, tag);
+  if (!tagged || tagged->get<ImageRecord>().id != id)
     return Status(Code::kNotFound, "image " + id + " has no tag " + tag, json{{"tag", tag}});
-  catalog_.Untag((*rec)["owner"], (*rec)["name"], tag);
-  return *catalog_.Get(id);
+  catalog_.Untag(rec->owner, rec->name, tag);
+  return *Load(id);
 }
 
-Result<json> ImageManager::Delete(const std::string& id, const std::optional<std::string>& owner) {
-  Result<json> found = Owned(id, owner);
+Result<ImageRecord> ImageManager::Delete(const std::string& id,
+                                         const std::optional<std::string>& owner) {
+  Result<ImageRecord> found = Owned(id, owner);
   if (!found.ok()) return found;
-  json record = *found;
-  if (record["state"] == "deleted") return record;
+  ImageRecord& record = *found;
+  if (record.state == ImageState::kDeleted) return record;
   {
     std::lock_guard lock(mu_);
     if (auto it = jobs_.find(id); it != jobs_.end()) {
       // The build stops at its next step (a running RUN is cancelled) and
       // records the image as deleted.
       it->second->cancelled = true;
-      record["state"] = "deleting";
-      catalog_.Update(record);
+      record.state = ImageState::kDeleting;
+      Save(record);
       return record;
     }
   }
-  record["state"] = "deleting";
-  catalog_.Update(record);
-  for (const auto& tag : record["tags"]) catalog_.Untag(record["owner"], record["name"], tag);
-  if (record.contains("warmSnapshot") && record["warmSnapshot"].is_string())
-    sandboxes_.DeleteSnapshot(record["warmSnapshot"]);
-  record["state"] = "deleted";
-  record["endedMs"] = NowMs();
-  record.erase("tags");
-  catalog_.Update(record);
+  record.state = ImageState::kDeleting;
+  Save(record);
+  for (const auto& tag : record.tags) catalog_.Untag(record.owner, record.name, tag);
+  if (record.warm_snapshot) sandboxes_.DeleteSnapshot(*record.warm_snapshot);
+  record.state = ImageState::kDeleted;
+  record.ended_ms = NowMs();
+  record.tags.clear();
+  Save(record);
   // Layers stay while sandboxes or snapshots of the image run or exist.
   CollectGarbage(false, false);
   LogInfo("image deleted", {{"event", "image.deleted"}, {"imageId", id}});
-  return *catalog_.Get(id);
+  return *Load(id);
 }
 
 Result<LogPage> ImageManager::Logs(
     const std::string& id, const std::optional<std::string>& owner, int64_t after, size_t limit,
     std::optional<std::chrono::steady_clock::time_point> follow_until) {
-  Result<json> rec = Get(id, owner);
+  Result<ImageRecord> rec = Get(id, owner);
   if (!rec.ok()) return rec.status();
   auto log = LogOf(id);
-  std::string state = (*rec)["state"];
-  if (state != "queued" && state != "building") log->Close();
+  if (rec->state != ImageState::kQueued && rec->state != ImageState::kBuilding) log->Close();
   return log->Read(after, limit, follow_until);
 }
 
@@ -139,18 +141,18 @@ Result<control::PoolStatus> ImageManager::Pool(const std::string& id,
                                                std::optional<int> size) {
   // Reading is for anyone who sees the image; sizing the built-in image's
   // pool (room on the host every key shares) is the admin's.
-  Result<json> rec = size ? Owned(id, owner) : Get(id, owner);
+  Result<ImageRecord> rec = size ? Owned(id, owner) : Get(id, owner);
   if (!rec.ok()) return rec.status();
-  if (!rec->contains("warmSnapshot") || !(*rec)["warmSnapshot"].is_string()) {
-    if ((*rec)["state"] == "ready" && (*rec)["source"] == "builtin") {
+  if (!rec->warm_snapshot) {
+    if (rec->state == ImageState::kReady && rec->source == ImageSource::kBuiltin) {
       WarmBuiltinLater();
       return Status(Code::kBuildInProgress, "the built-in image is warming; retry in a few seconds")
           .WithRetryAfter(2);
     }
     return Status(Code::kBuildInProgress, "image " + id + " has no warm copy (it is " +
-                                              (*rec)["state"].get<std::string>() + ")");
+                                              std::string(ImageStateName(rec->state)) + ")");
   }
-  std::string snap = (*rec)["warmSnapshot"];
+  const std::string& snap = *rec->warm_snapshot;
   if (size) sandboxes_.ResizePool(snap, *size);
   return sandboxes_.SnapshotPool(snap);
 }
@@ -306,18 +308,14 @@ bool ImageManager::RegistryAllowed(const ImageRef& ref) const {
 
 std::set<LayerId> ImageManager::LayersOf(const std::string& owner) {
   std::set<LayerId> held;
-  auto add = [&](const json& list) {
-    if (!list.is_array()) return;
-    for (const auto& l : list)
-      if (auto id = l.is_string() ? LayerId::Parse(l.get<std::string>()) : std::nullopt)
-        held.insert(*id);
-  };
-  if (auto builtin = catalog_.Get(builtin_id_)) add((*builtin)["layers"]);
-  for (const json& r : catalog_.List(owner, std::nullopt, std::nullopt))
-    add(r.value("layers", json()));
+  if (std::optional<ImageRecord> builtin = Load(builtin_id_))
+    held.insert(builtin->layers.begin(), builtin->layers.end());
+  for (const ImageRecord& r : LoadAll(owner, std::nullopt, std::nullopt))
+    held.insert(r.layers.begin(), r.layers.end());
   for (const auto& snap : sandboxes_.ListSnapshots()) {
     if (snap.owner != owner) continue;
-    add(json(snap.layers));
+    for (const auto& l : snap.layers)
+      if (std::optional<LayerId> id = LayerId::Parse(l)) held.insert(*id);
   }
   return held;
 }

@@ -62,9 +62,4 @@ struct ImageRequest {
   bool sudo = true;         // false: its sandboxes run with the sudo shim off
 };
 
-std::string_view SourceName(ImageSource source);
-nlohmann::json StartJson(const StartSpec& start);
-nlohmann::json BuildJson(const BuildLimits& build);
-StartSpec StartFromJson(const nlohmann::json& j);
-
 }  // namespace kiln::images

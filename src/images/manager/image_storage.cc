@@ -48,12 +48,6 @@ Result<std::vector<LayerId>> ImageStorage::ParseLayers(const json& list, const s
   return out;
 }
 
-json ImageStorage::LayersJson(const std::vector<LayerId>& layers) {
-  json out = json::array();
-  for (const auto& l : layers) out.push_back(l.str());
-  return out;
-}
-
 std::optional<LayerInfo> ImageStorage::Layer(const LayerId& id) const {
   std::ifstream f(LayerDir(id) + ".json");
   if (!f) return std::nullopt;

@@ -64,11 +64,10 @@ class ImageStorage {
   // A fresh private directory name under tmp/ (not created).
   std::string TempPath(const std::string& what);
 
-  // A record's layer list (JSON strings, bottom to top) as ids;
+  // A layer list (JSON strings, bottom to top: a snapshot's) as ids;
   // kInvalidImage naming `field` if one is not a layer id.
   static Result<std::vector<LayerId>> ParseLayers(const nlohmann::json& list,
                                                   const std::string& field);
-  static nlohmann::json LayersJson(const std::vector<LayerId>& layers);
 
   std::optional<LayerInfo> Layer(const LayerId& id) const;
   // Unpacks a layer tar into the store under its diff id (verifying the

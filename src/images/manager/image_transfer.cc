@@ -140,14 +140,14 @@ class ImportedLayers : public store::LayerSink {
 
 Result<std::vector<store::TransferLayer>> ImageManager::TransferLayers(
     const store::SnapshotRecord& snapshot) {
-  json listed = snapshot.layers;
-  if (snapshot.layers.empty() && snapshot.image) {
-    if (auto rec = catalog_.Get(*snapshot.image); rec && rec->contains("layers"))
-      listed = (*rec)["layers"];
+  std::vector<LayerId> ids;
+  if (!snapshot.layers.empty()) {
+    Result<std::vector<LayerId>> parsed = ImageStorage::ParseLayers(snapshot.layers, "layers");
+    if (!parsed.ok()) return parsed.status();
+    ids = *std::move(parsed);
+  } else if (snapshot.image) {
+    if (std::optional<ImageRecord> rec = Load(*snapshot.image)) ids = rec->layers;
   }
-  Result<std::vector<LayerId>> parsed = ImageStorage::ParseLayers(listed, "layers");
-  if (!parsed.ok()) return parsed.status();
-  const std::vector<LayerId>& ids = *parsed;
   if (ids.empty())
     return Status(Code::kNotSupported, "snapshot " + snapshot.id + " runs image " +
                                            snapshot.image.value_or(snapshot.rootfs) +

@@ -92,7 +92,7 @@ json ImageManager::StartIn(const std::shared_ptr<control::Sandbox>& sandbox,
   return json{{"state", "ready"}, {"processId", pid}, {"readyMs", MonotonicNowMs() - t0}};
 }
 
-Status ImageManager::Warm(Job& job, json& record) {
+Status ImageManager::Warm(Job& job, ImageRecord& record) {
   auto log = LogOf(job.image_id);
   // A host too small for the default shape never restores a warm copy of it
   // (only creates of that shape do): the image is ready without one.
@@ -102,17 +102,15 @@ Status ImageManager::Warm(Job& job, json& record) {
     return Status::Ok();
   }
   log->Line("system", std::nullopt, "warming: booting the image once and keeping it ready");
-  Result<std::vector<LayerId>> layers = ImageStorage::ParseLayers(record["layers"], "layers");
-  if (!layers.ok()) return layers.status();
-  Result<std::string> root = storage_.EnsureRoot(*layers);
+  Result<std::string> root = storage_.EnsureRoot(record.layers);
   if (!root.ok()) return root.status();
   control::SandboxSpec spec;
-  spec.owner = record["owner"];
+  spec.owner = record.owner;
   spec.shape = options_.warm_shape;
   spec.image = job.image_id;  // no labels: copies of the warm copy inherit them
   spec.rootfs = *root;
-  spec.run_as = record["runAs"].get<RunAs>();
-  spec.sudo = record.value("sudo", true);
+  spec.run_as = record.run_as.value_or(RunAs{});
+  spec.sudo = record.sudo;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   Result<std::shared_ptr<control::Sandbox>> box =
       sandboxes_.Create(spec, deadline, [&job] { return job.cancelled.load(); });
@@ -123,8 +121,8 @@ Status ImageManager::Warm(Job& job, json& record) {
     ~Stop() { m.Delete(id); }
   } stop{sandboxes_, (*box)->id()};
   json warm = json::object();
-  if (!record["start"].is_null()) {
-    StartSpec start = StartFromJson(record["start"]);
+  if (record.start) {
+    const StartSpec& start = *record.start;
     json info = StartIn(*box, start);
     log->Line("system", std::nullopt, "start: " + info.dump());
     std::string state = info.value("state", "");
@@ -155,12 +153,12 @@ Status ImageManager::Warm(Job& job, json& record) {
   Result<store::SnapshotRecord> snap = sandboxes_.Snapshot(*box, opts);
   if (!snap.ok()) return snap.status();
   warm["snapshotBytes"] = snap->size_bytes;
-  record["warmSnapshot"] = snap->id;
-  record["warm"] = warm;
+  record.warm_snapshot = snap->id;
+  record.warm = warm;
   log->Line(
       "system", std::nullopt,
       "warm copy ready (" + std::to_string(snap->size_bytes >> 20) + " MiB of memory and changes)");
-  catalog_.Update(record);
+  Save(record);
   return Status::Ok();
 }
 
@@ -169,13 +167,11 @@ void ImageManager::WarmBuiltinLater() {
   if (warming_base_) return;
   warming_base_ = true;
   warmer_ = std::jthread([this](std::stop_token) {
-    auto rec = catalog_.Get(builtin_id_);
-    if (!rec) return;
-    json record = *rec;
+    std::optional<ImageRecord> record = Load(builtin_id_);
+    if (!record) return;
     Job job;
     job.image_id = builtin_id_;
-    record["layers"] = record.value("layers", json::array());
-    Status s = Warm(job, record);
+    Status s = Warm(job, *record);
     if (!s.ok()) {
       LogWarn("cannot warm the built-in image", {{"error", s.ToString()}});
       std::lock_guard relock(mu_);
@@ -187,39 +183,39 @@ void ImageManager::WarmBuiltinLater() {
 Result<ImageLaunch> ImageManager::ForSandbox(const std::string& ref,
                                              const std::optional<std::string>& owner,
                                              const Shape& shape) {
-  Result<json> found = Resolve(ref, owner);
+  Result<ImageRecord> found = Resolve(ref, owner);
   if (!found.ok()) return found.status();
-  const json& r = *found;
-  std::string state = r["state"];
-  if (state == "queued" || state == "building")
+  const ImageRecord& r = *found;
+  std::string state(ImageStateName(r.state));
+  if (r.state == ImageState::kQueued || r.state == ImageState::kBuilding)
     return Status(Code::kBuildInProgress,
                   "image " + ref + " is " + state + "; wait for it to be ready",
-                  json{{"imageId", r["id"]}});
-  if (state == "failed")
-    return Status(
-        Code::kInvalidRequest,
-        "image " + ref + " failed to build: " + r["error"].value("message", std::string("unknown")),
-        json{{"imageId", r["id"]}});
-  if (state != "ready") return Status(Code::kImageNotFound, "image " + ref + " is " + state);
+                  json{{"imageId", r.id}});
+  if (r.state == ImageState::kFailed)
+    return Status(Code::kInvalidRequest,
+                  "image " + ref + " failed to build: " +
+                      (r.error.is_object() ? r.error.value("message", std::string("unknown"))
+                                           : std::string("unknown")),
+                  json{{"imageId", r.id}});
+  if (r.state != ImageState::kReady)
+    return Status(Code::kImageNotFound, "image " + ref + " is " + state);
   ImageLaunch l;
-  l.image_id = r["id"];
-  if (r["source"] == "builtin") {
+  l.image_id = r.id;
+  if (r.source == ImageSource::kBuiltin) {
     l.rootfs = options_.base_rootfs;
   } else {
-    Result<std::vector<LayerId>> layers = ImageStorage::ParseLayers(r["layers"], "layers");
-    if (!layers.ok()) return layers.status();
-    Result<std::string> root = storage_.EnsureRoot(*layers);
+    Result<std::string> root = storage_.EnsureRoot(r.layers);
     if (!root.ok()) return root.status();
     l.rootfs = *root;
   }
-  if (r.contains("runAs")) l.run_as = r["runAs"].get<RunAs>();
-  if (!r["start"].is_null()) l.start = StartFromJson(r["start"]);
-  l.sudo = r.value("sudo", true);
-  if (r.contains("warmSnapshot") && r["warmSnapshot"].is_string()) {
-    if (shape == options_.warm_shape && sandboxes_.FindSnapshot(r["warmSnapshot"]))
-      l.warm_snapshot = r["warmSnapshot"].get<std::string>();
-    l.warm_start = r.value("warm", json::object());
-  } else if (r["source"] == "builtin") {
+  if (r.run_as) l.run_as = *r.run_as;
+  l.start = r.start;
+  l.sudo = r.sudo;
+  if (r.warm_snapshot) {
+    if (shape == options_.warm_shape && sandboxes_.FindSnapshot(*r.warm_snapshot))
+      l.warm_snapshot = r.warm_snapshot;
+    l.warm_start = r.warm.is_null() ? json::object() : r.warm;
+  } else if (r.source == ImageSource::kBuiltin) {
     WarmBuiltinLater();
   }
   return l;
