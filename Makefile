@@ -32,9 +32,10 @@ CMAKE     := CC=clang-14 CXX=clang++-14 cmake -S . -G Ninja -DCMAKE_UNITY_BUILD=
 build:
 	@$(STEP) build sh -c '[ -f $(BUILD)/build.ninja ] || $(CMAKE) -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo; ninja -C $(BUILD) -j $(JOBS)'
 
-# What the demo runs, and nothing else (no unit tests, no benchmarks).
+# What the demo runs, and nothing else: the daemon and the agent it puts in
+# each sandbox (no CLI, unit tests or benchmarks; `make build` adds them).
 build-demo:
-	@$(STEP) build sh -c '[ -f $(BUILD)/build.ninja ] || $(CMAKE) -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo; ninja -C $(BUILD) -j $(JOBS) kilnd kiln kiln-agent'
+	@$(STEP) build sh -c '[ -f $(BUILD)/build.ninja ] || $(CMAKE) -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo; ninja -C $(BUILD) -j $(JOBS) kilnd kiln-agent'
 
 # The test tree: host binaries, unit tests and the libFuzzer targets
 # (tests/fuzz) under AddressSanitizer + UBSan, with libFuzzer's coverage
