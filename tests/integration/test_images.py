@@ -160,6 +160,30 @@ def test_dockerfile_build_runs_steps_in_sandboxes_and_caches_them(api, sandboxes
     assert api.sh(s2["id"], "./app.sh x") == "app v2 says x\n"
 
 
+def test_a_followed_log_streams_as_ndjson_when_asked(api):
+    """The reference client's follow_logs asks for NDJSON: a line event per log line as
+    it is written (with its seq, to resume after), then done with the image."""
+    image = api.ok("POST", "/v1/images", json={
+        "dockerfile": "FROM base\nRUN for i in 1 2 3; do echo tick $i; sleep 1; done\n"})
+    got = api.stream("GET", f"/v1/images/{image['id']}/logs", query={"after": 0, "follow": "true"},
+                     timeout=BUILD_WAIT)
+    assert got.status == 200, got
+    events = got.events
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "done" and set(kinds[:-1]) == {"line"}, kinds
+    assert events[-1]["image"]["state"] == "ready" and events[-1]["image"]["id"] == image["id"]
+    seqs = [e["seq"] for e in events[:-1]]
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+    texts = [e["text"] for e in events[:-1]]
+    assert "tick 1" in texts and "tick 3" in texts, texts
+    # Lines came as they were written, not all at the end.
+    tick1 = next(t for t, e in got.timed_events if e.get("text") == "tick 1")
+    assert got.timed_events[-1][0] - tick1 >= 1.5, got.timed_events
+    # Resuming after the last line gives only the end.
+    again = api.stream("GET", f"/v1/images/{image['id']}/logs", query={"after": seqs[-1], "follow": "true"})
+    assert [e["type"] for e in again.events] == ["done"], again.events
+
+
 def test_multi_stage_with_target(api, sandboxes, pulled):
     dockerfile = ("FROM busybox AS builder\nUSER root\nRUN mkdir -p /out && echo artifact > /out/a.txt\n"
                   "FROM busybox AS unused\nRUN exit 3\n"
