@@ -160,3 +160,14 @@ def tree_signature(root):
                 continue
             sig[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns, st.st_mode)
     return sig
+
+
+def find_paths(root, match):
+    """Paths under root whose name satisfies match(name), files and folders.
+
+    os.walk skips a folder that vanishes mid-walk, where Path.rglob raises:
+    the daemon removes image roots and partial snapshots while tests look."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        found += [Path(dirpath) / n for n in dirnames + filenames if match(n)]
+    return found

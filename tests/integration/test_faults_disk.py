@@ -19,6 +19,7 @@ import pytest
 from client import assert_error
 from conftest import stop_kilnd
 from faults_util import daemons, free_bytes  # noqa: F401
+from host import find_paths
 from test_images import context_tar, upload_context, wait_image
 from test_snapshot_transfer import entries, retar
 
@@ -89,7 +90,7 @@ def _no_partial_snapshots(state):
     snaps = Path(state) / "snapshots"
     if not snaps.exists():
         return []
-    return [str(p) for p in snaps.rglob("*.partial")]
+    return [str(p) for p in find_paths(snaps, lambda n: n.endswith(".partial"))]
 
 
 def test_snapshot_on_a_full_disk(full):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from faults_util import daemons, kill9, orphans, restart, wait_for  # noqa: F401
+from host import find_paths
 from oci import Registry, build_image, busybox_rootfs
 from test_images import wait_image
 
@@ -77,7 +78,8 @@ def test_kill_9_during_a_fork(daemons):
     th, box = in_background(lambda: d.api.post(f"/v1/sandboxes/{src}:fork", json={"count": 3}))
     # Kill once the capture has started (its .partial dir) or a copy runs.
     snaps = Path(d.state_dir) / "snapshots"
-    wait_for(lambda: runsc_count(d) > base or (snaps.exists() and any(snaps.rglob("*.partial"))),
+    partial = lambda: find_paths(snaps, lambda n: n.endswith(".partial"))  # noqa: E731
+    wait_for(lambda: runsc_count(d) > base or partial(),
              60, "the fork to begin", every=0.02)
     kill9(d)
     th.join(30)
