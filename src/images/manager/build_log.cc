@@ -14,6 +14,23 @@ void to_json(json& j, const LogLine& l) {
            {"text", l.text}};
 }
 
+namespace {
+
+// A line as the file keeps it: {"n":1,"t":ms,"s":"stdout","p":2,"x":"text"}.
+// Only the strings go through nlohmann-json (for their escaping): a json
+// object per line made a build that prints 8 MB take two minutes in the
+// sanitized daemon, nearly all of it building and freeing those objects.
+std::string StoredLine(const LogLine& l) {
+  std::string out = "{\"n\":" + std::to_string(l.n) + ",\"t\":" + std::to_string(l.time_ms);
+  out += ",\"s\":" + json(l.stream).dump();
+  if (l.step) out += ",\"p\":" + std::to_string(*l.step);
+  out += ",\"x\":" + json(l.text).dump(-1, ' ', false, json::error_handler_t::replace);
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
 BuildLog::BuildLog(std::string path) : path_(std::move(path)) {
   {
     std::ifstream in(path_);
@@ -52,9 +69,7 @@ void BuildLog::AddLocked(LogLine line) {
   line.time_ms = NowMs();
   if (line.text.size() > kMaxLineBytes) line.text.resize(kMaxLineBytes);
   if (!file_full_) {
-    json stored{{"n", line.n}, {"t", line.time_ms}, {"s", line.stream}, {"x", line.text}};
-    if (line.step) stored["p"] = *line.step;
-    std::string text = stored.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string text = StoredLine(line);
     if (file_bytes_ + text.size() + 1 >= kMaxFileBytes) {
       file_full_ = true;
       text = json{{"n", line.n},

@@ -133,12 +133,24 @@ void ImageManager::Recover() {
 std::shared_ptr<BuildLog> ImageManager::LogOf(const std::string& image_id) {
   std::lock_guard lock(mu_);
   if (auto it = logs_.find(image_id); it != logs_.end()) return it->second;
+  for (const auto& [id, log] : ended_logs_) {
+    if (id == image_id) return log;
+  }
   std::optional<Uuid> id = Uuid::Parse(image_id);  // kilnd's own ids; anything else has no log
   auto log = std::make_shared<BuildLog>(id ? storage_.LogPath(*id) : "/dev/null");
-  // Only builds that are queued or running keep theirs in memory (their
-  // followers wait on it); an ended build's is read from its file.
-  if (jobs_.count(image_id)) logs_[image_id] = log;
+  // Builds that are queued or running keep theirs in memory (their followers
+  // wait on it); an ended build's is read from its file, and kept a while.
+  if (jobs_.count(image_id)) {
+    logs_[image_id] = log;
+  } else if (id) {
+    KeepEndedLocked(image_id, log);
+  }
   return log;
+}
+
+void ImageManager::KeepEndedLocked(const std::string& image_id, std::shared_ptr<BuildLog> log) {
+  ended_logs_.emplace_back(image_id, std::move(log));
+  if (ended_logs_.size() > kEndedLogsKept) ended_logs_.pop_front();
 }
 
 bool ImageManager::Visible(const ImageRecord& record,
@@ -290,7 +302,11 @@ void ImageManager::Worker(std::stop_token stop) {
     {
       std::lock_guard lock(mu_);
       jobs_.erase(job->image_id);
-      logs_.erase(job->image_id);  // ended: read from its file from now on
+      if (auto it = logs_.find(job->image_id); it != logs_.end()) {
+        it->second->Close();  // RunJob has; a log kept must say the build ended
+        KeepEndedLocked(job->image_id, std::move(it->second));
+        logs_.erase(it);
+      }
       idle = jobs_.empty();
       if (idle) pinned_layers_.clear();
     }

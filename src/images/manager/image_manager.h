@@ -235,6 +235,12 @@ class ImageManager : private BuildHost {
   std::deque<std::shared_ptr<Job>> queue_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;  // queued or running, by image id
   std::map<std::string, std::shared_ptr<BuildLog>> logs_;
+  // The logs of the last few ended builds read (newest last): a client
+  // paging through a long log would otherwise have its file parsed again on
+  // every request (a 16 MiB log takes seconds in the sanitized daemon).
+  static constexpr size_t kEndedLogsKept = 4;
+  std::deque<std::pair<std::string, std::shared_ptr<BuildLog>>> ended_logs_;
+  void KeepEndedLocked(const std::string& image_id, std::shared_ptr<BuildLog> log);
   std::set<std::string> pinned_layers_;  // used by running builds
   std::atomic<int> imports_{0};          // snapshot imports with a layer sink alive
   bool warming_base_ = false;
