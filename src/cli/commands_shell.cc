@@ -23,6 +23,7 @@
 
 #include "cli/commands.h"
 #include "cli/errors.h"
+#include "cli/output.h"
 #include "cli/terminal_client.h"
 
 namespace kiln::cli {
@@ -68,15 +69,6 @@ std::pair<int, int> WindowSize() {
       return {std::min<int>(ws.ws_col, 1000), std::min<int>(ws.ws_row, 1000)};
   }
   return {80, 24};
-}
-
-void WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // stdout is gone; the session still ends normally
-    data.remove_prefix(static_cast<size_t>(n));
-  }
 }
 
 class ShellSession : public std::enable_shared_from_this<ShellSession> {
@@ -150,7 +142,7 @@ class ShellSession : public std::enable_shared_from_this<ShellSession> {
       std::string data = beast::buffers_to_string(in_.data());
       in_.consume(in_.size());
       if (ws_.got_binary()) {
-        WriteAll(STDOUT_FILENO, data);
+        WriteAll(STDOUT_FILENO, data);  // stdout gone: the session still ends normally
       } else {
         TerminalEvent ev = ParseTerminalEvent(data);
         if (ev.kind == TerminalEvent::kExit) {

@@ -14,7 +14,7 @@
 namespace kiln {
 namespace {
 
-using Ctx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+using DigestCtx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
 
 std::string LowerHex(const unsigned char* bytes, size_t len) {
   static const char* hex = "0123456789abcdef";
@@ -48,7 +48,7 @@ bool ReadBlocks(const std::string& path, const std::function<void(const char*, s
 }  // namespace
 
 struct Sha256::State {
-  Ctx ctx{EVP_MD_CTX_new(), EVP_MD_CTX_free};
+  DigestCtx ctx{EVP_MD_CTX_new(), EVP_MD_CTX_free};
 };
 
 Sha256::Sha256() : state_(std::make_unique<State>()) {
@@ -65,14 +65,14 @@ void Sha256::Update(const void* data, size_t size) {
 std::string Sha256::HexDigest() { return Finish(state_->ctx.get()); }
 
 std::string Sha256Hex(std::string_view data) {
-  Ctx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  DigestCtx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   EVP_DigestUpdate(ctx.get(), data.data(), data.size());
   return Finish(ctx.get());
 }
 
 std::string FileSha256Hex(const std::string& path) {
-  Ctx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  DigestCtx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   if (!ReadBlocks(path, [&](const char* p, size_t n) { EVP_DigestUpdate(ctx.get(), p, n); }))
     return "";

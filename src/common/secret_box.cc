@@ -19,7 +19,7 @@ namespace {
 constexpr size_t kKeyBytes = 32, kNonceBytes = 12, kTagBytes = 16;
 constexpr std::string_view kPrefix = "enc1:";
 
-using Ctx = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
+using CipherCtx = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
 
 std::string Hex(const std::string& bytes) {
   static const char kDigits[] = "0123456789abcdef";
@@ -82,7 +82,7 @@ std::string SecretBox::Seal(const std::string& plain) const {
   std::string out(reinterpret_cast<char*>(nonce), kNonceBytes);
   out.resize(kNonceBytes + plain.size() + kTagBytes);
   auto* cipher = reinterpret_cast<unsigned char*>(out.data() + kNonceBytes);
-  Ctx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
+  CipherCtx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
   int len = 0, fin = 0;
   EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr,
                      reinterpret_cast<const unsigned char*>(key_.data()), nonce);
@@ -100,7 +100,7 @@ std::optional<std::string> SecretBox::Unseal(const std::string& sealed) const {
   size_t n = raw->size() - kNonceBytes - kTagBytes;
   auto* bytes = reinterpret_cast<unsigned char*>(raw->data());
   std::string plain(n, '\0');
-  Ctx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
+  CipherCtx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
   int len = 0, fin = 0;
   EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr,
                      reinterpret_cast<const unsigned char*>(key_.data()), bytes);

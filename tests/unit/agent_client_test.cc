@@ -9,6 +9,7 @@
 #include "proto/frame.h"
 
 namespace kiln::engine {
+namespace agent_client_test {
 namespace {
 
 using Message = AgentStream::Message;
@@ -245,4 +246,5 @@ TEST(AgentErrorTest, StatusRoundTrip) {
 }
 
 }  // namespace
+}  // namespace agent_client_test
 }  // namespace kiln::engine

@@ -7,6 +7,7 @@
 #include "common/base64.h"
 
 namespace kiln::proto {
+namespace base64_test {
 namespace {
 
 struct Vector {
@@ -118,4 +119,5 @@ TEST(Base64Test, RejectsBadPadding) {
 }
 
 }  // namespace
+}  // namespace base64_test
 }  // namespace kiln::proto

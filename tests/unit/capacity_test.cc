@@ -8,6 +8,7 @@
 #include <vector>
 
 namespace kiln::control {
+namespace capacity_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -276,9 +277,11 @@ TEST(CapacityTest, AWaiterHeldByItsKeyLimitStartsWhenItsKeyFrees) {
 }
 
 }  // namespace
+}  // namespace capacity_test
 }  // namespace kiln::control
 
 namespace kiln::control {
+namespace capacity_test {
 namespace {
 
 TEST(CapacityTest, DiskCountsAgainstTheStateDisksBudget) {
@@ -339,4 +342,5 @@ TEST(CapacityTest, AHandedOutCopyPassesItsRoomToTheKey) {
 }
 
 }  // namespace
+}  // namespace capacity_test
 }  // namespace kiln::control

@@ -10,6 +10,7 @@
 #include "cli_test_util.h"
 
 namespace kiln::cli {
+namespace cli_args_test {
 namespace {
 
 using json = nlohmann::json;
@@ -368,4 +369,5 @@ TEST(CliRequests, ListTarget) {
 }
 
 }  // namespace
+}  // namespace cli_args_test
 }  // namespace kiln::cli

@@ -20,6 +20,7 @@
 #include "fake_daemon.h"
 
 namespace kiln::cli {
+namespace cli_commands_daemon_test {
 namespace {
 
 using json = nlohmann::json;
@@ -487,4 +488,5 @@ TEST(CliCommands, BadFlagValuesFailBeforeAnyRequest) {
 }
 
 }  // namespace
+}  // namespace cli_commands_daemon_test
 }  // namespace kiln::cli

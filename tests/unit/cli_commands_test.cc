@@ -21,6 +21,7 @@
 #include "fake_daemon.h"
 
 namespace kiln::cli {
+namespace cli_commands_test {
 namespace {
 
 using json = nlohmann::json;
@@ -403,4 +404,5 @@ TEST(CliCommandsRequests, NetworkPolicy) {
 }
 
 }  // namespace
+}  // namespace cli_commands_test
 }  // namespace kiln::cli

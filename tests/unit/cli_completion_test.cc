@@ -13,6 +13,7 @@
 #include "cli/completion.h"
 
 namespace kiln::cli {
+namespace cli_completion_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -144,4 +145,5 @@ cd )" << dir << R"( && t kiln sandbox exec s --stdin-file std
 }
 
 }  // namespace
+}  // namespace cli_completion_test
 }  // namespace kiln::cli

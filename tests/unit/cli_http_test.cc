@@ -18,6 +18,7 @@
 #include "fake_daemon.h"
 
 namespace kiln::cli {
+namespace cli_http_test {
 namespace {
 
 using json = nlohmann::json;
@@ -320,4 +321,5 @@ TEST(CliHttp, InterruptAbortsAnInterruptibleStream) {
 }
 
 }  // namespace
+}  // namespace cli_http_test
 }  // namespace kiln::cli

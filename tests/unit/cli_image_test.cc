@@ -19,6 +19,7 @@
 #include "images/context/dockerignore.h"
 
 namespace kiln::cli {
+namespace cli_image_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -291,4 +292,5 @@ TEST(CliImage, SandboxCreateSendsImage) {
 }
 
 }  // namespace
+}  // namespace cli_image_test
 }  // namespace kiln::cli

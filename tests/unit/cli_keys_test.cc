@@ -18,6 +18,7 @@
 #include "fake_daemon.h"
 
 namespace kiln::cli {
+namespace cli_keys_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -295,4 +296,5 @@ TEST(CliKeysCommands, ForbiddenIsAnError) {
 }
 
 }  // namespace
+}  // namespace cli_keys_test
 }  // namespace kiln::cli

@@ -14,6 +14,7 @@
 #include "cli/output.h"
 
 namespace kiln::cli {
+namespace cli_output_test {
 namespace {
 
 using json = nlohmann::json;
@@ -186,4 +187,5 @@ TEST(CliExecStream, BadBase64IsRefused) {
 }
 
 }  // namespace
+}  // namespace cli_output_test
 }  // namespace kiln::cli

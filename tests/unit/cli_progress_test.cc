@@ -12,6 +12,7 @@
 #include "cli/progress.h"
 
 namespace kiln::cli {
+namespace cli_progress_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -130,4 +131,5 @@ TEST(CliProgress, ErasedWhenAnExceptionUnwinds) {
 }
 
 }  // namespace
+}  // namespace cli_progress_test
 }  // namespace kiln::cli

@@ -10,6 +10,7 @@
 #include "api/kiln/openapi.h"
 
 namespace kiln::contract {
+namespace contract_test {
 namespace {
 
 using nlohmann::json;
@@ -162,4 +163,5 @@ TEST(ContractTest, DefaultsLieInTheirRanges) {
 }
 
 }  // namespace
+}  // namespace contract_test
 }  // namespace kiln::contract

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln::store {
+namespace db_test {
 namespace {
 
 TEST(DbTest, ExecQueryAndTypes) {
@@ -47,4 +48,5 @@ TEST(DbTest, ErrorsNameTheStatement) {
 }
 
 }  // namespace
+}  // namespace db_test
 }  // namespace kiln::store

@@ -21,6 +21,7 @@
 #include "store/db.h"
 
 namespace kiln::egress {
+namespace egress_gate_test {
 namespace {
 
 using fakes::FakeAgentChannel;
@@ -276,4 +277,5 @@ TEST_F(EgressGateTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
 }
 
 }  // namespace
+}  // namespace egress_gate_test
 }  // namespace kiln::egress

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln::store {
+namespace egress_log_store_test {
 namespace {
 
 EgressEntry Entry(const std::string& sandbox, const std::string& host, const std::string& verdict) {
@@ -90,4 +91,5 @@ TEST(EgressLogStoreTest, KeepsAtMostTheCapPerSandbox) {
 }
 
 }  // namespace
+}  // namespace egress_log_store_test
 }  // namespace kiln::store

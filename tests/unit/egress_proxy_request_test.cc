@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln::egress {
+namespace egress_proxy_request_test {
 namespace {
 
 using Result = ProxyRequestParser::Result;
@@ -106,4 +107,5 @@ TEST(EgressProxyRequestTest, AnswersCarryTheReason) {
 }
 
 }  // namespace
+}  // namespace egress_proxy_request_test
 }  // namespace kiln::egress

@@ -6,6 +6,7 @@
 #include "engine/agent_answer.h"
 
 namespace kiln::api {
+namespace errors_test {
 namespace {
 
 using nlohmann::json;
@@ -145,4 +146,5 @@ TEST(ErrorsTest, AnOlderAgentsNoSpaceIsInsufficientStorage) {
 }
 
 }  // namespace
+}  // namespace errors_test
 }  // namespace kiln::api

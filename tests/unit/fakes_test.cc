@@ -11,6 +11,7 @@
 #include "proto/frame.h"
 
 namespace kiln::fakes {
+namespace fakes_test {
 namespace {
 
 using Message = engine::AgentStream::Message;
@@ -159,4 +160,5 @@ TEST(FakeEngineTest, KnobsAndRecords) {
 }
 
 }  // namespace
+}  // namespace fakes_test
 }  // namespace kiln::fakes

@@ -12,6 +12,7 @@
 #include "proto/frame.h"
 
 namespace kiln::proto {
+namespace frame_test {
 namespace {
 
 const FrameType kAllTypes[] = {FrameType::kRequest,  FrameType::kData,   FrameType::kEvent,
@@ -555,4 +556,5 @@ TEST(FrameTest, LargeStreamOfFramesAcrossCompaction) {
 }
 
 }  // namespace
+}  // namespace frame_test
 }  // namespace kiln::proto

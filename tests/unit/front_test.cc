@@ -7,6 +7,7 @@
 #include "store/db.h"
 
 namespace kiln::api {
+namespace front_test {
 namespace {
 
 using Begin = store::IdempotencyStore::Begin;
@@ -124,4 +125,5 @@ TEST_F(FrontTest, WrongKeysSpendTheAddresssBucket) {
 }
 
 }  // namespace
+}  // namespace front_test
 }  // namespace kiln::api

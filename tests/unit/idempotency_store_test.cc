@@ -7,6 +7,7 @@
 #include <vector>
 
 namespace kiln::store {
+namespace idempotency_store_test {
 namespace {
 
 using Begin = IdempotencyStore::Begin;
@@ -153,4 +154,5 @@ TEST(IdempotencyStoreConcurrencyTest, OneNewAmongRacers) {
 }
 
 }  // namespace
+}  // namespace idempotency_store_test
 }  // namespace kiln::store

@@ -14,6 +14,7 @@
 #include "images_test_util.h"
 
 namespace kiln::images {
+namespace images_builder_test {
 namespace {
 
 using nlohmann::json;
@@ -159,4 +160,5 @@ TEST_F(BuilderTest, AnUnknownBaseIsNotFound) {
 }
 
 }  // namespace
+}  // namespace images_builder_test
 }  // namespace kiln::images

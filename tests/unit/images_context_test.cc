@@ -12,6 +12,7 @@
 #include "images_test_util.h"
 
 namespace kiln::images {
+namespace images_context_test {
 namespace {
 
 using testing::ModeOf;
@@ -206,4 +207,5 @@ TEST_F(UnpackTest, DockerIgnoreSkipsButKeepsDockerfileAndItself) {
 }
 
 }  // namespace
+}  // namespace images_context_test
 }  // namespace kiln::images

@@ -11,6 +11,7 @@
 #include "images_test_util.h"
 
 namespace kiln::images {
+namespace images_copy_step_test {
 namespace {
 
 using testing::ModeOf;
@@ -246,4 +247,5 @@ TEST_F(CopyStepTest, DigestFollowsContentNotIgnoredFiles) {
 }
 
 }  // namespace
+}  // namespace images_copy_step_test
 }  // namespace kiln::images

@@ -9,6 +9,7 @@
 #include "images/parse/dockerfile.h"
 
 namespace kiln::images {
+namespace images_dockerfile_test {
 namespace {
 
 using Args = std::map<std::string, std::string>;
@@ -562,4 +563,5 @@ TEST(DockerfileTest, Limits) {
 }
 
 }  // namespace
+}  // namespace images_dockerfile_test
 }  // namespace kiln::images

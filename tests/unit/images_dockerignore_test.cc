@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 namespace kiln::images {
+namespace images_dockerignore_test {
 namespace {
 
 // One table for the three matchers (this one, the Python and the TypeScript
@@ -79,4 +80,5 @@ TEST(DockerIgnoreTest, HostilePatternStaysFast) {
 }
 
 }  // namespace
+}  // namespace images_dockerignore_test
 }  // namespace kiln::images

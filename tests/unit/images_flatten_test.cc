@@ -11,6 +11,7 @@
 #include "images_layer_test_util.h"
 
 namespace kiln::images {
+namespace images_flatten_test {
 namespace {
 
 using layer_testing::Exists;
@@ -198,4 +199,5 @@ TEST(RemoveTreeTest, DoesNotFollowSymlinks) {
 }
 
 }  // namespace
+}  // namespace images_flatten_test
 }  // namespace kiln::images

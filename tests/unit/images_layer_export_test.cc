@@ -9,6 +9,7 @@
 #include "images_layer_test_util.h"
 
 namespace kiln::images {
+namespace images_layer_export_test {
 namespace {
 
 using layer_testing::Lstat;
@@ -106,4 +107,5 @@ TEST(LayerExportTest, StopsWhenTheReceiverGoesAway) {
 }
 
 }  // namespace
+}  // namespace images_layer_export_test
 }  // namespace kiln::images

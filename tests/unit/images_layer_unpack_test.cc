@@ -12,6 +12,7 @@
 #include "images_layer_test_util.h"
 
 namespace kiln::images {
+namespace images_layer_unpack_test {
 namespace {
 
 using layer_testing::Compression;
@@ -385,4 +386,5 @@ TEST(UnpackLayerTest, ErrorsLeaveNothing) {
 }
 
 }  // namespace
+}  // namespace images_layer_unpack_test
 }  // namespace kiln::images

@@ -13,6 +13,7 @@
 #include "images_layer_test_util.h"
 
 namespace kiln::images {
+namespace images_oci_layout_test {
 namespace {
 
 using layer_testing::ReadAll;
@@ -381,4 +382,5 @@ TEST_F(OciLayoutTest, ParseImageManifestRefusesCraftedConfigsNamingTheField) {
 }
 
 }  // namespace
+}  // namespace images_oci_layout_test
 }  // namespace kiln::images

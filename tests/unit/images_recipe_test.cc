@@ -9,6 +9,7 @@
 #include "images/parse/recipe.h"
 
 namespace kiln::images {
+namespace images_recipe_test {
 namespace {
 
 using nlohmann::json;
@@ -201,4 +202,5 @@ TEST(RecipeTest, Limits) {
 }
 
 }  // namespace
+}  // namespace images_recipe_test
 }  // namespace kiln::images

@@ -10,6 +10,7 @@
 #include "common/time.h"
 
 namespace kiln::images {
+namespace images_record_test {
 namespace {
 
 using nlohmann::json;
@@ -192,4 +193,5 @@ TEST(ImageRecordTest, ImageInfoRendersFromTheRecord) {
 }
 
 }  // namespace
+}  // namespace images_record_test
 }  // namespace kiln::images

@@ -7,6 +7,7 @@
 #include "images/parse/image_ref.h"
 
 namespace kiln::images {
+namespace images_ref_test {
 namespace {
 
 const std::string kHex(64, 'a');
@@ -202,4 +203,5 @@ TEST(KilnImageRefTest, ValidatesNamesAndTags) {
 }
 
 }  // namespace
+}  // namespace images_ref_test
 }  // namespace kiln::images

@@ -7,6 +7,7 @@
 #include "images_test_util.h"
 
 namespace kiln::images {
+namespace images_users_test {
 namespace {
 
 using testing::TempDir;
@@ -118,4 +119,5 @@ TEST(ImageUsersEscapeTest, PasswdSymlinkResolvesInsideTheRoot) {
 }
 
 }  // namespace
+}  // namespace images_users_test
 }  // namespace kiln::images

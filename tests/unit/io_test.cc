@@ -15,6 +15,7 @@
 #include "io/service.h"
 
 namespace kiln::io {
+namespace io_test {
 namespace {
 
 using nlohmann::json;
@@ -264,4 +265,5 @@ TEST_F(ServiceTest, AStoppedSandboxIsNotRunning) {
 }
 
 }  // namespace
+}  // namespace io_test
 }  // namespace kiln::io

@@ -6,6 +6,7 @@
 #include "api/errors.h"
 
 namespace kiln::api {
+namespace json_body_test {
 namespace {
 
 using nlohmann::json;
@@ -71,4 +72,5 @@ TEST(JsonBodyTest, TheIssueNamesTheBodyField) {
 }
 
 }  // namespace
+}  // namespace json_body_test
 }  // namespace kiln::api

@@ -11,6 +11,7 @@
 #include "store/snapshot_store.h"
 
 namespace kiln {
+namespace json_integer_test {
 namespace {
 
 using nlohmann::json;
@@ -58,4 +59,5 @@ TEST(JsonIntegerTest, AnAgentsFloatForAnIntegerIsAMalformedAnswer) {
 }
 
 }  // namespace
+}  // namespace json_integer_test
 }  // namespace kiln

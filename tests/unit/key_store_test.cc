@@ -14,6 +14,7 @@
 #include "fake_exchange.h"
 
 namespace kiln::store {
+namespace key_store_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -220,10 +221,12 @@ TEST(KeyStoreTest, EnsureLocalAdminKeyFailureLeavesNoLiveKey) {
 }
 
 }  // namespace
+}  // namespace key_store_test
 }  // namespace kiln::store
 
 // The request side of API keys (src/api/auth.h).
 namespace kiln::api {
+namespace key_store_test {
 namespace {
 
 using nlohmann::json;
@@ -265,4 +268,5 @@ TEST(AuthTest, CallerIsPerRequestAndFailsClosed) {
 }
 
 }  // namespace
+}  // namespace key_store_test
 }  // namespace kiln::api

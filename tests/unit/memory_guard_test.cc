@@ -5,6 +5,7 @@
 #include <chrono>
 
 namespace kiln::engine {
+namespace memory_guard_test {
 namespace {
 
 // The guard judges a sandbox by its own memory: the Sentry's heap (rss) and
@@ -38,4 +39,5 @@ TEST(MemoryGuardTest, StopsPromptly) {
 }
 
 }  // namespace
+}  // namespace memory_guard_test
 }  // namespace kiln::engine

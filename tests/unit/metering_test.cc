@@ -7,6 +7,7 @@
 #include <string>
 
 namespace kiln::control {
+namespace metering_test {
 namespace {
 
 using nlohmann::json;
@@ -151,4 +152,5 @@ TEST(MeteringTest, SnapshotStorage) {
 }
 
 }  // namespace
+}  // namespace metering_test
 }  // namespace kiln::control

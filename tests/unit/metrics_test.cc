@@ -14,6 +14,7 @@
 #include "common/metrics.h"
 
 namespace kiln::metrics {
+namespace metrics_test {
 namespace {
 
 class MetricsTest : public ::testing::Test {
@@ -235,4 +236,5 @@ TEST_F(MetricsTest, EverySampleLineParsesBack) {
 }
 
 }  // namespace
+}  // namespace metrics_test
 }  // namespace kiln::metrics

@@ -11,6 +11,7 @@
 #include "network/policy.h"
 
 namespace kiln::network {
+namespace network_address_test {
 namespace {
 
 // The refused category of `host` read as an IP literal; "<name>" when it is none.
@@ -430,4 +431,5 @@ TEST(NetworkAddressTest, RefusedCategoryOfRanges) {
 }
 
 }  // namespace
+}  // namespace network_address_test
 }  // namespace kiln::network

@@ -7,6 +7,7 @@
 #include "network/policy.h"
 
 namespace kiln::network {
+namespace network_policy_test {
 namespace {
 
 using nlohmann::json;
@@ -395,4 +396,5 @@ TEST(NetworkPolicyMatcherTest, CheckNameDefersToDnsOnlyWhenNeeded) {
 }
 
 }  // namespace
+}  // namespace network_policy_test
 }  // namespace kiln::network

@@ -7,6 +7,7 @@
 #include "engine/oci_spec.h"
 
 namespace kiln::engine {
+namespace oci_spec_test {
 namespace {
 
 using nlohmann::json;
@@ -162,4 +163,5 @@ TEST(OciSpecTest, AnUpperTarIsAnnotatedOnlyWhenGiven) {
 }
 
 }  // namespace
+}  // namespace oci_spec_test
 }  // namespace kiln::engine

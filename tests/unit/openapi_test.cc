@@ -16,6 +16,7 @@
 #include "fake_exchange.h"
 
 namespace kiln::api {
+namespace openapi_test {
 namespace {
 
 using nlohmann::json;
@@ -238,4 +239,5 @@ TEST(OpenApiTest, ServesTheDocumentBuiltAtTheFirstRequest) {
 }
 
 }  // namespace
+}  // namespace openapi_test
 }  // namespace kiln::api

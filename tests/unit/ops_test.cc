@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln::proto {
+namespace ops_test {
 namespace {
 
 using nlohmann::json;
@@ -284,4 +285,5 @@ TEST(OpsTest, AnyErrorShapeDecodes) {
 }
 
 }  // namespace
+}  // namespace ops_test
 }  // namespace kiln::proto

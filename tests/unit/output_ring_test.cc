@@ -10,6 +10,7 @@
 #include "agent/output_ring.h"
 
 namespace kiln::agent {
+namespace output_ring_test {
 namespace {
 
 constexpr uint8_t kOut = 1;
@@ -292,4 +293,5 @@ TEST(OutputRingTest, RandomAppendsKeepInvariants) {
 }
 
 }  // namespace
+}  // namespace output_ring_test
 }  // namespace kiln::agent

@@ -7,6 +7,7 @@
 #include "common/contract.h"
 
 namespace kiln::api::pandastack {
+namespace pandastack_test {
 namespace {
 
 using nlohmann::json;
@@ -200,4 +201,5 @@ TEST(PandaStackTest, RefusalsNameTheFeature) {
 }
 
 }  // namespace
+}  // namespace pandastack_test
 }  // namespace kiln::api::pandastack

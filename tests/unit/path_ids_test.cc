@@ -5,6 +5,7 @@
 #include <string>
 
 namespace kiln {
+namespace path_ids_test {
 namespace {
 
 const std::string kHex(64, 'a');
@@ -48,4 +49,5 @@ TEST(PathIdsTest, UuidIsLowercaseEightFourFourFourTwelve) {
 }
 
 }  // namespace
+}  // namespace path_ids_test
 }  // namespace kiln

@@ -4,6 +4,7 @@
 #include "api/kiln/presenters.h"
 
 namespace kiln::api {
+namespace presenters_test {
 namespace {
 
 using nlohmann::json;
@@ -152,4 +153,5 @@ TEST(PresentersTest, ProcessAndOutputPage) {
 }
 
 }  // namespace
+}  // namespace presenters_test
 }  // namespace kiln::api

@@ -5,6 +5,7 @@
 #include "api/stream_limit.h"
 
 namespace kiln::api {
+namespace rate_limit_test {
 namespace {
 
 TEST(TokenBucketTest, SpendsTheBurstThenTheRate) {
@@ -127,4 +128,5 @@ TEST(StreamLimiterTest, ZeroMeansNoCap) {
 }
 
 }  // namespace
+}  // namespace rate_limit_test
 }  // namespace kiln::api

@@ -6,6 +6,7 @@
 #include "api/errors.h"
 
 namespace kiln::api {
+namespace request_target_test {
 namespace {
 
 using Query = std::vector<std::pair<std::string, std::string>>;
@@ -61,4 +62,5 @@ TEST(RequestTargetTest, OnlyOriginFormIsAccepted) {
 }
 
 }  // namespace
+}  // namespace request_target_test
 }  // namespace kiln::api

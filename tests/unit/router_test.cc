@@ -10,6 +10,7 @@
 #include "fake_exchange.h"
 
 namespace kiln::api {
+namespace router_test {
 namespace {
 
 using nlohmann::json;
@@ -210,4 +211,5 @@ TEST_F(RouterTest, RoutesListsMethodAndPatternInOrder) {
 }
 
 }  // namespace
+}  // namespace router_test
 }  // namespace kiln::api

@@ -18,6 +18,7 @@
 #include "store/db.h"
 
 namespace kiln::control {
+namespace sandbox_manager_test {
 namespace {
 
 using fakes::FakeEngine;
@@ -608,4 +609,5 @@ TEST_F(SandboxManagerTest, AFirstLeaseOverBudgetIsRefusedBeforeStarting) {
 }
 
 }  // namespace
+}  // namespace sandbox_manager_test
 }  // namespace kiln::control

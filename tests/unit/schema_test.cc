@@ -13,6 +13,7 @@
 #include "store/db.h"
 
 namespace kiln::store {
+namespace schema_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -227,4 +228,5 @@ TEST_F(SchemaTest, ReopeningChangesNothing) {
 }
 
 }  // namespace
+}  // namespace schema_test
 }  // namespace kiln::store

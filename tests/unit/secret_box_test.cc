@@ -10,6 +10,7 @@
 #include <string>
 
 namespace kiln {
+namespace secret_box_test {
 namespace {
 
 class SecretBoxTest : public ::testing::Test {
@@ -57,4 +58,5 @@ TEST_F(SecretBoxTest, AKeyFileOfTheWrongSizeIsRefused) {
 }
 
 }  // namespace
+}  // namespace secret_box_test
 }  // namespace kiln

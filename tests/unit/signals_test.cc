@@ -6,6 +6,7 @@
 #include "proto/signals.h"
 
 namespace kiln::proto {
+namespace signals_test {
 namespace {
 
 TEST(SignalsTest, NamesCommonSignals) {
@@ -65,4 +66,5 @@ TEST(SignalsTest, UnknownNamesAreZero) {
 }
 
 }  // namespace
+}  // namespace signals_test
 }  // namespace kiln::proto

@@ -12,6 +12,7 @@
 #include "common/digest.h"
 
 namespace kiln::store {
+namespace snapshot_store_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -185,4 +186,5 @@ TEST(SnapshotRecordTest, ModeRoundTripsAndAnOldManifestIsMemory) {
 }
 
 }  // namespace
+}  // namespace snapshot_store_test
 }  // namespace kiln::store

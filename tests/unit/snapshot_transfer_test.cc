@@ -13,6 +13,7 @@
 #include "common/digest.h"
 
 namespace kiln::store {
+namespace snapshot_transfer_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -409,4 +410,5 @@ TEST(SnapshotTarTest, OnlyRegularFilesAreTaken) {
 }
 
 }  // namespace
+}  // namespace snapshot_transfer_test
 }  // namespace kiln::store

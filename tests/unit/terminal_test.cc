@@ -16,6 +16,7 @@
 #include "proto/ops.h"
 
 namespace kiln {
+namespace terminal_test {
 namespace {
 
 using nlohmann::json;
@@ -183,4 +184,5 @@ TEST(TerminalOpsTest, PtyMembersRoundTrip) {
 }
 
 }  // namespace
+}  // namespace terminal_test
 }  // namespace kiln

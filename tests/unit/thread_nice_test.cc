@@ -9,6 +9,7 @@
 #include <thread>
 
 namespace kiln {
+namespace thread_nice_test {
 namespace {
 
 int NiceOfThisThread() {
@@ -32,4 +33,5 @@ TEST(ScopedThreadNice, LowersThisThreadForItsScope) {
 }
 
 }  // namespace
+}  // namespace thread_nice_test
 }  // namespace kiln

@@ -9,6 +9,7 @@
 #include "common/time.h"
 
 namespace kiln {
+namespace time_ids_test {
 namespace {
 
 TEST(TimeTest, FormatTimeKnownValues) {
@@ -83,6 +84,7 @@ TEST(IdsTest, RandomU64Differs) {
 }
 
 }  // namespace
+}  // namespace time_ids_test
 }  // namespace kiln
 
 TEST(FormatTimeRegression, BeforeTheEpochUsesFloorDivision) {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 namespace kiln::store {
+namespace usage_store_test {
 namespace {
 
 UsageRow Row(const std::string& sandbox, const std::string& key, int64_t end_ms, double micros,
@@ -143,4 +144,5 @@ TEST(UsageStoreTest, DeleteBeforeAndReopen) {
 }
 
 }  // namespace
+}  // namespace usage_store_test
 }  // namespace kiln::store

@@ -7,6 +7,7 @@
 #include "api/utf8.h"
 
 namespace kiln::api {
+namespace utf8_test {
 namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD";
@@ -214,4 +215,5 @@ TEST(Utf8Test, SanitizeIsIdempotent) {
 }
 
 }  // namespace
+}  // namespace utf8_test
 }  // namespace kiln::api

@@ -10,6 +10,7 @@
 #include "api/validate.h"
 
 namespace kiln::api {
+namespace validate_test {
 namespace {
 
 using nlohmann::json;
@@ -295,4 +296,5 @@ TEST(ValidateTest, ValidEnvName) {
 }
 
 }  // namespace
+}  // namespace validate_test
 }  // namespace kiln::api

@@ -13,6 +13,7 @@
 #include "fakes/fake_engine.h"
 
 namespace kiln::control {
+namespace warm_pool_test {
 namespace {
 
 using fakes::FakeEngine;
@@ -199,4 +200,5 @@ TEST_F(WarmPoolTest, DestructionDestroysThePooledCopies) {
 }
 
 }  // namespace
+}  // namespace warm_pool_test
 }  // namespace kiln::control
