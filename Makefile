@@ -77,8 +77,8 @@ IT_ENV    := KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES)
 test: setup ray-env
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5 FUZZ_SEED=1
-	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider -n $(IT_WORKERS) --dist loadgroup -m 'not serial' tests/integration
-	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider -m serial tests/integration
+	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(IT_WORKERS) --dist loadgroup -m 'not serial' tests/integration
+	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -m serial tests/integration
 
 # The unit tier: no root, no gVisor, no daemon. The sanitized C++ unit tests,
 # then the SDKs' own tests (sdk/python/tests; sdk/js/test/unit, which needs
