@@ -240,11 +240,11 @@ class stepped_clock:
         time.clock_settime(time.CLOCK_REALTIME, true_now)
 
 
-@pytest.mark.hostile  # waits out a 20 s lease
+@pytest.mark.hostile  # waits out a 60 s lease
 def test_leases_ignore_host_clock_steps(daemons):
     d = daemons("--meter-interval-ms", "500")
     t0 = time.monotonic()
-    s = d.api.create(vcpu=1, memoryMiB=256, timeoutSeconds=20)
+    s = d.api.create(vcpu=1, memoryMiB=256, timeoutSeconds=60)
     sid = s["id"]
     with stepped_clock(+2 * 3600):
         time.sleep(3)  # kilnd's lifetime pass runs while the clock is 2 h ahead
@@ -259,6 +259,6 @@ def test_leases_ignore_host_clock_steps(daemons):
     info = wait_stopped(d.api, sid, within=120)
     ended = time.monotonic() - t0
     assert info["stopReason"] == "lease_expired", info
-    # It ends at its lease: not 2 h later, not before 20 s.
-    assert 18 <= ended <= 60, ended
+    # It ends at its lease: not 2 h later, not before 60 s.
+    assert 55 <= ended <= 100, ended
     assert d.alive() and d.api.health().status == 200
