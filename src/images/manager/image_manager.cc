@@ -133,14 +133,17 @@ void ImageManager::Recover() {
 std::shared_ptr<BuildLog> ImageManager::LogOf(const std::string& image_id) {
   std::lock_guard lock(mu_);
   if (auto it = logs_.find(image_id); it != logs_.end()) return it->second;
-  for (const auto& [id, log] : ended_logs_) {
-    if (id == image_id) return log;
+  const bool running = jobs_.count(image_id) > 0;
+  if (!running) {
+    for (const auto& [ended_id, log] : ended_logs_) {
+      if (ended_id == image_id) return log;
+    }
   }
   std::optional<Uuid> id = Uuid::Parse(image_id);  // kilnd's own ids; anything else has no log
   auto log = std::make_shared<BuildLog>(id ? storage_.LogPath(*id) : "/dev/null");
   // Builds that are queued or running keep theirs in memory (their followers
   // wait on it); an ended build's is read from its file, and kept a while.
-  if (jobs_.count(image_id)) {
+  if (running) {
     logs_[image_id] = log;
   } else if (id) {
     KeepEndedLocked(image_id, log);
@@ -149,6 +152,9 @@ std::shared_ptr<BuildLog> ImageManager::LogOf(const std::string& image_id) {
 }
 
 void ImageManager::KeepEndedLocked(const std::string& image_id, std::shared_ptr<BuildLog> log) {
+  // A read between a build's insert and its job's start kept a copy too
+  // early; the build's own log replaces it.
+  std::erase_if(ended_logs_, [&](const auto& e) { return e.first == image_id; });
   ended_logs_.emplace_back(image_id, std::move(log));
   if (ended_logs_.size() > kEndedLogsKept) ended_logs_.pop_front();
 }
