@@ -60,7 +60,7 @@ def test_pause_then_wake_keeps_the_id_and_the_processes(rt):
     for field in INFO_FIELDS:
         assert field in sbx.info, field
     assert (sbx.info["pausable"], sbx.info["autoWake"], sbx.info["pausedAt"]) == (True, True, None)
-    sbx.spawn("i=0; while true; do i=$((i+1)); echo $i > /tmp/n; sleep 0.05; done")
+    sbx.spawn("i=0; while true; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; sleep 0.05; done")
     sbx.exec("sleep 0.3")
     info = sbx.pause()
     assert info["state"] == "paused" and info["pausedAt"] and sbx.paused

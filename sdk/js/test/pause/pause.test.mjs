@@ -22,7 +22,7 @@ async function create(input = {}) {
 
 test("pause and wake keep the id and the processes", async () => {
   const sbx = await create();
-  await sbx.spawn("i=0; while true; do i=$((i+1)); echo $i > /tmp/n; sleep 0.05; done");
+  await sbx.spawn("i=0; while true; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; sleep 0.05; done");
   await sbx.exec("sleep 0.3");
   const info = await sbx.pause();
   assert.equal(info.state, "paused");
