@@ -32,21 +32,27 @@ void Capacity::Take(const std::string& key, const Shape& s) {
   ++per_key_[key];
 }
 
+void Capacity::Leave(std::list<Waiter>::iterator w) {
+  w->cv.notify_one();
+  done_.splice(done_.end(), line_, w);
+}
+
 void Capacity::Grant() {
   if (closed_) return;
-  for (auto& w : line_) {
-    if (w.granted || w.gone || KeyFull(w.key)) continue;
-    if (!FitsHost(w.shape)) break;  // strict order: nobody overtakes the head
+  for (auto it = line_.begin(); it != line_.end();) {
+    auto w = it++;
+    if (KeyFull(w->key)) continue;
+    if (!FitsHost(w->shape)) break;  // strict order: nobody overtakes the head
     // The watcher may not have seen a hang-up yet: room for nobody would
     // start a sandbox nobody gets.
-    if (w.cancelled && (*w.cancelled)()) {
-      w.gone = true;
-      w.cv.notify_one();
+    if (w->cancelled && (*w->cancelled)()) {
+      w->gone = true;
+      Leave(w);
       continue;
     }
-    Take(w.key, w.shape);
-    w.granted = true;
-    w.cv.notify_one();
+    Take(w->key, w->shape);
+    w->granted = true;
+    Leave(w);
   }
 }
 
@@ -54,17 +60,17 @@ void Capacity::WatchHangUps(std::stop_token stop) {
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     bool watching = false;
-    for (auto& w : line_) {
-      if (w.granted || w.gone || !w.cancelled) continue;
+    for (auto it = line_.begin(); it != line_.end();) {
+      auto w = it++;
+      if (!w->cancelled) continue;
       watching = true;
-      if ((*w.cancelled)()) {
-        w.gone = true;
-        w.cv.notify_one();
+      if ((*w->cancelled)()) {
+        w->gone = true;
+        Leave(w);
       }
     }
     auto someone_to_watch = [&] {
-      return std::any_of(line_.begin(), line_.end(),
-                         [](const Waiter& w) { return !w.granted && !w.gone && w.cancelled; });
+      return std::any_of(line_.begin(), line_.end(), [](const Waiter& w) { return w.cancelled; });
     };
     if (watching)
       watcher_cv_.wait_for(lock, stop, std::chrono::milliseconds(500), [] { return false; });
@@ -92,7 +98,7 @@ Capacity::Result Capacity::Acquire(const std::string& key, const Shape& shape,
   }
   bool granted = me->granted;
   bool key_full = !granted && KeyFull(key);
-  line_.erase(me);
+  (granted || me->gone ? done_ : line_).erase(me);
   if (!granted) {
     Grant();  // a head that gave up may unblock those behind it
     return key_full ? Result::kQuotaExceeded : Result::kNoCapacity;
@@ -114,10 +120,9 @@ void Capacity::Release(const std::string& key, const Shape& shape) {
 void Capacity::Close() {
   std::lock_guard lock(mu_);
   closed_ = true;
-  for (auto& w : line_) {
-    if (w.granted) continue;
-    w.gone = true;
-    w.cv.notify_one();
+  while (!line_.empty()) {
+    line_.front().gone = true;
+    Leave(line_.begin());
   }
 }
 
@@ -129,8 +134,7 @@ void Capacity::Adopt(const std::string& key, const Shape& shape) {
 bool Capacity::TakeForPool(const Shape& shape) {
   std::lock_guard lock(mu_);
   if (closed_ || !FitsHost(shape)) return false;
-  for (const auto& w : line_)
-    if (!w.granted && !w.gone) return false;  // a create waits: the room is its
+  if (!line_.empty()) return false;  // a create waits: the room is its
   memory_mib_ += shape.memory_mib;
   vcpus_ += shape.vcpu;
   disk_mib_ += shape.disk_mib;
@@ -161,9 +165,7 @@ bool Capacity::KeyHasRoom(const std::string& key) const {
 
 Capacity::Stats Capacity::stats() const {
   std::lock_guard lock(mu_);
-  int waiting = 0;
-  for (const auto& w : line_) waiting += !w.granted;
-  return {memory_mib_, vcpus_, disk_mib_, running_, waiting, pooled_};
+  return {memory_mib_, vcpus_, disk_mib_, running_, static_cast<int>(line_.size()), pooled_};
 }
 
 int Capacity::RetryAfterSeconds() const {

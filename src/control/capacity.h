@@ -122,12 +122,20 @@ class Capacity {
   void Take(const std::string& key, const Shape& s);
   // Grants waiters in line order; called with mu_ held after any change.
   void Grant();
+  // Wakes `w`, granted or gone, and moves it out of line_ into done_.
+  void Leave(std::list<Waiter>::iterator w);
   // Polls the waiters' cancelled() while anyone waits, until destruction.
   void WatchHangUps(std::stop_token stop);
 
   const CapacityLimits limits_;
   mutable std::mutex mu_;
+  // Only those still waiting are in line_, so a pass over it never walks
+  // past waiters that were served or hung up: 10,000 clients that hung up
+  // at once made each departure's Grant() walk all of them. A waiter that
+  // leaves is spliced (its iterator stays valid) into done_ until its
+  // Acquire() returns.
   std::list<Waiter> line_;
+  std::list<Waiter> done_;
   bool closed_ = false;                     // no more grants
   std::condition_variable_any watcher_cv_;  // wakes the watcher: a waiter, or stop
   std::jthread watcher_;
