@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all setup ray-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh
+.PHONY: all packages setup setup-node setup-runsc ray-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh
 
 all: build
 
@@ -17,10 +17,21 @@ all: build
 # build/setup.log (scripts/step.sh; KILN_VERBOSE=1 shows it as it comes).
 STEP      := bash scripts/step.sh
 
-# System packages, the pinned runsc (idempotent) and the base image.
-setup:
-	@bash scripts/setup.sh
-	@$(MAKE) --no-print-directory image
+# System packages first; then Node, the pinned runsc and the base image at
+# once (idempotent): runsc's compile is CPU, the base image mostly the
+# mirror and the disk, so the image costs no time beside it. Every apt
+# install is in `packages`, so the others never wait for dpkg's lock.
+packages:
+	@$(STEP) packages bash scripts/setup.sh packages
+
+setup: packages
+	@$(MAKE) --no-print-directory -j3 setup-node setup-runsc image
+
+setup-node:
+	@$(STEP) node bash scripts/setup.sh node
+
+setup-runsc:
+	@$(STEP) runsc bash scripts/setup.sh runsc
 
 # One compiler for what ships and what is tested: clang 14 (libFuzzer needs
 # it, and the sanitized tree is shared with the fuzz targets). Unity builds,
@@ -64,7 +75,9 @@ image:
 ray-env:
 	@$(STEP) ray bash scripts/setup.sh ray
 
-demo: setup build-demo
+# The demo's binaries build beside setup's runsc and base image.
+demo: packages
+	@$(MAKE) --no-print-directory -j4 setup-node setup-runsc image build-demo
 	@$(PY) examples/demo.py --bin-dir $(BUILD)/bin
 
 # Both tiers, in order: the unit tier, and only if it passed the integration
@@ -124,6 +137,11 @@ format:
 # and /var/lib/kiln (but its base image) start empty (scripts/ci-fresh.sh).
 ci-fresh:
 	@bash scripts/ci-fresh.sh
+
+# `make demo` as on a new machine: no runsc, Go caches, base image or
+# /opt/kiln (Debian's packages stay installed).
+demo-fresh:
+	@bash scripts/ci-fresh.sh --demo --bare
 
 clean:
 	rm -rf $(BUILD) $(ASAN) build-fuzz

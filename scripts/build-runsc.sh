@@ -7,7 +7,8 @@
 # bookworm-backports), which fetches the pinned toolchain from the module
 # proxy. Talks to no network but the package registries.
 #
-# Usage: build-runsc.sh [--print-path]
+# Usage: build-runsc.sh [--print-path | --has-go]  (--has-go: exit 0 if runsc is
+# built already or a Go here can build it; setup.sh installs one otherwise)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,12 +43,14 @@ find_go() {
 }
 
 go_bin=$(find_go)
+# For setup.sh's packages step: is a Go here that can fetch the toolchain?
+if [ "${1:-}" = --has-go ]; then [ -n "$go_bin" ]; exit; fi
 if [ -z "$go_bin" ]; then
   # Debian's newest Go (backports) is old for gVisor, but new enough to fetch
   # the pinned toolchain from the module proxy (GOTOOLCHAIN, Go >= 1.21).
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "build-runsc.sh: no Go >= 1.21 here; installing golang-1.23-go from bookworm-backports"
-    apt-get install -y -q --no-install-recommends golang-1.23-go/bookworm-backports ||
+    apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends golang-1.23-go/bookworm-backports ||
       { echo "build-runsc.sh: cannot install golang-1.23-go: add bookworm-backports to apt's sources (scripts/setup.sh does)" >&2; exit 1; }
   fi
   go_bin=$(find_go)

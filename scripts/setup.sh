@@ -63,9 +63,15 @@ step_packages() {
   for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
+  # What the node and runsc steps would otherwise install themselves, here,
+  # so that those steps (which make runs at once, beside the base image)
+  # never take dpkg's lock: npm (which then installs Node 20) and a Go that
+  # can fetch the pinned toolchain.
+  command -v npm >/dev/null || missing+=(nodejs npm)
+  bash "$here/build-runsc.sh" --has-go || missing+=(golang-1.23-go/bookworm-backports)
   if [ ${#missing[@]} -gt 0 ]; then
     [ "$updated" = 1 ] || apt-get update -q
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
+    apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"
   fi
   echo "setup.sh: system packages ready"
 }
@@ -76,7 +82,7 @@ node_ok() { command -v node >/dev/null && command -v npm >/dev/null &&
             node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)'; }
 step_node() {
   if ! node_ok; then
-    apt-get install -y -q --no-install-recommends nodejs npm
+    command -v npm >/dev/null || apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends nodejs npm
     npm install -g --no-fund --no-audit node@20.20.2
     hash -r
   fi
@@ -105,6 +111,8 @@ step_ray() {
   echo "setup.sh: ray $RAY_VERSION in $venv"
 }
 
+# Without arguments, one step after the other (`make setup` runs node and
+# runsc at once, beside the base image, after packages).
 if [ $# -gt 0 ]; then
   for s in "$@"; do "step_$s"; done
   exit 0
