@@ -13,8 +13,10 @@ The corpus grows in WORK/corpus/<target> (seeds copied in at the start), so
 repeated runs go deeper; the committed seeds stay small.
 
 Usage: /usr/bin/python3 tests/fuzz/run.py --bin-dir build-asan/bin [--seconds 60]
-       [--work build-asan/fuzz-work] [target ...]"""
+       [--work build-asan/fuzz-work] [--jobs N] [target ...]
+Targets run N at a time (default: one per core)."""
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
@@ -102,20 +104,27 @@ def main():
     ap.add_argument("--seed", type=int, default=None,
                     help="libFuzzer's seed: the same inputs in the same order every run "
                          "(make test uses one, so a brief CI run is repeatable)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="targets fuzzed at once (libFuzzer uses one core each; default: nproc)")
     ap.add_argument("targets", nargs="*")
     a = ap.parse_args()
     work = a.work or os.path.join(os.path.dirname(os.path.abspath(a.bin_dir)), "fuzz-work")
-    failed = []
-    for target in a.targets or TARGETS:
+    targets = a.targets or TARGETS
+    for target in targets:
         binary = os.path.join(a.bin_dir, target)
         if not os.access(binary, os.X_OK):
             print(f"fuzz: {binary} is missing (make fuzz builds it)", file=sys.stderr)
             return 2
-        fig = fuzz(binary, target, a.seconds, work, a.seed)
-        fig["date"] = datetime.date.today().isoformat()
-        print(json.dumps({"bench": "fuzz", **fig}), flush=True)
-        if not fig["ok"]:
-            failed.append(fig)
+    failed = []
+    with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        runs = [pool.submit(fuzz, os.path.join(a.bin_dir, t), t, a.seconds, work, a.seed)
+                for t in targets]
+        figures = (run.result() for run in runs)  # in target order, as each ends
+        for fig in figures:
+            fig["date"] = datetime.date.today().isoformat()
+            print(json.dumps({"bench": "fuzz", **fig}), flush=True)
+            if not fig["ok"]:
+                failed.append(fig)
     for fig in failed:
         print(f"fuzz: {fig['target']} failed ({fig.get('why')}); input: {fig.get('artifact')}; "
               f"log: {fig.get('log')}. Fix it and commit the input to "
