@@ -19,8 +19,11 @@ from client import Client, assert_error
 from conftest import BIN_DIR, start_kilnd, stop_kilnd
 from host import Host, runsc_of
 
-# Alone, after the parallel part of make test (conftest.py: serial).
-pytestmark = pytest.mark.serial
+# Most tests here run a kilnd of their own and time nothing, so they share
+# make test's parallel part; the three that time a queue, meter CPU against
+# the host's count, or load the machine with 10,000 connections are
+# `serial` (alone, after it: conftest.py).
+SERIAL = pytest.mark.serial
 
 
 @pytest.fixture
@@ -188,6 +191,7 @@ def _create_async(c, results, name, wait, headers=None):
     return t
 
 
+@SERIAL
 def test_capacity_queue_is_fifo_and_times_out_with_retry_after(daemons):
     d = daemons("--host-memory-mib", "1024", "--memory-overcommit", "1")
     api = d.api
@@ -315,6 +319,7 @@ BUSY = ("import os\n"
         "print(cpu())\n")
 
 
+@SERIAL
 def test_metered_cpu_matches_a_known_load(daemons):
     d = daemons("--meter-interval-ms", "60000")  # only the explicit readings below
     api = d.api
@@ -477,6 +482,7 @@ def test_shutdown_with_creates_in_line_leaves_nothing_behind(daemons):
     assert d.host.runsc_ids() == [], "runsc sandboxes left after shutdown"
 
 
+@SERIAL
 def test_ten_thousand_queued_creates_neither_crash_nor_stall(daemons):
     # One client address fans out 10,000 connections: past the default
     # --max-connections-per-address (2048), as an operator would set it for a trainer.

@@ -19,9 +19,8 @@ import pytest
 from conftest import REPO, start_kilnd, stop_kilnd
 from client import Client
 
-# Alone, after the parallel part of make test (conftest.py: serial).
-pytestmark = pytest.mark.serial
-
+# In make test's parallel part: its cluster and kilnds are its own (own temp
+# and state folders, ports), and nothing here is timed against a neighbour.
 RAY_PYTHON = Path(os.environ.get("KILN_RAY_PYTHON", "/opt/kiln/ray-venv/bin/python"))
 NODES = 3
 DRIVER_TIMEOUT = 900
