@@ -24,8 +24,9 @@ STEP      := bash scripts/step.sh
 packages:
 	@$(STEP) packages bash scripts/setup.sh packages
 
+SETUP_STEPS := setup-node setup-runsc image
 setup: packages
-	@$(MAKE) --no-print-directory -j3 setup-node setup-runsc image
+	@$(MAKE) --no-print-directory -j3 $(SETUP_STEPS)
 
 setup-node:
 	@$(STEP) node bash scripts/setup.sh node
@@ -77,7 +78,7 @@ ray-env:
 
 # The demo's binaries build beside setup's runsc and base image.
 demo: packages
-	@$(MAKE) --no-print-directory -j4 setup-node setup-runsc image build-demo
+	@$(MAKE) --no-print-directory -j4 $(SETUP_STEPS) build-demo
 	@$(PY) examples/demo.py --bin-dir $(BUILD)/bin
 
 # Both tiers, in order: the unit tier, and only if it passed the integration
