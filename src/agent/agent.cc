@@ -13,6 +13,7 @@
 #include "agent/files.h"
 #include "agent/proc_scan.h"
 #include "agent/processes.h"
+#include "agent/relay.h"
 
 namespace kiln::agent {
 
@@ -91,6 +92,8 @@ void Agent::OnRequest(uint32_t stream, json req) {
     if (op == proto::kEgressListen) return egress_->HandleListen(stream);
     if (op == proto::kEgressAttach)
       return egress_->HandleAttach(stream, req.get<proto::EgressAttachRequest>().conn);
+    if (op == proto::kPortDial)
+      return DialPort(*this, stream, req.get<proto::PortDialRequest>().port);
     if (op == proto::kArchiveGet) {
       auto get = req.get<proto::ArchiveGetRequest>();
       return HandleArchive(stream, get.path, get.gzip, /*put=*/false);

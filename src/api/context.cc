@@ -38,6 +38,28 @@ std::shared_ptr<void> OpenStream(ApiContext& ctx, const control::Sandbox& s) {
   return slot;
 }
 
+std::string PreviewUrl(const PortSettings& ports, const std::string& sandbox_id, int port) {
+  std::string url =
+      ports.url_scheme + "://" + std::to_string(port) + "-" + sandbox_id + "." + ports.domain;
+  if (!ports.url_port.empty()) url += ":" + ports.url_port;
+  return url + "/";
+}
+
+std::shared_ptr<void> OpenPortConnection(ApiContext& ctx, const control::Sandbox& s) {
+  if (!ctx.ports.connections) return nullptr;
+  auto slot = ctx.ports.connections->TryOpen(s.id());
+  if (!slot) {
+    int cap = ctx.ports.connections->max_per_sandbox();
+    throw ApiError(Status(Code::kTooManyStreams,
+                          "sandbox " + s.id() + " has " + std::to_string(cap) +
+                              " connections open into its ports, its cap "
+                              "(--max-port-connections); close one first",
+                          json{{"limit", cap}})
+                       .WithRetryAfter(1));
+  }
+  return slot;
+}
+
 store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const std::string& id) {
   auto rec = ctx.sandboxes.FindSnapshot(id);
   auto scope = OwnerScope(ex);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "api/auth.h"
+#include "api/port_proxy.h"
 #include "api/router.h"
 #include "api/stream_limit.h"
 #include "control/sandbox_manager.h"
@@ -16,6 +17,7 @@
 #include "launch/launcher.h"
 #include "store/egress_log_store.h"
 #include "store/key_store.h"
+#include "store/preview_store.h"
 
 namespace kiln::images {
 class ImageManager;
@@ -23,14 +25,34 @@ class ImageManager;
 
 namespace kiln::api {
 
+// How ports are reached from outside: previews' host names and what may
+// be shared (kilnd's flags).
+struct PortSettings {
+  // Host names {port}-{sandbox}.{domain} reach a port; "localhost" by
+  // default, which browsers and curl resolve to loopback.
+  std::string domain = "localhost";
+  // How a preview's URL starts and ends around the host name:
+  // "http://" + host + ":7070/" by default (kilnd's listener).
+  std::string url_scheme = "http";
+  std::string url_port;                  // "" for the scheme's default port
+  bool allow_public = false;             // --allow-public-previews
+  StreamLimiter* connections = nullptr;  // per sandbox; null: no cap
+};
+
+// A preview's URL: scheme://{port}-{sandbox}.{domain}[:port]/.
+std::string PreviewUrl(const PortSettings& ports, const std::string& sandbox_id, int port);
+
 struct ApiContext {
   control::SandboxManager& sandboxes;
   launch::Launcher& launcher;  // every front's creates (launch/launcher.h)
   io::Service& io;             // every front's I/O into a sandbox (io/service.h)
   store::KeyStore& keys;
   store::EgressLogStore& egress_log;
-  images::ImageManager* images = nullptr;  // null: no image routes (unit tests)
-  StreamLimiter* streams = nullptr;        // null: streams are not capped
+  images::ImageManager* images = nullptr;   // null: no image routes (unit tests)
+  StreamLimiter* streams = nullptr;         // null: streams are not capped
+  store::PreviewStore* previews = nullptr;  // null: no previews (unit tests)
+  PortSettings ports;
+  RelayRegistry* relays = nullptr;  // open port connections, to cut on a preview's end
 };
 
 // The sandbox named by the {id} parameter; 404 not_found if unknown or
@@ -47,6 +69,9 @@ control::Deadline PreferWaitDeadline(const Exchange& ex);
 // terminal, download), held until the returned handle goes; 429
 // too_many_streams, naming the cap, when its streams are at the cap.
 std::shared_ptr<void> OpenStream(ApiContext& ctx, const control::Sandbox& s);
+// A slot for one connection into `s`'s ports; 429 too_many_streams at the
+// cap (--max-port-connections).
+std::shared_ptr<void> OpenPortConnection(ApiContext& ctx, const control::Sandbox& s);
 
 // I/O into `s` for `ex`'s caller (io::Service::Reach): a paused sandbox is
 // woken first when its autoWake is on; else ApiError sandbox_paused or

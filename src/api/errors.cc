@@ -62,6 +62,7 @@ int HttpStatus(Code code) {
     case Code::kAgentTimeout:
       return 504;
     case Code::kRegistryError:
+    case Code::kPortClosed:
       return 502;
     case Code::kNoSpace:
       return 507;

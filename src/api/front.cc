@@ -137,7 +137,11 @@ void ApiFront::DispatchOnce(Exchange& ex, const std::string& idempotency_key) {
 
 void ApiFront::Dispatch(Exchange& ex) {
   std::string idem = ex.Header("Idempotency-Key");
-  if (idem.empty() || ex.method() == "GET") {
+  // A request relayed to a sandbox's port is the server's to answer: its
+  // Idempotency-Key (and body) are passed on, not acted on.
+  bool relayed = ex.path().find("/ports/") != std::string::npos &&
+                 router_.PatternFor(ex.path()).find("/ports/{port}") != std::string::npos;
+  if (idem.empty() || ex.method() == "GET" || relayed) {
     router_.Dispatch(ex);
     return;
   }
@@ -163,8 +167,12 @@ void ApiFront::Handle(Exchange& ex) {
   int64_t t0 = MonotonicNowMs();
   std::string route = router_.PatternFor(ex.path());
   try {
-    Authenticate(ex);
-    Dispatch(ex);
+    if (host_handler_ && host_handler_(ex)) {
+      route = "{port}-{id} host";
+    } else {
+      Authenticate(ex);
+      Dispatch(ex);
+    }
   } catch (const ApiError& e) {
     SendError(ex, e);
   }

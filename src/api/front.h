@@ -4,6 +4,8 @@
 // request metrics.
 #pragma once
 
+#include <functional>
+
 #include "api/rate_limit.h"
 #include "api/router.h"
 #include "store/idempotency_store.h"
@@ -22,6 +24,11 @@ class ApiFront {
       : router_(router), keys_(keys), idempotency_(idempotency), limiter_(limiter) {}
 
   void Handle(Exchange& ex);
+  // Requests a host-name handler claims (it answers true) are its own: a
+  // sandbox's port by {port}-{id}.{domain}, authenticated there.
+  void SetHostHandler(std::function<bool(Exchange&)> handler) {
+    host_handler_ = std::move(handler);
+  }
 
  private:
   void Authenticate(Exchange& ex);
@@ -36,6 +43,7 @@ class ApiFront {
   store::KeyStore& keys_;
   store::IdempotencyStore& idempotency_;
   RateLimiter* limiter_;
+  std::function<bool(Exchange&)> host_handler_;
 };
 
 }  // namespace kiln::api

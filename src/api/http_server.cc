@@ -281,6 +281,52 @@ struct Arrived {
   int body_timeout_ms;
 };
 
+// The connection's socket handed to a relaying handler: bytes the parser
+// read past the request come first.
+class BeastRawConnection : public RawConnection {
+ public:
+  BeastRawConnection(tcp::socket& sock, boost::beast::flat_buffer& buf, int write_timeout_ms)
+      : sock_(sock), buf_(buf), writer_(sock, write_timeout_ms) {}
+
+  Got Read(std::string* out, int timeout_ms) override {
+    out->clear();
+    if (buf_.size() > 0) {  // read past the request by its parser
+      auto past = buf_.data();
+      out->assign(static_cast<const char*>(past.data()), past.size());
+      buf_.consume(buf_.size());
+      return Got::kData;
+    }
+    pollfd p{sock_.native_handle(), POLLIN, 0};
+    int n;
+    do {
+      n = ::poll(&p, 1, timeout_ms);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) return Got::kTimeout;
+    char buf[64 * 1024];
+    ssize_t got;
+    do {
+      got = ::recv(sock_.native_handle(), buf, sizeof buf, MSG_DONTWAIT);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0 && errno == EAGAIN) return Got::kTimeout;
+    if (got <= 0) return Got::kEnded;
+    out->assign(buf, static_cast<size_t>(got));
+    return Got::kData;
+  }
+
+  bool Write(std::string_view data) override {
+    boost::system::error_code ec;
+    net::write(writer_, net::buffer(data.data(), data.size()), ec);
+    return !ec;
+  }
+
+  void Shutdown() override { ::shutdown(sock_.native_handle(), SHUT_RDWR); }
+
+ private:
+  tcp::socket& sock_;
+  boost::beast::flat_buffer& buf_;
+  TimedWriter writer_;
+};
+
 class BeastExchange : public Exchange {
  public:
   explicit BeastExchange(const Arrived& in)
@@ -326,6 +372,11 @@ class BeastExchange : public Exchange {
   std::string Header(const std::string& name) const override {
     auto it = parser_.get().find(name);
     return it == parser_.get().end() ? "" : std::string(it->value());
+  }
+  std::vector<std::pair<std::string, std::string>> Headers() const override {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& f : parser_.get()) out.emplace_back(f.name_string(), f.value());
+    return out;
   }
   std::optional<uint64_t> content_length() const override {
     auto n = parser_.content_length();
@@ -486,6 +537,19 @@ class BeastExchange : public Exchange {
     if (fd < 0 || !ws->Attach(local.protocol(), fd)) return nullptr;
     if (!ws->Accept(parser_.get(), request_id_)) return nullptr;
     return ws;
+  }
+
+  std::unique_ptr<RawConnection> TakeRaw(int status) override {
+    if (responded_) return nullptr;
+    RunBeforeAnswer(status, nullptr);
+    responded_ = true;
+    status_ = status;
+    keep_alive_ = false;  // the connection is the relay's from here
+    return std::make_unique<BeastRawConnection>(sock_, buf_, body_timeout_s_ * 1000);
+  }
+  std::string raw_target() const override { return std::string(parser_.get().target()); }
+  void NoteStatus(int status) override {
+    if (status > 0) status_ = status;
   }
 
   // A body the handler did not read must be consumed before the next

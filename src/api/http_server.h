@@ -42,6 +42,24 @@ class WebSocket {
   virtual void Close(uint16_t code, const std::string& reason) = 0;
 };
 
+// A client's connection as plain bytes, for a handler that relays them
+// itself (a sandbox's port): it writes the whole answer, head included, and
+// the connection closes when the exchange ends. Read on one thread, Write
+// on another, Shutdown from any.
+class RawConnection {
+ public:
+  enum class Got { kData, kTimeout, kEnded };
+  virtual ~RawConnection() = default;
+  // What the client sent after the request, up to 64 KiB a call. Read the
+  // body through the exchange (ReadBodyChunk) first.
+  virtual Got Read(std::string* out, int timeout_ms) = 0;
+  // All of `data`; false once the client is gone or took no byte for the
+  // server's request timeout.
+  virtual bool Write(std::string_view data) = 0;
+  // Both directions end: a Read waiting elsewhere returns kEnded.
+  virtual void Shutdown() = 0;
+};
+
 // One request and its response, as a handler sees them.
 class Exchange {
  public:
@@ -52,6 +70,8 @@ class Exchange {
   virtual std::optional<std::string> Query(const std::string& name) const = 0;
   virtual std::vector<std::string> QueryAll(const std::string& name) const = 0;
   virtual std::string Header(const std::string& name) const = 0;
+  // Every header as it came, in order (a relay passes them on).
+  virtual std::vector<std::pair<std::string, std::string>> Headers() const { return {}; }
   virtual const std::string& request_id() const = 0;
   virtual std::optional<uint64_t> content_length() const = 0;
   // The client's IP address ("" when unknown, as in tests).
@@ -86,6 +106,14 @@ class Exchange {
   // the handshake failed (nothing can be answered) or this exchange cannot
   // upgrade (a test's).
   virtual std::unique_ptr<WebSocket> UpgradeToWebSocket() { return nullptr; }
+  // Hands the connection over as bytes (see RawConnection); the exchange
+  // counts as answered with `status` for logs and metrics. Null when this
+  // exchange cannot (a test's) or has answered.
+  virtual std::unique_ptr<RawConnection> TakeRaw(int /*status*/) { return nullptr; }
+  // The status a relayed answer turned out to have (for logs and metrics).
+  virtual void NoteStatus(int /*status*/) {}
+  // The request target as it came, undecoded ("/a%20b?x=1").
+  virtual std::string raw_target() const { return path(); }
 
   // The status answered (0 before), and the body of a JSON answer (null
   // for bytes and streams): what the idempotency layer stores.

@@ -25,9 +25,18 @@ void Router::Add(const std::string& method, const std::string& pattern, Handler 
 
 bool Router::Match(const Route& r, const std::vector<std::string>& segs,
                    std::map<std::string, std::string>* params) {
-  if (r.segments.size() != segs.size()) return false;
+  // A last segment "{name...}" takes what is left, even nothing.
+  bool rest = !r.segments.empty() && r.segments.back().ends_with("...}");
+  size_t fixed = rest ? r.segments.size() - 1 : r.segments.size();
+  if (rest ? segs.size() < fixed : segs.size() != fixed) return false;
   std::map<std::string, std::string> found;
-  for (size_t i = 0; i < segs.size(); ++i) {
+  if (rest) {
+    const std::string& p = r.segments.back();
+    std::string joined;
+    for (size_t i = fixed; i < segs.size(); ++i) joined += (i > fixed ? "/" : "") + segs[i];
+    found[p.substr(1, p.size() - 5)] = joined;
+  }
+  for (size_t i = 0; i < fixed; ++i) {
     const std::string& p = r.segments[i];
     const std::string& s = segs[i];
     if (size_t open = p.find('{'); open != std::string::npos) {
@@ -56,7 +65,7 @@ void Router::Dispatch(Exchange& ex) const {
     std::map<std::string, std::string> params;
     if (!Match(r, segs, &params)) continue;
     path_known = true;
-    if (r.method != ex.method()) continue;
+    if (r.method != ex.method() && r.method != "*") continue;
     ex.params = std::move(params);
     r.handler(ex);
     return;

@@ -1,5 +1,6 @@
 // Maps "METHOD /path" to handlers. Patterns name parameters in braces and
-// may end a segment with a verb: "/v1/sandboxes/{id}:exec".
+// may end a segment with a verb: "/v1/sandboxes/{id}:exec"; a last segment
+// "{rest...}" takes the rest of the path. Method "*" is any method.
 #pragma once
 
 #include <string>

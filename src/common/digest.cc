@@ -1,7 +1,9 @@
 #include "common/digest.h"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -105,6 +107,25 @@ std::string FileXxh3Hex(const std::string& path) {
   XXH128_canonical_t canon;
   XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(state.get()));
   return LowerHex(canon.digest, sizeof canon.digest);
+}
+
+std::string HmacSha256Hex(std::string_view key, std::string_view data) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[mac[i] >> 4];
+    out += kHex[mac[i] & 15];
+  }
+  return out;
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace kiln

@@ -48,6 +48,10 @@ class Xxh3 {
 };
 
 std::string Sha256Hex(std::string_view data);
+// HMAC-SHA256 of `data` under `key`, as lowercase hex (preview tokens).
+std::string HmacSha256Hex(std::string_view key, std::string_view data);
+// Equal strings, compared in time that does not depend on where they differ.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
 // The digest of a file's contents, read in 1 MiB blocks; "" if unreadable.
 std::string FileSha256Hex(const std::string& path);
 std::string FileXxh3Hex(const std::string& path);

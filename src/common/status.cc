@@ -35,6 +35,7 @@ constexpr std::array kNames = {
     Named{Code::kDirectoryNotEmpty, "directory_not_empty"},
     Named{Code::kStdinClosed, "stdin_closed"},
     Named{Code::kBusy, "busy"},
+    Named{Code::kPortClosed, "port_closed"},
     Named{Code::kPermissionDenied, "permission_denied"},
     Named{Code::kSnapshotCorrupted, "snapshot_corrupted"},
     Named{Code::kBudgetExceeded, "budget_exceeded"},

@@ -43,6 +43,7 @@ enum class Code {
   kFileExists,
   kDirectoryNotEmpty,
   kStdinClosed,
+  kPortClosed,  // nothing listens on the sandbox's port
   kBusy,
   kPermissionDenied,
   kSnapshotCorrupted,

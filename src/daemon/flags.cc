@@ -1,5 +1,7 @@
 #include "daemon/flags.h"
 
+#include <cctype>
+
 #include <CLI/CLI.hpp>
 
 namespace kiln::daemon {
@@ -97,6 +99,28 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "(0: no cap)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  app.add_option("--max-port-connections", f->max_port_connections,
+                 "open connections into one sandbox's ports: HTTP relays and tunnel streams "
+                 "(0: no cap)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--preview-domain", f->preview_domain,
+                 "host names {port}-{sandbox}.DOMAIN on kilnd's listener reach a sandbox's port "
+                 "(localhost: browsers and curl resolve *.localhost to loopback)")
+      ->check([](const std::string& d) -> std::string {
+        if (d.empty() || d.size() > 200 || d.front() == '.' || d.back() == '.') return "a domain";
+        for (char c : d)
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
+            return "letters, digits, '.' and '-' only";
+        return "";
+      })
+      ->capture_default_str();
+  app.add_option("--preview-url", f->preview_url,
+                 "how previews' URLs start, scheme and port around the host name, as "
+                 "SCHEME or SCHEME:PORT (https behind a TLS proxy with wildcard DNS; default: "
+                 "http and the listener's port)");
+  app.add_flag("--allow-public-previews", f->allow_public_previews,
+               "let keys share a port publicly (no token); off, every preview needs its token");
   app.add_option("--allow-registry", f->allowed_registries,
                  "a registry host pulled from directly though it is private or on loopback "
                  "(plain HTTP on loopback); repeat for more. Others: HTTPS, public addresses only");

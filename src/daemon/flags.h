@@ -38,6 +38,11 @@ struct Flags {
   double rate_limit = 0;                   // requests/s per API key (and address); 0: off
   int rate_burst = 0;                      // 0: 2 x rate
   int max_streams_per_sandbox = 64;        // long-lived streams open on one sandbox
+  // Reaching in (ports, previews, tunnels).
+  int max_port_connections = 256;            // open connections into one sandbox's ports
+  std::string preview_domain = "localhost";  // {port}-{id}.<this> reaches a port
+  std::string preview_url;                   // how preview URLs start; default http://, listen port
+  bool allow_public_previews = false;
   // Registries pulled from directly (private or loopback ones; plain HTTP
   // on loopback): a host name or address each. Others: HTTPS to public
   // addresses only, through a network of the pull's own.

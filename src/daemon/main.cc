@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -79,6 +80,25 @@ void RaiseOpenFileLimit() {
 }
 
 // `kilnd --version`: kiln's version and the runsc it would use.
+// Previews' domain and URLs from the flags: the listener's port unless
+// --preview-url names the scheme (and port) a proxy in front serves.
+kiln::api::PortSettings PortSettingsFrom(const kiln::daemon::Flags& flags) {
+  kiln::api::PortSettings p;
+  p.domain = flags.preview_domain;
+  for (char& c : p.domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  p.allow_public = flags.allow_public_previews;
+  std::string url = flags.preview_url;
+  if (url.empty()) {
+    p.url_port = flags.listen.substr(flags.listen.rfind(':') + 1);
+  } else if (size_t colon = url.find(':'); colon != std::string::npos) {
+    p.url_scheme = url.substr(0, colon);
+    p.url_port = url.substr(colon + 1);
+  } else {
+    p.url_scheme = url;
+  }
+  return p;
+}
+
 int PrintVersion(const kiln::daemon::Flags& flags) {
   kiln::StartChildReaper();  // RunProcess hands children to the reaper
   std::string version = kiln::engine::RunscVersion(flags.runsc);
@@ -271,7 +291,14 @@ int main(int argc, char** argv) {
   kiln::io::Service io([&launcher](const std::string& key, std::optional<int64_t> limit) {
     return launcher.CheckSpendingLimit(key, limit);
   });
+  kiln::api::StreamLimiter port_connections(flags.max_port_connections);
+  kiln::store::PreviewStore previews(*db);
+  kiln::api::RelayRegistry relays;
   kiln::api::ApiContext ctx{sandboxes, launcher, io, keys, egress_log, &images, &streams};
+  ctx.previews = &previews;
+  ctx.relays = &relays;
+  ctx.ports = PortSettingsFrom(flags);
+  ctx.ports.connections = &port_connections;
   kiln::api::Router router;
   kiln::api::AddSandboxRoutes(router, ctx);
   kiln::api::AddExecRoutes(router, ctx);
@@ -281,6 +308,8 @@ int main(int argc, char** argv) {
   kiln::api::AddSnapshotRoutes(router, ctx);
   kiln::api::AddSnapshotTransferRoutes(router, ctx);
   kiln::api::AddNetworkRoutes(router, ctx);
+  kiln::api::AddPortRoutes(router, ctx);
+  kiln::api::AddPreviewRoutes(router, ctx);
   kiln::api::AddKeyRoutes(router, ctx);
   kiln::api::AddImageRoutes(router, ctx);
   kiln::api::AddUsageRoutes(router, ctx);
@@ -288,6 +317,8 @@ int main(int argc, char** argv) {
   kiln::api::AddPandaStackRoutes(router, ctx);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency, &rate_limiter);
+  front.SetHostHandler(
+      [&ctx](kiln::api::Exchange& ex) { return kiln::api::ServePortHost(ctx, ex); });
   front_ptr = &front;
   // Expired idempotency answers, old usage rows and egress log entries older
   // than 30 days go once an hour.

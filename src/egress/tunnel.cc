@@ -20,7 +20,7 @@
 
 namespace kiln::egress {
 
-using engine::EgressLink;
+using engine::ByteLink;
 using network::Address;
 using network::Verdict;
 
@@ -71,7 +71,7 @@ std::string RefusalText(Verdict v, const std::string& host, const std::string& a
 
 }  // namespace
 
-Tunnel::Tunnel(Gate& gate, EgressLink link)
+Tunnel::Tunnel(Gate& gate, ByteLink link)
     : gate_(gate), link_(std::move(link)), start_mono_ms_(MonotonicNowMs()) {
   entry_.sandbox_id = gate.sandbox_id();
   entry_.start_ms = NowMs();
@@ -127,13 +127,13 @@ bool Tunnel::ReadHead(std::string* rest) {
     int64_t left = deadline - MonotonicNowMs();
     bool end = false;
     auto got =
-        left <= 0 ? EgressLink::Got::kTimeout : link_.Receive(&data, &end, static_cast<int>(left));
-    if (got == EgressLink::Got::kTimeout) {
+        left <= 0 ? ByteLink::Got::kTimeout : link_.Receive(&data, &end, static_cast<int>(left));
+    if (got == ByteLink::Got::kTimeout) {
       entry_.method = "?";
       Refuse(408, "bad-request", "kiln: no proxy request within the time allowed");
       return false;
     }
-    if (got == EgressLink::Got::kEnded) return false;
+    if (got == ByteLink::Got::kEnded) return false;
     auto r = parser.Feed(data);
     if (r == ProxyRequestParser::Result::kBad) {
       entry_.method = "?";
@@ -267,7 +267,7 @@ void Tunnel::Refuse(int status, std::string_view verdict, const std::string& tex
   for (std::string data;;) {
     int64_t left = deadline - MonotonicNowMs();
     bool end = false;
-    if (left <= 0 || link_.Receive(&data, &end, static_cast<int>(left)) != EgressLink::Got::kData)
+    if (left <= 0 || link_.Receive(&data, &end, static_cast<int>(left)) != ByteLink::Got::kData)
       return;
   }
 }
@@ -329,7 +329,7 @@ void Tunnel::Pump(const std::string& early_bytes) {
   bool client_ended = false;
   for (std::string data;;) {
     bool end = false;
-    if (link_.Receive(&data, &end) != EgressLink::Got::kData) break;
+    if (link_.Receive(&data, &end) != ByteLink::Got::kData) break;
     if (!data.empty()) {
       if (!SendAll(fd, data)) break;
       bytes_out_ += static_cast<int64_t>(data.size());

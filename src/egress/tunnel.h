@@ -20,7 +20,7 @@ class Gate;
 
 class Tunnel : public std::enable_shared_from_this<Tunnel> {
  public:
-  Tunnel(Gate& gate, engine::EgressLink link);
+  Tunnel(Gate& gate, engine::ByteLink link);
   ~Tunnel();
 
   // Serves the connection to its end; returns when both directions ended.
@@ -42,7 +42,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   void Pump(const std::string& early_bytes);
 
   Gate& gate_;
-  engine::EgressLink link_;
+  engine::ByteLink link_;
   int64_t start_mono_ms_;
   store::EgressEntry entry_;
   std::string upstream_head_;

@@ -140,8 +140,18 @@ EgressListener AgentClient::EgressListen() const {
   return EgressListener(Open(proto::EgressListenRequest{}));
 }
 
-EgressLink AgentClient::EgressAttach(uint64_t conn) const {
-  return EgressLink(Open(proto::EgressAttachRequest{.conn = conn}));
+ByteLink AgentClient::EgressAttach(uint64_t conn) const {
+  return ByteLink(Open(proto::EgressAttachRequest{.conn = conn}));
+}
+
+Result<ByteLink> AgentClient::PortDial(int port, int timeout_ms) const {
+  AckingStream op(Open(proto::PortDialRequest{.port = port}));
+  auto first = op.First(timeout_ms);  // PortOpened, or port_closed
+  if (!first.ok()) {
+    op.stream().Cancel();
+    return first.status();
+  }
+  return ByteLink(std::move(op));
 }
 
 }  // namespace kiln::engine

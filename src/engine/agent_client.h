@@ -75,7 +75,10 @@ class AgentClient {
 
   // The sandbox's egress proxy: its accepted connections, and each one's bytes.
   EgressListener EgressListen() const;
-  EgressLink EgressAttach(uint64_t conn) const;
+  ByteLink EgressAttach(uint64_t conn) const;
+  // A connection to 127.0.0.1:port inside, once the server accepted it;
+  // port_closed when nothing listens, agent_timeout past timeout_ms.
+  Result<ByteLink> PortDial(int port, int timeout_ms) const;
 
  private:
   template <typename Answer, typename Request>

@@ -183,7 +183,7 @@ bool EgressListener::Next(uint64_t* conn) {
   }
 }
 
-EgressLink::Got EgressLink::Receive(std::string* data, bool* end, int timeout_ms) {
+ByteLink::Got ByteLink::Receive(std::string* data, bool* end, int timeout_ms) {
   int64_t start = MonotonicNowMs();
   Message m;
   for (;;) {
@@ -196,7 +196,7 @@ EgressLink::Got EgressLink::Receive(std::string* data, bool* end, int timeout_ms
   }
 }
 
-bool EgressLink::Send(std::string_view data, bool end) {
+bool ByteLink::Send(std::string_view data, bool end) {
   return op_.stream().SendDataWindowed(proto::kStdin, data, end);
 }
 

@@ -158,9 +158,10 @@ class EgressListener {
   AckingStream op_;
 };
 
-// One accepted egress connection's bytes, both ways. Receive() on one
-// thread, Send() on another, Cancel() from any.
-class EgressLink {
+// One TCP connection's bytes, both ways: an accepted egress connection, or
+// a port of the sandbox's dialled by kilnd. Receive() on one thread, Send()
+// on another, Cancel() from any.
+class ByteLink {
  public:
   enum class Got { kData, kTimeout, kEnded };
   // Bytes from the sandbox's client (*end: it sent its last); kEnded once
@@ -174,7 +175,8 @@ class EgressLink {
 
  private:
   friend class AgentClient;
-  explicit EgressLink(std::unique_ptr<AgentStream> s) : op_(std::move(s)) {}
+  explicit ByteLink(std::unique_ptr<AgentStream> s) : op_(std::move(s)) {}
+  explicit ByteLink(AckingStream op) : op_(std::move(op)) {}
   AckingStream op_;
 };
 

@@ -73,6 +73,12 @@ Result<FileEntry> SandboxIo::Rename(const std::string& from, const std::string& 
   return Mapped(agent().Rename(from, to, overwrite));
 }
 
+Result<PortConnection> SandboxIo::DialPort(int port, int timeout_ms) const {
+  auto link = agent().PortDial(port, timeout_ms);
+  if (!link.ok()) return link.status();
+  return PortConnection(std::move(*link));
+}
+
 Result<Download> SandboxIo::ReadFile(const std::string& path) const {
   auto reader = agent().ReadFile(path);
   if (!reader.ok()) return reader.status();

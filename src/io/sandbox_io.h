@@ -62,6 +62,12 @@ class SandboxIo {
   // Unpacks a tar stream into a directory; waits up to 30 s for tar.
   Result<ArchiveUpload> ArchivePut(const std::string& path, bool gzip) const;
 
+  // ---- Ports ----
+  // A connection to a server listening on 127.0.0.1:port inside, once it
+  // accepted; port_closed when nothing listens, agent_timeout past
+  // timeout_ms.
+  Result<PortConnection> DialPort(int port, int timeout_ms) const;
+
   // ---- Background processes ----
   Result<ProcessInfo> ProcessStart(const ProcessSpec& spec) const;
   // Oldest first.

@@ -55,6 +55,26 @@ bool Download::Next(std::string* chunk, int timeout_ms) { return reader_->Next(c
 const Status& Download::status() const { return reader_->status(); }
 void Download::Cancel() { reader_->Cancel(); }
 
+PortConnection::PortConnection(engine::ByteLink link)
+    : link_(std::make_unique<engine::ByteLink>(std::move(link))) {}
+PortConnection::PortConnection(PortConnection&&) noexcept = default;
+PortConnection& PortConnection::operator=(PortConnection&&) noexcept = default;
+PortConnection::~PortConnection() = default;
+
+PortConnection::Got PortConnection::Receive(std::string* data, bool* end, int timeout_ms) {
+  switch (link_->Receive(data, end, timeout_ms)) {
+    case engine::ByteLink::Got::kData:
+      return Got::kData;
+    case engine::ByteLink::Got::kTimeout:
+      return Got::kTimeout;
+    case engine::ByteLink::Got::kEnded:
+      break;
+  }
+  return Got::kEnded;
+}
+bool PortConnection::Send(std::string_view data, bool end) { return link_->Send(data, end); }
+void PortConnection::Cancel() { link_->Cancel(); }
+
 FileUpload::FileUpload(engine::FileWriter writer)
     : writer_(std::make_unique<engine::FileWriter>(std::move(writer))) {}
 FileUpload::FileUpload(FileUpload&&) noexcept = default;

@@ -18,6 +18,7 @@
 
 namespace kiln::engine {
 class ArchiveWriter;
+class ByteLink;
 class ContentReader;
 class ExecRun;
 class FileWriter;
@@ -61,6 +62,30 @@ class Download {
 
  private:
   std::unique_ptr<engine::ContentReader> reader_;
+};
+
+// One TCP connection to a server inside the sandbox (SandboxIo::DialPort):
+// its bytes both ways. Receive() on one thread, Send() on another, Cancel()
+// from any.
+class PortConnection {
+ public:
+  enum class Got { kData, kTimeout, kEnded };
+  explicit PortConnection(engine::ByteLink link);
+  PortConnection(PortConnection&&) noexcept;
+  PortConnection& operator=(PortConnection&&) noexcept;
+  ~PortConnection();
+
+  // Bytes from the server (*end: it sent its last); kEnded once the
+  // connection is over.
+  Got Receive(std::string* data, bool* end, int timeout_ms = -1);
+  // Bytes to the server, never more than the sandbox's window ahead
+  // (blocks while it is full); false once the connection is over.
+  bool Send(std::string_view data, bool end = false);
+  // Ends the connection at once (the server sees it closed).
+  void Cancel();
+
+ private:
+  std::unique_ptr<engine::ByteLink> link_;
 };
 
 // Content to the sandbox, piece by piece.

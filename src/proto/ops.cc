@@ -123,6 +123,16 @@ void from_json(const json& j, EgressClosed& v) {
   Take(j, "closed", v.closed);
 }
 
+// ---- Ports ----
+
+void to_json(json& j, const PortDialRequest& v) {
+  j = RequestObject(v.kOp);
+  j["port"] = v.port;
+}
+void from_json(const json& j, PortDialRequest& v) { Need(j, "port", v.port); }
+void to_json(json& j, const PortOpened& v) { j = json{{"opened", v.opened}}; }
+void from_json(const json& j, PortOpened& v) { Need(j, "opened", v.opened); }
+
 // ---- Background processes ----
 
 void to_json(json& j, const TerminalSize& v) { j = json{{"cols", v.cols}, {"rows", v.rows}}; }

@@ -84,13 +84,18 @@ inline constexpr std::string_view kEgressListen = "egress.listen";
 // EgressClosed when both directions ended. Cancelling it at once refuses
 // the connection.
 inline constexpr std::string_view kEgressAttach = "egress.attach";
+// Connects to 127.0.0.1:port inside (a server of the sandbox's): event
+// PortOpened once connected (error port_closed if nothing listens), then
+// data 0 to the server and data 1 from it as egress.attach carries them;
+// answers EgressClosed when both directions ended.
+inline constexpr std::string_view kPortDial = "port.dial";
 
 // Every name above (each must be unique: tests/unit/ops_test.cc checks).
 inline constexpr std::array kAllOps = {
     kExec,       kPing,         kOom,          kFileRead,   kFileWrite,  kFileList,
     kFileStat,   kFileMkdir,    kFileRemove,   kFileRename, kArchiveGet, kArchivePut,
     kProcStart,  kProcList,     kProcGet,      kProcOutput, kProcWrite,  kProcSignal,
-    kProcResize, kEgressListen, kEgressAttach, kConfigure};
+    kProcResize, kEgressListen, kEgressAttach, kConfigure,  kPortDial};
 
 // to_json/from_json of a struct, found by ADL as nlohmann expects.
 #define KILN_PROTO_JSON(T)                     \
@@ -412,6 +417,18 @@ struct EgressClosed {
   std::string closed;  // how it ended
 };
 KILN_PROTO_JSON(EgressClosed);
+
+// ---- Ports ----
+
+struct PortDialRequest {
+  static constexpr std::string_view kOp = kPortDial;
+  int port = 0;  // 1-65535
+};
+KILN_PROTO_JSON(PortDialRequest);
+struct PortOpened {
+  bool opened = true;
+};
+KILN_PROTO_JSON(PortOpened);
 
 #undef KILN_PROTO_JSON
 

@@ -131,6 +131,21 @@ constexpr Migration kMigrations[] = {
       PRIMARY KEY (owner, step_key)
     );
   )sql"},
+    // 4: previews, a sandbox's ports shared by URL. `secret` keys the HMAC
+    // of the port's tokens: a rotate replaces it, so every earlier token
+    // fails at once with nothing else stored.
+    {4, R"sql(
+    CREATE TABLE previews (
+      sandbox_id TEXT NOT NULL,
+      port       INTEGER NOT NULL,
+      id         TEXT NOT NULL UNIQUE,
+      visibility TEXT NOT NULL CHECK (visibility IN ('private', 'public')),
+      secret     TEXT NOT NULL,
+      ttl_ms     INTEGER NOT NULL,
+      created_ms INTEGER NOT NULL,
+      PRIMARY KEY (sandbox_id, port)
+    );
+  )sql"},
 };
 
 }  // namespace

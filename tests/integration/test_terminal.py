@@ -142,7 +142,8 @@ class MiniWebSocket:
         u = urllib.parse.urlsplit(url)
         self.sock = socket.create_connection((u.hostname, u.port), timeout=30)
         nonce = base64.b64encode(os.urandom(16)).decode()
-        lines = [f"GET {target} HTTP/1.1", f"Host: {u.netloc}", "Upgrade: websocket", "Connection: Upgrade",
+        host = [] if any(h.lower().startswith("host:") for h in headers) else [f"Host: {u.netloc}"]
+        lines = [f"GET {target} HTTP/1.1", *host, "Upgrade: websocket", "Connection: Upgrade",
                  f"Sec-WebSocket-Key: {nonce}", "Sec-WebSocket-Version: 13", *headers]
         if key:
             lines.append(f"Authorization: Bearer {key}")

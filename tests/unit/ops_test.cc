@@ -75,7 +75,7 @@ TEST(OpsTest, EveryRequestNamesAKnownOp) {
                   ProcStartRequest::kOp,  ProcListRequest::kOp,     ProcGetRequest::kOp,
                   ProcOutputRequest::kOp, ProcWriteRequest::kOp,    ProcSignalRequest::kOp,
                   ProcResizeRequest::kOp, EgressListenRequest::kOp, EgressAttachRequest::kOp,
-                  ConfigureRequest::kOp})
+                  ConfigureRequest::kOp,  PortDialRequest::kOp})
     EXPECT_TRUE(names.erase(op)) << op;
   EXPECT_TRUE(names.empty()) << "an op without a request struct";
 }

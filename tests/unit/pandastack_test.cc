@@ -185,7 +185,6 @@ TEST(PandaStackTest, RefusalsNameTheFeature) {
       {"GET", "/pandastack/v1/apps", "apps"},
       {"POST", "/pandastack/v1/databases", "databases"},
       {"POST", "/pandastack/v1/sandboxes/sb1/repl/sessions", "code contexts"},
-      {"GET", "/pandastack/v1/sandboxes/sb1/ports", "preview URLs"},
       {"POST", "/pandastack/v1/templates/build", "template builds"},
       {"GET", "/pandastack/v1/schedules", "schedules"},
       {"POST", "/pandastack/v1/functions/f/invoke", "functions"},

@@ -74,6 +74,11 @@ json OpenApiDocument(const Router& router) {
     size_t space = route.find(' ');
     std::string method = route.substr(0, space);
     std::string pattern = route.substr(space + 1);
+    if (method == "*") {  // any method: each documented one is routed
+      for (const char* m : kMethods) routed.insert(ToUpper(m) + " " + pattern);
+      if (!paths.contains(pattern)) paths[pattern]["get"] = Undocumented("GET", pattern);
+      continue;
+    }
     json& item = paths[pattern];
     std::string key = ToLower(method);
     if (!item.contains(key)) item[key] = Undocumented(method, pattern);

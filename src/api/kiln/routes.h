@@ -23,6 +23,12 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx);
 // GET /v1/snapshots/{id}/archive, POST /v1/snapshots:import.
 void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx);
 void AddNetworkRoutes(Router& r, ApiContext& ctx);
+// A sandbox's ports: HTTP by path and the tunnel WebSocket (routes_ports.cc).
+void AddPortRoutes(Router& r, ApiContext& ctx);
+// Previews, and requests by host name {port}-{id}.{domain} (routes_previews.cc).
+void AddPreviewRoutes(Router& r, ApiContext& ctx);
+// Serves `ex` if its Host names a sandbox's port; false if it does not.
+bool ServePortHost(ApiContext& ctx, Exchange& ex);
 // A `network` body member (create, fork) as egress rules; issues go to `f`.
 std::optional<network::Policy> ReadNetworkField(FieldReader& f);
 // A `labels` body member (create, snapshot, fork) within the contract's bounds.

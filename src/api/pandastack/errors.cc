@@ -45,7 +45,7 @@ struct Feature {
   const char* why;
 };
 
-constexpr std::array<Feature, 15> kFeatures{{
+constexpr std::array<Feature, 14> kFeatures{{
     {"apps", "apps", "kiln runs sandboxes, not hosted apps"},
     {"databases", "databases", "kiln hosts no databases; run one inside a sandbox"},
     {"volumes", "volumes", "kiln has no volumes; keep data in a snapshot or an image"},
@@ -54,7 +54,6 @@ constexpr std::array<Feature, 15> kFeatures{{
     {"tokens", "tokens", "kiln keys are managed with `kiln keys` or /v1/keys"},
     {"me", "me", "kiln has no workspaces or accounts; a key is the identity"},
     {"repl", "code contexts", "kiln has no code-interpreter kernels; exec python3 instead"},
-    {"ports", "preview URLs", "kiln publishes no sandbox ports; use kiln's egress or exec"},
     {"logs", "sandbox logs", "kiln keeps no sandbox log; read a process's output via /v1"},
     {"promote", "promote", "kiln forks are independent sandboxes already; delete the others"},
     {"build", "template builds", "build kiln images with POST /v1/images or `kiln image build`"},

@@ -155,6 +155,20 @@ void AddLifecycleRoutes(Router& r, ApiContext& ctx) {
         }));
   r.Add("PATCH", "/pandastack/v1/sandboxes/{id}/lifecycle",
         Wrap([&ctx](Exchange& ex) { Lifecycle(ctx, ex); }));
+
+  // preview_urls: the ports shared with kiln's previews (POST
+  // /v1/sandboxes/{id}/previews), each at its URL.
+  r.Add("GET", "/pandastack/v1/sandboxes/{id}/ports", Wrap([&ctx](Exchange& ex) {
+          auto s = FindSandbox(ctx, ex);
+          json ports = json::array();
+          if (ctx.previews) {
+            for (const auto& p : ctx.previews->List(s->id()))
+              ports.push_back({{"port", p.port},
+                               {"url", PreviewUrl(ctx.ports, s->id(), p.port)},
+                               {"visibility", p.is_public ? "public" : "private"}});
+          }
+          ex.SendJson(200, json{{"ports", ports}});
+        }));
 }
 
 // Whatever else is asked under the prefix: refused in PandaStack's shape,

@@ -1,0 +1,277 @@
+// Previews (the reference's §1.13): a sandbox's port shared at its own
+// host name, {port}-{sandbox}.{domain}, private (a token is needed) or, if
+// kilnd allows it, public. Requests to those host names are served here too
+// (ServePortHost): with a kiln key, a preview's token, or nothing for a
+// public one, then relayed like any port request (api/port_proxy.h).
+#include <algorithm>
+#include <cctype>
+
+#include "api/errors.h"
+#include "api/kiln/routes.h"
+#include "api/kiln/terminal.h"
+#include "common/time.h"
+
+namespace kiln::api {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kDayMs = 86400000;
+constexpr int64_t kMinTtlMs = 60000, kMaxTtlMs = 7 * kDayMs, kDefaultTtlMs = kDayMs;
+// Where a visitor's token may come from, besides the query of urlWithToken.
+constexpr const char* kTokenHeaders[] = {"x-kiln-preview-token", "x-runtime-preview-token"};
+constexpr char kTokenCookie[] = "kiln_preview_token";
+constexpr char kTokenQuery[] = "kiln_preview_token";
+
+json PreviewJson(const ApiContext& ctx, const store::PreviewRecord& p,
+                 std::optional<int64_t> expiry_ms) {
+  std::string url = PreviewUrl(ctx.ports, p.sandbox_id, p.port);
+  json j = {{"id", p.id},
+            {"sandboxId", p.sandbox_id},
+            {"port", p.port},
+            {"visibility", p.is_public ? "public" : "private"},
+            {"url", url},
+            {"token", nullptr},
+            {"tokenExpiresAt", nullptr},
+            {"urlWithToken", url},
+            {"disabled", false},
+            {"embedOrigins", json::array()},
+            {"createdAt", FormatTime(p.created_ms)}};
+  if (!p.is_public) {
+    int64_t expiry = expiry_ms.value_or(NowMs() + p.ttl_ms);
+    std::string token = store::PreviewStore::Token(p, expiry);
+    j["token"] = token;
+    j["tokenExpiresAt"] = FormatTime(expiry);
+    j["urlWithToken"] = url + "?" + kTokenQuery + "=" + token;
+  }
+  return j;
+}
+
+// A token's expiry from ttlSeconds / expiresAt (the earlier bound wins).
+std::optional<int64_t> ReadExpiry(std::optional<int64_t> ttl_s,
+                                  const std::optional<std::string>& expires_at,
+                                  const std::string& where) {
+  std::optional<int64_t> expiry;
+  if (ttl_s) expiry = NowMs() + *ttl_s * 1000;
+  if (expires_at) {
+    auto at = ParseTime(*expires_at);
+    if (!at || *at <= NowMs() || *at > NowMs() + kMaxTtlMs)
+      throw InvalidField(where + ".expiresAt", "must be an RFC 3339 time in the next 7 days");
+    expiry = expiry ? std::min(*expiry, *at) : *at;
+  }
+  return expiry;
+}
+
+store::PreviewStore& Previews(ApiContext& ctx) {
+  if (!ctx.previews) throw ApiError(Code::kNotSupported, "previews are not served here");
+  return *ctx.previews;
+}
+
+store::PreviewRecord FindPreview(ApiContext& ctx, const control::Sandbox& s, int port) {
+  auto p = Previews(ctx).Get(s.id(), port);
+  if (!p)
+    throw ApiError(Code::kNotFound,
+                   "port " + std::to_string(port) + " of sandbox " + s.id() + " has no preview");
+  return *p;
+}
+
+int PreviewPort(Exchange& ex) {
+  const std::string& v = ex.params["port"];
+  int port = 0;
+  bool digits = !v.empty() && v.size() <= 5 &&
+                std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (digits) port = std::stoi(v);
+  if (port < 1 || port > 65535)
+    throw InvalidField("path.port", "must be a port number from 1 to 65535");
+  return port;
+}
+
+// The value of cookie `name` in a Cookie header ("" if none).
+std::string CookieValue(const std::string& header, const std::string& name) {
+  size_t at = 0;
+  while (at < header.size()) {
+    size_t end = header.find(';', at);
+    std::string pair = header.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    size_t start = pair.find_first_not_of(' ');
+    if (start != std::string::npos && pair.compare(start, name.size() + 1, name + "=") == 0)
+      return pair.substr(start + name.size() + 1);
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return "";
+}
+
+// The raw target without the token's query parameter.
+std::string WithoutTokenQuery(const std::string& raw) {
+  size_t q = raw.find('?');
+  if (q == std::string::npos) return raw;
+  std::string out = raw.substr(0, q), kept;
+  size_t at = q + 1;
+  while (at <= raw.size()) {
+    size_t end = raw.find('&', at);
+    std::string part = raw.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (!part.empty() && !part.starts_with(std::string(kTokenQuery) + "="))
+      kept += (kept.empty() ? "" : "&") + part;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return kept.empty() ? out : out + "?" + kept;
+}
+
+// {port}-{sandbox} of a Host header under the preview domain.
+bool ParsePreviewHost(const ApiContext& ctx, std::string host, int* port, std::string* id) {
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (size_t colon = host.rfind(':');
+      colon != std::string::npos && host.find(']') == std::string::npos)
+    host.resize(colon);
+  std::string suffix = "." + ctx.ports.domain;
+  if (host.size() <= suffix.size() || !host.ends_with(suffix)) return false;
+  std::string label = host.substr(0, host.size() - suffix.size());
+  size_t dash = label.find('-');
+  if (dash == std::string::npos || dash == 0 || dash > 5 || label.find('.') != std::string::npos)
+    return false;
+  std::string p = label.substr(0, dash), rest = label.substr(dash + 1);
+  if (!std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  if (rest.empty() || rest.size() > 64 || !std::all_of(rest.begin(), rest.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-';
+      }))
+    return false;
+  *port = std::stoi(p);
+  *id = rest;
+  return *port >= 1 && *port <= 65535;
+}
+
+}  // namespace
+
+void AddPreviewRoutes(Router& r, ApiContext& ctx) {
+  r.Add("POST", "/v1/sandboxes/{id}/previews", [&ctx](Exchange& ex) {
+    json body = ex.JsonBody();
+    FieldReader f(body);
+    auto port = f.Int("port", 1, 65535);
+    if (!port && !f.has("port")) f.Issue("body.port", "is required");
+    auto visibility = f.String("visibility", 16);
+    if (visibility && *visibility != "private" && *visibility != "public")
+      f.Issue("body.visibility", "must be private or public");
+    auto ttl_s = f.Int("ttlSeconds", kMinTtlMs / 1000, kMaxTtlMs / 1000);
+    auto expires_at = f.String("expiresAt", 64);
+    if (auto origins = f.StringList("embedOrigins", 16); origins && !origins->empty())
+      f.Issue("body.embedOrigins",
+              "kiln does not restrict which sites may frame a preview: leave it empty");
+    f.Finish();
+    bool is_public = visibility && *visibility == "public";
+    if (is_public && !ctx.ports.allow_public)
+      throw ApiError(Code::kForbidden,
+                     "body.visibility: public previews are off on this kilnd (start it with "
+                     "--allow-public-previews); share it privately, with its token");
+    auto s = FindSandbox(ctx, ex);
+    auto expiry = ReadExpiry(ttl_s, expires_at, "body");
+    int64_t ttl_ms = ttl_s ? *ttl_s * 1000 : kDefaultTtlMs;
+    auto p = Previews(ctx).Put(s->id(), static_cast<int>(*port), is_public, ttl_ms);
+    // Made public: whoever holds a token of it now holds nothing more. Made
+    // private: the open connections of anyone without a token end.
+    if (!is_public) ctx.relays->Cut(s->id() + "|" + std::to_string(*port));
+    ex.SendJson(200, PreviewJson(ctx, p, expiry));
+  });
+
+  r.Add("GET", "/v1/sandboxes/{id}/previews", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    json data = json::array();
+    for (const auto& p : Previews(ctx).List(s->id())) data.push_back(PreviewJson(ctx, p, {}));
+    ex.SendJson(200, json{{"data", data}});
+  });
+
+  r.Add("GET", "/v1/sandboxes/{id}/previews/{port}", [&ctx](Exchange& ex) {
+    int port = PreviewPort(ex);
+    std::optional<int64_t> ttl_s;
+    if (ex.Query("ttlSeconds"))
+      ttl_s = QueryInt(ex, "ttlSeconds", kMinTtlMs / 1000, kMaxTtlMs / 1000, 0);
+    auto expiry = ReadExpiry(ttl_s, ex.Query("expiresAt"), "query");
+    auto s = FindSandbox(ctx, ex);
+    ex.SendJson(200, PreviewJson(ctx, FindPreview(ctx, *s, port), expiry));
+  });
+
+  r.Add("POST", "/v1/sandboxes/{id}/previews/{port}:rotate", [&ctx](Exchange& ex) {
+    int port = PreviewPort(ex);
+    auto s = FindSandbox(ctx, ex);
+    FindPreview(ctx, *s, port);
+    Previews(ctx).Rotate(s->id(), port);
+    ctx.relays->Cut(s->id() + "|" + std::to_string(port));
+    ex.SendJson(200, PreviewJson(ctx, FindPreview(ctx, *s, port), {}));
+  });
+
+  r.Add("DELETE", "/v1/sandboxes/{id}/previews/{port}", [&ctx](Exchange& ex) {
+    int port = PreviewPort(ex);
+    auto s = FindSandbox(ctx, ex);
+    auto p = FindPreview(ctx, *s, port);
+    Previews(ctx).Delete(s->id(), port);
+    ctx.relays->Cut(s->id() + "|" + std::to_string(port));
+    ex.SendJson(200, json{{"id", p.id}, {"sandboxId", s->id()}, {"port", port}, {"deleted", true}});
+  });
+}
+
+bool ServePortHost(ApiContext& ctx, Exchange& ex) {
+  int port = 0;
+  std::string id;
+  if (!ParsePreviewHost(ctx, ex.Header("Host"), &port, &id)) return false;
+  SetCaller(ex, Caller{});
+  auto s = ctx.sandboxes.Get(id);
+  ProxyRequest req;
+  req.port = port;
+  req.drop_headers = {"x-kiln-preview-token", "x-runtime-preview-token"};
+  req.drop_cookie = kTokenCookie;
+  // A kiln key that may see the sandbox lets its holder in (and is not
+  // passed on); anything else needs the port's preview.
+  std::optional<store::ApiKey> key;
+  if (auto token = BearerToken(ex.Header("Authorization"))) key = ctx.keys.Authenticate(*token);
+  if (key && s && (key->admin || s->spec().owner == key->id)) {
+    SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
+    req.drop_headers.push_back("authorization");
+  } else {
+    std::optional<store::PreviewRecord> p;
+    if (s && ctx.previews) p = ctx.previews->Get(id, port);
+    if (!p)
+      throw ApiError(Code::kNotFound,
+                     "port " + std::to_string(port) + " of sandbox " + id + " has no preview");
+    if (!p->is_public) {
+      std::string token;
+      for (const char* h : kTokenHeaders)
+        if (token.empty()) token = ex.Header(h);
+      std::optional<std::string> from_query = ex.Query(kTokenQuery);
+      if (token.empty() && from_query) token = *from_query;
+      if (token.empty()) token = CookieValue(ex.Header("Cookie"), kTokenCookie);
+      if (!store::PreviewStore::TokenValid(*p, token, NowMs()))
+        throw ApiError(Code::kUnauthorized, token.empty()
+                                                ? "this preview is private: send its token in "
+                                                  "x-kiln-preview-token, or open its urlWithToken"
+                                                : "the preview token is wrong, expired or rotated");
+      bool upgrade = IsWebSocketUpgrade(ex.Header("Upgrade"), ex.Header("Connection"));
+      if (from_query && !upgrade && (ex.method() == "GET" || ex.method() == "HEAD")) {
+        // The link's token becomes a cookie of this host name, and the
+        // address bar loses it.
+        size_t dot = token.find('.');
+        int64_t max_age = (std::stoll(token.substr(0, dot)) - NowMs()) / 1000;
+        ex.SendBytes(302, "", "text/plain",
+                     {{"Location", WithoutTokenQuery(ex.raw_target())},
+                      {"Set-Cookie", std::string(kTokenCookie) + "=" + token +
+                                         "; Path=/; HttpOnly; SameSite=Lax; Max-Age=" +
+                                         std::to_string(max_age)}});
+        return true;
+      }
+    }
+    auto owner = ctx.keys.Get(s->spec().owner);
+    SetCaller(ex, Caller{s->spec().owner, false,
+                         owner ? owner->daily_limit_micros : std::optional<int64_t>()});
+  }
+  ex.activity = control::Sandbox::Use(s, StableNowMs());
+  io::SandboxIo io = RunningIo(ctx, ex, *s);
+  auto slot = OpenPortConnection(ctx, *s);
+  req.target = WithoutTokenQuery(ex.raw_target());
+  req.registry = ctx.relays;
+  req.registry_key = id + "|" + std::to_string(port);
+  ProxyHttp(ex, io, req);
+  return true;
+}
+
+}  // namespace kiln::api

@@ -1,0 +1,68 @@
+// HTTP into a sandbox's port: one request relayed to a server listening
+// inside (through the agent: io::SandboxIo::DialPort) and its answer
+// relayed back as it comes, bytes for bytes. Every front that reaches a
+// port by HTTP uses it: kiln's /v1/sandboxes/{id}/ports/{port}/...,
+// previews on their own host names, E2B's envd and interpreter ports.
+//
+// The request's head is written again (Beast) with the target the server
+// should see, hop-by-hop headers and kiln's credentials dropped and
+// X-Forwarded-* added; its body streams as it arrives. The server is asked
+// to close after its answer (Connection: close), so the answer's end is the
+// connection's end and kiln parses nothing of it; the client's connection
+// closes then too. An Upgrade (WebSocket) request keeps its Upgrade and
+// Connection headers, and after the server's 101 both sides' bytes flow
+// until either ends.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/http_server.h"
+#include "io/sandbox_io.h"
+
+namespace kiln::api {
+
+// The relays open now, by a key of the caller's choosing ("sandbox|port"),
+// so that ending a preview cuts its connections.
+class RelayRegistry {
+ public:
+  // Registers `conn` under `key` until the handle goes.
+  std::shared_ptr<void> Add(const std::string& key, io::PortConnection* conn);
+  // Cancels every connection under `key`.
+  void Cut(const std::string& key);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::set<io::PortConnection*>> open_;
+};
+
+struct ProxyRequest {
+  int port = 0;
+  std::string target;  // what the server sees: "/path?query"
+  // Headers (lowercase) not to pass on: the kiln key or preview token the
+  // request was let in with.
+  std::vector<std::string> drop_headers;
+  // A cookie (by name) not to pass on, for the same reason; "" for none.
+  std::string drop_cookie;
+  std::string forwarded_prefix;  // X-Forwarded-Prefix, "" for none
+  // Where the connection is registered while it is open (may be null).
+  RelayRegistry* registry = nullptr;
+  std::string registry_key;
+};
+
+// How long the sandbox's server may take to accept the connection.
+inline constexpr int kPortDialMs = 10000;
+
+// Relays ex to the port. Throws ApiError (port_closed, not_running, ...)
+// while nothing has been sent to the client; after that, a failure ends the
+// client's connection.
+void ProxyHttp(Exchange& ex, const io::SandboxIo& io, const ProxyRequest& request);
+
+// The target `raw` ("/v1/sandboxes/ID/ports/80/a/b?q") has after its first
+// `segments` path segments ("/a/b?q"; "/" or "/?q" when nothing follows).
+std::string TargetAfterSegments(const std::string& raw, int segments);
+
+}  // namespace kiln::api
