@@ -309,10 +309,9 @@ Result<Execution> Interpreter::Run(const io::SandboxIo& io, const std::string& s
   uint64_t cursor = 0;
   if (found.ok()) {
     k = std::move(*found);
-    // Another kilnd (before a restart) may still be running code here.
-    if (ReadTail(io, k).busy)
-      return Status(Code::kBusy, "interpreter context '" + id + "' is running code",
-                    json{{"contextId", id}});
+    // A run left by an earlier kilnd (before a restart) may still hold the
+    // kernel: this request then waits behind it in the kernel's stdin, and
+    // its lines are skipped until this run's own start.
     cursor = k.process.output_bytes;
   } else {
     auto p = StartKernel(io, *ParseLanguage(id), id, std::nullopt, {});

@@ -4,7 +4,7 @@
 # fd 1 as JSON lines keyed "k". The user's code gets fresh pipes as fds 1
 # and 2, read here, so print(), C-level writes and subprocesses all come
 # back as stdout/stderr events. No Jupyter: the standard library only.
-import ast, base64, codecs, json, linecache, os, signal, sys, threading, traceback
+import ast, base64, codecs, json, linecache, os, select, signal, sys, threading, traceback
 
 PROTO = os.fdopen(os.dup(1), "wb", buffering=0)
 LOCK = threading.Lock()
@@ -51,6 +51,13 @@ class Capture(threading.Thread):
             chunk = os.read(self.r, 65536)
             if not chunk:
                 return
+            # print() writes its text and its newline apart: what follows
+            # within 2 ms joins the same event.
+            while len(chunk) < 65536 and select.select([self.r], [], [], 0.002)[0]:
+                more = os.read(self.r, 65536 - len(chunk))
+                if not more:
+                    break
+                chunk += more
             buf += chunk
             while m in buf:
                 before, buf = buf.split(m, 1)

@@ -14,7 +14,7 @@ with Sandbox.create() as sbx:
     assert execution["results"][0]["data"]["text/plain"] == "42", execution
     seen = []
     streamed = sbx.interpreter.run("print('hello'); x", on_stdout=seen.append)
-    assert seen == ["hello\n"] and streamed["results"][0]["data"]["text/plain"] == "20", (seen, streamed)
+    assert "".join(seen) == "hello\n" and streamed["results"][0]["data"]["text/plain"] == "20", (seen, streamed)
     ctx = sbx.interpreter.contexts.create(id="work")
     assert ctx["id"] == "work" and ctx["state"] == "running", ctx
     assert {c["id"] for c in sbx.interpreter.contexts.list()} == {"python", "work"}
