@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from client import assert_error
+from faults_util import daemons  # noqa: F401 (a fixture)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -247,6 +248,20 @@ def test_snapshot_keeps_state(api, sandboxes):
     copies = [sandboxes.create(snapshot=snap["id"])["id"] for _ in range(2)]
     _diverge(api, copies)
     api.request("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+
+
+def test_kilnd_restart_keeps_contexts(daemons):
+    """kilnd keeps no record of contexts: after kill -9 and a restart on the
+    same state dir, the re-adopted sandbox's kernel is found again."""
+    from faults_util import kill9, restart
+    d = daemons()
+    sid = d.api.create()["id"]
+    run(d.api, sid, "x = 41")
+    d.api.ok("POST", f"{_base(sid)}/contexts", json={"id": "side"})
+    kill9(d)
+    restart(d)
+    assert value(run(d.api, sid, "x + 1")) == "42"
+    assert set(contexts(d.api, sid)) == {"python", "side"}
 
 
 def test_matplotlib_figures_and_dataframes(api, sandboxes):
