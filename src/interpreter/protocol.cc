@@ -44,6 +44,14 @@ bool GetInt(const json& j, const char* key, int64_t* out) {
   return true;
 }
 
+// Cuts *text to at most max bytes, not inside a UTF-8 character.
+void CutUtf8(std::string* text, size_t max) {
+  if (text->size() <= max) return;
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>((*text)[n]) & 0xC0) == 0x80) --n;
+  text->resize(n);
+}
+
 }  // namespace
 
 std::optional<KernelMessage> ParseKernelLine(std::string_view line) {
@@ -83,7 +91,9 @@ std::optional<KernelMessage> ParseKernelLine(std::string_view line) {
     m.kind = KernelMessage::kError;
     ok = GetString(*j, "name", &m.name) && GetString(*j, "value", &m.value) &&
          GetString(*j, "traceback", &m.traceback);
-    if (m.traceback.size() > kMaxTracebackBytes) m.traceback.resize(kMaxTracebackBytes);
+    CutUtf8(&m.name, 256);
+    CutUtf8(&m.value, kMaxTracebackBytes);
+    CutUtf8(&m.traceback, kMaxTracebackBytes);
   } else {
     return std::nullopt;
   }
@@ -130,8 +140,14 @@ json ExecutionBuilder::Apply(const KernelMessage& m) {
       bool out = m.kind == KernelMessage::kStdout;
       std::string& kept = out ? e_->stdout_text : e_->stderr_text;
       size_t room = kMaxStreamBytes - std::min(kMaxStreamBytes, kept.size());
-      kept.append(m.text, 0, std::min(room, m.text.size()));
-      if (m.text.size() > room) Overflow(out ? "stdout" : "stderr", m.text.size() - room);
+      if (m.text.size() <= room) {
+        kept += m.text;
+      } else {
+        std::string part = m.text;
+        CutUtf8(&part, room);
+        kept += part;
+        Overflow(out ? "stdout" : "stderr", m.text.size() - part.size());
+      }
       return json{{"k", out ? "stdout" : "stderr"}, {"text", m.text}};
     }
     case KernelMessage::kResult: {

@@ -78,6 +78,24 @@ TEST(InterpreterProtocolTest, KeepsStreamsUnderTheCapAndCountsTheRest) {
   EXPECT_EQ(e.overflow[0]["droppedBytes"], 5);
 }
 
+TEST(InterpreterProtocolTest, CutsTextOnlyBetweenCharacters) {
+  Execution e;
+  ExecutionBuilder b(&e);
+  KernelMessage m;
+  m.kind = KernelMessage::kStdout;
+  m.text = std::string(kiln::interpreter::kMaxStreamBytes - 1, 'x');
+  b.Apply(m);
+  m.text = "\xc3\xa9!";  // a two-byte character where one byte is left
+  b.Apply(m);
+  EXPECT_EQ(e.stdout_text.size(), kiln::interpreter::kMaxStreamBytes - 1);
+  EXPECT_EQ(e.overflow[0]["droppedBytes"], 3);
+  std::string huge =
+      R"({"k":"error","name":"E","value":")" + std::string(100000, 'v') + R"(","traceback":"t"})";
+  auto err = ParseKernelLine(huge);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->value.size(), kiln::interpreter::kMaxTracebackBytes);
+}
+
 TEST(InterpreterProtocolTest, FoldsResultsErrorAndStatus) {
   Execution e;
   ExecutionBuilder b(&e);
