@@ -25,6 +25,7 @@ int HttpStatus(Code code) {
     case Code::kSnapshotNotFound:
     case Code::kFileNotFound:
     case Code::kImageNotFound:
+    case Code::kContextNotFound:
       return 404;
     case Code::kMethodNotAllowed:
       return 405;
@@ -43,6 +44,8 @@ int HttpStatus(Code code) {
     case Code::kNotPaused:
     case Code::kNotPausable:
     case Code::kNameTaken:
+    case Code::kContextExists:
+    case Code::kContextDead:
     case Code::kSnapshotExists:
     case Code::kSnapshotIncompatible:
     case Code::kNoCapacity:

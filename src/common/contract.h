@@ -29,6 +29,8 @@ inline constexpr IntField kExtendSeconds{1, 3600, 0};  // required: no default
 // ExecRequest / StartProcessRequest
 inline constexpr IntField kExecTimeoutMs{1, 86400000, 60000};
 inline constexpr IntField kProcessTimeoutMs{0, 86400000, 0};  // 0 = no limit
+// An interpreter run (interpreter:run); 0 = no limit.
+inline constexpr IntField kInterpreterTimeoutMs{0, 86400000, 60000};
 inline constexpr int kArgvMax = 4096;
 inline constexpr int kCommandMax = 1 << 20;
 inline constexpr int kCommandEnvValueMax = 128 * 1024;

@@ -36,6 +36,7 @@ enum class Code {
   kSnapshotNotFound,
   kFileNotFound,
   kImageNotFound,
+  kContextNotFound,  // an interpreter context
   // The state forbids it now.
   kNotRunning,
   kIsADirectory,
@@ -55,6 +56,9 @@ enum class Code {
   kNotPaused,
   kNotPausable,
   kNameTaken,  // details.sandboxId names the holder
+  // An interpreter context: one by that id runs; its kernel ended.
+  kContextExists,
+  kContextDead,
   // An imported snapshot's id is here already, another key's or other files.
   kSnapshotExists,
   // An imported snapshot needs another runsc version or base image.

@@ -303,6 +303,7 @@ int main(int argc, char** argv) {
   kiln::api::AddSandboxRoutes(router, ctx);
   kiln::api::AddExecRoutes(router, ctx);
   kiln::api::AddProcessRoutes(router, ctx);
+  kiln::api::AddInterpreterRoutes(router, ctx);
   kiln::api::AddTerminalRoutes(router, ctx);
   kiln::api::AddFileRoutes(router, ctx);
   kiln::api::AddSnapshotRoutes(router, ctx);

@@ -18,7 +18,7 @@ Samples run (python.md numbering; xN are the RL shapes):
   s20 list labels/state  s21 errors     s22 idempotency keys
   s23 wait_for_capacity (own kilnd, --key-sandbox-limit 1)  s24 limits
   s25 budget_exceeded  s27 images.build recipe, fork, snapshot, create from it
-  s28 network.set/get, off (interpreter: not offered)
+  s28 network.set/get, off; interpreter.run (plain and streamed), contexts
   s37 images.build(dockerfile=, context_dir=) in chunks, files= without a name
   s36 max_retries/timeout, me() (not offered: 404 route_not_found)
   x1 snapshot-based rollout loop  x2 fork of a running sandbox
@@ -43,7 +43,6 @@ calls kiln does not offer"):
 | 14, 15 files.watch / files.watches            | no inotify bridge in the agent                              |
 | 26 secrets.set/list/delete                    | the egress proxy substitutes no secrets                     |
 | 27 volumes.create, create(volumes=...)        | no volumes (create's volumes: 400 not_supported)            |
-| 28 interpreter.run (network.set/get runs)    | no Jupyter-style kernels; s28 checks 404 route_not_found    |
 | 29 previews, desktop                          | no public URLs, no display server                           |
 | 30 sessions.create                            | no browser session tokens                                   |
 | 31 mcp.start                                  | no MCP servers                                              |

@@ -58,6 +58,8 @@ TEST(ContractTest, IntFieldsMatchTheDocument) {
       {"kExtendSeconds", Schema("ExtendRequest", "seconds"), kExtendSeconds, false},
       {"kExecTimeoutMs", Schema("ExecRequest", "timeoutMs"), kExecTimeoutMs, true},
       {"kProcessTimeoutMs", Schema("StartProcessRequest", "timeoutMs"), kProcessTimeoutMs, true},
+      {"kInterpreterTimeoutMs", Schema("InterpreterRunRequest", "timeoutMs"), kInterpreterTimeoutMs,
+       true},
       {"kRetentionDays", Schema("SnapshotRequest", "retentionDays"), kRetentionDays, true},
       {"kPoolSize", Schema("PoolRequest", "size"), kPoolSize, false},
       {"kForkCount", Schema("ForkRequest", "count"), kForkCount, true},
@@ -156,7 +158,7 @@ TEST(ContractTest, LimitsMatchTheDocument) {
 TEST(ContractTest, DefaultsLieInTheirRanges) {
   for (const IntField& f :
        {kVcpu, kMemoryMiB, kDiskMiB, kTimeoutSeconds, kExecTimeoutMs, kProcessTimeoutMs,
-        kRetentionDays, kPoolSize, kForkCount, kOutputWaitMs}) {
+        kInterpreterTimeoutMs, kRetentionDays, kPoolSize, kForkCount, kOutputWaitMs}) {
     EXPECT_LE(f.min, f.def);
     EXPECT_LE(f.def, f.max);
   }

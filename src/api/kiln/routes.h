@@ -16,6 +16,8 @@ namespace kiln::api {
 void AddSandboxRoutes(Router& r, ApiContext& ctx);
 void AddExecRoutes(Router& r, ApiContext& ctx);
 void AddProcessRoutes(Router& r, ApiContext& ctx);
+// /v1/sandboxes/{id}/interpreter:run and .../interpreter/contexts (routes_interpreter.cc).
+void AddInterpreterRoutes(Router& r, ApiContext& ctx);
 // GET /v1/sandboxes/{id}/terminal, a WebSocket (routes_terminal.cc).
 void AddTerminalRoutes(Router& r, ApiContext& ctx);
 void AddFileRoutes(Router& r, ApiContext& ctx);

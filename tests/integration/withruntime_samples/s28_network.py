@@ -1,6 +1,6 @@
-"""python.md sample 28, its network half: set the sandbox's egress rules and
-read them back (the interpreter half is not offered by kiln)."""
-from withruntime import NotFoundError, Sandbox
+"""python.md sample 28: set the sandbox's egress rules and read them back,
+and the stateful interpreter (kiln's own kernel, src/interpreter)."""
+from withruntime import Sandbox
 
 with Sandbox.create() as sbx:
     sbx.network.set(internet=True, allow=["pypi.org", "files.pythonhosted.org"])
@@ -9,8 +9,13 @@ with Sandbox.create() as sbx:
     assert rules["internet"] is True and rules["allow"] == ["pypi.org", "files.pythonhosted.org"], rules
     sbx.network.off()
     assert sbx.network.get()["internet"] is False
-    try:
-        sbx.interpreter.run("1 + 1")
-        raise AssertionError("kiln answered interpreter:run: record it as offered")
-    except NotFoundError as error:
-        assert error.code == "route_not_found", error
+    execution = sbx.interpreter.run("x = 20\nx + 22")
+    assert execution["status"] == "ok", execution
+    assert execution["results"][0]["data"]["text/plain"] == "42", execution
+    seen = []
+    streamed = sbx.interpreter.run("print('hello'); x", on_stdout=seen.append)
+    assert "".join(seen) == "hello\n" and streamed["results"][0]["data"]["text/plain"] == "20", (seen, streamed)
+    ctx = sbx.interpreter.contexts.create(id="work")
+    assert ctx["id"] == "work" and ctx["state"] == "running", ctx
+    assert {c["id"] for c in sbx.interpreter.contexts.list()} == {"python", "work"}
+    assert sbx.interpreter.contexts.remove("work") is True
