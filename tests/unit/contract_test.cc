@@ -63,6 +63,12 @@ TEST(ContractTest, IntFieldsMatchTheDocument) {
       {"kForkCount", Schema("ForkRequest", "count"), kForkCount, true},
       {"kOutputWaitMs", ParameterSchema(kOutput, "get", "waitMs"), kOutputWaitMs, true},
       {"kListDepth", ParameterSchema(kList, "get", "depth"), kListDepth, true},
+      {"kWatchBatchMs", Schema("WatchRequest", "batchMs"), kWatchBatchMs, true},
+      {"kWatchTimeoutMs", Schema("WatchRequest", "timeoutMs"), kWatchTimeoutMs, true},
+      {"kWatchMaxWatches", Schema("WatchRequest", "maxWatches"), kWatchMaxWatches, true},
+      {"kWatchWaitMs",
+       ParameterSchema("/v1/sandboxes/{id}/files/watches/{wid}/events", "get", "waitMs"),
+       kWatchWaitMs, true},
   };
   for (const IntCase& c : cases) {
     SCOPED_TRACE(std::string(c.constant) + " at " + c.schema);
@@ -154,9 +160,9 @@ TEST(ContractTest, LimitsMatchTheDocument) {
 
 // Each IntField is a range with its default inside it.
 TEST(ContractTest, DefaultsLieInTheirRanges) {
-  for (const IntField& f :
-       {kVcpu, kMemoryMiB, kDiskMiB, kTimeoutSeconds, kExecTimeoutMs, kProcessTimeoutMs,
-        kRetentionDays, kPoolSize, kForkCount, kOutputWaitMs}) {
+  for (const IntField& f : {kVcpu, kMemoryMiB, kDiskMiB, kTimeoutSeconds, kExecTimeoutMs,
+                            kProcessTimeoutMs, kRetentionDays, kPoolSize, kForkCount, kOutputWaitMs,
+                            kWatchBatchMs, kWatchTimeoutMs, kWatchMaxWatches, kWatchWaitMs}) {
     EXPECT_LE(f.min, f.def);
     EXPECT_LE(f.def, f.max);
   }
