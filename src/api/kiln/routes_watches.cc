@@ -20,6 +20,10 @@ using nlohmann::json;
 
 namespace {
 
+// How long past its wait a read may take to answer (the agent answers at
+// the wait's end; this is the channel's slack).
+constexpr int64_t kWatchCallGraceMs = 5000;
+
 bool SafeWatchId(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   for (char c : s) {
@@ -133,7 +137,10 @@ void FollowWatch(Exchange& ex, const control::Sandbox& s, const io::SandboxIo& s
     if (page.ended) return ex.EndStream();
     int64_t left = end - MonotonicNowMs();
     if (left <= 0 || ex.ClientGone()) break;
-    auto next = sandbox.WatchRead(id, cursor, std::min<int64_t>(left, 8000), 40000);
+    // A pause closes the channel without failing the calls on it: the call's
+    // own deadline (the wait + kWatchCallGraceMs) is how a follow learns of it.
+    int64_t wait = std::min<int64_t>(left, contract::kWatchWaitMs.max);
+    auto next = sandbox.WatchRead(id, cursor, wait, static_cast<int>(wait + kWatchCallGraceMs));
     if (!next.ok()) {
       control::SandboxState st = s.state();
       bool paused = st == control::SandboxState::kPaused || st == control::SandboxState::kPausing;
@@ -207,8 +214,8 @@ void AddWatchRoutes(Router& r, ApiContext& ctx) {
       io::WatchPage first = ValueOrThrow(io.WatchRead(id, cursor, 0, 30000));
       return FollowWatch(ex, *s, io, id, std::move(first));
     }
-    ex.SendJson(200, WatchPollAnswer(ValueOrThrow(
-                         io.WatchRead(id, cursor, wait_ms, static_cast<int>(wait_ms) + 30000))));
+    ex.SendJson(200, WatchPollAnswer(ValueOrThrow(io.WatchRead(
+                         id, cursor, wait_ms, static_cast<int>(wait_ms + kWatchCallGraceMs)))));
   });
 
   r.Add("DELETE", "/v1/sandboxes/{id}/files/watches/{wid}", [&ctx](Exchange& ex) {
