@@ -37,6 +37,12 @@ bool PathUnderOrAt(const std::string& path, const std::string& dir) {
                          (dir == "/" || path[dir.size()] == '/'));
 }
 
+// /proc, /sys and /dev change without files changing: a recursive watch
+// of / does not descend into them (watching one of them directly works).
+bool PseudoFs(const std::string& path) {
+  return path == "/proc" || path == "/sys" || path == "/dev";
+}
+
 }  // namespace
 
 struct WatchTable::Watch {
@@ -115,7 +121,7 @@ struct WatchTable::Watch {
         }
         if (announce)
           batch.AddEvent(proto::WatchEvent{.type = "create", .path = child, .is_dir = is_dir});
-        if (is_dir && !filter.Excluded(child)) todo.push_back(child);
+        if (is_dir && !filter.Excluded(child) && !PseudoFs(child)) todo.push_back(child);
       }
       ::closedir(d);
     }

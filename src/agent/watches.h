@@ -18,18 +18,19 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/event_loop.h"
+#include "common/contract.h"
 #include "proto/ops.h"
 
 namespace kiln::agent {
 
 class Agent;
 
-inline constexpr size_t kMaxRunningWatches = 4;
+inline constexpr size_t kMaxRunningWatches = contract::kWatchesPerSandbox;
 inline constexpr size_t kMaxEndedWatches = 8;
 inline constexpr size_t kWatchRingItems = 10000;
 inline constexpr size_t kWatchRingBytes = 1 << 20;
 inline constexpr size_t kMaxWatchBatch = 10000;
-inline constexpr uint32_t kMaxWatchDescriptors = 65536;  // maxWatches' ceiling
+inline constexpr uint32_t kMaxWatchDescriptors = contract::kWatchMaxWatches.max;
 
 class WatchTable {
  public:

@@ -119,7 +119,8 @@ def test_include_and_exclude(api, sid):
 
 def test_long_poll_returns_as_soon_as_an_event_comes(api, sid):
     api.sh(sid, "mkdir -p /workspace/t5")
-    w = start(api, sid, "/workspace/t5", batchMs=0)
+    w = start(api, sid, "/workspace/t5/", batchMs=0)
+    assert w["path"] == "/workspace/t5", w  # one spelling: event paths are path + "/" + name
     t0 = time.monotonic()
     empty = read(api, sid, w["id"], 0, wait_ms=500)
     assert empty["events"] == [] and empty["nextCursor"] == 0 and 0.45 < time.monotonic() - t0 < 3, empty

@@ -56,6 +56,8 @@ io::WatchSpec ReadWatchSpec(FieldReader& f) {
   else if (path->empty() || (*path)[0] != '/')
     f.Issue("path", "must be an absolute path");
   spec.path = path.value_or("");
+  // One spelling per directory, so event paths are root + "/" + name.
+  while (spec.path.size() > 1 && spec.path.back() == '/') spec.path.pop_back();
   spec.recursive = f.Bool("recursive").value_or(false);
   static const std::set<std::string> kTypes = {"create", "write", "remove", "rename", "chmod"};
   spec.events = f.StringList("events", kTypes.size()).value_or(std::vector<std::string>{});
