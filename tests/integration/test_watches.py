@@ -123,13 +123,13 @@ def test_long_poll_returns_as_soon_as_an_event_comes(api, sid):
     assert w["path"] == "/workspace/t5", w  # one spelling: event paths are path + "/" + name
     t0 = time.monotonic()
     empty = read(api, sid, w["id"], 0, wait_ms=500)
-    assert empty["events"] == [] and empty["nextCursor"] == 0 and 0.45 < time.monotonic() - t0 < 3, empty
+    assert empty["events"] == [] and empty["nextCursor"] == 0 and 0.45 < time.monotonic() - t0 < 5, empty
     api.spawn(sid, command="sleep 1; touch /workspace/t5/now")
     t0 = time.monotonic()
     page = read(api, sid, w["id"], 0, wait_ms=8000)
     took = time.monotonic() - t0
     assert [e["path"] for e in page["events"]] == ["/workspace/t5/now"], page
-    assert 0.8 < took < 3.0, f"long poll answered after {took:.2f}s"
+    assert 0.8 < took < 5.0, f"long poll answered after {took:.2f}s"
     print(f"\nlong poll: event 1 s after the call answered at {took:.3f}s")
     assert page["nextCursor"] == 1 and page["ended"] is False and page["lostBytes"] == 0
 
@@ -155,7 +155,7 @@ def test_follow_streams_ndjson_until_stopped(api, sid):
     assert cursors == sorted(cursors), lines
     # The arrival times: the first batch came ~0.5 s in, not at the end.
     first_at = [t for t, l in s.timed_events if l["k"] == "events"][0]
-    assert first_at < 2.0, s.timed_events
+    assert first_at < 2.4, s.timed_events
 
 
 def _agent_rss_kib(api, sid):
