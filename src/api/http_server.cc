@@ -65,6 +65,10 @@ class BeastWebSocket : public WebSocket {
     timeouts.keep_alive_pings = false;
     ws_.set_option(timeouts);
     ws_.read_message_max(1 << 20);
+    // Each message as one frame: Beast would cut them into 4 KiB fragments,
+    // and clients that read a frame as a message (withruntime's tunnel
+    // client) then read garbage.
+    ws_.auto_fragment(false);
     boost::system::error_code ec;
     ws_.accept(req, ec);
     return !ec;

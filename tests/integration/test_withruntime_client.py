@@ -24,6 +24,8 @@ Samples run (python.md numbering; xN are the RL shapes):
   s36 max_retries/timeout, me() (not offered: 404 route_not_found)
   x1 snapshot-based rollout loop  x2 fork of a running sandbox
   x3 rewards scored outside with asyncio.gather
+  s29 previews.create/list/rotate/delete, a visit with the token (desktop: not offered)
+  x4 forward_port: HTTP and 3 MB through the tunnel, a closed port
   s38 snapshot(mode="disk"), create(snapshot=) at its shape and another: files kept, processes not
 
 The client's compatibility layers, image and snapshot paths, as each vendor's
@@ -43,7 +45,7 @@ calls kiln does not offer"):
 |-----------------------------------------------|-------------------------------------------------------------|
 | 26 secrets.set/list/delete                    | the egress proxy substitutes no secrets                     |
 | 27 volumes.create, create(volumes=...)        | no volumes (create's volumes: 400 not_supported)            |
-| 29 previews, desktop                          | no public URLs, no display server                           |
+| 29 desktop (previews run)                     | no display server                                           |
 | 30 sessions.create                            | no browser session tokens                                   |
 | 31 mcp.start                                  | no MCP servers                                              |
 | 32 domains/ports/addresses/tunnel/upstream    | one host, nothing exposed                                   |
