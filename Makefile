@@ -117,6 +117,7 @@ bench: setup ray-env build
 	$(PY) bench/images.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/pause.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/interpreter.py --kilnd $(BUILD)/bin/kilnd
+	$(PY) bench/ports.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/snapshot_modes.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 	/opt/kiln/ray-venv/bin/python bench/ray_bench.py --kilnd $(BUILD)/bin/kilnd
