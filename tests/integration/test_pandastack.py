@@ -329,3 +329,26 @@ def test_example_best_of_n(python, env):
     assert summary["example"] == "best_of_n" and summary["winner"] == "correct"
     assert summary["scores"]["slow"] == 0.0 and "timed out" in out
     assert summary["scores"]["unsorted"] < 1.0
+
+
+def test_preview_urls_lists_the_ports_shared_with_kiln(run, kilnd, env):
+    """preview_urls reads kiln's previews; the client builds each URL itself from its
+    preview_host (set to kilnd's preview domain)."""
+    got = run("""
+        import json, os, urllib.request
+        s = Sandbox.create(template="base")
+        before = s.preview_urls()
+        req = urllib.request.Request(os.environ["PANDASTACK_API"].replace("/pandastack", "")
+                                     + f"/v1/sandboxes/{s.id}/previews", data=b'{"port": 8080}',
+                                     headers={"Authorization": "Bearer " + os.environ["PANDASTACK_API_KEY"],
+                                              "Content-Type": "application/json"})
+        preview = json.loads(urllib.request.urlopen(req).read())
+        s._client.preview_host = "localhost"
+        after = s.preview_urls()
+        s.kill()
+        out({"before": before, "after": {str(k): v for k, v in after.items()}, "id": s.id,
+             "url": preview["url"]})
+    """)
+    assert got["before"] == {}
+    assert got["after"] == {"8080": f"https://8080-{got['id']}.localhost"}, got
+    assert got["url"].startswith(f"http://8080-{got['id']}.localhost:"), got

@@ -203,10 +203,14 @@ def test_private_preview_tokens_rotation_and_delete(api, kilnd, served):
     for old in (p["token"], got["token"]):
         assert _raw(kilnd, "GET", "/echo", [f"x-kiln-preview-token: {old}"], host=host)[0] == 401
     assert _raw(kilnd, "GET", "/echo", [f"x-kiln-preview-token: {rotated['token']}"], host=host)[0] == 200
+    # PandaStack's preview_urls reads the shared ports through its own front.
+    ps = api.ok("GET", f"/pandastack/v1/sandboxes/{served}/ports")
+    assert ps == {"ports": [{"port": HTTP_PORT, "url": p["url"], "visibility": "private"}]}, ps
     gone = api.ok("DELETE", f"/v1/sandboxes/{served}/previews/{HTTP_PORT}")
     assert gone == {"id": p["id"], "sandboxId": served, "port": HTTP_PORT, "deleted": True}
     assert _raw(kilnd, "GET", "/echo", [f"x-kiln-preview-token: {rotated['token']}"], host=host)[0] == 404
     assert_error(api.get(f"/v1/sandboxes/{served}/previews/{HTTP_PORT}"), 404, "not_found")
+    assert api.ok("GET", f"/pandastack/v1/sandboxes/{served}/ports") == {"ports": []}
 
 
 def test_preview_bad_input_and_public_refused_without_the_flag(api, served):
