@@ -343,8 +343,10 @@ Result<Execution> Interpreter::Run(const io::SandboxIo& io, const std::string& s
       interrupt();
     }
     if (interrupted_at && now >= interrupted_at + kInterruptGraceMs) {
-      // The kernel did not come back: it is killed, the context dead.
+      // The kernel did not come back: it is killed, the context dead
+      // (listed as dead once the answer is out: the kill is waited for).
       (void)io.ProcessSignal(pid, "SIGKILL");
+      WaitEnded(io, pid, 5000);
       ended = true;
       break;
     }

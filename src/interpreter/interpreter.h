@@ -60,7 +60,7 @@ struct RunRequest {
 using EventSink = std::function<bool(const nlohmann::json& event)>;
 
 // How long a kernel has to come back after SIGINT before it is killed.
-inline constexpr int64_t kInterruptGraceMs = 3000;
+inline constexpr int64_t kInterruptGraceMs = 10000;
 
 class Interpreter {
  public:
