@@ -350,3 +350,46 @@ def test_connection_cap(tmp_path):
         ws.close()
     finally:
         stop_kilnd(d)
+
+
+def _rss_mib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_a_flood_of_streams_hits_the_cap_not_memory(api, kilnd, served):
+    """300 tunnel streams at once against the default cap of 256: the rest are refused at
+    once, kilnd's memory stays bounded, and every slot comes back when the tunnel ends."""
+    before = _rss_mib(kilnd.proc.pid)
+    ws = MiniWebSocket(kilnd.url, f"/v1/sandboxes/{served}/tunnel", kilnd.admin_key)
+    try:
+        assert json.loads(ws.recv()) == {"type": "ready"}
+        for n in range(1, 301):
+            ws.send(_frame(b"o", n, f"tcp {ECHO_PORT}".encode()))
+        answers = {}
+        while len(answers) < 300:
+            m = ws.recv(timeout=60)
+            answers[struct.unpack("!I", m[1:5])[0]] = m
+        opened = [n for n, m in answers.items() if m[:1] == b"o"]
+        refused = [m for m in answers.values() if m[:1] == b"c"]
+        assert len(opened) <= 256 and len(opened) + len(refused) == 300, (len(opened), len(refused))
+        assert len(opened) >= 200, f"only {len(opened)} streams opened"
+        assert all(b"--max-port-connections" in m for m in refused), refused[:3]
+        # Every open stream carries bytes.
+        for n in opened[:20]:
+            ws.send(_frame(b"d", n, b"ping"))
+        echoed = set()
+        while len(echoed) < 20:
+            m = ws.recv(timeout=60)
+            if m[:1] == b"d":
+                echoed.add(struct.unpack("!I", m[1:5])[0])
+        grown = _rss_mib(kilnd.proc.pid) - before
+        assert grown < 256, f"kilnd grew {grown:.0f} MiB for 256 streams"
+    finally:
+        ws.close()
+    deadline = time.monotonic() + 30
+    while api.get(f"/v1/sandboxes/{served}/ports/{HTTP_PORT}/echo").status != 200:
+        assert time.monotonic() < deadline, "the slots did not come back after the tunnel ended"
+        time.sleep(0.2)
