@@ -102,7 +102,6 @@ inline constexpr std::string_view kWatchStop = "watch.stop";
 // Every watch kept, running or ended, oldest first; answers WatchList.
 inline constexpr std::string_view kWatchList = "watch.list";
 
-
 // Every name above (each must be unique: tests/unit/ops_test.cc checks).
 inline constexpr std::array kAllOps = {
     kExec,      kPing,       kOom,        kFileRead,   kFileWrite,  kFileList,     kFileStat,
