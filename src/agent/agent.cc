@@ -14,6 +14,7 @@
 #include "agent/proc_scan.h"
 #include "agent/processes.h"
 #include "agent/relay.h"
+#include "agent/watches.h"
 
 namespace kiln::agent {
 
@@ -28,6 +29,7 @@ int64_t WallClockMs() {
 Agent::Agent(EventLoop& loop) : loop_(loop), registry_(loop) {
   channel_ = std::make_unique<Channel>(loop, 0, 1, *this);
   processes_ = std::make_unique<ProcessTable>(*this);
+  watches_ = std::make_unique<WatchTable>(*this);
   egress_ = std::make_unique<Egress>(*this);
   egress_->Listen();
 }
@@ -61,6 +63,7 @@ void Agent::OnWindow(uint32_t stream, uint32_t bytes) {
 
 void Agent::OnCancel(uint32_t stream) {
   processes_->CancelWaiter(stream);
+  watches_->CancelWaiter(stream);
   Finish(stream);  // an exec's Command dies with its stream, killing its tree
 }
 
@@ -70,6 +73,7 @@ void Agent::OnNewSession() {
   for (auto& [id, s] : streams_) finished_.push_back(std::move(s));
   streams_.clear();
   processes_->CancelAllWaiters();
+  watches_->CancelAllWaiters();
   egress_->OnNewSession();
   loop_.AddTimer(0, [this] { finished_.clear(); });
 }
@@ -102,7 +106,9 @@ void Agent::OnRequest(uint32_t stream, json req) {
       auto put = req.get<proto::ArchivePutRequest>();
       return HandleArchive(stream, put.path, put.gzip, /*put=*/true);
     }
-    if (processes_->Handle(stream, op, req) || HandleFileOp(*this, stream, op, req)) return;
+    if (processes_->Handle(stream, op, req) || watches_->Handle(stream, op, req) ||
+        HandleFileOp(*this, stream, op, req))
+      return;
     channel_->SendError(stream, "invalid_request", "unknown op '" + op + "'");
   } catch (const json::exception& e) {
     channel_->SendError(stream, "invalid_request", std::string("bad request: ") + e.what());

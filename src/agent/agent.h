@@ -20,6 +20,7 @@
 namespace kiln::agent {
 
 class ProcessTable;
+class WatchTable;
 class Egress;
 
 // An operation that lives across several frames (an exec, a file transfer).
@@ -62,6 +63,7 @@ class Agent : public Channel::Handler {
   CommandRegistry registry_;
   std::unique_ptr<Channel> channel_;
   std::unique_ptr<ProcessTable> processes_;
+  std::unique_ptr<WatchTable> watches_;
   std::unique_ptr<Egress> egress_;
   std::unordered_map<uint32_t, std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Stream>> finished_;

@@ -72,4 +72,17 @@ inline constexpr int kKeyNameMax = 128;
 // Process output: a long poll waits at most this long.
 inline constexpr IntField kOutputWaitMs{0, 30000, 0};
 
+// File watches (the reference's bounds: ≤ 4 per sandbox, timeout default
+// 1 h, ≤ 1 day, 0 = until stopped, waitMs ≤ 8000).
+inline constexpr IntField kWatchBatchMs{0, 10000, 100};
+inline constexpr IntField kWatchTimeoutMs{0, 86400000, 3600000};
+// inotify watch descriptors one watch may hold (a directory each).
+inline constexpr IntField kWatchMaxWatches{1, 65536, 8192};
+inline constexpr IntField kWatchWaitMs{0, 8000, 0};
+inline constexpr int kWatchesPerSandbox = 4;  // running at once; the agent's kMaxRunningWatches
+inline constexpr int kWatchGlobs = 32;        // include or exclude patterns, each
+inline constexpr int kWatchGlobMax = 256;     // characters in one
+// A follow ends with `continue` after this long, so the client reconnects.
+inline constexpr int64_t kWatchFollowSliceMs = 110000;
+
 }  // namespace kiln::contract

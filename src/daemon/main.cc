@@ -306,6 +306,7 @@ int main(int argc, char** argv) {
   kiln::api::AddInterpreterRoutes(router, ctx);
   kiln::api::AddTerminalRoutes(router, ctx);
   kiln::api::AddFileRoutes(router, ctx);
+  kiln::api::AddWatchRoutes(router, ctx);
   kiln::api::AddSnapshotRoutes(router, ctx);
   kiln::api::AddSnapshotTransferRoutes(router, ctx);
   kiln::api::AddNetworkRoutes(router, ctx);

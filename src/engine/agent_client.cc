@@ -102,6 +102,28 @@ Result<proto::ProcessInfo> AgentClient::ProcessResize(const std::string& id,
   return Call<proto::ProcessInfo>(proto::ProcResizeRequest{.id = id, .size = size});
 }
 
+Result<proto::WatchInfo> AgentClient::WatchStart(const proto::WatchStartRequest& request) const {
+  return Call<proto::WatchInfo>(request);
+}
+
+Result<proto::WatchPage> AgentClient::WatchRead(const std::string& id, uint64_t cursor,
+                                                int64_t wait_ms, int timeout_ms) const {
+  return Call<proto::WatchPage>(
+      proto::WatchReadRequest{.id = id, .cursor = cursor, .wait_ms = wait_ms}, timeout_ms);
+}
+
+Result<bool> AgentClient::WatchStop(const std::string& id) const {
+  auto stopped = Call<proto::WatchStopped>(proto::WatchStopRequest{.id = id});
+  if (!stopped.ok()) return stopped.status();
+  return stopped->stopped;
+}
+
+Result<std::vector<proto::WatchInfo>> AgentClient::WatchList() const {
+  auto list = Call<proto::WatchList>(proto::WatchListRequest{});
+  if (!list.ok()) return list.status();
+  return std::move(list->data);
+}
+
 ExecRun AgentClient::Exec(proto::ExecRequest request,
                           const std::optional<std::string>& stdin_bytes) const {
   request.stdin_data = stdin_bytes.has_value();

@@ -58,6 +58,16 @@ class AgentClient {
   // has none (or has ended).
   Result<proto::ProcessInfo> ProcessResize(const std::string& id, proto::TerminalSize size) const;
 
+  // File watches, kept by the agent (src/agent/watches.h).
+  Result<proto::WatchInfo> WatchStart(const proto::WatchStartRequest& request) const;
+  // Items from `cursor`, the agent waiting up to wait_ms for some; the call
+  // waits up to timeout_ms in all.
+  Result<proto::WatchPage> WatchRead(const std::string& id, uint64_t cursor, int64_t wait_ms,
+                                     int timeout_ms) const;
+  // Whether it was running (false: it had ended, and is now forgotten).
+  Result<bool> WatchStop(const std::string& id) const;
+  Result<std::vector<proto::WatchInfo>> WatchList() const;
+
   // Runs a command; `stdin_bytes`, if any, is its whole stdin (the
   // request's stdin_data follows it).
   ExecRun Exec(proto::ExecRequest request,

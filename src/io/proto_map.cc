@@ -159,4 +159,64 @@ FileStat FromProto(proto::FileStat stat) {
   return FileStat{.exists = stat.exists, .entry = FromProto(std::move(stat.entry))};
 }
 
+proto::WatchStartRequest ToProto(const WatchSpec& spec) {
+  return proto::WatchStartRequest{.id = spec.id,
+                                  .path = spec.path,
+                                  .recursive = spec.recursive,
+                                  .events = spec.events,
+                                  .include = spec.include,
+                                  .exclude = spec.exclude,
+                                  .batch_ms = spec.batch_ms,
+                                  .timeout_ms = spec.timeout_ms,
+                                  .max_watches = spec.max_watches};
+}
+
+WatchInfo FromProto(proto::WatchInfo w) {
+  return WatchInfo{.spec = WatchSpec{.id = std::move(w.id),
+                                     .path = std::move(w.path),
+                                     .recursive = w.recursive,
+                                     .events = std::move(w.events),
+                                     .include = std::move(w.include),
+                                     .exclude = std::move(w.exclude),
+                                     .batch_ms = w.batch_ms,
+                                     .timeout_ms = w.timeout_ms,
+                                     .max_watches = w.max_watches},
+                   .watched = w.watched,
+                   .cursor = w.cursor,
+                   .first_cursor = w.first_cursor,
+                   .running = w.state == "running",
+                   .end_reason = std::move(w.end_reason),
+                   .started_ms = w.started_ms,
+                   .ended_ms = w.ended_ms};
+}
+
+WatchPage FromProto(proto::WatchPage page) {
+  WatchPage out{.next_cursor = page.next_cursor,
+                .dropped = page.dropped,
+                .ended = page.ended,
+                .watch = FromProto(std::move(page.watch))};
+  out.items.reserve(page.items.size());
+  for (auto& item : page.items) {
+    WatchItem i{.seq = item.seq};
+    if (item.event) {
+      auto& e = *item.event;
+      i.event = WatchEvent{.type = std::move(e.type),
+                           .path = std::move(e.path),
+                           .is_dir = e.is_dir,
+                           .old_path = std::move(e.old_path),
+                           .count = e.count};
+    } else if (item.notice) {
+      auto& n = *item.notice;
+      i.notice = WatchNotice{.kind = std::move(n.kind),
+                             .dropped = n.dropped,
+                             .reason = std::move(n.reason),
+                             .watches = n.watches};
+    } else {
+      continue;  // neither: nothing to say
+    }
+    out.items.push_back(std::move(i));
+  }
+  return out;
+}
+
 }  // namespace kiln::io

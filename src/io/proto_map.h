@@ -16,6 +16,7 @@ proto::ExecRequest ToProto(const Command& command, const ExecOptions& options,
 proto::ProcStartRequest ToProto(const ProcessSpec& spec,
                                 const std::map<std::string, std::string>& env);
 proto::TerminalSize ToProto(TerminalSize size);
+proto::WatchStartRequest ToProto(const WatchSpec& spec);
 
 // What the agent said, in io's words. A state, stream or file type this
 // kilnd does not know (an agent that root inside replaced) reads as
@@ -26,5 +27,7 @@ ProcessInfo FromProto(proto::ProcessInfo info);
 OutputPage FromProto(proto::OutputPage page);
 FileEntry FromProto(proto::FileEntry entry);
 FileStat FromProto(proto::FileStat stat);
+WatchInfo FromProto(proto::WatchInfo info);
+WatchPage FromProto(proto::WatchPage page);
 
 }  // namespace kiln::io

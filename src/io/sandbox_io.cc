@@ -132,4 +132,33 @@ Result<ProcessInfo> SandboxIo::ProcessResize(const std::string& id, TerminalSize
   return Mapped(agent().ProcessResize(id, ToProto(size)));
 }
 
+Result<WatchInfo> SandboxIo::WatchStart(const WatchSpec& spec) const {
+  return Mapped(agent().WatchStart(ToProto(spec)));
+}
+
+Result<WatchPage> SandboxIo::WatchRead(const std::string& id, uint64_t cursor, int64_t wait_ms,
+                                       int timeout_ms) const {
+  auto page = agent().WatchRead(id, cursor, wait_ms, timeout_ms);
+  if (!page.ok()) return page.status();
+  // The agent is the sandbox's: a page past its own bounds is not passed on.
+  auto malformed = [](const std::string& why) {
+    return Status(Code::kInternal, "the sandbox's agent sent a malformed watch page: " + why);
+  };
+  if (page->items.size() > kWatchPageItems) return malformed("too many items");
+  for (const auto& item : page->items) {
+    if (item.seq < cursor) return malformed("an item before the cursor");
+    if (item.event && (item.event->path.size() > kWatchPathMax ||
+                       (item.event->old_path && item.event->old_path->size() > kWatchPathMax)))
+      return malformed("a path too long");
+    if (item.notice && item.notice->kind.size() > 32) return malformed("a notice's kind");
+  }
+  return FromProto(std::move(*page));
+}
+
+Result<bool> SandboxIo::WatchStop(const std::string& id) const { return agent().WatchStop(id); }
+
+Result<std::vector<WatchInfo>> SandboxIo::WatchList() const {
+  return MappedList(agent().WatchList());
+}
+
 }  // namespace kiln::io

@@ -33,6 +33,11 @@ namespace kiln::io {
 // contract allows past it (contract::kExecGraceMs), on MonotonicNowMs.
 int64_t AnswerDeadline(const ExecOptions& options);
 
+// Most items one watch read answers (the agent sends up to 1000), and the
+// longest path an event may carry; past either the answer is refused.
+inline constexpr size_t kWatchPageItems = 4096;
+inline constexpr size_t kWatchPathMax = 4096;
+
 class SandboxIo {
  public:
   // `env`: the sandbox's, put under every command's own.
@@ -83,6 +88,17 @@ class SandboxIo {
   Result<ProcessInfo> ProcessSignal(const std::string& id, const std::string& signal) const;
   // A new window for its terminal; invalid_request when it has none.
   Result<ProcessInfo> ProcessResize(const std::string& id, TerminalSize size) const;
+
+  // ---- File watches (the sandbox keeps them: src/agent/watches.h) ----
+  Result<WatchInfo> WatchStart(const WatchSpec& spec) const;
+  // Items from `cursor`, the sandbox waiting up to wait_ms for some; the
+  // call waits up to timeout_ms in all. What the sandbox sends is checked
+  // against the agent's bounds (kWatchPageItems, kWatchPathMax).
+  Result<WatchPage> WatchRead(const std::string& id, uint64_t cursor, int64_t wait_ms,
+                              int timeout_ms) const;
+  // Whether it was running (false: it had ended, and is now forgotten).
+  Result<bool> WatchStop(const std::string& id) const;
+  Result<std::vector<WatchInfo>> WatchList() const;
 
  private:
   engine::AgentClient agent() const;

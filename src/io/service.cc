@@ -26,4 +26,17 @@ Result<SandboxIo> Service::Reach(const control::Sandbox& s, const Caller& caller
   return SandboxIo(std::move(conn), s.spec().env);
 }
 
+Result<SandboxIo> Service::ReachAwake(const control::Sandbox& s) const {
+  auto conn = s.channel();
+  control::SandboxState st = s.state();
+  if (!conn && (st == control::SandboxState::kPaused || st == control::SandboxState::kPausing ||
+                st == control::SandboxState::kResuming))
+    return Status(Code::kSandboxPaused, "sandbox " + s.id() + " is paused");
+  if (!conn || !conn->alive()) {
+    if (Status running = s.RequireRunning(); !running.ok()) return running;
+    return Status(Code::kNotRunning, "sandbox " + s.id() + " is stopping");
+  }
+  return SandboxIo(std::move(conn), s.spec().env);
+}
+
 }  // namespace kiln::io

@@ -36,6 +36,9 @@ class Service {
   // autoWake is on. sandbox_paused if paused without autoWake, the wake's
   // or the spending check's Status if they fail, not_running unless it runs.
   Result<SandboxIo> Reach(const control::Sandbox& sandbox, const Caller& caller) const;
+  // The same, but never waking it: sandbox_paused whenever it is paused
+  // (reading a watch must not wake a sandbox).
+  Result<SandboxIo> ReachAwake(const control::Sandbox& sandbox) const;
 
  private:
   SpendingCheck check_spending_;

@@ -169,4 +169,58 @@ struct ArchiveUnpacked {
   std::string stderr_head;
 };
 
+// ---- File watches (kept in the sandbox: src/agent/watches.h) ----
+
+struct WatchSpec {
+  std::string id;
+  std::string path;
+  bool recursive = false;
+  std::vector<std::string> events, include, exclude;  // empty: all / none
+  int64_t batch_ms = 100;
+  int64_t timeout_ms = 3600000;  // 0 = until stopped
+  uint32_t max_watches = 8192;   // inotify watch descriptors it may hold
+};
+
+struct WatchInfo {
+  WatchSpec spec;
+  uint32_t watched = 0;  // inotify watch descriptors it holds now
+  uint64_t cursor = 0;   // past the newest item
+  uint64_t first_cursor = 0;
+  bool running = true;
+  std::optional<std::string> end_reason;  // stopped, timeout, root-removed
+  int64_t started_ms = 0;
+  std::optional<int64_t> ended_ms;
+};
+
+struct WatchEvent {
+  std::string type;  // create, write, remove, rename, chmod
+  std::string path;
+  bool is_dir = false;
+  std::optional<std::string> old_path;
+  uint64_t count = 1;
+};
+
+// overflow {dropped, reason}, limit {watches}, end {reason}.
+struct WatchNotice {
+  std::string kind;
+  uint64_t dropped = 0;
+  std::string reason;
+  uint64_t watches = 0;
+};
+
+// One item of a watch: an event or a notice, in the order they came.
+struct WatchItem {
+  uint64_t seq = 0;
+  std::optional<WatchEvent> event;
+  std::optional<WatchNotice> notice;
+};
+
+struct WatchPage {
+  std::vector<WatchItem> items;
+  uint64_t next_cursor = 0;
+  uint64_t dropped = 0;  // items lost between the cursor and the oldest kept
+  bool ended = false;    // the watch ended and all was read
+  WatchInfo watch;
+};
+
 }  // namespace kiln::io

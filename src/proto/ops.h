@@ -90,12 +90,25 @@ inline constexpr std::string_view kEgressAttach = "egress.attach";
 // answers EgressClosed when both directions ended.
 inline constexpr std::string_view kPortDial = "port.dial";
 
+// Starts a file watch (inotify in the agent, kept there with its event
+// ring); answers its WatchInfo. quota_exceeded past kMaxWatches running,
+// name_taken if a running watch has its id.
+inline constexpr std::string_view kWatchStart = "watch.start";
+// A watch's items (events and notices) from a cursor, after waiting up to
+// waitMs for some; answers WatchPage. not_found for an unknown id.
+inline constexpr std::string_view kWatchRead = "watch.read";
+// Ends a watch (reason stopped) and forgets it; answers WatchStopped.
+inline constexpr std::string_view kWatchStop = "watch.stop";
+// Every watch kept, running or ended, oldest first; answers WatchList.
+inline constexpr std::string_view kWatchList = "watch.list";
+
+
 // Every name above (each must be unique: tests/unit/ops_test.cc checks).
 inline constexpr std::array kAllOps = {
-    kExec,       kPing,         kOom,          kFileRead,   kFileWrite,  kFileList,
-    kFileStat,   kFileMkdir,    kFileRemove,   kFileRename, kArchiveGet, kArchivePut,
-    kProcStart,  kProcList,     kProcGet,      kProcOutput, kProcWrite,  kProcSignal,
-    kProcResize, kEgressListen, kEgressAttach, kConfigure,  kPortDial};
+    kExec,      kPing,       kOom,        kFileRead,   kFileWrite,  kFileList,     kFileStat,
+    kFileMkdir, kFileRemove, kFileRename, kArchiveGet, kArchivePut, kProcStart,    kProcList,
+    kProcGet,   kProcOutput, kProcWrite,  kProcSignal, kProcResize, kEgressListen, kEgressAttach,
+    kConfigure, kPortDial,   kWatchStart, kWatchRead,  kWatchStop,  kWatchList};
 
 // to_json/from_json of a struct, found by ADL as nlohmann expects.
 #define KILN_PROTO_JSON(T)                     \
@@ -429,6 +442,105 @@ struct PortOpened {
   bool opened = true;
 };
 KILN_PROTO_JSON(PortOpened);
+
+// ---- File watches ----
+
+struct WatchStartRequest {
+  static constexpr std::string_view kOp = kWatchStart;
+  std::string id;  // given by the caller or made by kilnd: a safe token
+  std::string path;
+  bool recursive = false;
+  std::vector<std::string> events;  // event types kept; empty: all
+  std::vector<std::string> include, exclude;
+  int64_t batch_ms = 100;
+  int64_t timeout_ms = 3600000;  // 0 = until stopped
+  uint32_t max_watches = 8192;   // inotify watch descriptors it may hold
+};
+KILN_PROTO_JSON(WatchStartRequest);
+
+struct WatchInfo {
+  std::string id;
+  std::string path;
+  bool recursive = false;
+  std::vector<std::string> events, include, exclude;
+  int64_t batch_ms = 0;
+  int64_t timeout_ms = 0;
+  uint32_t max_watches = 0;
+  uint32_t watched = 0;                   // inotify watch descriptors it holds now
+  uint64_t cursor = 0;                    // past the newest item
+  uint64_t first_cursor = 0;              // the oldest item still kept
+  std::string state;                      // running, ended
+  std::optional<std::string> end_reason;  // stopped, timeout, root-removed, failed
+  int64_t started_ms = 0;
+  std::optional<int64_t> ended_ms;
+};
+KILN_PROTO_JSON(WatchInfo);
+
+struct WatchList {
+  std::vector<WatchInfo> data;
+};
+KILN_PROTO_JSON(WatchList);
+
+struct WatchReadRequest {
+  static constexpr std::string_view kOp = kWatchRead;
+  std::string id;
+  uint64_t cursor = 0;
+  int64_t wait_ms = 0;  // the agent caps it at 60 s
+};
+KILN_PROTO_JSON(WatchReadRequest);
+
+// One change: create, write, remove, rename, chmod; writes to one path in
+// one batch are folded into one with a count.
+struct WatchEvent {
+  std::string type;
+  std::string path;
+  bool is_dir = false;
+  std::optional<std::string> old_path;  // rename only
+  uint64_t count = 1;
+};
+KILN_PROTO_JSON(WatchEvent);
+
+// Something the reader must know besides events: overflow {dropped,
+// reason}, limit {watches}, end {reason}. On the wire keyed "k".
+struct WatchNotice {
+  std::string kind;
+  uint64_t dropped = 0;
+  std::string reason;
+  uint64_t watches = 0;
+};
+KILN_PROTO_JSON(WatchNotice);
+
+// One entry of a watch's ring: an event or a notice, at a cursor.
+struct WatchItem {
+  uint64_t seq = 0;
+  std::optional<WatchEvent> event;
+  std::optional<WatchNotice> notice;
+};
+KILN_PROTO_JSON(WatchItem);
+
+struct WatchPage {
+  std::vector<WatchItem> items;
+  uint64_t next_cursor = 0;
+  uint64_t dropped = 0;  // items lost between the cursor and the oldest kept
+  bool ended = false;    // the watch ended and all was read
+  WatchInfo watch;
+};
+KILN_PROTO_JSON(WatchPage);
+
+struct WatchStopRequest {
+  static constexpr std::string_view kOp = kWatchStop;
+  std::string id;
+};
+KILN_PROTO_JSON(WatchStopRequest);
+struct WatchStopped {
+  bool stopped = false;  // false: it had ended already
+};
+KILN_PROTO_JSON(WatchStopped);
+
+struct WatchListRequest {
+  static constexpr std::string_view kOp = kWatchList;
+};
+KILN_PROTO_JSON(WatchListRequest);
 
 #undef KILN_PROTO_JSON
 

@@ -6,4 +6,5 @@ set(KILN_PROTO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../common/base64.cc
   ${CMAKE_CURRENT_LIST_DIR}/signals.cc
   ${CMAKE_CURRENT_LIST_DIR}/ops.cc
-  ${CMAKE_CURRENT_LIST_DIR}/ops_files.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/ops_files.cc
+  ${CMAKE_CURRENT_LIST_DIR}/ops_watch.cc)

@@ -67,7 +67,7 @@ def pytest_collection_modifyitems(config, items):
 # --durations, summed by group, 2026-12-02): Ray's cluster, the vendor
 # clients' samples, the SDKs' and image modules.
 LONGEST_GROUPS = ("test_ray", "sdk_js", "test_withruntime_layers", "test_withruntime_client",
-                  "test_images", "test_pause", "test_faults_disk", "test_images_base",
+                  "test_images", "test_pause", "test_watches", "test_faults_disk", "test_images_base",
                   "test_control_plane", "test_pandastack", "nethosts")
 
 

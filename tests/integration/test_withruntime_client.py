@@ -14,6 +14,7 @@ Samples run (python.md numbering; xN are the RL shapes):
   s05 AsyncRuntime, 10 concurrent execs                s06 exec str/argv
   s07 on_stdout, exec_stream                           s08 spawn, stdin pipe, kill
   s09 terminal         s10 files ops   s11 upload/download   s12 archive/unarchive
+  s14 files.watch, get_new_events, stop   s15 watches.start(id=), stop (webhook=True: 400)
   s16 pause, connect, wake, extend, stop               s19 get_or_create
   s20 list labels/state  s21 errors     s22 idempotency keys
   s23 wait_for_capacity (own kilnd, --key-sandbox-limit 1)  s24 limits
@@ -40,7 +41,6 @@ calls kiln does not offer"):
 
 | python.md sample / call                       | why not                                                     |
 |-----------------------------------------------|-------------------------------------------------------------|
-| 14, 15 files.watch / files.watches            | no inotify bridge in the agent                              |
 | 26 secrets.set/list/delete                    | the egress proxy substitutes no secrets                     |
 | 27 volumes.create, create(volumes=...)        | no volumes (create's volumes: 400 not_supported)            |
 | 29 previews, desktop                          | no public URLs, no display server                           |
@@ -56,7 +56,9 @@ calls kiln does not offer"):
 Where the samples differ from the docs: s25 uses max_cost_micros=50 (kiln's
 default prices make 600 s of 2 vCPUs cost less than the docs' 50_000); s27's
 recipe writes files and runs a command instead of pip/apt installs, so the
-build needs no package index; s16 checks the new lease through expiresAt.
+build needs no package index; s16 checks the new lease through expiresAt;
+s15 expects webhook=True refused (kiln sends no webhooks) and starts the
+same watch without it.
 """
 import json
 import os

@@ -65,6 +65,12 @@ TEST(ContractTest, IntFieldsMatchTheDocument) {
       {"kForkCount", Schema("ForkRequest", "count"), kForkCount, true},
       {"kOutputWaitMs", ParameterSchema(kOutput, "get", "waitMs"), kOutputWaitMs, true},
       {"kListDepth", ParameterSchema(kList, "get", "depth"), kListDepth, true},
+      {"kWatchBatchMs", Schema("WatchRequest", "batchMs"), kWatchBatchMs, true},
+      {"kWatchTimeoutMs", Schema("WatchRequest", "timeoutMs"), kWatchTimeoutMs, true},
+      {"kWatchMaxWatches", Schema("WatchRequest", "maxWatches"), kWatchMaxWatches, true},
+      {"kWatchWaitMs",
+       ParameterSchema("/v1/sandboxes/{id}/files/watches/{wid}/events", "get", "waitMs"),
+       kWatchWaitMs, true},
   };
   for (const IntCase& c : cases) {
     SCOPED_TRACE(std::string(c.constant) + " at " + c.schema);
@@ -158,7 +164,8 @@ TEST(ContractTest, LimitsMatchTheDocument) {
 TEST(ContractTest, DefaultsLieInTheirRanges) {
   for (const IntField& f :
        {kVcpu, kMemoryMiB, kDiskMiB, kTimeoutSeconds, kExecTimeoutMs, kProcessTimeoutMs,
-        kInterpreterTimeoutMs, kRetentionDays, kPoolSize, kForkCount, kOutputWaitMs}) {
+        kInterpreterTimeoutMs, kRetentionDays, kPoolSize, kForkCount, kOutputWaitMs, kWatchBatchMs,
+        kWatchTimeoutMs, kWatchMaxWatches, kWatchWaitMs}) {
     EXPECT_LE(f.min, f.def);
     EXPECT_LE(f.def, f.max);
   }

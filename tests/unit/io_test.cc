@@ -199,6 +199,37 @@ TEST_F(SandboxIoTest, FileAndProcessCallsAnswerIosTypes) {
   EXPECT_EQ(p->state, ProcessState::kRunning);
 }
 
+TEST_F(SandboxIoTest, AWatchPageIsMappedAndCheckedAgainstTheAgentsBounds) {
+  proto::WatchPage page;
+  page.items.push_back(proto::WatchItem{
+      .seq = 7, .event = proto::WatchEvent{.type = "write", .path = "/w/a", .count = 3}});
+  page.items.push_back(proto::WatchItem{
+      .seq = 8,
+      .notice = proto::WatchNotice{.kind = "overflow", .dropped = 2, .reason = "kernel"}});
+  page.next_cursor = 9;
+  page.watch = proto::WatchInfo{.id = "w1", .path = "/w", .state = "running"};
+  channel_->Handle("watch.read", [&page](const std::shared_ptr<fakes::FakeAgentOp>& op) {
+    EXPECT_EQ(op->request()["id"], "w1");
+    op->Respond(json(page));
+  });
+  auto read = io_.WatchRead("w1", 7, 0, 5000);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->items.size(), 2u);
+  EXPECT_EQ(read->items[0].event->count, 3u);
+  EXPECT_EQ(read->items[1].notice->kind, "overflow");
+  EXPECT_TRUE(read->watch.running);
+  EXPECT_EQ(read->next_cursor, 9u);
+
+  // What a root inside could send instead: refused, not passed on.
+  page.items[0].seq = 1;  // before the cursor asked for
+  EXPECT_EQ(io_.WatchRead("w1", 7, 0, 5000).status().code(), Code::kInternal);
+  page.items[0].seq = 7;
+  page.items[0].event->path = std::string(kWatchPathMax + 1, 'x');
+  EXPECT_EQ(io_.WatchRead("w1", 7, 0, 5000).status().code(), Code::kInternal);
+  page.items.assign(kWatchPageItems + 1, proto::WatchItem{.seq = 7, .event = proto::WatchEvent{}});
+  EXPECT_EQ(io_.WatchRead("w1", 7, 0, 5000).status().code(), Code::kInternal);
+}
+
 class ServiceTest : public ::testing::Test {
  protected:
   ServiceTest() {
@@ -236,6 +267,19 @@ TEST_F(ServiceTest, APausedSandboxWithoutAutoWakeIsRefused) {
   Pause(false);
   auto io = service_.Reach(*sandbox_, {"key_1", 100});
   EXPECT_EQ(io.status().code(), Code::kSandboxPaused);
+  EXPECT_TRUE(checked_.empty());
+}
+
+TEST_F(ServiceTest, ReachAwakeNeverWakes) {
+  EXPECT_TRUE(service_.ReachAwake(*sandbox_).ok());
+  Pause(true);
+  int wakes = 0;
+  sandbox_->SetWaker([&] {
+    ++wakes;
+    return Status::Ok();
+  });
+  EXPECT_EQ(service_.ReachAwake(*sandbox_).status().code(), Code::kSandboxPaused);
+  EXPECT_EQ(wakes, 0);
   EXPECT_TRUE(checked_.empty());
 }
 

@@ -75,9 +75,47 @@ TEST(OpsTest, EveryRequestNamesAKnownOp) {
                   ProcStartRequest::kOp,  ProcListRequest::kOp,     ProcGetRequest::kOp,
                   ProcOutputRequest::kOp, ProcWriteRequest::kOp,    ProcSignalRequest::kOp,
                   ProcResizeRequest::kOp, EgressListenRequest::kOp, EgressAttachRequest::kOp,
-                  ConfigureRequest::kOp,  PortDialRequest::kOp})
+                  ConfigureRequest::kOp,  PortDialRequest::kOp,     WatchStartRequest::kOp,
+                  WatchReadRequest::kOp,  WatchStopRequest::kOp,    WatchListRequest::kOp})
     EXPECT_TRUE(names.erase(op)) << op;
   EXPECT_TRUE(names.empty()) << "an op without a request struct";
+}
+
+TEST(OpsTest, WatchStructsRoundTrip) {
+  WatchStartRequest start{.id = "w1",
+                          .path = "/workspace",
+                          .recursive = true,
+                          .events = {"create"},
+                          .exclude = {"node_modules"},
+                          .batch_ms = 50,
+                          .timeout_ms = 0,
+                          .max_watches = 10};
+  json wire = ExpectRoundTrip(start);
+  EXPECT_EQ(wire["op"], "watch.start");
+  EXPECT_EQ(wire["maxWatches"], 10);
+  auto back = wire.get<WatchStartRequest>();
+  EXPECT_EQ(back.exclude, std::vector<std::string>{"node_modules"});
+  EXPECT_EQ(back.timeout_ms, 0);
+  WatchPage page;
+  page.items.push_back(WatchItem{
+      .seq = 3, .event = WatchEvent{.type = "rename", .path = "/b", .old_path = "/a", .count = 1}});
+  page.items.push_back(
+      WatchItem{.seq = 4, .notice = WatchNotice{.kind = "end", .reason = "timeout"}});
+  page.next_cursor = 5;
+  page.ended = true;
+  page.watch.id = "w1";
+  page.watch.state = "ended";
+  json j = page;
+  EXPECT_EQ(j["items"][0]["event"],
+            (json{{"type", "rename"}, {"path", "/b"}, {"isDir", false}, {"oldPath", "/a"}}));
+  EXPECT_EQ(j["items"][1]["notice"], (json{{"k", "end"}, {"reason", "timeout"}}));
+  auto decoded = j.get<WatchPage>();
+  EXPECT_EQ(decoded.items[0].event->old_path, "/a");
+  EXPECT_EQ(decoded.items[1].notice->reason, "timeout");
+  EXPECT_TRUE(decoded.ended);
+  // A float where an integer belongs is refused, as everywhere on the channel.
+  j["nextCursor"] = 1e30;
+  EXPECT_THROW(j.get<WatchPage>(), json::exception);
 }
 
 TEST(OpsTest, ConfigureAndRootCommandsRoundTrip) {

@@ -229,4 +229,44 @@ json ApiKeyJson(const store::ApiKey& k) {
       {"revokedAt", k.revoked_ms ? json(FormatTime(*k.revoked_ms)) : json(nullptr)}};
 }
 
+json WatchJson(const io::WatchInfo& w) {
+  const io::WatchSpec& spec = w.spec;
+  return json{{"id", spec.id},
+              {"path", spec.path},
+              {"recursive", spec.recursive},
+              {"events", spec.events},
+              {"include", spec.include},
+              {"exclude", spec.exclude},
+              {"batchMs", spec.batch_ms},
+              {"timeoutMs", spec.timeout_ms},
+              {"maxWatches", spec.max_watches},
+              {"watchedDirs", w.watched},
+              {"cursor", w.cursor},
+              {"firstCursor", w.first_cursor},
+              {"state", w.running ? "running" : "ended"},
+              {"endReason", w.end_reason ? json(*w.end_reason) : json(nullptr)},
+              {"startedAt", FormatTime(w.started_ms)},
+              {"endedAt", w.ended_ms ? json(FormatTime(*w.ended_ms)) : json(nullptr)}};
+}
+
+json WatchEventJson(const io::WatchEvent& e) {
+  json j{{"type", e.type}, {"path", e.path}, {"isDir", e.is_dir}};
+  if (e.old_path) j["oldPath"] = *e.old_path;
+  if (e.count > 1) j["count"] = e.count;
+  return j;
+}
+
+json WatchNoticeJson(const io::WatchNotice& n) {
+  json j{{"k", n.kind}};
+  if (n.kind == "overflow") {
+    j["dropped"] = n.dropped;
+    j["reason"] = n.reason;
+  } else if (n.kind == "limit") {
+    j["watches"] = n.watches;
+  } else if (!n.reason.empty()) {
+    j["reason"] = n.reason;
+  }
+  return j;
+}
+
 }  // namespace kiln::api

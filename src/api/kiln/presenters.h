@@ -38,6 +38,10 @@ nlohmann::json FileStatJson(const io::FileStat& stat);
 nlohmann::json ProcessJson(const io::ProcessInfo& process);
 // ProcessOutputPage: the chunks as (sanitized) text.
 nlohmann::json OutputPageJson(const io::OutputPage& page);
+// A file watch (WatchInfo), one of its events, one of its notices ({"k": ...}).
+nlohmann::json WatchJson(const io::WatchInfo& watch);
+nlohmann::json WatchEventJson(const io::WatchEvent& event);
+nlohmann::json WatchNoticeJson(const io::WatchNotice& notice);
 
 // ApiKey: {id, name, admin, dailyLimitMicros|null, createdAt, revokedAt|null}.
 nlohmann::json ApiKeyJson(const store::ApiKey& key);

@@ -21,6 +21,8 @@ void AddInterpreterRoutes(Router& r, ApiContext& ctx);
 // GET /v1/sandboxes/{id}/terminal, a WebSocket (routes_terminal.cc).
 void AddTerminalRoutes(Router& r, ApiContext& ctx);
 void AddFileRoutes(Router& r, ApiContext& ctx);
+// /v1/sandboxes/{id}/files/watches (routes_watches.cc).
+void AddWatchRoutes(Router& r, ApiContext& ctx);
 void AddSnapshotRoutes(Router& r, ApiContext& ctx);
 // GET /v1/snapshots/{id}/archive, POST /v1/snapshots:import.
 void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx);
