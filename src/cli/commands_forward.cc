@@ -120,7 +120,8 @@ class Forwarder {
       if (ec) return;  // closed by Stop
       auto c = std::make_shared<Conn>(ioc_);
       c->sock = std::move(sock);
-      c->sock.set_option(tcp::no_delay(true));
+      beast::error_code ignored;  // a connection reset already fails its first read
+      c->sock.set_option(tcp::no_delay(true), ignored);
       const std::uint32_t id = next_++;
       conns_[id] = c;
       Send(EncodeTunnelFrame('o', id));
