@@ -5,6 +5,7 @@ the sandbox is tests/integration/port_server.py, as in test_ports.py."""
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -139,9 +140,15 @@ def test_watch(env, bin_dir, api, sid):
         while not api.ok("GET", f"/v1/sandboxes/{sid}/files/watches")["data"]:
             assert time.monotonic() < deadline and p.poll() is None, p.stderr.read() if p.poll() is not None else ""
             time.sleep(0.1)
+        # A write is a temporary file renamed into place: `rename NEW <- OLD`.
         api.write_file(sid, "/workspace/cw/one.txt", "1")
-        line = p.stdout.readline()
-        assert line == "create /workspace/cw/one.txt\n", line
+        lines = [p.stdout.readline()]
+        while "<-" not in lines[-1] and len(lines) < 5:
+            lines.append(p.stdout.readline())
+        assert re.fullmatch(r"create /workspace/cw/\.one\.txt\.kiln-\w+\n", lines[0]), lines
+        assert re.fullmatch(r"rename /workspace/cw/one\.txt <- /workspace/cw/\.one\.txt\.kiln-\w+\n", lines[-1]), lines
+        api.ok("POST", f"/v1/sandboxes/{sid}/files:mkdir", json={"path": "/workspace/cw/sub", "parents": True})
+        assert p.stdout.readline() == "create /workspace/cw/sub/\n", "a folder ends in /"
     finally:
         code, _, err = _stop(p)
     assert code == 0, err
