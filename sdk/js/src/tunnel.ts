@@ -287,7 +287,8 @@ export class PortForward implements AsyncDisposable {
       f.ws.onClose = (why) => reject(new ConnectionError({ code: "connection_error", status: 0, message: why }));
     });
     f.ws.onClose = (why) => f.ended(why);
-    const server = net.createServer((sock) => f.accept(sock));
+    // Half-open: a client that ends its side still reads the sandbox's answer.
+    const server = net.createServer({ allowHalfOpen: true }, (sock) => f.accept(sock));
     f.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", (e) => {
