@@ -146,7 +146,16 @@ class MiniWebSocket {
   onMessage: (data: Buffer, text: boolean) => void = () => undefined;
   onClose: (why: string) => void = () => undefined;
 
-  constructor(readonly socket: Duplex, head: Buffer) {
+  constructor(
+    readonly socket: Duplex,
+    private readonly head: Buffer,
+  ) {}
+
+  /**
+   * Starts reading, once the caller's handlers are set: the first message
+   * (`ready`) often arrives in the same packet as the 101, i.e. in `head`.
+   */
+  start(): void {
     const parser = new WsParser(
       (d, t) => this.onMessage(d, t),
       (op, p) => {
@@ -154,16 +163,16 @@ class MiniWebSocket {
         else if (op === 8) this.close("closed by the daemon");
       },
     );
-    socket.on("data", (chunk: Buffer) => {
+    this.socket.on("data", (chunk: Buffer) => {
       try {
         parser.feed(chunk);
       } catch (e) {
         this.close((e as Error).message);
       }
     });
-    socket.on("close", () => this.close("the connection closed"));
-    socket.on("error", (e) => this.close(e.message));
-    if (head.length) queueMicrotask(() => socket.emit("data", head));
+    this.socket.on("close", () => this.close("the connection closed"));
+    this.socket.on("error", (e) => this.close(e.message));
+    if (this.head.length) this.socket.emit("data", this.head);
   }
 
   static connect(t: Transport, path: string): Promise<MiniWebSocket> {
@@ -285,6 +294,7 @@ export class PortForward implements AsyncDisposable {
         resolve();
       };
       f.ws.onClose = (why) => reject(new ConnectionError({ code: "connection_error", status: 0, message: why }));
+      f.ws.start();
     });
     f.ws.onClose = (why) => f.ended(why);
     // Half-open: a client that ends its side still reads the sandbox's answer.
