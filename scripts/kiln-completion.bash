@@ -12,7 +12,7 @@ _kiln_spec() {
       flags="--json --quiet --help --version"
       ;;
     "sandbox")
-      verbs="run create ls get exec shell extend snapshot fork network pause wake spawn ps logs kill cp cat stop rm"
+      verbs="run create ls get exec shell extend snapshot fork network pause wake spawn ps logs kill cp cat watch port-forward preview previews preview-rotate unshare run-code stop rm"
       flags="--json --quiet --help"
       ;;
     "sandbox run")
@@ -86,6 +86,34 @@ _kiln_spec() {
     "sandbox cat")
       flags="--json --quiet --help"
       valued=""
+      ;;
+    "sandbox watch")
+      flags="--recursive --json --quiet --help"
+      valued=""
+      ;;
+    "sandbox port-forward")
+      flags="--address --json --quiet --help"
+      valued="--address"
+      ;;
+    "sandbox preview")
+      flags="--public --ttl --json --quiet --help"
+      valued="--ttl"
+      ;;
+    "sandbox previews")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "sandbox preview-rotate")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "sandbox unshare")
+      flags="--json --quiet --help"
+      valued=""
+      ;;
+    "sandbox run-code")
+      flags="--lang --context --timeout-ms --json --quiet --help"
+      valued="--lang --context --timeout-ms"
       ;;
     "sandbox stop")
       flags="--json --quiet --help"
@@ -224,6 +252,9 @@ _kiln_value() {
       ;;
     "sandbox kill --signal")
       COMPREPLY=($(compgen -W "TERM KILL INT HUP QUIT USR1 USR2" -- "$2"))
+      ;;
+    "sandbox run-code --lang")
+      COMPREPLY=($(compgen -W "python javascript" -- "$2"))
       ;;
     "snapshot export --output")
       local IFS=$'\n'

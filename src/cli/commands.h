@@ -36,6 +36,15 @@ int CmdSandboxLogs(Context& ctx, const ParsedArgs& args);
 int CmdSandboxKill(Context& ctx, const ParsedArgs& args);
 int CmdSandboxCp(Context& ctx, const ParsedArgs& args);
 int CmdSandboxCat(Context& ctx, const ParsedArgs& args);
+int CmdSandboxWatch(Context& ctx, const ParsedArgs& args);
+// Ports: the tunnel (commands_forward.cc) and previews (commands_previews.cc).
+int CmdSandboxPortForward(Context& ctx, const ParsedArgs& args);
+int CmdSandboxPreview(Context& ctx, const ParsedArgs& args);
+int CmdSandboxPreviews(Context& ctx, const ParsedArgs& args);
+int CmdSandboxPreviewRotate(Context& ctx, const ParsedArgs& args);
+int CmdSandboxUnshare(Context& ctx, const ParsedArgs& args);
+// The interpreter (commands_interpreter.cc).
+int CmdSandboxRunCode(Context& ctx, const ParsedArgs& args);
 
 // kiln snapshot …
 int CmdSnapshotLs(Context& ctx, const ParsedArgs& args);

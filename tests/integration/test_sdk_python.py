@@ -5,12 +5,18 @@ session's kilnd (or, for capacity, to one of this module's own); no mocks.
 Its tests without a daemon are in sdk/python/tests.
 """
 import asyncio
+import hashlib
+import http.client
+import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 from datetime import datetime
 from pathlib import Path
 
@@ -470,6 +476,224 @@ def test_async_runtime(kilnd):
                 await rt.sandboxes.get("00000000-0000-4000-8000-000000000000")
 
     asyncio.run(main())
+
+
+# --- ports, previews, interpreter, watches -----------------------------------------------------
+
+PORT_SERVER = (Path(__file__).resolve().parent / "port_server.py").read_text()
+HTTP_PORT, ECHO_PORT = 8000, 9000
+
+
+@pytest.fixture(scope="module")
+def served(kilnd):
+    """A sandbox running tests/integration/port_server.py (HTTP on 8000, TCP echo on 9000)."""
+    runtime = Runtime(kilnd.url, kilnd.admin_key)
+    sbx = runtime.sandboxes.create(**SMALL, labels={"suite": "sdk-ports"})
+    sbx.files.write("/tmp/port_server.py", PORT_SERVER)
+    sbx.spawn(["python3", "/tmp/port_server.py", str(HTTP_PORT), str(ECHO_PORT)])
+    deadline = time.monotonic() + 30
+    while sbx.ports.request(HTTP_PORT, "GET", "/echo")[0] != 200:
+        assert time.monotonic() < deadline, "the port server did not come up"
+        time.sleep(0.1)
+    yield sbx
+    sbx.delete()
+    runtime.close()
+
+
+def test_ports_url_and_request(served, kilnd):
+    assert served.ports.url(HTTP_PORT) == f"{kilnd.url}/v1/sandboxes/{served.id}/ports/{HTTP_PORT}/"
+    status, headers, body = served.ports.request(HTTP_PORT, "GET", "/echo?x=1", headers={"X-Custom": "yes"})
+    assert status == 200 and headers["content-type"] == "application/json"
+    got = json.loads(body)
+    assert got["path"] == "/echo?x=1" and got["headers"]["X-Custom"] == "yes"
+    assert "Authorization" not in got["headers"], "the key is kilnd's, not the server's"
+    data = os.urandom(300_000)
+    status, _, body = served.ports.request(HTTP_PORT, "POST", "/upload", body=data)
+    assert status == 200 and json.loads(body)["sha256"] == hashlib.sha256(data).hexdigest()
+    # Nothing listens on 8999: kilnd's 502 comes back as an answer.
+    status, _, body = served.ports.request(8999, "GET", "/")
+    assert status == 502 and json.loads(body)["error"]["code"] == "port_closed"
+    with pytest.raises(ValueError):
+        served.ports.url(70000)
+
+
+def test_forward_port_http_and_a_3_mib_echo(served):
+    with served.forward_port(HTTP_PORT, local_port=0) as fwd:
+        assert fwd.local_port > 0
+        for _ in range(3):  # each HTTP connection is its own tunnel stream
+            with urllib.request.urlopen(f"http://127.0.0.1:{fwd.local_port}/echo?via=tunnel", timeout=30) as r:
+                got = json.loads(r.read())
+            assert got["path"] == "/echo?via=tunnel"
+        with urllib.request.urlopen(f"http://127.0.0.1:{fwd.local_port}/big?n=5000000", timeout=60) as r:
+            assert len(r.read()) == 5_000_000
+    with served.forward_port(ECHO_PORT, local_port=0) as fwd:
+        data = os.urandom(3 << 20)  # three times the credit window
+        with socket.create_connection(("127.0.0.1", fwd.local_port), timeout=60) as s:
+            def send():
+                s.sendall(data)
+                s.shutdown(socket.SHUT_WR)
+            t = threading.Thread(target=send)
+            t.start()
+            got = bytearray()
+            while True:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    break
+                got += chunk
+            t.join()
+        assert len(got) == len(data) and hashlib.sha256(got).digest() == hashlib.sha256(data).digest()
+        # Two at once on one tunnel.
+        results = []
+
+        def one(tag):
+            with socket.create_connection(("127.0.0.1", fwd.local_port), timeout=60) as c:
+                c.sendall(tag * 100_000)
+                c.shutdown(socket.SHUT_WR)
+                buf = b""
+                while (chunk := c.recv(65536)):
+                    buf += chunk
+                results.append(buf == tag * 100_000)
+        threads = [threading.Thread(target=one, args=(t,)) for t in (b"a", b"b")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert results == [True, True]
+    # Closed: its port no longer listens.
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", fwd.local_port), timeout=5).close()
+
+
+def test_forward_port_to_a_closed_port_closes_the_local_connection(served):
+    with served.forward_port(8999, local_port=0) as fwd:
+        with socket.create_connection(("127.0.0.1", fwd.local_port), timeout=30) as s:
+            s.settimeout(30)
+            assert s.recv(10) == b""
+
+
+def _preview_get(kilnd, sid, token, path="/echo"):
+    u = urllib.parse.urlsplit(kilnd.url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    headers = {"Host": f"{HTTP_PORT}-{sid}.localhost"}
+    if token:
+        headers["x-kiln-preview-token"] = token
+    conn.request("GET", path, headers=headers)
+    r = conn.getresponse()
+    out = (r.status, r.read())
+    conn.close()
+    return out
+
+
+def test_previews(served, kilnd):
+    p = served.previews.create(HTTP_PORT, ttl_seconds=600)
+    assert p["port"] == HTTP_PORT and p["visibility"] == "private" and p["token"]
+    assert p["url"].startswith(f"http://{HTTP_PORT}-{served.id}.localhost:")
+    status, body = _preview_get(kilnd, served.id, p["token"])
+    assert status == 200 and json.loads(body)["path"] == "/echo"
+    assert _preview_get(kilnd, served.id, None)[0] == 401
+    assert [x["port"] for x in served.previews.list()] == [HTTP_PORT]
+    got = served.previews.get(HTTP_PORT, ttl_seconds=120)
+    assert got["id"] == p["id"] and got["token"]
+    rotated = served.previews.rotate(HTTP_PORT)
+    assert _preview_get(kilnd, served.id, p["token"])[0] == 401
+    assert _preview_get(kilnd, served.id, rotated["token"])[0] == 200
+    with pytest.raises(kiln.PermissionDeniedError):
+        served.previews.create(HTTP_PORT, visibility="public")
+    assert served.previews.delete(HTTP_PORT) == {"id": p["id"], "sandboxId": served.id, "port": HTTP_PORT,
+                                                 "deleted": True}
+    assert _preview_get(kilnd, served.id, rotated["token"])[0] == 404
+    with pytest.raises(kiln.NotFoundError):
+        served.previews.get(HTTP_PORT)
+
+
+def test_interpreter_state_streams_errors_and_contexts(rt):
+    with rt.sandboxes.create(vcpu=1, memory_mib=512) as sbx:
+        first = sbx.interpreter.run("x = 20\nprint('set')")
+        assert first["status"] == "ok" and first["stdout"] == "set\n" and first["contextStarted"] is True
+        second = sbx.interpreter.run("x * 2 + 2")
+        assert second["results"][0]["data"]["text/plain"] == "42" and second["results"][0]["main"] is True
+        assert second["contextStarted"] is False
+        seen = {"out": [], "err": [], "res": [], "error": []}
+        ex = sbx.interpreter.run(
+            "import sys, time\nprint('a', flush=True)\ntime.sleep(0.3)\nprint('b', file=sys.stderr)\n"
+            "display = globals().get('display')\ndisplay('side') if display else None\nx",
+            on_stdout=seen["out"].append, on_stderr=seen["err"].append, on_result=seen["res"].append)
+        assert ex["status"] == "ok"
+        assert "".join(seen["out"]) == "a\n" and "".join(seen["err"]) == "b\n"
+        assert [r["data"]["text/plain"] for r in seen["res"] if r["main"]] == ["20"]
+        err = sbx.interpreter.run("1 / 0", on_error=seen["error"].append)
+        assert err["status"] == "error" and err["error"]["name"] == "ZeroDivisionError"
+        assert seen["error"] and seen["error"][0]["name"] == "ZeroDivisionError"
+        timed = sbx.interpreter.run("import time\ntime.sleep(30)", timeout_ms=500)
+        assert timed["status"] == "timeout"
+        assert sbx.interpreter.run("x")["results"][0]["data"]["text/plain"] == "20", "state kept after a timeout"
+        js = sbx.interpreter.run("let y = 6; y * 7", language="javascript")
+        assert js["results"][0]["data"]["text/plain"] == "42"
+        # Contexts: their own state, restart empties it, delete ends it.
+        ctx = sbx.interpreter.contexts.create(id="other", language="python", cwd="/tmp")
+        assert ctx["id"] == "other" and ctx["state"] == "running"
+        assert sbx.interpreter.run("import os; os.getcwd()", context="other")["results"][0]["data"]["text/plain"] \
+            == "'/tmp'"
+        assert sbx.interpreter.run("x", context="other")["error"]["name"] == "NameError"
+        assert {c["id"] for c in sbx.interpreter.contexts.list()} >= {"python", "javascript", "other"}
+        assert sbx.interpreter.contexts.interrupt("other") is False
+        sbx.interpreter.contexts.restart("python")
+        assert sbx.interpreter.run("x")["error"]["name"] == "NameError"
+        assert sbx.interpreter.contexts.delete("other") is True
+        with pytest.raises(kiln.NotFoundError):
+            sbx.interpreter.run("1", context="nope")
+        with pytest.raises(kiln.InvalidRequestError):
+            sbx.interpreter.run("1", language="cobol")
+
+
+def test_async_interpreter_previews_and_ports(kilnd, served):
+    async def main():
+        async with AsyncRuntime() as art:
+            sbx = await art.sandboxes.get(served.id)
+            assert sbx.ports.url(HTTP_PORT) == served.ports.url(HTTP_PORT)
+            status, _, body = await sbx.ports.request(HTTP_PORT, "GET", "/echo")
+            assert status == 200
+            p = await sbx.previews.create(HTTP_PORT)
+            assert (await sbx.previews.list())[0]["id"] == p["id"]
+            await sbx.previews.delete(HTTP_PORT)
+            out = []
+            ex = await sbx.interpreter.run("print(3 * 3)", on_stdout=out.append)
+            assert ex["status"] == "ok" and out == ["9\n"]
+            assert any(c["id"] == "python" for c in await sbx.interpreter.contexts.list())
+    asyncio.run(main())
+
+
+def test_file_watches(rt):
+    with rt.sandboxes.create(**SMALL) as sbx:
+        sbx.files.mkdir("/workspace/w")
+        w = sbx.files.watch("/workspace/w", recursive=True, batch_ms=50)
+        assert w.id and w.path == "/workspace/w"
+        assert [x["id"] for x in sbx.files.watches.list()] == [w.id]
+        sbx.files.write("/workspace/w/a.txt", "1")
+        events = []
+        deadline = time.monotonic() + 20
+        while not any(e["path"] == "/workspace/w/a.txt" for e in events):
+            assert time.monotonic() < deadline, events
+            events += w.get_new_events(wait_ms=2000)
+        assert events[0]["type"] == "create"
+        # Followed: events as they happen, from the cursor on.
+        got = []
+
+        def follow():
+            for e in w.events():
+                got.append(e)
+                if e["path"].endswith("b.txt"):
+                    return
+        t = threading.Thread(target=follow)
+        t.start()
+        sbx.files.rename("/workspace/w/a.txt", "/workspace/w/b.txt")
+        t.join(30)
+        assert not t.is_alive()
+        assert any(e["type"] == "rename" and e.get("oldPath") == "/workspace/w/a.txt" for e in got), got
+        assert w.stop() is True
+        assert w.get_new_events() == [] and w.exit_reason == "stopped"
+        second = sbx.files.watch("/workspace/w")
+        assert sbx.files.watches.stop(second.id) is True
 
 
 # --- RL helpers ------------------------------------------------------------------------------

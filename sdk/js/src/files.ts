@@ -8,6 +8,7 @@ import { gzipSync } from "node:zlib";
 import type { Transport } from "./client.js";
 import { RuntimeError } from "./errors.js";
 import { type TarStats, extractTar, tarDirectory } from "./tar.js";
+import { type WatchHandle, type WatchOptions, Watches } from "./watch.js";
 import type { FileEntry, FileStat, ListFilesOptions, RequestOptions } from "./types.js";
 
 export interface WriteOptions extends RequestOptions {
@@ -63,10 +64,23 @@ async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8
 }
 
 export class Files {
+  /** The sandbox's watches: `start`, `list`, `stop(id)`. */
+  readonly watches: Watches;
+
   constructor(
     private readonly t: Transport,
     readonly sandboxId: string,
-  ) {}
+  ) {
+    this.watches = new Watches(t, sandboxId);
+  }
+
+  /**
+   * Starts a watch of `path` (a folder or a file): `getNewEvents(waitMs)`
+   * polls, `for await (const e of handle)` follows, `stop()` ends it.
+   */
+  watch(path: string, options: WatchOptions = {}): Promise<WatchHandle> {
+    return this.watches.start(path, options);
+  }
 
   private path(route: string): string {
     return `/v1/sandboxes/${encodeURIComponent(this.sandboxId)}/${route}`;

@@ -6,7 +6,11 @@ import { DEFAULT_EXEC_TIMEOUT_MS, EXEC_GRACE_MS, MAX_EXEC_TIMEOUT_MS } from "./c
 import { CommandError, ConnectionError, RuntimeError } from "./errors.js";
 import { Collector, b64, toEvent } from "./events.js";
 import { Files } from "./files.js";
+import { Interpreter } from "./interpreter.js";
 import { Network } from "./network.js";
+import { Ports } from "./ports.js";
+import { Previews } from "./previews.js";
+import { type ForwardOptions, PortForward } from "./tunnel.js";
 import { Process, Processes } from "./process.js";
 import type { Page } from "./page.js";
 import { type CreateOptions, type ListFilter, type Runtime, defaultClient } from "./runtime.js";
@@ -140,6 +144,9 @@ export class Sandbox implements AsyncDisposable {
   readonly files: Files;
   readonly processes: Processes;
   readonly network: Network;
+  readonly ports: Ports;
+  readonly previews: Previews;
+  readonly interpreter: Interpreter;
   #info: SandboxInfo;
   /** The image start command's outcome; only the create answer carries it, so it is kept here. */
   readonly start: SandboxStart | undefined;
@@ -151,6 +158,18 @@ export class Sandbox implements AsyncDisposable {
     this.files = new Files(runtime.transport, info.id);
     this.processes = new Processes(this);
     this.network = new Network(this);
+    this.ports = new Ports(runtime.transport, `/v1/sandboxes/${enc(info.id)}`);
+    this.previews = new Previews(this);
+    this.interpreter = new Interpreter(this);
+  }
+
+  /**
+   * Listens on `host:localPort` (default 127.0.0.1 and the same port; 0
+   * picks a free one, see `localPort`) and carries each connection to `port`
+   * inside the sandbox over the tunnel WebSocket, until `close()`.
+   */
+  forwardPort(port: number, options: ForwardOptions = {}): Promise<PortForward> {
+    return PortForward.open(this.runtime.transport, `/v1/sandboxes/${enc(this.id)}`, port, options);
   }
 
   /** Creates a sandbox with `options.client` (default: a Runtime configured from the environment). */

@@ -171,8 +171,29 @@ class AsyncProcess(_AsyncProxy):
         return self._target.id
 
 
+class AsyncPorts(_AsyncProxy):
+    """`sbx.ports.url(port)` (a plain call) and `await sbx.ports.request(...)`."""
+
+    def url(self, port: int) -> str:
+        return self._target.url(port)
+
+
+class AsyncPreviews(_AsyncProxy):
+    """`await sbx.previews.create(port)`, `list()`, `get(port)`, `rotate(port)`, `delete(port)`."""
+
+
+class AsyncInterpreter(_AsyncProxy):
+    """`await sbx.interpreter.run(code, ...)` (callbacks run on a pool thread) and
+    `await sbx.interpreter.contexts.create/list/restart/interrupt/delete(...)`."""
+
+    def __init__(self, target: Any, pool: _Pool) -> None:
+        super().__init__(target, pool)
+        self.contexts = _AsyncProxy(target.contexts, pool)
+
+
 class AsyncSandbox:
-    """Async twin of Sandbox; `async with` stops it on exit."""
+    """Async twin of Sandbox; `async with` stops it on exit. `forward_port` is sync only:
+    `sbx.sync.forward_port(port)` (it runs on its own threads)."""
 
     def __init__(self, sandbox: Sandbox, runtime: AsyncRuntime) -> None:
         self.sync = sandbox
@@ -180,6 +201,9 @@ class AsyncSandbox:
         self._pool = runtime._pool
         self.files = AsyncFiles(sandbox.files, self._pool)
         self.network = AsyncNetwork(sandbox.network, self._pool)
+        self.ports = AsyncPorts(sandbox.ports, self._pool)
+        self.previews = AsyncPreviews(sandbox.previews, self._pool)
+        self.interpreter = AsyncInterpreter(sandbox.interpreter, self._pool)
 
     @staticmethod
     def create(*, client: AsyncRuntime, **fields: Any) -> _Creating:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 from . import errors
 from .client import new_idempotency_key
 from .localfile import write_whole
+from .watch import WatchHandle, Watches
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
@@ -32,6 +33,13 @@ class Files:
         self._sandbox = sandbox
         self._t = sandbox._t
         self._base = sandbox._path + "/files"
+        self.watches = Watches(self._t, sandbox._path)
+
+    def watch(self, path: str, recursive: bool = False, **options: Any) -> WatchHandle:
+        """Starts a watch of `path` (a folder or a file): `handle.get_new_events(wait_ms)`
+        polls, `handle.events()` follows, `handle.stop()` ends it (so does `with`). Options:
+        events, include, exclude, batch_ms, timeout_ms, max_watches, id."""
+        return self.watches.start(path, recursive=recursive, **options)
 
     def write(self, path: str, data: Union[str, bytes], mode: Union[int, str, None] = None) -> Dict[str, Any]:
         """Writes a whole file atomically, making parents; `mode` like 0o755 or "755"."""

@@ -9,12 +9,16 @@ from . import errors
 from .client import new_idempotency_key
 from .contract import DEFAULT_EXEC_TIMEOUT_MS, EXEC_GRACE_MS
 from .files import Files
+from .interpreter import Interpreter
 from .network import Network
+from .ports import Ports
+from .previews import Previews
 from .process import Process
 from .results import CommandResult
 
 if TYPE_CHECKING:
     from .runtime import Runtime
+    from .tunnel import PortForward
 
 Command = Union[str, Sequence[str]]
 
@@ -67,6 +71,9 @@ class Sandbox:
         self._path = f"/v1/sandboxes/{self.id}"
         self.files = Files(self)
         self.network = Network(self)
+        self.ports = Ports(self)
+        self.previews = Previews(self)
+        self.interpreter = Interpreter(self)
         # Only the create answer carries `start` (an image's start command); keep it.
         self.start: Optional[Dict[str, Any]] = info.get("start")
 
@@ -261,6 +268,14 @@ class Sandbox:
         info = self._t.request("POST", self._path + "/processes", json=body,
                                idempotency_key=new_idempotency_key()).json()
         return Process(self, info)
+
+    def forward_port(self, port: int, local_port: Optional[int] = None,
+                     host: str = "127.0.0.1") -> "PortForward":
+        """Listens on `host:local_port` (default: the same port number; 0 picks a free one,
+        see `.local_port`) and carries each connection to `port` inside the sandbox over
+        the tunnel WebSocket, until `.close()` or the end of a `with` block."""
+        from .tunnel import PortForward
+        return PortForward(self, port, local_port, host)
 
     def processes(self) -> List[Dict[str, Any]]:
         return self._t.request("GET", self._path + "/processes").json()["data"]
