@@ -107,7 +107,7 @@ def _call(b, t, method, path):
     (response, names_a_resource)."""
     sid, snap, image = t.sandbox["id"], t.snapshot["id"], t.image["id"]
     values = {"pid": t.process["id"], "name": t.image_name, "digest": "0" * 64,
-              "a": "sandboxes", "b": sid, "c": "fs", "d": "x"}
+              "a": "sandboxes", "b": sid, "c": "fs", "d": "x", "wid": "w1", "port": "8000"}
     if path.startswith(("/v1/snapshots/{id}", "/pandastack/v1/snapshots/{id}")):
         values["id"] = snap
     elif path.startswith("/v1/images/{id}"):
@@ -116,7 +116,7 @@ def _call(b, t, method, path):
         values["id"] = t.key["id"]
     else:
         values["id"] = sid
-    url = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
+    url = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path).replace("{path...}", "a/b")
     names_a = any(x in url for x in (sid, snap, image, t.key["id"], t.process["id"], t.image_name))
     query = {"path": "/workspace/a.txt", "ref": t.image_name, "sandboxId": sid, "sandbox_id": sid,
              "name": "tenant-a", "label": "owner", "groupBy": "label"}

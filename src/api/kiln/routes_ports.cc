@@ -293,8 +293,8 @@ void AddPortRoutes(Router& r, ApiContext& ctx) {
   // HTTP to a port, by path: the rest of the path and the query are what
   // the server sees.
   auto by_path = [&ctx](Exchange& ex) {
-    int port = PortParam(ex, "path.port");
     auto s = FindSandbox(ctx, ex);
+    int port = PortParam(ex, "path.port");
     io::SandboxIo io = RunningIo(ctx, ex, *s);
     auto slot = OpenPortConnection(ctx, *s);
     ProxyRequest req;
@@ -310,6 +310,7 @@ void AddPortRoutes(Router& r, ApiContext& ctx) {
   r.Add("*", "/v1/sandboxes/{id}/ports/{port}/{path...}", by_path);
 
   r.Add("GET", "/v1/sandboxes/{id}/tunnel", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);  // another key's sandbox is 404 before anything
     if (!IsWebSocketUpgrade(ex.Header("Upgrade"), ex.Header("Connection")))
       throw ApiError(Code::kInvalidRequest,
                      "the tunnel is a WebSocket: send Upgrade: websocket and Connection: Upgrade");
@@ -318,7 +319,6 @@ void AddPortRoutes(Router& r, ApiContext& ctx) {
       only = ParsePort(*p);
       if (!only) throw InvalidField("query.port", "must be a port number from 1 to 65535");
     }
-    auto s = FindSandbox(ctx, ex);
     io::SandboxIo io = RunningIo(ctx, ex, *s);
     auto stream_slot = OpenStream(ctx, *s);
     std::unique_ptr<WebSocket> ws = ex.UpgradeToWebSocket();

@@ -147,6 +147,7 @@ bool ParsePreviewHost(const ApiContext& ctx, std::string host, int* port, std::s
 
 void AddPreviewRoutes(Router& r, ApiContext& ctx) {
   r.Add("POST", "/v1/sandboxes/{id}/previews", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);  // another key's sandbox is 404 before its fields
     json body = ex.JsonBody();
     FieldReader f(body);
     auto port = f.Int("port", 1, 65535);
@@ -165,7 +166,6 @@ void AddPreviewRoutes(Router& r, ApiContext& ctx) {
       throw ApiError(Code::kForbidden,
                      "body.visibility: public previews are off on this kilnd (start it with "
                      "--allow-public-previews); share it privately, with its token");
-    auto s = FindSandbox(ctx, ex);
     auto expiry = ReadExpiry(ttl_s, expires_at, "body");
     int64_t ttl_ms = ttl_s ? *ttl_s * 1000 : kDefaultTtlMs;
     auto p = Previews(ctx).Put(s->id(), static_cast<int>(*port), is_public, ttl_ms);
@@ -183,18 +183,18 @@ void AddPreviewRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/previews/{port}", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
     int port = PreviewPort(ex);
     std::optional<int64_t> ttl_s;
     if (ex.Query("ttlSeconds"))
       ttl_s = QueryInt(ex, "ttlSeconds", kMinTtlMs / 1000, kMaxTtlMs / 1000, 0);
     auto expiry = ReadExpiry(ttl_s, ex.Query("expiresAt"), "query");
-    auto s = FindSandbox(ctx, ex);
     ex.SendJson(200, PreviewJson(ctx, FindPreview(ctx, *s, port), expiry));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/previews/{port}:rotate", [&ctx](Exchange& ex) {
-    int port = PreviewPort(ex);
     auto s = FindSandbox(ctx, ex);
+    int port = PreviewPort(ex);
     FindPreview(ctx, *s, port);
     Previews(ctx).Rotate(s->id(), port);
     ctx.relays->Cut(s->id() + "|" + std::to_string(port));
@@ -202,8 +202,8 @@ void AddPreviewRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("DELETE", "/v1/sandboxes/{id}/previews/{port}", [&ctx](Exchange& ex) {
-    int port = PreviewPort(ex);
     auto s = FindSandbox(ctx, ex);
+    int port = PreviewPort(ex);
     auto p = FindPreview(ctx, *s, port);
     Previews(ctx).Delete(s->id(), port);
     ctx.relays->Cut(s->id() + "|" + std::to_string(port));
