@@ -201,8 +201,14 @@ def test_bad_input(api, sid):
 def test_output_flood_is_capped(api, sid):
     e = run(api, sid, "import sys\nfor _ in range(3000): sys.stdout.write('x' * 1000 + '\\n')\n'done'")
     assert value(e) == "'done'"
-    assert len(e["stdout"]) == 1 << 20, len(e["stdout"])
-    assert {o["what"] for o in e["overflow"]} >= {"stdout"}, e["overflow"]
+    assert len(e["stdout"]) <= 1 << 20, len(e["stdout"])
+    # kilnd keeps 1 MiB and says what it cut; on a loaded host it may also fall behind
+    # the process's 1 MiB output ring, and then says how much passed it unread.
+    if e["lostBytes"] == 0:
+        assert len(e["stdout"]) == 1 << 20, len(e["stdout"])
+        assert {o["what"] for o in e["overflow"]} >= {"stdout"}, e["overflow"]
+    else:
+        assert len(e["stdout"]) + e["lostBytes"] >= 1 << 20, (len(e["stdout"]), e["lostBytes"])
 
 
 def test_javascript(api, sid):
