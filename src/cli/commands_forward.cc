@@ -23,6 +23,7 @@
 #include "cli/output.h"
 #include "cli/tunnel_frames.h"
 #include "cli/url.h"
+#include "cli/ws_connect.h"
 
 namespace kiln::cli {
 
@@ -43,24 +44,9 @@ class Forwarder {
       : url_(url), key_(std::move(key)), target_(std::move(target)) {}
 
   void Connect() {
-    tcp::resolver resolver(ioc_);
-    beast::error_code ec;
-    auto endpoints = resolver.resolve(url_.host, url_.port, ec);
-    if (!ec) net::connect(ws_.next_layer(), endpoints, ec);
-    if (ec) throw UnreachableError(url_.display);
-    ws_.next_layer().set_option(tcp::no_delay(true));
     ws_.read_message_max(kMaxMessage);
-    ws_.set_option(websocket::stream_base::decorator([key = key_](websocket::request_type& req) {
-      if (key) req.set(http::field::authorization, "Bearer " + *key);
-      req.set(http::field::user_agent, "kiln-cli");
-    }));
-    websocket::response_type res;
-    ws_.handshake(res, url_.HostHeader(), target_, ec);
-    if (ec == websocket::error::upgrade_declined)
-      throw MakeApiError(static_cast<unsigned>(res.result_int()), res.body());
-    if (ec)
-      throw ClientError("connection_lost",
-                        "the tunnel handshake with " + url_.display + " failed: " + ec.message());
+    ConnectWebSocket(ws_, url_, key_, target_, "tunnel");
+    beast::error_code ec;
     ws_.binary(true);
     beast::flat_buffer first;
     ws_.read(first, ec);

@@ -25,6 +25,7 @@
 #include "cli/errors.h"
 #include "cli/output.h"
 #include "cli/terminal_client.h"
+#include "cli/ws_connect.h"
 
 namespace kiln::cli {
 
@@ -78,23 +79,7 @@ class ShellSession : public std::enable_shared_from_this<ShellSession> {
   // Connects and completes the handshake; throws the CLI's errors.
   void Connect(const ApiUrl& url, const std::optional<std::string>& key,
                const std::string& target) {
-    tcp::resolver resolver(ioc_);
-    beast::error_code ec;
-    auto endpoints = resolver.resolve(url.host, url.port, ec);
-    if (!ec) net::connect(ws_.next_layer(), endpoints, ec);
-    if (ec) throw UnreachableError(url.display);
-    ws_.next_layer().set_option(tcp::no_delay(true));
-    ws_.set_option(websocket::stream_base::decorator([key](websocket::request_type& req) {
-      if (key) req.set(http::field::authorization, "Bearer " + *key);
-      req.set(http::field::user_agent, "kiln-cli");
-    }));
-    websocket::response_type res;
-    ws_.handshake(res, url.HostHeader(), target, ec);
-    if (ec == websocket::error::upgrade_declined)
-      throw MakeApiError(static_cast<unsigned>(res.result_int()), res.body());
-    if (ec)
-      throw ClientError("connection_lost",
-                        "the terminal handshake with " + url.display + " failed: " + ec.message());
+    ConnectWebSocket(ws_, url, key, target, "terminal");
   }
 
   // Runs until the terminal ends; the exit status for kiln.
