@@ -36,6 +36,7 @@ PKGS=(build-essential cmake ninja-build pkg-config clang-format
       libboost1.81-dev libboost-url1.81-dev
       nlohmann-json3-dev libsqlite3-dev libssl-dev libxxhash-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev
+      libprotobuf-dev protobuf-compiler  # E2B's envd protocol (src/api/e2b/envd)
       debootstrap iproute2 procps psmisc python3 python3-pytest python3-pytest-xdist python3-pip curl ca-certificates
       openssl git  # openssl, git: the network tests' own test hosts (CA, git repository)
       python3-yaml  # the Kubernetes manifests' test (tests/integration/test_deploy_kubernetes.py)

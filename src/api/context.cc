@@ -2,6 +2,9 @@
 // the routes (ApiContext), and finding a caller's sandbox or snapshot.
 #include "api/context.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "api/auth.h"
 #include "api/errors.h"
 #include "common/time.h"
@@ -118,6 +121,29 @@ std::string QueryPath(Exchange& ex, const std::string& name) {
   if (p->find('\0') != std::string::npos)
     throw InvalidField("query." + name, "must not contain a NUL byte");
   return *p;
+}
+
+bool ParsePortHost(const ApiContext& ctx, std::string host, int* port, std::string* id) {
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (size_t colon = host.rfind(':');
+      colon != std::string::npos && host.find(']') == std::string::npos)
+    host.resize(colon);
+  std::string suffix = "." + ctx.ports.domain;
+  if (host.size() <= suffix.size() || !host.ends_with(suffix)) return false;
+  std::string label = host.substr(0, host.size() - suffix.size());
+  size_t dash = label.find('-');
+  if (dash == std::string::npos || dash == 0 || dash > 5 || label.find('.') != std::string::npos)
+    return false;
+  std::string p = label.substr(0, dash), rest = label.substr(dash + 1);
+  if (!std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  if (rest.empty() || rest.size() > 64 || !std::all_of(rest.begin(), rest.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-';
+      }))
+    return false;
+  *port = std::stoi(p);
+  *id = rest;
+  return *port >= 1 && *port <= 65535;
 }
 
 }  // namespace kiln::api

@@ -53,6 +53,9 @@ struct ApiContext {
   store::PreviewStore* previews = nullptr;  // null: no previews (unit tests)
   PortSettings ports;
   RelayRegistry* relays = nullptr;  // open port connections, to cut on a preview's end
+  // Signs E2B's per-sandbox access tokens (SecretBox::Derive); "" refuses
+  // every token.
+  std::string sandbox_token_key;
 };
 
 // The sandbox named by the {id} parameter; 404 not_found if unknown or
@@ -82,6 +85,10 @@ void CheckSpendingLimit(ApiContext& ctx, Exchange& ex);
 // The daily spending limit, checked before anything that starts sandboxes
 // or lengthens a lease (create, fork, extend, wake, an autoWake).
 void CheckSpendingLimit(ApiContext& ctx, const Caller& caller);
+
+// {port}-{sandbox} of a Host header under the ports' domain; false if the
+// host is not one.
+bool ParsePortHost(const ApiContext& ctx, std::string host, int* port, std::string* id);
 
 // An optional integer query parameter in [min, max]; 400 naming it otherwise.
 int64_t QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max, int64_t def);

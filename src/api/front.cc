@@ -42,6 +42,12 @@ void SendError(Exchange& ex, const ApiError& e) {
 
 }  // namespace
 
+const ApiFront::Dialect* ApiFront::DialectOf(const Exchange& ex) const {
+  for (const Dialect& d : dialects_)
+    if (ex.path().starts_with(d.prefix)) return &d;
+  return nullptr;
+}
+
 void ApiFront::Limit(const std::string& who, const std::string& what) {
   if (!limiter_ || !limiter_->enabled()) return;
   auto wait_s = limiter_->Take(who);
@@ -68,11 +74,14 @@ void ApiFront::Authenticate(Exchange& ex) {
     by_address();
     return;
   }
-  auto token = BearerToken(ex.Header("Authorization"));
+  const Dialect* dialect = DialectOf(ex);
+  auto token = dialect ? dialect->key(ex) : BearerToken(ex.Header("Authorization"));
   if (!token) {
     SetCaller(ex, Caller{});
     by_address();
-    throw ApiError(Code::kUnauthorized, "missing API key: send Authorization: Bearer KEY");
+    throw ApiError(Code::kUnauthorized,
+                   "missing API key: send " +
+                       (dialect ? dialect->key_hint : std::string("Authorization: Bearer KEY")));
   }
   auto key = keys_.Authenticate(*token);
   if (!key) {
@@ -174,7 +183,10 @@ void ApiFront::Handle(Exchange& ex) {
       Dispatch(ex);
     }
   } catch (const ApiError& e) {
-    SendError(ex, e);
+    if (const Dialect* d = DialectOf(ex); d && !ex.responded())
+      d->send_error(ex, e.status());
+    else
+      SendError(ex, e);
   }
   double seconds = static_cast<double>(MonotonicNowMs() - t0) / 1000.0;
   int status = ex.status();

@@ -5,8 +5,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "api/rate_limit.h"
+#include "common/status.h"
 #include "api/router.h"
 #include "store/idempotency_store.h"
 #include "store/key_store.h"
@@ -29,6 +33,17 @@ class ApiFront {
   void SetHostHandler(std::function<bool(Exchange&)> handler) {
     host_handler_ = std::move(handler);
   }
+  // A vendor's front under `prefix` (E2B's "/e2b/"): where its clients put
+  // the key, and the shape its clients read errors in.
+  struct Dialect {
+    std::string prefix;
+    // The kiln key the request carries, spelled as kiln spells it; nullopt
+    // when it carries none.
+    std::function<std::optional<std::string>(const Exchange&)> key;
+    std::string key_hint;  // where to send it: "X-API-Key: e2b_..."
+    std::function<void(Exchange&, const Status&)> send_error;
+  };
+  void AddDialect(Dialect dialect) { dialects_.push_back(std::move(dialect)); }
 
  private:
   void Authenticate(Exchange& ex);
@@ -43,7 +58,10 @@ class ApiFront {
   store::KeyStore& keys_;
   store::IdempotencyStore& idempotency_;
   RateLimiter* limiter_;
+  const Dialect* DialectOf(const Exchange& ex) const;
+
   std::function<bool(Exchange&)> host_handler_;
+  std::vector<Dialect> dialects_;
 };
 
 }  // namespace kiln::api

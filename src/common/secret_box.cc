@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/digest.h"
 #include "common/unique_fd.h"
 
 namespace kiln {
@@ -111,6 +112,10 @@ std::optional<std::string> SecretBox::Unseal(const std::string& sealed) const {
       1)
     return std::nullopt;
   return plain;
+}
+
+std::string SecretBox::Derive(std::string_view purpose) const {
+  return HmacSha256Hex(key_, purpose);
 }
 
 }  // namespace kiln

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -23,6 +24,10 @@ class SecretBox {
   // (written before sealing existed) as it is; nullopt if it does not open
   // (another key, damaged).
   std::optional<std::string> Unseal(const std::string& sealed) const;
+  // A key of its own for `purpose` (HMAC-SHA256 of it under this key, hex):
+  // tokens signed with it stay valid across restarts and say nothing of
+  // this key.
+  std::string Derive(std::string_view purpose) const;
 
  private:
   explicit SecretBox(std::string key) : key_(std::move(key)) {}

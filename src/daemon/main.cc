@@ -23,6 +23,7 @@
 #include "api/kiln/openapi.h"
 #include "api/kiln/routes.h"
 #include "api/kiln/routes_keys.h"
+#include "api/e2b/e2b.h"
 #include "api/pandastack/pandastack.h"
 #include "api/stream_limit.h"
 #include "common/contract.h"
@@ -297,6 +298,7 @@ int main(int argc, char** argv) {
   kiln::api::ApiContext ctx{sandboxes, launcher, io, keys, egress_log, &images, &streams};
   ctx.previews = &previews;
   ctx.relays = &relays;
+  ctx.sandbox_token_key = secrets->Derive("e2b sandbox access tokens");
   ctx.ports = PortSettingsFrom(flags);
   ctx.ports.connections = &port_connections;
   kiln::api::Router router;
@@ -317,10 +319,13 @@ int main(int argc, char** argv) {
   kiln::api::AddUsageRoutes(router, ctx);
   kiln::api::AddMetricsRoutes(router, ctx);
   kiln::api::AddPandaStackRoutes(router, ctx);
+  kiln::api::AddE2bRoutes(router, ctx);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency, &rate_limiter);
-  front.SetHostHandler(
-      [&ctx](kiln::api::Exchange& ex) { return kiln::api::ServePortHost(ctx, ex); });
+  front.SetHostHandler([&ctx](kiln::api::Exchange& ex) {
+    return kiln::api::ServeE2bSandbox(ctx, ex) || kiln::api::ServePortHost(ctx, ex);
+  });
+  front.AddDialect(kiln::api::E2bDialect());
   front_ptr = &front;
   // Expired idempotency answers, old usage rows and egress log entries older
   // than 30 days go once an hour.

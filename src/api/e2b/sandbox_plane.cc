@@ -1,0 +1,142 @@
+// The sandbox plane: a request for one of a sandbox's ports, named by
+// E2B's headers (E2b-Sandbox-Id, E2b-Sandbox-Port) under /e2b/sandbox, or
+// by its host name {port}-{id}.{domain}. It is let in by the sandbox's
+// tokens (envd's X-Access-Token; E2B-Traffic-Access-Token for the other
+// ports) or by a kiln key that sees the sandbox, never by the id alone,
+// then served by envd or the interpreter, or relayed to the port.
+#include <algorithm>
+
+#include "api/auth.h"
+#include "api/e2b/e2b.h"
+#include "api/e2b/sandbox_plane.h"
+#include "api/errors.h"
+#include "api/port_proxy.h"
+#include "common/digest.h"
+#include "common/time.h"
+
+namespace kiln::api {
+namespace e2b {
+namespace {
+
+constexpr const char* kEnvdTokenHeader = "X-Access-Token";
+constexpr const char* kTrafficTokenHeader = "E2B-Traffic-Access-Token";
+constexpr const char* kIdHeader = "E2b-Sandbox-Id";
+constexpr const char* kPortHeader = "E2b-Sandbox-Port";
+
+int ParsePort(const std::string& text) {
+  if (text.empty() || text.size() > 5 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw InvalidField("header." + std::string(kPortHeader),
+                       text.empty() ? "is required: the sandbox's port (49983 for envd)"
+                                    : "must be a port number 1-65535, not '" + text + "'");
+  int port = std::stoi(text);
+  if (port < 1 || port > 65535)
+    throw InvalidField("header." + std::string(kPortHeader), "must be a port number 1-65535");
+  return port;
+}
+
+// Whether `ex` may reach `port` of `s`; sets the caller.
+void Authorize(ApiContext& ctx, Exchange& ex, const control::Sandbox& s, int port) {
+  auto matches = [&](const char* header, const std::string& expected) {
+    std::string given = ex.Header(header);
+    return !given.empty() && ConstantTimeEquals(given, expected);
+  };
+  bool allowed = matches(kEnvdTokenHeader, EnvdAccessToken(ctx, s.id())) ||
+                 (port != kEnvdPort && matches(kTrafficTokenHeader, TrafficAccessToken(ctx, s.id())));
+  std::optional<store::ApiKey> key;
+  if (!allowed) {
+    if (auto token = BearerToken(ex.Header("Authorization"))) {
+      std::string spelled = KilnKeyFromE2b(*token).value_or(*token);
+      key = ctx.keys.Authenticate(spelled);
+      allowed = key && (key->admin || s.spec().owner == key->id);
+    }
+  }
+  if (!allowed)
+    throw ApiError(Code::kUnauthorized,
+                   ex.Header(kEnvdTokenHeader).empty() && ex.Header(kTrafficTokenHeader).empty()
+                       ? "sandbox " + s.id() + " needs its access token: send " +
+                             kEnvdTokenHeader + " (envdAccessToken) or, for ports other than " +
+                             std::to_string(kEnvdPort) + ", " + kTrafficTokenHeader
+                       : "the access token is not sandbox " + s.id() + "'s");
+  if (key) {
+    SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
+  } else {
+    auto owner = ctx.keys.Get(s.spec().owner);
+    SetCaller(ex, Caller{s.spec().owner, false,
+                         owner ? owner->daily_limit_micros : std::optional<int64_t>()});
+  }
+}
+
+void Relay(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
+  io::SandboxIo io = RunningIo(ctx, ex, *t.sandbox);
+  auto slot = OpenPortConnection(ctx, *t.sandbox);
+  ProxyRequest req;
+  req.port = t.port;
+  req.target = t.target;
+  req.drop_headers = {"x-access-token", "e2b-traffic-access-token", "e2b-sandbox-id",
+                      "e2b-sandbox-port"};
+  if (BearerToken(ex.Header("Authorization"))) req.drop_headers.push_back("authorization");
+  req.registry = ctx.relays;
+  req.registry_key = t.sandbox->id() + "|" + std::to_string(t.port);
+  ProxyHttp(ex, io, req);
+}
+
+void Serve(ApiContext& ctx, Exchange& ex, const std::string& id, SandboxTarget& t) {
+  if (id.empty())
+    throw InvalidField("header." + std::string(kIdHeader), "is required: the sandbox's id");
+  t.sandbox = ctx.sandboxes.Get(id);
+  // E2B's clients read "was not found" as a sandbox that is gone.
+  if (!t.sandbox) throw ApiError(Code::kNotFound, "sandbox " + id + " was not found");
+  Authorize(ctx, ex, *t.sandbox, t.port);
+  ex.activity = control::Sandbox::Use(t.sandbox, StableNowMs());
+  if (t.port == kEnvdPort)
+    ServeEnvd(ctx, ex, t);
+  else if (t.port == kInterpreterPort)
+    ServeInterpreterPort(ctx, ex, t);
+  else
+    Relay(ctx, ex, t);
+}
+
+}  // namespace
+}  // namespace e2b
+
+bool ServeE2bSandbox(ApiContext& ctx, Exchange& ex) {
+  using namespace e2b;
+  const std::string& path = ex.path();
+  bool by_path =
+      path == kSandboxPrefix || path.starts_with(std::string(kSandboxPrefix) + "/");
+  SandboxTarget t;
+  std::string id;
+  if (by_path) {
+    t.target = TargetAfterSegments(ex.raw_target(), 2);
+    id = ex.Header(kIdHeader);
+  } else {
+    // The host-name form is E2B's when E2B's client sends it: its own
+    // ports, or its headers; any other {port}-{id} host is a preview's.
+    if (!ParsePortHost(ctx, ex.Header("Host"), &t.port, &id)) return false;
+    bool e2b_client = t.port == kEnvdPort || t.port == kInterpreterPort ||
+                      !ex.Header(kEnvdTokenHeader).empty() ||
+                      !ex.Header(kTrafficTokenHeader).empty() || !ex.Header(kIdHeader).empty();
+    if (!e2b_client) return false;
+    t.target = ex.raw_target();
+  }
+  t.path = t.target.substr(0, t.target.find('?'));
+  SetCaller(ex, Caller{});
+  try {
+    if (by_path) {
+      t.port = ParsePort(ex.Header(kPortHeader));
+    } else if (std::string named = ex.Header(kIdHeader); !named.empty() && named != id) {
+      throw InvalidField("header." + std::string(kIdHeader),
+                         "names sandbox " + named + " but the host name names " + id);
+    }
+    Serve(ctx, ex, id, t);
+  } catch (const ApiError& e) {
+    if (t.port == kEnvdPort)
+      SendEnvdError(ex, t.path, e.status());
+    else
+      SendError(ex, e.status());
+  }
+  return true;
+}
+
+}  // namespace kiln::api

@@ -1,0 +1,117 @@
+"""E2B's own SDKs against kilnd's E2B front (src/api/e2b): fixtures shared
+by the test_e2b_*.py modules.
+
+`e2b_python` is a venv's python holding e2b==2.63.0 and
+e2b-code-interpreter==2.11.5 from PyPI; `e2b_node` runs a script with
+e2b@2.51.0 and @e2b/code-interpreter@2.8.0 from npm (tests/integration/e2b_js,
+`npm ci` against its lockfile). `e2b_env` points them at kilnd:
+E2B_API_URL=<kilnd>/e2b, E2B_SANDBOX_URL=<kilnd>/e2b/sandbox and a kiln key
+of its own spelled e2b_<hex>. Skipped (with the reason) only when the index
+is out of reach.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PY_PACKAGES = ["e2b==2.63.0", "e2b-code-interpreter==2.11.5"]
+UNREACHABLE = ("Failed to establish a new connection", "Temporary failure in name resolution",
+               "Network is unreachable", "Could not fetch URL", "Connection refused",
+               "Max retries exceeded", "ConnectTimeoutError", "ReadTimeoutError",
+               "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED")
+PY_PRELUDE = """
+import json, sys, time
+def out(v):
+    print(json.dumps(v))
+"""
+
+
+@pytest.fixture(scope="module")
+def e2b_python():
+    """The python of a fresh venv holding E2B's pinned Python SDKs."""
+    d = tempfile.mkdtemp(prefix="kiln-e2b-venv-")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", d], check=True, timeout=120)
+        pip = subprocess.run([f"{d}/bin/pip", "install", "-q", "--disable-pip-version-check",
+                              *PY_PACKAGES], capture_output=True, text=True, timeout=900)
+        if pip.returncode != 0:
+            words = pip.stdout + pip.stderr
+            if any(u in words for u in UNREACHABLE):
+                pytest.skip(f"pip cannot reach the package index for e2b: {words[-300:]}")
+            pytest.fail(f"pip install {' '.join(PY_PACKAGES)} failed:\n{words}")
+        yield f"{d}/bin/python"
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def e2b_node():
+    """A directory with E2B's pinned JavaScript SDKs installed (npm ci)."""
+    node = os.environ.get("KILN_NODE") or shutil.which("node")
+    npm = shutil.which("npm", path=str(Path(node).parent) + os.pathsep + os.environ["PATH"]) \
+        if node else None
+    if not node or not npm:
+        pytest.fail("node/npm not found (make setup installs them)", pytrace=False)
+    d = Path(tempfile.mkdtemp(prefix="kiln-e2b-js-"))
+    try:
+        for f in ("package.json", "package-lock.json"):
+            shutil.copy(HERE / "e2b_js" / f, d / f)
+        p = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=d, capture_output=True,
+                           text=True, timeout=900)
+        if p.returncode != 0:
+            words = p.stdout + p.stderr
+            if any(u in words for u in UNREACHABLE):
+                pytest.skip(f"npm cannot reach the registry for e2b: {words[-300:]}")
+            pytest.fail(f"npm ci (e2b, @e2b/code-interpreter) failed:\n{words}")
+        yield (node, d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def e2b_key(api):
+    """A kiln key of its own, and its E2B spelling."""
+    secret = api.ok("POST", "/v1/keys", json={"name": "e2b-tests"})["secret"]
+    assert secret.startswith("kiln_")
+    return secret, "e2b_" + secret[len("kiln_"):]
+
+
+@pytest.fixture(scope="module")
+def e2b_env(kilnd, e2b_key):
+    env = dict(os.environ, E2B_API_URL=kilnd.url + "/e2b",
+               E2B_SANDBOX_URL=kilnd.url + "/e2b/sandbox", E2B_API_KEY=e2b_key[1])
+    env.pop("E2B_DOMAIN", None)
+    env.pop("E2B_DEBUG", None)
+    return env
+
+
+def run_python(python, env, script, timeout=300):
+    """Runs `script` (after PY_PRELUDE) with E2B's Python SDK; the JSON its
+    last line printed."""
+    p = subprocess.run([python, "-c", PY_PRELUDE + textwrap.dedent(script)], env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_node(e2b_node, env, script, timeout=300):
+    """Runs `script` (an ES module body; `out(v)` prints JSON) with E2B's JS
+    SDKs; the JSON its last line printed."""
+    node, d = e2b_node
+    body = "const out = (v) => console.log(JSON.stringify(v));\n" + textwrap.dedent(script)
+    path = Path(d) / f"t{os.getpid()}_{abs(hash(script))}.mjs"
+    path.write_text(body)
+    try:
+        p = subprocess.run([node, str(path)], env=env, cwd=d, capture_output=True, text=True,
+                           timeout=timeout)
+    finally:
+        path.unlink(missing_ok=True)
+    assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return json.loads(p.stdout.strip().splitlines()[-1])
