@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all packages setup setup-node setup-runsc ray-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh
+.PHONY: all packages setup setup-node setup-runsc ray-env e2b-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh
 
 all: build
 
@@ -76,6 +76,9 @@ image:
 ray-env:
 	@$(STEP) ray bash scripts/setup.sh ray
 
+e2b-env:
+	@$(STEP) e2b bash scripts/setup.sh e2b
+
 # The demo's binaries build beside setup's runsc and base image.
 demo: packages
 	@$(MAKE) --no-print-directory -j4 $(SETUP_STEPS) build-demo
@@ -108,7 +111,7 @@ integration: build
 hostile: build
 	KILN_BIN_DIR=$(CURDIR)/$(BUILD)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration -m hostile
 
-bench: setup ray-env build
+bench: setup ray-env e2b-env build
 	$(PY) bench/runsc_flags.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/run.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/network.py --kilnd $(BUILD)/bin/kilnd
@@ -118,6 +121,7 @@ bench: setup ray-env build
 	$(PY) bench/pause.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/interpreter.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/ports.py --kilnd $(BUILD)/bin/kilnd
+	/opt/kiln/e2b-venv/bin/python bench/e2b_clients.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/snapshot_modes.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 	/opt/kiln/ray-venv/bin/python bench/ray_bench.py --kilnd $(BUILD)/bin/kilnd

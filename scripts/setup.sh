@@ -112,6 +112,21 @@ step_ray() {
   echo "setup.sh: ray $RAY_VERSION in $venv"
 }
 
+# E2B's own Python SDKs, only for `make bench`'s comparison (bench/e2b_clients.py);
+# the tests install theirs in a venv of their own.
+E2B_PACKAGES="e2b==2.63.0 e2b-code-interpreter==2.11.5"
+step_e2b() {
+  local venv=/opt/kiln/e2b-venv
+  if ! "$venv/bin/python" -c "
+import importlib.metadata as m, sys
+sys.exit(m.version('e2b') != '2.63.0' or m.version('e2b-code-interpreter') != '2.11.5')" 2>/dev/null; then
+    /usr/bin/python3 -m venv "$venv"
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install -q --disable-pip-version-check $E2B_PACKAGES
+  fi
+  echo "setup.sh: $E2B_PACKAGES in $venv"
+}
+
 # Without arguments, one step after the other (`make setup` runs node and
 # runsc at once, beside the base image, after packages).
 if [ $# -gt 0 ]; then
