@@ -64,7 +64,8 @@ def main():
 
     with KilndSession(args.kilnd, args.image_dir, "kiln-bench-e2b-") as s:
         kilnd = s.kilnd
-        secret = kilnd.api().call("POST", "/v1/keys", {"name": "bench-e2b"})["secret"]
+        secret = kilnd.api().call("POST", "/v1/keys", {"name": "bench-e2b"},
+                                   ok=(201,))["secret"]
         os.environ.update(E2B_API_URL=kilnd.url + "/e2b", E2B_SANDBOX_URL=kilnd.url + "/e2b/sandbox",
                           E2B_API_KEY="e2b_" + secret[len("kiln_"):])
         rt = kiln.Runtime(secret, kilnd.url)

@@ -78,7 +78,15 @@ void Relay(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
   if (BearerToken(ex.Header("Authorization"))) req.drop_headers.push_back("authorization");
   req.registry = ctx.relays;
   req.registry_key = t.sandbox->id() + "|" + std::to_string(t.port);
-  ProxyHttp(ex, io, req);
+  try {
+    ProxyHttp(ex, io, req);
+  } catch (const ApiError& e) {
+    // E2B's clients tell "port is not open" (a server not up yet) from a
+    // sandbox that is gone by these words.
+    if (e.status().code() != Code::kPortClosed) throw;
+    throw ApiError(Code::kPortClosed, "the sandbox is running but port " + std::to_string(t.port) +
+                                          " is not open: " + e.status().message());
+  }
 }
 
 void Serve(ApiContext& ctx, Exchange& ex, const std::string& id, SandboxTarget& t) {
