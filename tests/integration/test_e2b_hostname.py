@@ -1,0 +1,85 @@
+"""E2B's clients in the host-name form: no E2B_SANDBOX_URL, so they reach
+envd at https://49983-{id}.{E2B_DOMAIN} and the interpreter at
+https://49999-{id}.{E2B_DOMAIN}, as a deployment with wildcard DNS and TLS
+in front of kilnd serves them. kilnd runs with --preview-domain kiln.test;
+e2b_host_front.WildcardFront stands in for the DNS and the TLS front (the
+SDKs' own `proxy` option, a CA of its own that the clients trust).
+"""
+import os
+import tempfile
+
+import pytest
+
+from conftest import start_kilnd, stop_kilnd
+from e2b_clients import e2b_node, e2b_python, run_node, run_python  # noqa: F401  fixtures
+from e2b_host_front import WildcardFront
+
+DOMAIN = "kiln.test"
+
+
+@pytest.fixture(scope="module")
+def hosted():
+    state = tempfile.mkdtemp(prefix="kiln-e2b-host-", dir="/tmp")
+    d = start_kilnd(state, "--preview-domain", DOMAIN)
+    front = WildcardFront(DOMAIN, int(d.url.rsplit(":", 1)[1]))
+    try:
+        yield d, front
+    finally:
+        front.close()
+        stop_kilnd(d)
+
+
+@pytest.fixture(scope="module")
+def host_env(hosted):
+    from client import Client
+    d, front = hosted
+    secret = Client(d.url, key=d.admin_key).post("/v1/keys", json={"name": "e2b-host"}).json()["secret"]
+    env = dict(os.environ, E2B_API_URL=d.url + "/e2b", E2B_DOMAIN=DOMAIN,
+               E2B_API_KEY="e2b_" + secret[len("kiln_"):], SSL_CERT_FILE=front.bundle_path,
+               NODE_EXTRA_CA_CERTS=front.ca_path, KILN_TEST_PROXY=front.url)
+    for k in ("E2B_SANDBOX_URL", "E2B_DEBUG", "HTTPS_PROXY", "HTTP_PROXY", "https_proxy",
+              "http_proxy", "ALL_PROXY", "NO_PROXY", "no_proxy"):
+        env.pop(k, None)
+    return env
+
+
+def test_python_sdk_by_host_name(e2b_python, host_env, hosted):
+    front = hosted[1]
+    before = front.tunnels
+    got = run_python(e2b_python, host_env, """
+        import os
+        from e2b_code_interpreter import Sandbox
+        proxy = os.environ["KILN_TEST_PROXY"]
+        s = Sandbox.create(template="base", proxy=proxy)
+        r = s.commands.run("echo by host name; hostname >/dev/null")
+        s.files.write("/tmp/host.txt", "written over TLS")
+        text = s.files.read("/tmp/host.txt")
+        x = s.run_code("x = 20; x * 2")
+        url = s.get_host(8080)
+        s.kill()
+        out({"stdout": r.stdout, "text": text, "code": x.text, "host": url, "id": s.sandbox_id})
+    """)
+    assert got["stdout"] == "by host name\n"
+    assert got["text"] == "written over TLS"
+    assert got["code"] == "40"
+    assert got["host"] == f"8080-{got['id']}.{DOMAIN}"
+    # envd's and the interpreter's requests went by host name, over TLS.
+    assert front.tunnels > before
+
+
+def test_js_sdk_by_host_name(e2b_node, host_env, hosted):
+    front = hosted[1]
+    before = front.tunnels
+    got = run_node(e2b_node, host_env, """
+        import { Sandbox } from '@e2b/code-interpreter'
+        const proxy = process.env.KILN_TEST_PROXY
+        const s = await Sandbox.create('base', { proxy })
+        const r = await s.commands.run('echo by host name')
+        await s.files.write('/tmp/host.txt', 'written over TLS')
+        const text = await s.files.read('/tmp/host.txt')
+        const x = await s.runCode('y = 21; y * 2')
+        await s.kill()
+        out({ stdout: r.stdout, text, code: x.text })
+    """)
+    assert got == {"stdout": "by host name\n", "text": "written over TLS", "code": "42"}
+    assert front.tunnels > before
