@@ -8,6 +8,9 @@ e2b@2.51.0 and @e2b/code-interpreter@2.8.0 from npm (tests/integration/e2b_js,
 E2B_API_URL=<kilnd>/e2b, E2B_SANDBOX_URL=<kilnd>/e2b/sandbox and a kiln key
 of its own spelled e2b_<hex>. Skipped (with the reason) only when the index
 is out of reach.
+
+The clients are installed once per pytest process: the test_e2b_* modules
+share the xdist group "e2b" (GROUP), so one worker installs them once.
 """
 import json
 import os
@@ -26,6 +29,7 @@ UNREACHABLE = ("Failed to establish a new connection", "Temporary failure in nam
                "Network is unreachable", "Could not fetch URL", "Connection refused",
                "Max retries exceeded", "ConnectTimeoutError", "ReadTimeoutError",
                "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED")
+GROUP = pytest.mark.xdist_group("e2b")
 PY_PRELUDE = """
 import json, sys, time
 def out(v):
@@ -33,7 +37,7 @@ def out(v):
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def e2b_python():
     """The python of a fresh venv holding E2B's pinned Python SDKs."""
     d = tempfile.mkdtemp(prefix="kiln-e2b-venv-")
@@ -51,7 +55,7 @@ def e2b_python():
         shutil.rmtree(d, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def e2b_node():
     """A directory with E2B's pinned JavaScript SDKs installed (npm ci)."""
     node = os.environ.get("KILN_NODE") or shutil.which("node")

@@ -11,9 +11,10 @@ import tempfile
 import pytest
 
 from conftest import start_kilnd, stop_kilnd
-from e2b_clients import e2b_node, e2b_python, run_node, run_python  # noqa: F401  fixtures
+from e2b_clients import GROUP, e2b_node, e2b_python, run_node, run_python  # noqa: F401  fixtures
 from e2b_host_front import WildcardFront
 
+pytestmark = GROUP
 DOMAIN = "kiln.test"
 
 
