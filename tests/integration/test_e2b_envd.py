@@ -208,6 +208,12 @@ def test_commands_python(e2b_python, env):  # noqa: F811
     sbx.commands.send_stdin(h.pid, "abc\\n")
     res["stdin"] = h.wait().stdout
 
+    h = sbx.commands.run("cat", background=True, stdin=True)
+    sbx.commands.send_stdin(h.pid, "one,")
+    sbx.commands.stream_input(h.pid, ["two,", b"three"])
+    sbx.commands.close_stdin(h.pid)
+    res["streamed"] = h.wait().stdout
+
     h = sbx.commands.run("for i in 1 2 3 4; do echo tick$i; sleep 1; done", background=True)
     time.sleep(1.5)
     h.disconnect()
@@ -224,6 +230,7 @@ def test_commands_python(e2b_python, env):  # noqa: F811
     assert res["killed"] is True and res["kill_again"] is False
     assert res["wait"] == -1
     assert res["stdin"] == "got:abc\n"
+    assert res["streamed"] == "one,two,three"
     # Connected mid-way: what came after, to the end.
     assert res["connect"].endswith("tick4\n") and "tick1" not in res["connect"], res["connect"]
 
@@ -440,17 +447,31 @@ def test_cut_streams_leave_nothing_of_kilnd(kilnd, box, owner, e2b_key):  # noqa
     assert settle(no_stream_watch), owner.ok("GET", f"/v1/sandboxes/{sid}/files/watches")
 
     first = cut_stream(kilnd, sid, key, "/process.Process/Start",
-                       {"process": {"cmd": "/bin/sleep", "args": ["600"]}})
+                       {"process": {"cmd": "/bin/sleep", "args": ["600"], "envs": {"K": "v"}},
+                        "tag": "cut-tag"})
     started = first["event"]["start"]["pid"]
     # E2B's processes outlive the stream that started them ...
     procs = owner.ok("GET", f"/v1/sandboxes/{sid}/processes")["data"]
     assert [p for p in procs if p["pid"] == started and p["state"] == "running"], procs
     # ... and kilnd's threads for the two streams are gone.
     assert settle(lambda: threads_of(pid) <= base + 2), (base, threads_of(pid))
-    status, _, _ = raw(kilnd, sid, key, "POST", "/process.Process/SendSignal",
-                       json.dumps({"process": {"pid": started}, "signal": "SIGNAL_SIGKILL"}).encode(),
-                       {"Content-Type": "application/json"})
-    assert status == 200
+    # The tag and the variables are listed, and the tag names the process.
+    unary = {"Content-Type": "application/json"}
+    _, _, data = raw(kilnd, sid, key, "POST", "/process.Process/List", b"{}", unary)
+    [info] = [p for p in json.loads(data)["processes"] if p["pid"] == started]
+    assert info["tag"] == "cut-tag" and info["config"]["envs"] == {"K": "v"}, info
+    assert info["config"]["cmd"] == "/bin/sleep" and info["config"]["args"] == ["600"], info
+    status, _, data = raw(kilnd, sid, key, "POST", "/process.Process/SendSignal",
+                          json.dumps({"process": {"tag": "cut-tag"},
+                                      "signal": "SIGNAL_SIGKILL"}).encode(), unary)
+    assert status == 200, data
+    # Once it is gone, its pid names nothing.
+    def gone():
+        status, _, data = raw(kilnd, sid, key, "POST", "/process.Process/SendSignal",
+                              json.dumps({"process": {"pid": started},
+                                          "signal": "SIGNAL_SIGTERM"}).encode(), unary)
+        return status == 404 and json.loads(data)["code"] == "not_found"
+    assert settle(gone, 10)
 
 
 # ---- the JS SDK ----
