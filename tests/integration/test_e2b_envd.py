@@ -182,7 +182,7 @@ def test_commands_python(e2b_python, env):  # noqa: F811
         sbx.commands.run("echo before; exit 3")
     except CommandExitException as e:
         res["exit"] = [e.exit_code, e.stdout]
-    res["whoami"] = sbx.commands.run("id -un").stdout.strip()
+    res["whoami"] = sbx.commands.run("id -un; pwd").stdout.split()
     t0 = time.time()
     try:
         sbx.commands.run("sleep 30", timeout=2)
@@ -223,7 +223,7 @@ def test_commands_python(e2b_python, env):  # noqa: F811
     """)
     assert res["run"] == [0, "hello\nbar\n/tmp\n", "oops\n", "hello\nbar\n/tmp\n", "oops\n"]
     assert res["exit"] == [3, "before\n"]
-    assert res["whoami"] == "user"
+    assert res["whoami"] == ["user", "/workspace"]  # kiln's base image: its WORKDIR
     assert res["timeout"] != "none" and res["timeout_s"] < 15, res
     assert res["timed_out_gone"], "the command outlived its timeout"
     assert res["listed"] == ["/bin/bash", ["-l", "-c", "sleep 300"]]

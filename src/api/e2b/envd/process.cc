@@ -147,9 +147,12 @@ void Start(Rpc& rpc) {
     spec.command.env[k] = v;
     note.envs[k] = v;
   }
-  spec.command.cwd = config.has_cwd() && !config.cwd().empty()
-                         ? ResolvePath(rpc.user, config.cwd(), "process.cwd")
-                         : rpc.user.home;
+  // As envd, a process starts in its user's home: root's is /root; the
+  // sandbox user's is the image's own (the agent's default directory).
+  if (config.has_cwd() && !config.cwd().empty())
+    spec.command.cwd = ResolvePath(rpc.user, config.cwd(), "process.cwd");
+  else if (rpc.user.as_root)
+    spec.command.cwd = rpc.user.home;
   spec.command.as_root = rpc.user.as_root;
   // Absent means open (envd's older clients); the SDKs send false unless asked.
   spec.stdin_pipe = !req.has_stdin() || req.stdin();
