@@ -15,6 +15,7 @@
 #include "api/e2b/envd/multipart.h"
 #include "api/e2b/envd/rpc.h"
 #include "api/errors.h"
+#include "api/utf8.h"
 
 namespace kiln::api::e2b {
 namespace {
@@ -31,7 +32,8 @@ std::string BaseName(const std::string& path) {
 }
 
 json WrittenJson(const std::string& path) {
-  return json{{"name", BaseName(path)}, {"type", "file"}, {"path", path}};
+  return json{
+      {"name", SanitizeUtf8(BaseName(path))}, {"type", "file"}, {"path", SanitizeUtf8(path)}};
 }
 
 // Makes the file's directories, as envd does, and opens it for writing.

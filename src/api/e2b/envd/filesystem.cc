@@ -3,11 +3,13 @@
 // for its stream and stops it when the stream ends, however it ends;
 // CreateWatcher's last until RemoveWatcher (or a day, or the sandbox), at
 // most EnvdState::kMaxWatchers per sandbox, their cursors in EnvdState.
+#include <algorithm>
 #include <cstdio>
 
 #include "api/e2b/envd/rpc.h"
 #include "api/e2b/envd/state.h"
 #include "api/errors.h"
+#include "api/utf8.h"
 #include "common/ids.h"
 #include "common/time.h"
 #include "proto/filesystem.pb.h"
@@ -21,6 +23,8 @@ constexpr int64_t kWatchWaitMs = 1000;
 constexpr int kWatchCallMs = 6000;
 // The sandbox ends a watch nobody stopped after this (kilnd gone, say).
 constexpr int64_t kWatchBackstopMs = 24 * 3600 * 1000;
+// The last instant proto3 JSON prints: 9999-12-31T23:59:59.999Z.
+constexpr int64_t kMaxTimestampMs = 253402300799999;
 // The deepest ListDir goes (the agent lists at most 10,000 entries).
 constexpr uint32_t kMaxListDepth = 16;
 
@@ -41,9 +45,11 @@ std::string NameOfId(uint32_t id) {
 }
 
 filesystem::EntryInfo EntryOf(const io::FileEntry& e) {
+  // proto3 strings are UTF-8: a name that is not is shown with U+FFFD
+  // rather than failing the answer.
   filesystem::EntryInfo info;
-  info.set_name(e.name);
-  info.set_path(e.path);
+  info.set_name(SanitizeUtf8(e.name));
+  info.set_path(SanitizeUtf8(e.path));
   switch (e.type) {
     case io::FileType::kFile:
       info.set_type(filesystem::FILE_TYPE_FILE);
@@ -69,9 +75,12 @@ filesystem::EntryInfo EntryOf(const io::FileEntry& e) {
   info.set_permissions(Permissions(e.type, mode));
   info.set_owner(NameOfId(e.uid));
   info.set_group(NameOfId(e.gid));
-  info.mutable_modified_time()->set_seconds(e.modified_ms / 1000);
-  info.mutable_modified_time()->set_nanos(static_cast<int32_t>(e.modified_ms % 1000) * 1000000);
-  if (e.symlink_target) info.set_symlink_target(*e.symlink_target);
+  // Within what proto3 JSON can print (0001..9999): a file's clock can be
+  // anything, and a timestamp out of range would fail the whole answer.
+  int64_t ms = std::clamp<int64_t>(e.modified_ms, 0, kMaxTimestampMs);
+  info.mutable_modified_time()->set_seconds(ms / 1000);
+  info.mutable_modified_time()->set_nanos(static_cast<int32_t>(ms % 1000) * 1000000);
+  if (e.symlink_target) info.set_symlink_target(SanitizeUtf8(*e.symlink_target));
   return info;
 }
 
@@ -182,7 +191,7 @@ filesystem::FilesystemEvent EventOf(const std::string& root, const std::string& 
     name = path.substr(root.size() + 1);
   else if (root == "/" && path.starts_with("/"))
     name = path.substr(1);
-  event.set_name(name);
+  event.set_name(SanitizeUtf8(name));
   event.set_type(type);
   return event;
 }

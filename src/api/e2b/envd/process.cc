@@ -10,6 +10,7 @@
 #include "api/e2b/envd/rpc.h"
 #include "api/e2b/envd/state.h"
 #include "api/errors.h"
+#include "api/utf8.h"
 #include "common/time.h"
 #include "proto/process.pb.h"
 
@@ -200,13 +201,14 @@ void List(Rpc& rpc) {
     process::ProcessInfo* info = res.add_processes();
     info->set_pid(static_cast<uint32_t>(p.pid));
     process::ProcessConfig* config = info->mutable_config();
+    // (UTF-8, as proto3 strings must be.)
     if (!p.argv.empty()) {
-      config->set_cmd(p.argv[0]);
-      for (size_t i = 1; i < p.argv.size(); ++i) config->add_args(p.argv[i]);
+      config->set_cmd(SanitizeUtf8(p.argv[0]));
+      for (size_t i = 1; i < p.argv.size(); ++i) config->add_args(SanitizeUtf8(p.argv[i]));
     } else {
-      config->set_cmd(p.command);
+      config->set_cmd(SanitizeUtf8(p.command));
     }
-    config->set_cwd(p.cwd);
+    config->set_cwd(SanitizeUtf8(p.cwd));
     if (auto note = EnvdState::Instance().Process(rpc.target.sandbox, p.id)) {
       if (note->tag) info->set_tag(*note->tag);
       for (const auto& [k, v] : note->envs) (*config->mutable_envs())[k] = v;
