@@ -124,6 +124,17 @@ def test_health_and_unknown_paths(kilnd, box, e2b_key):  # noqa: F811
     status, ctype, data = raw(kilnd, box[0], e2b_key[0], "GET", "/no/such/route")
     assert status == 404 and ctype.startswith("application/json")
     assert json.loads(data)["code"] == 404
+    # The host-name form, {port}-{id}.{domain}, reaches the same envd.
+    u = urllib.parse.urlparse(kilnd.url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request("POST", "/filesystem.Filesystem/Stat", body=json.dumps({"path": "/tmp"}),
+                 headers={"Host": f"{ENVD}-{box[0]}.localhost",
+                          "Authorization": f"Bearer {e2b_key[0]}",
+                          "Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = json.loads(r.read())
+    conn.close()
+    assert r.status == 200 and body["entry"]["type"] == "FILE_TYPE_DIRECTORY", body
 
 
 def test_malformed_connect_requests(kilnd, box, e2b_key):  # noqa: F811
