@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "api/rate_limit.h"
-#include "common/status.h"
 #include "api/router.h"
+#include "common/status.h"
 #include "store/idempotency_store.h"
 #include "store/key_store.h"
 

@@ -41,8 +41,9 @@ void Authorize(ApiContext& ctx, Exchange& ex, const control::Sandbox& s, int por
     std::string given = ex.Header(header);
     return !given.empty() && ConstantTimeEquals(given, expected);
   };
-  bool allowed = matches(kEnvdTokenHeader, EnvdAccessToken(ctx, s.id())) ||
-                 (port != kEnvdPort && matches(kTrafficTokenHeader, TrafficAccessToken(ctx, s.id())));
+  bool allowed =
+      matches(kEnvdTokenHeader, EnvdAccessToken(ctx, s.id())) ||
+      (port != kEnvdPort && matches(kTrafficTokenHeader, TrafficAccessToken(ctx, s.id())));
   std::optional<store::ApiKey> key;
   if (!allowed) {
     if (auto token = BearerToken(ex.Header("Authorization"))) {
@@ -54,8 +55,8 @@ void Authorize(ApiContext& ctx, Exchange& ex, const control::Sandbox& s, int por
   if (!allowed)
     throw ApiError(Code::kUnauthorized,
                    ex.Header(kEnvdTokenHeader).empty() && ex.Header(kTrafficTokenHeader).empty()
-                       ? "sandbox " + s.id() + " needs its access token: send " +
-                             kEnvdTokenHeader + " (envdAccessToken) or, for ports other than " +
+                       ? "sandbox " + s.id() + " needs its access token: send " + kEnvdTokenHeader +
+                             " (envdAccessToken) or, for ports other than " +
                              std::to_string(kEnvdPort) + ", " + kTrafficTokenHeader
                        : "the access token is not sandbox " + s.id() + "'s");
   if (key) {
@@ -111,8 +112,7 @@ void Serve(ApiContext& ctx, Exchange& ex, const std::string& id, SandboxTarget& 
 bool ServeE2bSandbox(ApiContext& ctx, Exchange& ex) {
   using namespace e2b;
   const std::string& path = ex.path();
-  bool by_path =
-      path == kSandboxPrefix || path.starts_with(std::string(kSandboxPrefix) + "/");
+  bool by_path = path == kSandboxPrefix || path.starts_with(std::string(kSandboxPrefix) + "/");
   SandboxTarget t;
   std::string id;
   if (by_path) {
