@@ -119,7 +119,6 @@ std::string WithoutTokenQuery(const std::string& raw) {
   return kept.empty() ? out : out + "?" + kept;
 }
 
-
 }  // namespace
 
 void AddPreviewRoutes(Router& r, ApiContext& ctx) {
