@@ -18,12 +18,12 @@
 #include <string>
 #include <thread>
 
+#include "api/e2b/e2b.h"
 #include "api/front.h"
 #include "api/http_server.h"
 #include "api/kiln/openapi.h"
 #include "api/kiln/routes.h"
 #include "api/kiln/routes_keys.h"
-#include "api/e2b/e2b.h"
 #include "api/pandastack/pandastack.h"
 #include "api/stream_limit.h"
 #include "common/contract.h"

@@ -28,7 +28,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = ["fuzz_http_front", "fuzz_agent_frames_daemon", "fuzz_agent_frames_agent",
            "fuzz_egress_rules", "fuzz_proxy_request", "fuzz_tar", "fuzz_dockerfile",
-           "fuzz_oci_layout", "fuzz_config_json", "fuzz_snapshot_import", "fuzz_path_ids"]
+           "fuzz_oci_layout", "fuzz_config_json", "fuzz_snapshot_import", "fuzz_path_ids",
+           "fuzz_e2b_envd"]
 ENV = dict(os.environ,
            ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:allocator_may_return_null=1",
            UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
