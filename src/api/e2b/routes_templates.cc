@@ -80,6 +80,9 @@ void AddTemplateRoutes(Router& r, ApiContext& ctx) {
             ex.SendBytes(204, "", "application/json");
             return;
           }
+          // A template the key sees is a kiln image: deleting it is kiln's
+          // images API's; anything else is not the key's to name.
+          FindTemplate(ctx, ex, id);
           throw ApiError(Code::kNotSupported,
                          "template deletion is not offered by kiln's E2B front: delete kiln "
                          "images with DELETE /v1/images/{id} or `kiln image rm`",
