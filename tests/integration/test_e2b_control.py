@@ -275,3 +275,45 @@ def test_js_other_key_and_wrong_key(e2b_node, e2b_env, other_env):
         import {{ Sandbox }} from 'e2b'
         out(await Sandbox.kill('{sid}'))
     """)
+
+
+def test_python_snapshots_and_forks_carry_memory(e2b_python, e2b_env):
+    out = run_python(e2b_python, e2b_env, """
+        from e2b_code_interpreter import Sandbox
+        s = Sandbox.create("base", timeout=300)
+        s.run_code("v = 7")
+        snap = s.create_snapshot()
+        copy = Sandbox.create(snap.snapshot_id, timeout=120)
+        from_snap = copy.run_code("v * 6").text
+        copy_template = copy.get_info().template_id
+        forks = s.fork(count=2, timeout=120)
+        from_forks = [f.run_code("v + 1").text for f in forks]
+        listed = snap.snapshot_id in [x.snapshot_id for x in Sandbox.list_snapshots().next_items()]
+        for x in [copy, *forks, s]:
+            x.kill()
+        deleted = Sandbox.delete_snapshot(snap.snapshot_id)
+        again = Sandbox.delete_snapshot(snap.snapshot_id)
+        out({"from_snap": from_snap, "template": copy_template == snap.snapshot_id,
+             "forks": from_forks, "listed": listed, "deleted": deleted, "again": again})
+    """)
+    assert out == {"from_snap": "42", "template": True, "forks": ["8", "8"], "listed": True,
+                   "deleted": True, "again": False}, out
+
+
+def test_network_maps_onto_kilns_egress_rules(e2b_python, e2b_env, api):
+    out = run_python(e2b_python, e2b_env, """
+        from e2b import Sandbox
+        a = Sandbox.create("base", timeout=120)
+        b = Sandbox.create("base", timeout=120, allow_internet_access=True)
+        c = Sandbox.create("base", timeout=120,
+                           network={"allow_out": ["example.com"], "deny_out": ["0.0.0.0/0"]})
+        res = [[x.sandbox_id, x.get_info().allow_internet_access] for x in (a, b, c)]
+        out(res)
+    """)
+    (a, a_open), (b, b_open), (c, c_open) = out
+    assert (a_open, b_open, c_open) == (False, True, False), out
+    net = {sid: api.ok("GET", f"/v1/sandboxes/{sid}/network") for sid in (a, b, c)}
+    assert net[a]["internet"] is False and net[b]["internet"] is True, net
+    assert net[c]["internet"] is True and net[c]["allow"] == ["example.com"], net
+    for sid in (a, b, c):
+        api.request("DELETE", f"/v1/sandboxes/{sid}")

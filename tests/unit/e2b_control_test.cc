@@ -86,12 +86,34 @@ TEST(E2bControlTest, CreateRefusesFeaturesKilnLacksByName) {
   }
 }
 
-TEST(E2bControlTest, NetworkDenyAllIsInternetOffWithTheAllowList) {
+TEST(E2bControlTest, NetworkDenyAllWithAllowOutIsTheAllowList) {
   CreateRequest r = ReadCreate(json::parse(R"({"templateID": "base", "allow_internet_access": true,
       "network": {"allowOut": ["example.com"], "denyOut": ["0.0.0.0/0"]}})"));
   ASSERT_TRUE(r.spec.network);
-  EXPECT_FALSE(r.spec.network->internet);
+  EXPECT_TRUE(r.spec.network->internet);
   EXPECT_EQ(r.spec.network->allow, std::vector<std::string>{"example.com"});
+  // Offline by default: allowOut alone opens those hosts only.
+  r = ReadCreate(
+      json::parse(R"({"templateID": "base", "network": {"allowOut": ["example.com"]}})"));
+  EXPECT_TRUE(r.spec.network->internet);
+  EXPECT_EQ(r.spec.network->allow, std::vector<std::string>{"example.com"});
+  // The internet with a deny list.
+  r = ReadCreate(json::parse(R"({"templateID": "base", "allow_internet_access": true,
+      "network": {"denyOut": ["example.org"]}})"));
+  EXPECT_TRUE(r.spec.network->internet);
+  EXPECT_TRUE(r.spec.network->allow.empty());
+  EXPECT_EQ(r.spec.network->deny, std::vector<std::string>{"example.org"});
+  // allowOut as exceptions to a partial denyOut: kiln's deny wins, refused.
+  EXPECT_EQ(CodeOf([] {
+              ReadCreate(json::parse(R"({"templateID": "base", "allow_internet_access": true,
+                  "network": {"allowOut": ["a.example.org"], "denyOut": ["example.org"]}})"));
+            }),
+            Code::kNotSupported);
+  EXPECT_EQ(CodeOf([] {
+              ReadCreate(json::parse(
+                  R"({"templateID": "base", "network": {"allowOut": ["not a host!"]}})"));
+            }),
+            Code::kInvalidRequest);
 }
 
 TEST(E2bControlTest, NullMembersAreAbsent) {

@@ -101,10 +101,15 @@ json DetailJson(const control::SandboxRecord& r, const SandboxExtras& x) {
   json j = presented::Common(r, x);
   j["envdAccessToken"] = x.envd_access_token;
   j["domain"] = nullptr;
-  j["allowInternetAccess"] = r.network.internet;
+  // kiln's rules in E2B's terms (see ReadCreate): internet off, or an
+  // allow list, is everything denied but allowOut.
+  bool open = r.network.internet && r.network.allow.empty();
+  j["allowInternetAccess"] = open;
   json net = json::object();
   if (!r.network.allow.empty()) net["allowOut"] = r.network.allow;
-  if (!r.network.deny.empty()) net["denyOut"] = r.network.deny;
+  json deny = r.network.deny;
+  if (!open) deny.push_back("0.0.0.0/0");
+  if (!deny.empty()) net["denyOut"] = deny;
   j["network"] = net;
   j["lifecycle"] = {
       {"autoResume", r.spec.auto_wake},

@@ -31,36 +31,48 @@ constexpr size_t kNextTokenMax = 32;
                  json{{"feature", feature}});
 }
 
-// E2B's network config: allowOut and denyOut onto kiln's egress rules
-// (denyOut 0.0.0.0/0 is "only allowOut"); the rest is refused by name.
-void ReadNetwork(FieldReader& outer, const json& raw, network::Policy* policy) {
-  if (!raw.is_object()) {
-    outer.Issue("network", "must be an object");
-    return;
-  }
-  json body = WithoutNulls(raw);  // FieldReader keeps a reference
-  FieldReader f(body, "body.network");
-  auto allow = f.StringList("allowOut", network::kMaxPolicyEntries);
-  auto deny = f.StringList("denyOut", network::kMaxPolicyEntries);
-  // Every sandbox port of kiln's needs the sandbox's token already.
-  if (auto pub = f.Bool("allowPublicTraffic"); pub && *pub)
-    Refuse("network.allowPublicTraffic",
-           "every port of a kiln sandbox needs its traffic access token");
-  for (const char* name : {"egressProxy", "maskRequestHost", "rules", "dnsServers", "httpsPorts"})
-    if (f.Raw(name))
-      Refuse(std::string("network.") + name, "kiln's egress rules are allow and deny lists");
-  f.Finish();
-  json rules{{"internet", policy->internet}, {"allow", json::array()}, {"deny", json::array()}};
-  if (allow) rules["allow"] = *allow;
-  if (deny) {
-    for (const auto& d : *deny) {
-      // E2B's "deny everything but allowOut" is kiln's internet off.
-      if (d == "0.0.0.0/0" || d == "::/0")
-        rules["internet"] = false;
-      else
-        rules["deny"].push_back(d);
+// E2B's egress onto kiln's rules. In E2B, allow_internet_access false is
+// denyOut 0.0.0.0/0, and allowOut entries are exceptions to denyOut. kiln
+// has internet on/off, an allow list (when not empty, only it is reachable)
+// and a deny list that wins over it. So: everything denied (by default in
+// kiln, by allow_internet_access false, or by denyOut 0.0.0.0/0) with
+// allowOut is internet on for allowOut alone; without allowOut it is
+// internet off. With the internet allowed, denyOut is kiln's deny list; an
+// allowOut beside a partial denyOut (an exception kiln cannot express) is
+// refused by name. The rest of E2B's network config is refused by name.
+void ReadNetwork(FieldReader& outer, bool internet, const json* raw, network::Policy* policy) {
+  std::vector<std::string> allow, deny;
+  bool deny_all = !internet;
+  if (raw) {
+    if (!raw->is_object()) {
+      outer.Issue("network", "must be an object");
+      return;
     }
+    json body = WithoutNulls(*raw);  // FieldReader keeps a reference
+    FieldReader f(body, "body.network");
+    allow = f.StringList("allowOut", network::kMaxPolicyEntries).value_or(allow);
+    for (auto& d : f.StringList("denyOut", network::kMaxPolicyEntries).value_or(deny)) {
+      if (d == "0.0.0.0/0" || d == "::/0")
+        deny_all = true;
+      else
+        deny.push_back(std::move(d));
+    }
+    // Every port of a kiln sandbox needs its token already.
+    if (auto pub = f.Bool("allowPublicTraffic"); pub && *pub)
+      Refuse("network.allowPublicTraffic",
+             "every port of a kiln sandbox needs its traffic access token");
+    for (const char* name : {"egressProxy", "maskRequestHost", "rules", "dnsServers", "httpsPorts"})
+      if (f.Raw(name))
+        Refuse(std::string("network.") + name, "kiln's egress rules are allow and deny lists");
+    f.Finish();
   }
+  if (!deny_all && !allow.empty() && !deny.empty())
+    Refuse("network.allowOut as exceptions to denyOut",
+           "kiln's deny list wins over its allow list; deny everything (denyOut 0.0.0.0/0) and "
+           "allow what is needed instead");
+  json rules{{"internet", deny_all ? !allow.empty() : true},
+             {"allow", deny_all ? allow : std::vector<std::string>{}},
+             {"deny", deny}};
   network::PolicyError error;
   auto parsed = network::ParsePolicy(rules, "network", &error);
   if (!parsed) {
@@ -114,8 +126,8 @@ CreateRequest ReadCreate(const json& raw_body) {
   // E2B's sandboxes reach the internet unless told otherwise; kiln's are
   // offline unless asked: allow_internet_access true turns it on.
   network::Policy policy;
-  policy.internet = f.Bool("allow_internet_access").value_or(false);
-  if (const json* net = f.Raw("network")) ReadNetwork(f, *net, &policy);
+  bool internet = f.Bool("allow_internet_access").value_or(false);
+  ReadNetwork(f, internet, f.Raw("network"), &policy);
   spec.network = policy;
   // autoPause: the lease's end pauses instead of killing.
   spec.pause_on_lease_end = f.Bool("autoPause").value_or(false);
