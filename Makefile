@@ -9,7 +9,11 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
+<<<<<<< HEAD
 .PHONY: all packages setup setup-node setup-runsc ray-env e2b-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh
+=======
+.PHONY: all packages setup setup-node setup-runsc ray-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates
+>>>>>>> e2b-control
 
 all: build
 
@@ -135,6 +139,12 @@ soak: setup build
 # Idle sandboxes until the host refuses or a neighbour slows (minutes; not in bench).
 density: setup build
 	$(PY) bench/density.py --kilnd $(BUILD)/bin/kilnd
+
+# E2B's code interpreter template: code-interpreter-v1, a kiln image (python3
+# + numpy, pandas, matplotlib) built from examples/images/code_interpreter.py's
+# recipe under the key in KILN_API_KEY, at KILN_API_URL (docs/api.md, "E2B's SDKs").
+e2b-templates:
+	$(PY) examples/images/code_interpreter.py --name code-interpreter-v1
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

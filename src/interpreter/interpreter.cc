@@ -406,4 +406,9 @@ Result<Execution> Interpreter::Run(const io::SandboxIo& io, const std::string& s
   return e;
 }
 
+Interpreter& SharedInterpreter() {
+  static Interpreter* shared = new Interpreter();  // never destroyed: runs may outlive main
+  return *shared;
+}
+
 }  // namespace kiln::interpreter

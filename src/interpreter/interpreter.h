@@ -91,4 +91,8 @@ class Interpreter {
   std::set<std::string> running_;  // sandbox_id + "/" + context id
 };
 
+// kilnd's one Interpreter: every front's runs (kiln's /v1, E2B's port
+// 49999) share its one-run-at-a-time rule.
+Interpreter& SharedInterpreter();
+
 }  // namespace kiln::interpreter

@@ -107,8 +107,9 @@ def _call(b, t, method, path):
     (response, names_a_resource)."""
     sid, snap, image = t.sandbox["id"], t.snapshot["id"], t.image["id"]
     values = {"pid": t.process["id"], "name": t.image_name, "digest": "0" * 64,
-              "a": "sandboxes", "b": sid, "c": "fs", "d": "x", "wid": "w1", "port": "8000"}
-    if path.startswith(("/v1/snapshots/{id}", "/pandastack/v1/snapshots/{id}")):
+              "a": "sandboxes", "b": sid, "c": "fs", "d": "x", "wid": "w1", "port": "8000",
+              "alias": t.image_name}
+    if path.startswith(("/v1/snapshots/{id}", "/pandastack/v1/snapshots/{id}", "/e2b/templates/{id}")):
         values["id"] = snap
     elif path.startswith("/v1/images/{id}"):
         values["id"] = image
@@ -150,6 +151,10 @@ def _call(b, t, method, path):
         ("post", "/pandastack/v1/sandboxes/{id}/exec/stream"): {"cmd": "cat /workspace/a.txt"},
         ("post", "/pandastack/v1/sandboxes/{id}/fork-tree"): {"count": 1},
         ("patch", "/pandastack/v1/sandboxes/{id}/lifecycle"): {"ttl_seconds": 3000},
+        ("post", "/e2b/sandboxes"): {"templateID": snap},
+        ("post", "/e2b/v2/sandboxes"): {"templateID": t.image_name},
+        ("post", "/e2b/sandboxes/{id}/timeout"): {"timeout": 3000},
+        ("post", "/e2b/sandboxes/{id}/fork"): {"count": 1},
     }
     body = bodies.get((method, path), body)
     if method == "put" and ("/files/" in path or "/fs" in path):
@@ -181,7 +186,8 @@ def test_every_route_refuses_another_tenants_ids(api, tenants):
             if names_a and not (r.status == 404 or (admin_only and r.status == 403)
                                 or (r.status == 501 and "{a}" in path)):
                 problems.append(f"{name}: not refused")
-            if r.status == 200 and method == "post" and path in ("/v1/sandboxes", "/pandastack/v1/sandboxes"):
+            if r.status in (200, 201) and method == "post" and path in (
+                    "/v1/sandboxes", "/pandastack/v1/sandboxes", "/e2b/sandboxes", "/e2b/v2/sandboxes"):
                 problems.append(f"{name}: created from A's snapshot or image")
     assert seen >= 90, f"only {seen} operations in the document"
     assert not problems, "\n".join(problems)
@@ -200,7 +206,8 @@ def test_a_name_or_labels_of_a_give_b_nothing(api, tenants):
                   b.get("/v1/images", query={"name": t.image_name}),
                   b.get("/v1/images/registries"),
                   b.get("/v1/usage", query={"groupBy": "label", "label": "owner"}),
-                  b.get("/pandastack/v1/sandboxes"), b.get("/pandastack/v1/templates")):
+                  b.get("/pandastack/v1/sandboxes"), b.get("/pandastack/v1/templates"),
+                  b.get("/e2b/v2/sandboxes"), b.get("/e2b/templates"), b.get("/e2b/snapshots")):
             assert r.status == 200, r
             text = r.body.decode()
             for s in (t.sandbox["id"], t.snapshot["id"], t.image["id"], t.label, "a-registry.test", t.image_name):

@@ -1,11 +1,279 @@
-// E2B's control plane under /e2b (see e2b.h).
+// E2B's control plane under /e2b (see e2b.h): create, list, get, kill,
+// timeout, refreshes, pause, resume, connect and fork of sandboxes, over
+// kiln's launch::Launcher and SandboxManager. Templates and snapshots:
+// routes_templates.cc; the refusals are registered last.
+#include <algorithm>
+#include <cmath>
+
+#include "api/auth.h"
 #include "api/e2b/e2b.h"
+#include "api/e2b/routes.h"
+#include "api/errors.h"
+#include "api/validate.h"
+#include "common/contract.h"
+#include "common/time.h"
+#include "images/manager/image_manager.h"
+
+namespace kiln::api::e2b {
+
+using nlohmann::json;
+
+std::string TemplateIdOf(ApiContext& ctx, const control::SandboxRecord& r) {
+  // A sandbox started from a snapshot of the key's shows the snapshot, as
+  // E2B's do (its snapshots are templates); an image's warm copy or a
+  // fork's own capture is how kiln started it, not what the caller chose.
+  if (r.spec.snapshot) {
+    auto snap = ctx.sandboxes.FindSnapshot(*r.spec.snapshot);
+    if (snap && !snap->hidden() && !snap->temporary) return snap->id;
+  }
+  if (!r.spec.image || !ctx.images) return kBaseTemplate;
+  auto rec = ctx.images->Get(*r.spec.image, r.spec.owner);
+  return rec.ok() ? rec->name : *r.spec.image;
+}
+
+SandboxExtras ExtrasOf(ApiContext& ctx, const control::SandboxRecord& r) {
+  return SandboxExtras{TemplateIdOf(ctx, r), EnvdAccessToken(ctx, r.id),
+                       TrafficAccessToken(ctx, r.id), StableNowMs()};
+}
+
+control::Deadline CreateDeadline(const Exchange& ex) {
+  return std::max(PreferWaitDeadline(ex), std::chrono::steady_clock::now() + kRoomWait);
+}
+
+namespace sandbox_routes {
+namespace {
+
+// A sandbox E2B's clients may see: the caller's, not stopped (E2B's killed
+// sandboxes are gone); 404 otherwise.
+std::shared_ptr<control::Sandbox> FindLive(ApiContext& ctx, Exchange& ex) {
+  auto s = FindSandbox(ctx, ex);
+  if (!E2bStateName(s->state()))
+    throw ApiError(Code::kNotFound, "sandbox " + s->id() + " was not found");
+  return s;
+}
+
+// Sets the lease to end `seconds` from now. E2B's set_timeout may shorten
+// it (kiln's lease then ends sooner); a connect or refresh only lengthens.
+void SetLease(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sandbox>& s,
+              int seconds, bool may_shorten) {
+  ThrowIfError(s->RequireRunning());
+  int64_t left_ms = s->expires_ms() - StableNowMs();
+  auto delta_s = static_cast<int64_t>(std::llround((seconds * 1000.0 - left_ms) / 1000.0));
+  if (delta_s == 0 || (delta_s < 0 && !may_shorten)) return;
+  if (delta_s > 0) CheckSpendingLimit(ctx, ex);
+  ValueOrThrow(ctx.sandboxes.Extend(s, delta_s));
+}
+
+void Create(ApiContext& ctx, Exchange& ex) {
+  CreateRequest parsed = ReadCreate(ex.JsonBody());
+  launch::LaunchRequest req;
+  req.spec = std::move(parsed.spec);
+  req.spec.owner = CallerOf(ex).key_id;
+  req.scope = OwnerScope(ex);
+  // E2B's snapshots are templates: a snapshot of the key's by id starts a copy.
+  auto snap = ctx.sandboxes.FindSnapshot(parsed.template_id);
+  if (snap && !snap->hidden() && !snap->temporary && (!req.scope || snap->owner == *req.scope))
+    req.spec.snapshot = snap->id;
+  else
+    req.image = parsed.template_id;
+  req.daily_limit_micros = CallerOf(ex).daily_limit_micros;
+  req.deadline = CreateDeadline(ex);
+  req.cancelled = [&ex] { return ex.ClientGone(); };
+  auto launched = ctx.launcher.Launch(std::move(req));
+  if (!launched.ok() && launched.status().code() == Code::kImageNotFound) {
+    std::string how =
+        parsed.template_id == kInterpreterTemplate
+            ? " The code interpreter's template is a kiln image of that name built under your "
+              "key: `make e2b-templates` (KILN_API_KEY=<your key>), or `python3 "
+              "examples/images/code_interpreter.py --name code-interpreter-v1`."
+            : " Templates are kiln images: `base`, or one you built (POST /v1/images).";
+    throw ApiError(Code::kImageNotFound,
+                   "template '" + parsed.template_id + "' was not found." + how,
+                   json{{"templateID", parsed.template_id}});
+  }
+  auto s = ValueOrThrow(std::move(launched)).sandbox;
+  if (parsed.timeout_seconds < s->spec().timeout_seconds) {
+    try {
+      SetLease(ctx, ex, s, parsed.timeout_seconds, true);
+    } catch (const ApiError&) {
+      ctx.sandboxes.Delete(s->id());
+      throw;
+    }
+  }
+  ex.SendJson(201, CreatedJson(s->Record(), ExtrasOf(ctx, s->Record())));
+}
+
+// Resumes a paused sandbox (connect, resume), its lease `timeout` seconds
+// or what it had.
+void Resume(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sandbox>& s,
+            const ConnectRequest& c) {
+  CheckSpendingLimit(ctx, ex);
+  std::optional<int> lease;
+  if (c.timeout_seconds)
+    lease = std::max<int>(*c.timeout_seconds, static_cast<int>(contract::kTimeoutSeconds.min));
+  ThrowIfError(ctx.sandboxes.Wake(s, lease, CreateDeadline(ex)));
+  if (c.timeout_seconds && *c.timeout_seconds < *lease)
+    SetLease(ctx, ex, s, *c.timeout_seconds, true);
+}
+
+void Connect(ApiContext& ctx, Exchange& ex, bool resume_only) {
+  auto s = FindLive(ctx, ex);
+  ConnectRequest c = ReadConnect(ex.JsonBody());
+  // What the lease's end does was chosen at create (autoPause).
+  if (c.auto_pause && *c.auto_pause != s->spec().pause_on_lease_end)
+    throw ApiError(Code::kNotSupported,
+                   "changing autoPause on resume is not offered by kiln: it is set at create",
+                   json{{"feature", "autoPause on resume"}});
+  control::SandboxState st = s->state();
+  bool paused = st == control::SandboxState::kPaused || st == control::SandboxState::kPausing;
+  if (resume_only && !paused)
+    throw ApiError(Code::kNotPaused, "sandbox " + s->id() + " is already running");
+  int status = 200;
+  if (paused || st == control::SandboxState::kResuming) {
+    Resume(ctx, ex, s, c);
+    status = 201;
+  } else if (c.timeout_seconds) {
+    // E2B's connect lengthens a running sandbox's timeout, never shortens it.
+    SetLease(ctx, ex, s, *c.timeout_seconds, false);
+  }
+  ex.SendJson(status, CreatedJson(s->Record(), ExtrasOf(ctx, s->Record())));
+}
+
+void List(ApiContext& ctx, Exchange& ex, bool paged) {
+  ListQuery q = ReadListQuery([&ex](const std::string& name) { return ex.Query(name); });
+  if (!paged) {
+    // E2B's first list answers running ones unless a state is asked for.
+    if (!ex.Query("state")) q.paused = false;
+    q.limit = std::numeric_limits<int>::max();
+  }
+  control::ListFilter filter;
+  filter.owner = OwnerScope(ex);
+  filter.labels = q.metadata;
+  std::vector<control::SandboxRecord> found;
+  for (const auto& s : ctx.sandboxes.List(filter)) {
+    control::SandboxRecord r = s->Record();
+    auto state = E2bStateName(r.state);
+    if (!state || (*state == "running" && !q.running) || (*state == "paused" && !q.paused))
+      continue;
+    if (q.started_after_ms && r.created_ms < *q.started_after_ms) continue;
+    found.push_back(std::move(r));
+  }
+  std::sort(found.begin(), found.end(), [&q](const auto& a, const auto& b) {
+    if (a.created_ms != b.created_ms)
+      return q.descending ? a.created_ms > b.created_ms : a.created_ms < b.created_ms;
+    return a.id < b.id;
+  });
+  json items = json::array();
+  size_t skipped = 0, next = 0;
+  for (const auto& r : found) {
+    SandboxExtras x = ExtrasOf(ctx, r);
+    if (q.template_id && x.template_id != *q.template_id) continue;
+    if (skipped++ < q.offset) continue;
+    if (items.size() >= static_cast<size_t>(q.limit)) {
+      next = skipped - 1;
+      break;
+    }
+    items.push_back(ListedJson(r, x));
+  }
+  if (next > 0) ex.extra_headers.emplace_back("x-next-token", NextToken(next));
+  ex.SendJson(200, items);
+}
+
+void Fork(ApiContext& ctx, Exchange& ex) {
+  auto s = FindLive(ctx, ex);
+  json body = ex.JsonBody();
+  FieldReader f(body);
+  auto timeout = f.Int("timeout", 1, contract::kTimeoutSeconds.max);
+  auto count = f.Int("count", contract::kForkCount.min, contract::kForkCount.max);
+  f.Finish();
+  control::ForkOptions opts;
+  opts.count = static_cast<int>(count.value_or(1));
+  CheckSpendingLimit(ctx, ex);
+  control::ForkResult forked = ctx.sandboxes.Fork(s, opts, CreateDeadline(ex));
+  if (forked.copies.empty()) throw ApiError(forked.status);
+  json results = json::array();
+  for (const auto& c : forked.copies) {
+    if (timeout) SetLease(ctx, ex, c, static_cast<int>(*timeout), true);
+    results.push_back({{"sandbox", CreatedJson(c->Record(), ExtrasOf(ctx, c->Record()))}});
+  }
+  // The copies that did not start: one error each, in E2B's shape.
+  for (size_t i = forked.copies.size(); i < static_cast<size_t>(opts.count); ++i)
+    results.push_back({{"error", ErrorBody(HttpStatus(forked.status), forked.status)}});
+  ex.SendJson(201, results);
+}
+
+void SendNoContent(Exchange& ex) { ex.SendBytes(204, "", "application/json"); }
+
+void AddSandboxRoutes(Router& r, ApiContext& ctx) {
+  Handler create = Wrap([&ctx](Exchange& ex) { Create(ctx, ex); });
+  r.Add("POST", "/e2b/sandboxes", create);
+  r.Add("POST", "/e2b/v2/sandboxes", create);
+  r.Add("GET", "/e2b/sandboxes", Wrap([&ctx](Exchange& ex) { List(ctx, ex, false); }));
+  r.Add("GET", "/e2b/v2/sandboxes", Wrap([&ctx](Exchange& ex) { List(ctx, ex, true); }));
+
+  r.Add("GET", "/e2b/sandboxes/{id}", Wrap([&ctx](Exchange& ex) {
+          auto s = FindLive(ctx, ex);
+          control::SandboxRecord rec = s->Record();
+          ex.SendJson(200, DetailJson(rec, ExtrasOf(ctx, rec)));
+        }));
+
+  r.Add("DELETE", "/e2b/sandboxes/{id}", Wrap([&ctx](Exchange& ex) {
+          auto s = FindLive(ctx, ex);
+          if (!ctx.sandboxes.Delete(s->id(), OwnerScope(ex)))
+            throw ApiError(Code::kNotFound, "sandbox " + s->id() + " was not found");
+          SendNoContent(ex);
+        }));
+
+  r.Add("POST", "/e2b/sandboxes/{id}/timeout", Wrap([&ctx](Exchange& ex) {
+          auto s = FindLive(ctx, ex);
+          SetLease(ctx, ex, s, ReadTimeout(ex.JsonBody()), true);
+          SendNoContent(ex);
+        }));
+
+  r.Add("POST", "/e2b/sandboxes/{id}/refreshes", Wrap([&ctx](Exchange& ex) {
+          auto s = FindLive(ctx, ex);
+          SetLease(ctx, ex, s, ReadRefresh(ex.JsonBody()), false);
+          SendNoContent(ex);
+        }));
+
+  // E2B's pause is kiln's: a checkpoint on disk, memory kept, that frees
+  // the sandbox's memory and CPU until a connect or resume restores it.
+  r.Add("POST", "/e2b/sandboxes/{id}/pause", Wrap([&ctx](Exchange& ex) {
+          auto s = FindLive(ctx, ex);
+          ReadPause(ex.JsonBody());
+          control::SandboxState st = s->state();
+          if (st == control::SandboxState::kPaused || st == control::SandboxState::kPausing)
+            throw ApiError(Code::kNotRunning, "sandbox " + s->id() + " is already paused");
+          ex.activity.reset();  // a pause is not activity that keeps it awake
+          ThrowIfError(ctx.sandboxes.Pause(s, "requested"));
+          SendNoContent(ex);
+        }));
+
+  r.Add("POST", "/e2b/sandboxes/{id}/resume",
+        Wrap([&ctx](Exchange& ex) { Connect(ctx, ex, true); }));
+  Handler connect = Wrap([&ctx](Exchange& ex) { Connect(ctx, ex, false); });
+  r.Add("POST", "/e2b/sandboxes/{id}/connect", connect);
+  r.Add("POST", "/e2b/v2/sandboxes/{id}/connect", connect);
+  r.Add("POST", "/e2b/sandboxes/{id}/fork", Wrap([&ctx](Exchange& ex) { Fork(ctx, ex); }));
+}
+
+// Whatever else is asked under /e2b: E2B's error shape, 501 naming a
+// feature kiln lacks, else 404. Registered after every served route.
+void AddRefusals(Router& r) {
+  r.Add("*", "/e2b/{rest...}",
+        [](Exchange& ex) { SendError(ex, Unsupported(ex.method(), ex.path())); });
+}
+
+}  // namespace
+}  // namespace sandbox_routes
+}  // namespace kiln::api::e2b
 
 namespace kiln::api {
 
 void AddE2bRoutes(Router& r, ApiContext& ctx) {
-  (void)r;
-  (void)ctx;
+  e2b::sandbox_routes::AddSandboxRoutes(r, ctx);
+  e2b::AddTemplateRoutes(r, ctx);
+  e2b::sandbox_routes::AddRefusals(r);
 }
 
 }  // namespace kiln::api

@@ -70,7 +70,7 @@ std::string ContextParam(Exchange& ex) {
 
 void AddInterpreterRoutes(Router& r, ApiContext& ctx) {
   // kilnd's one record of contexts: which runs are going on now.
-  auto interp = std::make_shared<interpreter::Interpreter>();
+  interpreter::Interpreter* interp = &interpreter::SharedInterpreter();
 
   r.Add("POST", "/v1/sandboxes/{id}/interpreter:run", [&ctx, interp](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);

@@ -1,0 +1,175 @@
+// How kiln's sandboxes, images and snapshots look in E2B's answers (the
+// keys its SDKs' from_dict methods read), and the refusals naming E2B's
+// features kiln lacks.
+#include <array>
+
+#include "api/e2b/e2b.h"
+#include "api/e2b/routes.h"
+#include "common/time.h"
+
+namespace kiln::api::e2b {
+
+using nlohmann::json;
+
+namespace presented {
+namespace {
+
+// E2B's clientID is a legacy field its SDKs still require.
+constexpr const char* kClientId = "kiln";
+
+json Common(const control::SandboxRecord& r, const SandboxExtras& x) {
+  const control::SandboxSpec& spec = r.spec;
+  // A paused sandbox's lease clock is stopped: it ends what it had left
+  // after it is resumed.
+  int64_t end =
+      r.state == control::SandboxState::kPaused ? x.now_ms + r.paused_lease_ms : r.expires_ms;
+  json j{{"templateID", x.template_id},
+         {"sandboxID", r.id},
+         {"clientID", kClientId},
+         {"startedAt", FormatTime(r.created_ms)},
+         {"endAt", FormatTime(end)},
+         {"cpuCount", spec.shape.vcpu},
+         {"memoryMB", spec.shape.memory_mib},
+         {"diskSizeMB", spec.shape.disk_mib},
+         {"state", E2bStateName(r.state).value_or("paused")},
+         {"envdVersion", kEnvdVersion},
+         {"metadata", spec.labels}};
+  if (spec.name) j["alias"] = *spec.name;
+  return j;
+}
+
+struct Feature {
+  const char* segment;
+  const char* name;
+  const char* why;
+};
+
+// The first segment of a refused path that names an E2B feature.
+constexpr std::array<Feature, 11> kE2bFeatures{{
+    {"metrics", "sandbox metrics",
+     "kiln meters CPU-seconds and memory for billing (GET /v1/usage), not time series"},
+    {"logs", "sandbox logs", "kiln keeps no sandbox log; read a process's output via envd or /v1"},
+    {"network", "network updates",
+     "change a kiln sandbox's egress with PUT /v1/sandboxes/{id}/network"},
+    {"volumes", "volumes", "kiln has no volumes; keep data in a snapshot or an image"},
+    {"secrets", "secrets", "kiln stores no secrets; pass envVars at create"},
+    {"builds", "template builds",
+     "build kiln images with POST /v1/images or `kiln image build` (see docs/api.md)"},
+    {"tags", "template tags", "kiln images are named name:tag by POST /v1/images"},
+    {"files", "template builds",
+     "build kiln images with POST /v1/images or `kiln image build` (see docs/api.md)"},
+    {"default-templates", "default templates", "kiln's built-in image is `base`"},
+    {"teams", "teams", "kiln has no teams; a key is the identity"},
+    {"access-tokens", "access tokens", "kiln keys are managed with `kiln keys` or /v1/keys"},
+}};
+
+}  // namespace
+}  // namespace presented
+
+std::optional<std::string> E2bStateName(control::SandboxState state) {
+  switch (state) {
+    case control::SandboxState::kStarting:
+    case control::SandboxState::kRunning:
+      return "running";
+    case control::SandboxState::kPausing:
+    case control::SandboxState::kPaused:
+    case control::SandboxState::kResuming:
+      return "paused";
+    case control::SandboxState::kStopping:
+    case control::SandboxState::kStopped:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+json CreatedJson(const control::SandboxRecord& r, const SandboxExtras& x) {
+  // No domain: the SDKs then reach the sandbox through E2B_SANDBOX_URL.
+  return json{{"templateID", x.template_id},
+              {"sandboxID", r.id},
+              {"clientID", presented::kClientId},
+              {"envdVersion", kEnvdVersion},
+              {"envdAccessToken", x.envd_access_token},
+              {"trafficAccessToken", x.traffic_access_token},
+              {"domain", nullptr}};
+}
+
+json ListedJson(const control::SandboxRecord& r, const SandboxExtras& x) {
+  return presented::Common(r, x);
+}
+
+json DetailJson(const control::SandboxRecord& r, const SandboxExtras& x) {
+  json j = presented::Common(r, x);
+  j["envdAccessToken"] = x.envd_access_token;
+  j["domain"] = nullptr;
+  // kiln's rules in E2B's terms (see ReadCreate): internet off, or an
+  // allow list, is everything denied but allowOut.
+  bool open = r.network.internet && r.network.allow.empty();
+  j["allowInternetAccess"] = open;
+  json net = json::object();
+  if (!r.network.allow.empty()) net["allowOut"] = r.network.allow;
+  json deny = r.network.deny;
+  if (!open) deny.push_back("0.0.0.0/0");
+  if (!deny.empty()) net["denyOut"] = deny;
+  j["network"] = net;
+  j["lifecycle"] = {
+      {"autoResume", r.spec.auto_wake},
+      {"onTimeout", r.spec.pause_on_lease_end || r.spec.persistent ? "pause" : "kill"}};
+  return j;
+}
+
+json TemplateJson(const images::ImageRecord& image) {
+  bool builtin = image.source == images::ImageSource::kBuiltin;
+  std::string at = FormatTime(image.created_ms);
+  return json{{"templateID", image.name},
+              {"buildID", image.id},
+              {"cpuCount", 2},
+              {"memoryMB", 2048},
+              {"diskSizeMB", image.size_bytes / (1024 * 1024)},
+              {"public", builtin},
+              {"aliases", json::array({image.name})},
+              {"names", json::array({image.name})},
+              {"createdAt", at},
+              {"updatedAt", at},
+              {"createdBy", nullptr},
+              {"lastSpawnedAt", nullptr},
+              {"spawnCount", 0},
+              {"buildCount", 1},
+              {"envdVersion", kEnvdVersion},
+              {"buildStatus", "ready"}};
+}
+
+json SnapshotInfoJson(const store::SnapshotRecord& r) {
+  json names = json::array();
+  if (r.name) names.push_back(*r.name);
+  return json{{"snapshotID", r.id}, {"names", names}};
+}
+
+Status Unsupported(const std::string& method, const std::string& path) {
+  std::string rest = path.starts_with(kPrefix) ? path.substr(std::string(kPrefix).size()) : path;
+  // Templates are written only by builds (POST /v3/templates, PATCH ...).
+  if (method != "GET" && (rest.starts_with("/templates") || rest.starts_with("/v2/templates") ||
+                          rest.starts_with("/v3/templates")))
+    return Status(Code::kNotSupported,
+                  "template builds (" + method + " " + path +
+                      ") are not offered by kiln's E2B front: build kiln images with POST "
+                      "/v1/images or `kiln image build`; an image is a template by its name",
+                  json{{"feature", "template builds"}});
+  for (size_t start = 1; start < rest.size();) {
+    size_t end = rest.find('/', start);
+    std::string seg = rest.substr(start, end == std::string::npos ? end : end - start);
+    for (const auto& f : presented::kE2bFeatures) {
+      if (seg == f.segment)
+        return Status(Code::kNotSupported,
+                      std::string(f.name) + " (" + method + " " + path +
+                          ") is not offered by kiln's E2B front: " + f.why,
+                      json{{"feature", f.name}});
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return Status(Code::kRouteNotFound, method + " " + path +
+                                          " is not an E2B route kiln serves (see docs/api.md, "
+                                          "\"E2B's SDKs\")");
+}
+
+}  // namespace kiln::api::e2b

@@ -1,0 +1,132 @@
+"""E2B's code-interpreter SDKs (Python e2b-code-interpreter 2.11.5, JS
+@e2b/code-interpreter 2.8.0) unchanged against the interpreter port (49999)
+kilnd serves with kiln's own interpreter (src/api/e2b/interpreter_port.cc):
+run_code keeping variables, stdout, errors with their traceback, contexts,
+and a matplotlib chart as a PNG from the code-interpreter-v1 template (a
+kiln image built from examples/images/code_interpreter.py's recipe under the
+test's key, as `make e2b-templates` builds it).
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from e2b_clients import e2b_env, e2b_key, e2b_node, e2b_python, run_node, run_python  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE_SCRIPT = REPO / "examples" / "images" / "code_interpreter.py"
+
+
+@pytest.fixture(scope="module")
+def interpreter_template(kilnd, e2b_key):
+    """code-interpreter-v1 built under the test's key (python3 + numpy,
+    pandas, matplotlib), as `make e2b-templates` does."""
+    env = dict(os.environ, KILN_API_URL=kilnd.url, KILN_API_KEY=e2b_key[0])
+    for k in ("RUNTIME_API_URL", "RUNTIME_API_KEY"):
+        env.pop(k, None)
+    p = subprocess.run([sys.executable, str(RECIPE_SCRIPT), "--name", "code-interpreter-v1"],
+                       env=env, capture_output=True, text=True, timeout=1500)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    return json.loads(p.stdout.strip().splitlines()[-1])["image"]
+
+
+def test_python_run_code_keeps_variables_streams_and_errors(e2b_python, e2b_env):
+    out = run_python(e2b_python, e2b_env, """
+        from e2b_code_interpreter import Sandbox
+        s = Sandbox.create("base", timeout=300)
+        a = s.run_code("x = 20\\nprint('hello', x)")
+        b = s.run_code("x * 2 + 2")
+        seen = []
+        c = s.run_code("import sys\\nprint('out')\\nprint('err', file=sys.stderr)",
+                       on_stdout=lambda m: seen.append(m.line))
+        d = s.run_code("def f():\\n    return 1 / 0\\nf()")
+        e = s.run_code("x")  # the error left the state alone
+        s.kill()
+        out({"a": a.logs.stdout, "b": b.text, "main": [r.is_main_result for r in b.results],
+             "c_out": c.logs.stdout, "c_err": c.logs.stderr, "seen": seen,
+             "err": [d.error.name, d.error.value, d.error.traceback] if d.error else None,
+             "e": e.text, "count": e.execution_count})
+    """)
+    assert out["a"] == ["hello 20\n"], out
+    assert out["b"] == "42" and out["main"] == [True], out
+    assert out["c_out"] == ["out\n"] and out["c_err"] == ["err\n"] and out["seen"] == ["out\n"], out
+    name, value, tb = out["err"]
+    assert name == "ZeroDivisionError" and "division by zero" in value, out
+    assert "return 1 / 0" in tb or "f()" in tb, tb
+    assert out["e"] == "20", out
+
+
+def test_python_contexts_create_list_restart_remove(e2b_python, e2b_env):
+    out = run_python(e2b_python, e2b_env, """
+        from e2b_code_interpreter import Sandbox
+        s = Sandbox.create("base", timeout=300)
+        ctx = s.create_code_context(cwd="/tmp")
+        s.run_code("y = 5", context=ctx)
+        in_ctx = s.run_code("import os\\n(y, os.getcwd())", context=ctx).text
+        default = s.run_code("'y' in dir()")
+        listed = [c.id for c in s.list_code_contexts()]
+        s.restart_code_context(ctx)
+        after = s.run_code("'y' in dir()", context=ctx).text
+        s.remove_code_context(ctx)
+        gone = ctx.id not in [c.id for c in s.list_code_contexts()]
+        try:
+            s.run_code("1", context=ctx)
+            removed_run = "ran"
+        except Exception as e:
+            removed_run = type(e).__name__
+        s.kill()
+        out({"id": ctx.id, "lang": ctx.language, "cwd": ctx.cwd, "in_ctx": in_ctx,
+             "default": default.text, "listed": ctx.id in listed, "after": after,
+             "gone": gone, "removed_run": removed_run})
+    """)
+    assert out["lang"] == "python" and out["cwd"] == "/tmp", out
+    assert out["in_ctx"] == "(5, '/tmp')" and out["default"] == "False", out
+    assert out["listed"] and out["after"] == "False" and out["gone"], out
+    assert out["removed_run"] != "ran", out
+
+
+def test_python_chart_from_code_interpreter_v1(e2b_python, e2b_env, interpreter_template):
+    out = run_python(e2b_python, e2b_env, """
+        import base64
+        from e2b_code_interpreter import Sandbox
+        s = Sandbox.create(timeout=300)  # the SDK's default template, code-interpreter-v1
+        info = s.get_info()
+        r = s.run_code("import numpy as np, pandas as pd, matplotlib.pyplot as plt\\n"
+                       "x = np.linspace(0, 6.3, 50)\\n"
+                       "plt.plot(x, np.sin(x))\\n"
+                       "plt.show()\\n"
+                       "int(pd.DataFrame({'a': [1, 2]}).a.sum())")
+        s.kill()
+        pngs = [base64.b64decode(x.png)[:4] == b"\\x89PNG" for x in r.results if x.png]
+        out({"template": info.template_id, "error": str(r.error) if r.error else None,
+             "pngs": pngs, "text": r.text})
+    """, timeout=600)
+    assert out["template"] == "code-interpreter-v1" and out["error"] is None, out
+    assert out["pngs"] == [True] and out["text"] == "3", out
+
+
+def test_js_run_code_errors_and_contexts(e2b_node, e2b_env):
+    out = run_node(e2b_node, e2b_env, """
+        import { Sandbox } from '@e2b/code-interpreter'
+        const s = await Sandbox.create('base', { timeoutMs: 300000 })
+        await s.runCode('x = 7')
+        const b = await s.runCode('x * 6')
+        const lines = []
+        await s.runCode('print("from js client")', { onStdout: (m) => lines.push(m.line) })
+        const e = await s.runCode('undefined_name')
+        const ctx = await s.createCodeContext({ cwd: '/tmp' })
+        await s.runCode('z = 3', { context: ctx })
+        const inCtx = await s.runCode('z', { context: ctx })
+        const listed = (await s.listCodeContexts()).map((c) => c.id).includes(ctx.id)
+        await s.restartCodeContext(ctx)
+        const after = await s.runCode("'z' in dir()", { context: ctx })
+        await s.removeCodeContext(ctx)
+        await s.kill()
+        out({ b: b.text, lines, err: e.error && [e.error.name, e.error.traceback.length > 0],
+              inCtx: inCtx.text, listed, after: after.text, lang: ctx.language })
+    """)
+    assert out == {"b": "42", "lines": ["from js client\n"], "err": ["NameError", True],
+                   "inCtx": "3", "listed": True, "after": "False", "lang": "python"}, out
