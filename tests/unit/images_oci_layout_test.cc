@@ -351,24 +351,42 @@ TEST_F(OciLayoutTest, ParseImageManifestRefusesCraftedConfigsNamingTheField) {
   };
   const std::string id = diff_ids_[0];
   for (const Bad& bad : std::vector<Bad>{
-           {[&](json&m, json&c) { c["rootfs"]["diff_ids"][0] = "sha256:" + id + "/.."; },
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) {
+              c["rootfs"]["diff_ids"][0] = "sha256:" + id + "/..";
+            },
             "rootfs.diff_ids[0]"},
-           {[&](json&m, json&c) { c["rootfs"]["diff_ids"][0] = "sha256:" + id + "/pwn"; },
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) {
+              c["rootfs"]["diff_ids"][0] = "sha256:" + id + "/pwn";
+            },
             "rootfs.diff_ids[0]"},
-           {[&](json&m, json&c) { c["rootfs"]["diff_ids"][1] = "sha256:../../" + id; },
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) {
+              c["rootfs"]["diff_ids"][1] = "sha256:../../" + id;
+            },
             "rootfs.diff_ids[1]"},
-           {[&](json&m, json&c) { c["rootfs"]["diff_ids"][0] = 42; }, "rootfs.diff_ids[0]"},
-           {[&](json&m, json&c) { c["rootfs"] = "layers"; }, "rootfs"},
-           {[&](json&m, json&c) {
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) {
+              c["rootfs"]["diff_ids"][0] = 42;
+            },
+            "rootfs.diff_ids[0]"},
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) { c["rootfs"] = "layers"; },
+            "rootfs"},
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) {
               c["rootfs"]["diff_ids"] = {{"a", 1}};
             },
             "rootfs"},
-           {[&](json&m, json&c) { c["rootfs"].erase("diff_ids"); }, "rootfs"},
-           {[&](json&m, json&c) { m["layers"][0]["digest"] = "sha256:" + id + "/.."; },
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) {
+              c["rootfs"].erase("diff_ids");
+            },
+            "rootfs"},
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) {
+              m["layers"][0]["digest"] = "sha256:" + id + "/..";
+            },
             "layers[0]"},
-           {[&](json&m, json&c) { m["layers"][1] = 7; }, "layers[1]"},
-           {[&](json&m, json&c) { m["config"]["digest"] = 7; }, "config.digest"},
-           {[&](json&m, json&c) { c["config"]["Env"] = "A=1"; }, "config.Env"},
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) { m["layers"][1] = 7; },
+            "layers[1]"},
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) { m["config"]["digest"] = 7; },
+            "config.digest"},
+           {[&]([[maybe_unused]] json&m, [[maybe_unused]] json&c) { c["config"]["Env"] = "A=1"; },
+            "config.Env"},
        }) {
     json m = manifest, c = config;
     bad.craft(m, c);
