@@ -13,7 +13,10 @@ import urllib.request
 
 import pytest
 
-from e2b_clients import e2b_env, e2b_key, e2b_node, e2b_python, run_node, run_python  # noqa: F401
+from e2b_clients import (GROUP, e2b_env, e2b_key, e2b_node, e2b_python, run_node,  # noqa: F401
+                         run_python)
+
+pytestmark = GROUP
 
 
 def e2b_http(kilnd, method, path, key, body=None):

@@ -1,34 +1,31 @@
 """envd (port 49983) served by kilnd (src/api/e2b/envd): E2B's own SDKs and
 raw Connect requests against real sandboxes.
 
-Until the control plane (POST /e2b/sandboxes) is on this branch, sandboxes
-are made with kiln's own API under the E2B key and the SDK's Sandbox object
-is built by hand, let in with `Authorization: Bearer <kiln key>` (which the
-sandbox plane takes for the sandbox's owner). What needs envd's own token
-(the JS SDK, which has no way to add a header to its RPCs, and user="root",
-whose Basic Authorization takes the Bearer's place) runs once the control
-plane answers, and is skipped before with that reason.
+The module's sandbox is made by E2B's control plane (POST /e2b/sandboxes);
+each script reaches it with the SDK's own `Sandbox.connect(id)`, which
+hands the SDK envd's access token. Raw requests come in with the kiln key
+(`Authorization: Bearer`), which the sandbox plane takes for the sandbox's
+owner.
 """
 import hashlib
 import http.client
 import json
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import urllib.parse
 
 import pytest
 
 from client import Client
-from e2b_clients import (e2b_env, e2b_key, e2b_node, e2b_python, run_node,  # noqa: F401
+from e2b_clients import (GROUP, e2b_env, e2b_key, e2b_node, e2b_python, run_node,  # noqa: F401
                          run_python)
 
+pytestmark = GROUP
 ENVD = 49983
 
 
@@ -42,46 +39,26 @@ def box(kilnd, owner, e2b_key):  # noqa: F811
     """A sandbox of the E2B key's: (id, envd token or None)."""
     r = owner.request("POST", "/e2b/sandboxes", json={"templateID": "base", "timeout": 600},
                       headers={"X-API-Key": e2b_key[1]})
-    if r.status in (200, 201):
-        body = r.json()
-        sid, token = body["sandboxID"], body.get("envdAccessToken")
-    else:
-        sid, token = owner.create()["id"], None
-    yield sid, token
-    owner.request("DELETE", f"/v1/sandboxes/{sid}")
+    assert r.status == 201, r.text
+    body = r.json()
+    yield body["sandboxID"], body["envdAccessToken"]
+    owner.request("DELETE", f"/v1/sandboxes/{body['sandboxID']}")
 
 
 @pytest.fixture(scope="module")
 def env(e2b_env, box, e2b_key):  # noqa: F811
-    e = dict(e2b_env, KILN_SID=box[0], KILN_KEY=e2b_key[0])
-    if box[1]:
-        e["KILN_ENVD_TOKEN"] = box[1]
-    return e
-
-
-def needs_token(box):
-    if not box[1]:
-        pytest.skip("needs envd's access token, which the control plane (POST /e2b/sandboxes) "
-                    "hands out: not on this branch yet")
+    return dict(e2b_env, KILN_SID=box[0], KILN_KEY=e2b_key[0])
 
 
 PY = """
 import os
-from packaging.version import Version
-from e2b import (Sandbox, ConnectionConfig, CommandExitException, TimeoutException,
+from e2b import (Sandbox, CommandExitException, TimeoutException,
                  NotFoundException, PtySize)
 
 def sandbox(sid=None):
-    token = os.environ.get("KILN_ENVD_TOKEN")
-    sid = sid or os.environ["KILN_SID"]
-    # What Sandbox.create/connect put there: the sandbox plane routes by them.
-    headers = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}
-    if not token:
-        headers["Authorization"] = "Bearer " + os.environ["KILN_KEY"]
-    return Sandbox(sandbox_id=sid, sandbox_domain=None,
-                   envd_version=Version("0.5.5"), envd_access_token=token,
-                   traffic_access_token=None,
-                   connection_config=ConnectionConfig(extra_sandbox_headers=headers))
+    # E2B's own way back to a running sandbox: POST /sandboxes/{id}/connect
+    # hands it envd's token, and the sandbox plane routes by E2b-Sandbox-Id.
+    return Sandbox.connect(sid or os.environ["KILN_SID"])
 sbx = sandbox()
 """
 
@@ -346,7 +323,10 @@ def test_big_file_both_ways(e2b_python, env):  # noqa: F811
 def test_unknown_sandbox_is_not_found(e2b_python, env):  # noqa: F811
     res = py(e2b_python, env, """
     res = {}
-    other = sandbox("nosuchsandbox0000")
+    # A sandbox the SDK holds that is gone (killed by another client): envd's
+    # requests name an id kilnd no longer knows.
+    other = Sandbox.create(template="base")
+    Sandbox.kill(other.sandbox_id)
     for name, call in [("run", lambda: other.commands.run("true")),
                        ("stat", lambda: other.files.get_info("/tmp")),
                        ("read", lambda: other.files.read("/etc/hostname"))]:
@@ -362,7 +342,6 @@ def test_unknown_sandbox_is_not_found(e2b_python, env):  # noqa: F811
 
 
 def test_root_user_python(e2b_python, env, box):  # noqa: F811
-    needs_token(box)
     res = py(e2b_python, env, """
     r = sbx.commands.run("id -un; pwd", user="root")
     w = sbx.files.write("/root/e2b-root.txt", "r", user="root")
@@ -487,89 +466,14 @@ def test_cut_streams_leave_nothing_of_kilnd(kilnd, box, owner, e2b_key):  # noqa
 
 # ---- the JS SDK ----
 
-class BearerRelay:
-    """Until the control plane hands out envd's token: a TCP relay to kilnd
-    that adds `Authorization: Bearer <kiln key>` to each request that has no
-    Authorization (the JS SDK cannot add a header to its RPCs), one request
-    per connection. Test scaffolding only; with the token it is not used."""
-
-    def __init__(self, target_url, key):
-        u = urllib.parse.urlparse(target_url)
-        self.target = (u.hostname, u.port)
-        self.key = key
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
-
-    def _serve(self, c):
-        head = b""
-        while b"\r\n\r\n" not in head and len(head) < 65536:
-            got = c.recv(65536)
-            if not got:
-                c.close()
-                return
-            head += got
-        head, rest = head.split(b"\r\n\r\n", 1)
-        lines = [line for line in head.split(b"\r\n")
-                 if not line.lower().startswith(b"connection:")]
-        if not any(line.lower().startswith(b"authorization:") for line in lines):
-            lines.append(b"Authorization: Bearer " + self.key.encode())
-        lines.append(b"Connection: close")
-        s = socket.create_connection(self.target)
-        s.sendall(b"\r\n".join(lines) + b"\r\n\r\n" + rest)
-
-        def pipe(a, b):
-            try:
-                while True:
-                    d = a.recv(65536)
-                    if not d:
-                        break
-                    b.sendall(d)
-            except OSError:
-                pass
-            for x in (a, b):
-                try:
-                    x.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-        threading.Thread(target=pipe, args=(c, s), daemon=True).start()
-        pipe(s, c)
-        c.close()
-        s.close()
-
-    def close(self):
-        self.sock.close()
-
-
-@pytest.fixture(scope="module")
-def js_env(kilnd, env, box, e2b_key):  # noqa: F811
-    if box[1]:
-        yield env
-        return
-    relay = BearerRelay(kilnd.url, e2b_key[0])
-    yield dict(env, E2B_SANDBOX_URL=relay.url + "/e2b/sandbox")
-    relay.close()
-
-
 JS = """
 import { Sandbox } from 'e2b'
-const sbx = new Sandbox({sandboxId: process.env.KILN_SID, envdVersion: '0.5.5',
-                         envdAccessToken: process.env.KILN_ENVD_TOKEN})
+const sbx = await Sandbox.connect(process.env.KILN_SID)
 """
 
 
-def test_js_sdk(e2b_node, js_env):  # noqa: F811
-    res = run_node(e2b_node, js_env, JS + textwrap.dedent("""
+def test_js_sdk(e2b_node, env):  # noqa: F811
+    res = run_node(e2b_node, env, JS + textwrap.dedent("""
     const res = {}
     const outs = [], errs = []
     const r = await sbx.commands.run('echo hi; echo $A >&2; pwd', {envs: {A: 'b'}, cwd: '/tmp',
@@ -621,7 +525,6 @@ def test_js_sdk(e2b_node, js_env):  # noqa: F811
 
 
 def test_js_sdk_root(e2b_node, env, box):  # noqa: F811
-    needs_token(box)
     res = run_node(e2b_node, env, JS + textwrap.dedent("""
     out((await sbx.commands.run('id -un', {user: 'root'})).stdout)
     """))

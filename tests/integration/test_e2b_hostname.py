@@ -73,7 +73,11 @@ def test_js_sdk_by_host_name(e2b_node, host_env, hosted):
     before = front.tunnels
     got = run_node(e2b_node, host_env, """
         import { Sandbox } from '@e2b/code-interpreter'
+        import { ProxyAgent, setGlobalDispatcher } from 'undici'
         const proxy = process.env.KILN_TEST_PROXY
+        // The interpreter client uses the global fetch, not the proxy option:
+        // the test's stand-in for wildcard DNS is Node's global dispatcher.
+        setGlobalDispatcher(new ProxyAgent({ uri: proxy, proxyTunnel: true }))
         const s = await Sandbox.create('base', { proxy })
         const r = await s.commands.run('echo by host name')
         await s.files.write('/tmp/host.txt', 'written over TLS')

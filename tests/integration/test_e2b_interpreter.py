@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from e2b_clients import e2b_env, e2b_key, e2b_node, e2b_python, run_node, run_python  # noqa: F401
+from e2b_clients import (GROUP, e2b_env, e2b_key, e2b_node, e2b_python, run_node,  # noqa: F401
+                         run_python)
+
+pytestmark = GROUP
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE_SCRIPT = REPO / "examples" / "images" / "code_interpreter.py"
