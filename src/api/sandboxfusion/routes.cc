@@ -1,0 +1,246 @@
+// SandboxFusion's routes under /sandboxfusion/{key}/ (see sandboxfusion.h):
+// run_code runs one program in a fresh sandbox of the language image --
+// launch (launch::Launcher), write its files, compile, run, fetch files
+// (io::SandboxIo), delete -- and answers in SandboxFusion's shape.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "api/auth.h"
+#include "api/errors.h"
+#include "api/sandboxfusion/sandboxfusion.h"
+#include "common/base64.h"
+#include "images/manager/image_manager.h"
+
+namespace kiln::api::sandboxfusion {
+
+using nlohmann::json;
+
+namespace {
+
+// How long a launch waits for room before answering 504: verl gives a
+// request compile_timeout + run_timeout + 10 s in all, and retries a 504.
+constexpr std::chrono::seconds kSfRoomWait{5};
+// Seconds of lease past the two steps (launch, files, fetch, delete).
+constexpr int kSfLeaseSlack = 120;
+
+Handler WrapSf(Handler handler) {
+  return [handler = std::move(handler)](Exchange& ex) {
+    try {
+      handler(ex);
+    } catch (const ApiError& e) {
+      SendError(ex, e.status());
+    }
+  };
+}
+
+// The images whose warm pool this front has sized (once per image).
+struct PoolsSized {
+  std::mutex mu;
+  std::set<std::string> images;
+};
+
+std::string InWorkDir(const std::string& path) {
+  return path.front() == '/' ? path : std::string(kWorkDir) + "/" + path;
+}
+
+int64_t StepMs(double seconds) { return static_cast<int64_t>(std::ceil(seconds * 1000.0)); }
+
+// Writes `bytes` at `path` (its folders made); a failure's words, or "".
+std::string WriteOne(const io::SandboxIo& sandbox, const std::string& path,
+                     const std::string& bytes) {
+  size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    auto made = sandbox.Mkdir(path.substr(0, slash), true);
+    if (!made.ok()) return made.status().message();
+  }
+  io::FileUpload file = sandbox.WriteFile(path, 0644);
+  for (size_t at = 0; at < bytes.size(); at += 1 << 20) {
+    if (Status s = file.Write(std::string_view(bytes).substr(at, 1 << 20)); !s.ok()) {
+      file.Cancel();
+      return s.message();
+    }
+  }
+  auto done = file.Finish();
+  return done.ok() ? "" : done.status().message();
+}
+
+// The file at `path`, if it is one and fits in `budget` bytes.
+std::optional<std::string> ReadOne(const io::SandboxIo& sandbox, const std::string& path,
+                                   uint64_t budget) {
+  auto st = sandbox.Stat(path);
+  if (!st.ok() || !st->exists || st->entry.type != io::FileType::kFile) return std::nullopt;
+  if (st->entry.size > budget) return std::nullopt;
+  auto file = sandbox.ReadFile(path);
+  if (!file.ok()) return std::nullopt;
+  std::string out, chunk;
+  while (file->Next(&chunk, 30000)) {
+    out += chunk;
+    if (out.size() > budget) {
+      file->Cancel();
+      return std::nullopt;
+    }
+  }
+  if (!file->status().ok()) return std::nullopt;
+  return out;
+}
+
+// One step to its end; nullopt if the client left (nobody reads the answer).
+std::optional<StepResult> RunStep(Exchange& ex, const io::SandboxIo& sandbox,
+                                  const io::Command& command, double seconds,
+                                  std::optional<std::string> stdin_data) {
+  io::ExecOptions options;
+  options.timeout_ms = StepMs(seconds);
+  options.stdin_bytes = std::move(stdin_data);
+  options.capture_cap = kOutputCap;
+  options.kill_past_cap = true;
+  auto run = sandbox.ExecToEnd(command, options, [&ex] { return ex.ClientGone(); });
+  if (!run.ok()) {
+    StepResult s;
+    s.status = StepStatus::kError;
+    s.stderr_data = "kiln could not run the step: " + run.status().message();
+    return s;
+  }
+  if (run->end == io::ExecResult::End::kAbandoned) return std::nullopt;
+  StepResult s = StepFromExec(*run);
+  if (run->stdout_truncated || run->stderr_truncated)
+    s.stderr_data += "\nkiln: the program's output passed 8 MiB on a stream; it was stopped there";
+  return s;
+}
+
+// The launch request for one program of the caller's.
+launch::LaunchRequest LaunchFor(Exchange& ex, const SandboxFusionOptions& options,
+                                const RunCodeRequest& req) {
+  launch::LaunchRequest launch;
+  control::SandboxSpec& spec = launch.spec;
+  spec.owner = CallerOf(ex).key_id;
+  double steps = req.compile_timeout + req.run_timeout;
+  spec.timeout_seconds = std::clamp(static_cast<int>(std::ceil(steps)) + kSfLeaseSlack,
+                                    static_cast<int>(contract::kTimeoutSeconds.min),
+                                    static_cast<int>(contract::kTimeoutSeconds.max));
+  spec.delete_on_lease_end = true;  // a front that died mid-request leaves nothing
+  spec.pausable = false;
+  spec.auto_wake = false;
+  spec.labels["kiln.front"] = "sandboxfusion";
+  launch.image = options.image;
+  launch.scope = OwnerScope(ex);
+  launch.daily_limit_micros = CallerOf(ex).daily_limit_micros;
+  launch.deadline =
+      std::max(PreferWaitDeadline(ex), std::chrono::steady_clock::now() + kSfRoomWait);
+  launch.cancelled = [&ex] { return ex.ClientGone(); };
+  return launch;
+}
+
+// Sizes the image's warm pool the first time this front launches it.
+void SizePool(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
+              const control::Sandbox& s, const std::optional<std::string>& scope) {
+  if (options.pool_size <= 0 || !ctx.images || !s.spec().image) return;
+  const std::string& image = *s.spec().image;
+  {
+    std::lock_guard lock(pools.mu);
+    if (!pools.images.insert(image).second) return;
+  }
+  (void)ctx.images->Pool(image, scope, options.pool_size);
+}
+
+void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
+             Exchange& ex) {
+  ReadResult read = ReadRunCode(ex.JsonBody(24u << 20));
+  if (!read.unknown_language.empty()) {
+    std::string names;
+    for (const Language& l : Languages()) names += (names.empty() ? "" : ", ") + l.name;
+    return ex.SendJson(200, SandboxErrorJson("unknown language '" + read.unknown_language +
+                                             "': SandboxFusion's languages are " + names));
+  }
+  const RunCodeRequest& req = read.request;
+  if (!req.language->refused.empty())
+    return ex.SendJson(200, SandboxErrorJson("kiln does not serve language '" + req.language->name +
+                                             "': " + req.language->refused));
+  Plan plan = PlanFor(req);
+
+  launch::Launched launched = ValueOrThrow(ctx.launcher.Launch(LaunchFor(ex, options, req)));
+  std::shared_ptr<control::Sandbox> sandbox = launched.sandbox;
+  // The sandbox goes once the answer is sent (or the request failed).
+  std::shared_ptr<void> removal(nullptr, [&ctx, id = sandbox->id(), owner = sandbox->spec().owner](
+                                             void*) { ctx.sandboxes.Delete(id, owner); });
+  SizePool(ctx, options, pools, *sandbox, OwnerScope(ex));
+  io::SandboxIo io = RunningIo(ctx, ex, *sandbox);
+
+  RunCodeAnswer answer;
+  auto sandbox_error = [&](const std::string& message) {
+    answer.status = RunStatus::kSandboxError;
+    answer.message = message;
+    ex.SendJson(200, AnswerJson(answer));
+  };
+  // SandboxFusion writes the files, then the program (which wins a clash).
+  for (const auto& [path, bytes] : req.files) {
+    if (std::string err = WriteOne(io, InWorkDir(path), bytes); !err.empty())
+      return sandbox_error("cannot write files." + path + ": " + err);
+  }
+  if (std::string err = WriteOne(io, InWorkDir(plan.file), plan.source); !err.empty())
+    return sandbox_error("cannot write the program: " + err);
+
+  std::string tool;
+  auto missing = [&] {
+    return sandbox_error("language '" + req.language->name + "' needs " + tool + ", which image '" +
+                         options.image +
+                         "' lacks: build the full language image (make sandboxfusion-image-full)");
+  };
+  if (plan.compile) {
+    answer.compile_result = RunStep(ex, io, *plan.compile, req.compile_timeout, std::nullopt);
+    if (!answer.compile_result) return;  // the client left
+    if (MissingTool(*answer.compile_result, &tool)) return missing();
+  }
+  const auto& compiled = answer.compile_result;
+  if (!compiled || (compiled->status == StepStatus::kFinished && compiled->return_code == 0)) {
+    answer.run_result = RunStep(ex, io, plan.run, req.run_timeout, req.stdin_data);
+    if (!answer.run_result) return;
+    if (!plan.compile && MissingTool(*answer.run_result, &tool)) return missing();
+  }
+  uint64_t budget = kFetchCap;
+  for (const std::string& path : req.fetch_files) {
+    auto bytes = ReadOne(io, InWorkDir(path), budget);
+    if (!bytes) continue;  // SandboxFusion answers only the files that exist
+    budget -= bytes->size();
+    answer.files[path] = Base64Encode(*bytes);
+  }
+  answer.status = StatusOf(answer.compile_result, answer.run_result);
+  if (answer.status == RunStatus::kSandboxError) {
+    for (const auto* step : {&answer.compile_result, &answer.run_result})
+      if (*step && (*step)->status == StepStatus::kError) answer.message = (*step)->stderr_data;
+  }
+  ex.SendJson(200, AnswerJson(answer));
+}
+
+}  // namespace
+}  // namespace kiln::api::sandboxfusion
+
+namespace kiln::api {
+
+void AddSandboxFusionRoutes(Router& r, ApiContext& ctx, SandboxFusionOptions options) {
+  using namespace sandboxfusion;
+  auto shared = std::make_shared<SandboxFusionOptions>(std::move(options));
+  auto pools = std::make_shared<PoolsSized>();
+  r.Add("POST", "/sandboxfusion/{key}/run_code",
+        WrapSf([&ctx, shared, pools](Exchange& ex) { RunCode(ctx, *shared, *pools, ex); }));
+  r.Add("GET", "/sandboxfusion/{key}/v1/ping",
+        WrapSf([](Exchange& ex) { ex.SendJson(200, json("pong")); }));
+  r.Add("POST", "/sandboxfusion/{key}/run_jupyter", WrapSf([](Exchange& ex) {
+          SendError(ex, Status(Code::kNotSupported,
+                               "kiln's SandboxFusion front does not run notebooks yet; "
+                               "POST run_code with language python instead"));
+        }));
+  // Anything else under the prefix, in SandboxFusion's shape; the message
+  // names the route, never the path (which holds the key).
+  r.Add("*", "/sandboxfusion/{key}/{rest...}", WrapSf([](Exchange& ex) {
+          SendError(ex, Status(Code::kRouteNotFound,
+                               "kiln's SandboxFusion front serves POST run_code, POST run_jupyter "
+                               "and GET v1/ping (" +
+                                   ex.method() + " is not one of them here)"));
+        }));
+}
+
+}  // namespace kiln::api
