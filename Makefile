@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all packages setup setup-node setup-runsc ray-env e2b-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates
+.PHONY: all packages setup setup-node setup-runsc ray-env e2b-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates sandboxfusion-image sandboxfusion-image-full
 
 all: build
 
@@ -141,6 +141,17 @@ density: setup build
 # recipe under the key in KILN_API_KEY, at KILN_API_URL (docs/api.md, "E2B's SDKs").
 e2b-templates:
 	$(PY) examples/images/code_interpreter.py --name code-interpreter-v1
+
+# SandboxFusion's language image (verl's code rewards, docs/api.md
+# "SandboxFusion's API"): `sandboxfusion`, built under the key in
+# KILN_API_KEY at KILN_API_URL from examples/images/sandboxfusion.py's
+# recipe, and rebuilt only when that recipe changes. The core set (python,
+# pytest, cpp, nodejs, go, java, rust, bash) by default; -full for every
+# language the front serves.
+sandboxfusion-image:
+	$(PY) examples/images/sandboxfusion.py --set core
+sandboxfusion-image-full:
+	$(PY) examples/images/sandboxfusion.py --set full
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
