@@ -1,0 +1,311 @@
+"""kilnd's SandboxFusion front (src/api/sandboxfusion) with SandboxFusion's own
+client (`sandbox-fusion` 0.3.7 from PyPI) and verl's own reward code
+(check_correctness from verl==0.9.1, its sandbox_fusion folder loaded from the
+wheel's files: verl's package imports torch, which the grader does not need).
+
+The language image is `make sandboxfusion-image`'s (the core set), built
+under the test's key by examples/images/sandboxfusion.py. Each core language
+gets a correct, a wrong, a timing-out, a crashing and (compiled ones) a
+non-compiling program, and each must get verl's verdict: True, False, -3,
+-2, -4. Then the refusals (unknown language, a missing field, a wrong key,
+a timeout past kiln's limit), files, the memory limit, and programs that
+flood or fork-bomb next to a correct one.
+"""
+import base64
+import concurrent.futures
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from client import Client
+
+REPO = Path(__file__).resolve().parents[2]
+IMAGE_SCRIPT = REPO / "examples" / "images" / "sandboxfusion.py"
+UNREACHABLE = ("Failed to establish a new connection", "Temporary failure in name resolution",
+               "Network is unreachable", "Could not fetch URL", "Connection refused",
+               "Max retries exceeded", "ConnectTimeoutError", "ReadTimeoutError")
+pytestmark = pytest.mark.xdist_group("sandboxfusion")
+
+
+@pytest.fixture(scope="module")
+def sf_key(api):
+    return api.ok("POST", "/v1/keys", json={"name": "sandboxfusion-tests"})["secret"]
+
+
+@pytest.fixture(scope="module")
+def sf_image(kilnd, sf_key):
+    """The core language image under the test's key, as `make sandboxfusion-image`."""
+    env = dict(os.environ, KILN_API_URL=kilnd.url, KILN_API_KEY=sf_key)
+    for k in ("RUNTIME_API_URL", "RUNTIME_API_KEY"):
+        env.pop(k, None)
+    p = subprocess.run([sys.executable, str(IMAGE_SCRIPT), "--set", "core", "--quiet"], env=env,
+                       capture_output=True, text=True, timeout=3000)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-4000:]}"
+    first = json.loads(p.stdout.strip().splitlines()[-1])
+    # Unchanged recipe: nothing is built again.
+    p = subprocess.run([sys.executable, str(IMAGE_SCRIPT), "--set", "core", "--quiet"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    again = json.loads(p.stdout.strip().splitlines()[-1])
+    assert again["image"] == first["image"] and again["built"] is False, (first, again)
+    return first
+
+
+@pytest.fixture(scope="module")
+def sf(kilnd, sf_key, sf_image):
+    """(base URL of the front for the test's key, a client without credentials)."""
+    return f"{kilnd.url}/sandboxfusion/{sf_key}", Client(kilnd.url, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def sf_python():
+    """(a venv's python holding sandbox-fusion==0.3.7, the folder holding
+    verl 0.9.1's sandbox_fusion reward package as `verl_sandbox_fusion`)."""
+    d = tempfile.mkdtemp(prefix="kiln-sf-venv-")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", d], check=True, timeout=120)
+        pip = subprocess.run([f"{d}/bin/pip", "install", "-q", "--disable-pip-version-check",
+                              "sandbox-fusion==0.3.7", "requests"], capture_output=True, text=True,
+                             timeout=900)
+        words = pip.stdout + pip.stderr
+        if pip.returncode != 0 and any(u in words for u in UNREACHABLE):
+            pytest.skip(f"pip cannot reach the package index: {words[-300:]}")
+        assert pip.returncode == 0, words
+        wheels = Path(d) / "wheels"
+        dl = subprocess.run([f"{d}/bin/pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
+                             "verl==0.9.1", "-d", str(wheels)], capture_output=True, text=True, timeout=600)
+        assert dl.returncode == 0, dl.stdout + dl.stderr
+        pkg = Path(d) / "verlpkg" / "verl_sandbox_fusion"
+        pkg.mkdir(parents=True)
+        with zipfile.ZipFile(glob.glob(str(wheels / "verl-0.9.1-*.whl"))[0]) as z:
+            for name in ("__init__.py", "utils.py"):
+                (pkg / name).write_bytes(z.read(f"verl/utils/reward_score/sandbox_fusion/{name}"))
+        yield f"{d}/bin/python", str(pkg.parent)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def run_in_venv(sf_python, script, timeout=900):
+    python, verl_dir = sf_python
+    env = dict(os.environ, PYTHONPATH=verl_dir)
+    p = subprocess.run([python, "-c", textwrap.dedent(script)], env=env, capture_output=True,
+                       text=True, timeout=timeout)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-4000:]}"
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_code(sf, **body):
+    url, client = sf
+    path = url.split("://", 1)[1].split("/", 1)[1]
+    return client.post("/" + path + "/run_code", json=body)
+
+
+# Each core language: a program that doubles the number on stdin, and its
+# wrong, looping, crashing and (compiled languages) non-compiling kin.
+PROGRAMS = {
+    "python": {
+        "correct": "n = int(input())\nprint(n * 2)\n",
+        "wrong": "n = int(input())\nprint(n * 2 + 1)\n",
+        "timeout": "while True:\n    pass\n",
+        "crash": "n = int(input())\nprint(1 // (n - n))\n",
+    },
+    "cpp": {
+        "correct": "#include <iostream>\nint main(){long n; std::cin >> n; std::cout << n * 2 << std::endl;}\n",
+        "wrong": "#include <iostream>\nint main(){long n; std::cin >> n; std::cout << n * 3 << std::endl;}\n",
+        "timeout": "int main(){volatile unsigned x = 0; for (;;) x++;}\n",
+        "crash": "#include <cstdlib>\nint main(){std::abort();}\n",
+        "noncompile": "int main(){ return undefined_name; }\n",
+    },
+    "java": {
+        "correct": "import java.util.*;\npublic class Main { public static void main(String[] a) {"
+                   " long n = new Scanner(System.in).nextLong(); System.out.println(n * 2); } }\n",
+        "wrong": "public class Main { public static void main(String[] a) { System.out.println(0); } }\n",
+        "timeout": "public class Main { public static void main(String[] a) { while (true) {} } }\n",
+        "crash": "public class Main { public static void main(String[] a) {"
+                 " throw new RuntimeException(\"boom\"); } }\n",
+        "noncompile": "public class Main { public static void main(String[] a) { int x = \"s\" } }\n",
+    },
+    "go": {
+        "correct": "package main\nimport \"fmt\"\nfunc main() { var n int; fmt.Scan(&n); fmt.Println(n * 2) }\n",
+        "wrong": "package main\nimport \"fmt\"\nfunc main() { fmt.Println(-1) }\n",
+        "timeout": "package main\nfunc main() { for {} }\n",
+        "crash": "package main\nfunc main() { panic(\"boom\") }\n",
+        "noncompile": "package main\nfunc main() { x := 1 }\n",
+    },
+    "nodejs": {
+        "correct": "const n = parseInt(require('fs').readFileSync(0, 'utf8')); console.log(n * 2);\n",
+        "wrong": "console.log('nope');\n",
+        "timeout": "while (true) {}\n",
+        "crash": "throw new Error('boom');\n",
+    },
+    "rust": {
+        "correct": "use std::io::Read;\nfn main() { let mut s = String::new();"
+                   " std::io::stdin().read_to_string(&mut s).unwrap();"
+                   " let n: i64 = s.trim().parse().unwrap(); println!(\"{}\", n * 2); }\n",
+        "wrong": "fn main() { println!(\"0\"); }\n",
+        "timeout": "fn main() { let mut x: u64 = 0; loop { x = x.wrapping_add(1);"
+                   " if x == 0 { println!(\"{}\", x); } } }\n",
+        "crash": "fn main() { panic!(\"boom\"); }\n",
+        "noncompile": "fn main() { let x: i32 = \"s\"; }\n",
+    },
+    "bash": {
+        "correct": "read n\necho $((n * 2))\n",
+        "wrong": "read n\necho $((n * 2 + 1))\n",
+        "timeout": "while :; do :; done\n",
+        "crash": "exit 3\n",
+    },
+}
+EXPECTED = {"correct": True, "wrong": False, "timeout": -3, "crash": -2, "noncompile": -4}
+
+
+@pytest.mark.parametrize("language", sorted(PROGRAMS))
+def test_verl_scores_each_outcome_of_a_core_language(sf, sf_python, language):
+    url, _ = sf
+    programs = PROGRAMS[language]
+    out = run_in_venv(sf_python, f"""
+        import json, threading
+        from verl_sandbox_fusion.utils import check_correctness
+        programs = {json.dumps(programs)}
+        results = {{}}
+        gate = threading.Semaphore(3)
+        def grade(kind, code):
+            res, meta = check_correctness({url + "/run_code"!r}, {{"inputs": ["21\\n"], "outputs": ["42\\n"]}},
+                                          code, timeout=20, memory_limit_mb=1024, language={language!r},
+                                          concurrent_semaphore=gate)
+            results[kind] = [res, [m.get("status") for m in meta], [m.get("api_request_error") for m in meta],
+                             [(m.get("stderr") or m.get("compile_stderr") or "")[-300:] for m in meta]]
+        threads = [threading.Thread(target=grade, args=kv) for kv in programs.items()]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        print(json.dumps(results))
+    """)
+    for kind, code in programs.items():
+        res, statuses, errors, stderr = out[kind]
+        assert res == [EXPECTED[kind]], (language, kind, res, statuses, errors, stderr)
+
+
+def test_compute_score_grades_a_python_completion(sf, sf_python):
+    url, _ = sf
+    out = run_in_venv(sf_python, f"""
+        import json
+        from verl_sandbox_fusion import compute_score
+        cases = {{"inputs": ["1\\n", "5\\n", "-3\\n"], "outputs": ["2\\n", "10\\n", "-6\\n"]}}
+        good = "```python\\nprint(int(input()) * 2)\\n```"
+        half = "```python\\nn = int(input())\\nprint(n * 2 if n > 0 else 0)\\n```"
+        s1, _ = compute_score({url + "/run_code"!r}, None, 1024, good, json.dumps(cases))
+        s2, _ = compute_score({url + "/run_code"!r}, None, 1024, half, json.dumps(cases), continuous=True)
+        print(json.dumps([s1, s2]))
+    """)
+    assert out[0] == 1.0, out
+    assert 0 < out[1] < 1, out
+
+
+def test_sandbox_fusion_client_runs_code_with_files(sf, sf_python):
+    url, _ = sf
+    out = run_in_venv(sf_python, f"""
+        import base64, json
+        from sandbox_fusion import (RunCodeRequest, RunStatus, run_code, set_endpoint,
+                                    summary_run_code_result, SummaryMapping)
+        set_endpoint({url!r})
+        r = run_code(RunCodeRequest(
+            code="data = open('in/data.txt').read()\\nopen('out.txt', 'w').write(data.upper())\\nprint(len(data))",
+            language="python", files={{"in/data.txt": base64.b64encode(b"hello").decode()}},
+            fetch_files=["out.txt", "missing.txt"]), max_attempts=1)
+        c = run_code(RunCodeRequest(code="int main() {{ return x; }}", language="cpp"), max_attempts=1)
+        m = SummaryMapping(Success="ok", Failed="failed", CompileFailed="compile_failed")
+        try:
+            run_code(RunCodeRequest(code="x", language="cuda"), max_attempts=1)
+            err = None
+        except Exception as e:
+            err = str(e)
+        print(json.dumps({{"status": r.status, "stdout": r.run_result.stdout, "files": r.files,
+                          "compile": summary_run_code_result(c, m), "cstatus": c.status, "cuda": err}}))
+    """)
+    assert out["status"] == "Success" and out["stdout"] == "5\n", out
+    assert base64.b64decode(out["files"]["out.txt"]) == b"HELLO", out
+    assert "missing.txt" not in out["files"], out
+    assert out["compile"] == "compile_failed" and out["cstatus"] == "Failed", out
+    assert "cuda" in out["cuda"] and "GPU" in out["cuda"], out
+
+
+def test_ping_and_refusals_in_sandbox_fusions_shape(sf, sf_key, kilnd):
+    url, client = sf
+    base = "/sandboxfusion/" + sf_key
+    r = client.get(base + "/v1/ping")
+    assert r.status == 200 and r.json() == "pong", r
+    # An unknown language and a GPU one: SandboxError naming the language.
+    a = run_code(sf, code="x", language="cobol")
+    assert a.status == 200 and a.json()["status"] == "SandboxError", a
+    assert "cobol" in a.json()["message"] and "python" in a.json()["message"], a
+    a = run_code(sf, code="x", language="python_gpu")
+    assert a.json()["status"] == "SandboxError" and "python_gpu" in a.json()["message"], a
+    # A missing field, a timeout past kiln's limit: 400, the field named.
+    a = run_code(sf, language="python")
+    assert a.status == 400 and a.json()["status"] == "SandboxError", a
+    assert "body.code" in a.json()["message"], a
+    a = run_code(sf, code="print(1)", language="python", run_timeout=100000)
+    assert a.status == 400 and "body.run_timeout" in a.json()["message"], a
+    # Anything else under the prefix: SandboxFusion's shape, never the key.
+    r = client.get(base + "/run_code")
+    assert r.status == 404 and r.json()["status"] == "SandboxError", r
+    assert sf_key not in r.body.decode(), r
+
+
+def test_a_wrong_key_is_refused_and_no_key_is_logged(sf, sf_key, kilnd, api):
+    _, client = sf
+    wrong = "kiln_" + "0" * 40
+    r = client.post(f"/sandboxfusion/{wrong}/run_code", json={"code": "print(1)", "language": "python"})
+    assert r.status == 401 and r.json()["status"] == "SandboxError", r
+    assert r.json()["run_result"] is None, r
+    r = client.get(f"/sandboxfusion/{wrong}/v1/ping")
+    assert r.status == 401, r
+    log = Path(kilnd.log_path).read_text(errors="replace")
+    assert "/sandboxfusion/{key}/run_code" in log
+    for secret in (sf_key, wrong):
+        assert secret not in log
+        assert secret[len("kiln_"):] not in log
+    metrics = api.get("/metrics").body.decode()
+    assert sf_key not in metrics and wrong not in metrics
+
+
+def test_memory_limit_keeps_sandbox_fusions_meaning(sf):
+    hog = "b = bytearray(600 * 1024 * 1024)\nprint(len(b))\n"
+    small = run_code(sf, code=hog, language="python", memory_limit_MB=256).json()
+    assert small["status"] == "Failed" and small["run_result"]["return_code"] != 0, small
+    assert "MemoryError" in small["run_result"]["stderr"], small
+    big = run_code(sf, code=hog, language="python", memory_limit_MB=1536).json()
+    assert big["status"] == "Success", big
+
+
+def test_flood_and_fork_bomb_touch_only_their_own_request(sf):
+    jobs = {
+        "flood": dict(code="import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", language="python",
+                      run_timeout=20),
+        "forks": dict(code=":(){ :|:& };:\nsleep 5\n", language="bash", run_timeout=10),
+        "disk": dict(code="dd if=/dev/zero of=big bs=1M count=100000 2>&1 | tail -1; echo done\n",
+                     language="bash", run_timeout=20),
+        "good": dict(code="print(int(input()) * 2)\n", language="python", stdin="21\n"),
+    }
+    with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+        futures = {k: pool.submit(run_code, sf, **body) for k, body in jobs.items()}
+        answers = {k: f.result() for k, f in futures.items()}
+    for k, a in answers.items():
+        assert a.status == 200, (k, a)
+    good = answers["good"].json()
+    assert good["status"] == "Success" and good["run_result"]["stdout"] == "42\n", good
+    flood = answers["flood"].json()
+    assert flood["status"] == "Failed", {k: v for k, v in flood.items() if k != "run_result"}
+    assert len(flood["run_result"]["stdout"]) <= 8 << 20
+    assert answers["forks"].json()["status"] in ("Failed", "Success"), answers["forks"].json()
+    # And the next program runs as if nothing happened.
+    again = run_code(sf, **jobs["good"]).json()
+    assert again["status"] == "Success" and again["run_result"]["stdout"] == "42\n", again
