@@ -2,6 +2,7 @@
 // ("body.run_timeout: ..."), an unknown one refused. Defaults are
 // SandboxFusion's (RunCodeRequest in sandbox/server/sandbox_api.py).
 #include <cmath>
+#include <cstdio>
 
 #include "api/sandboxfusion/sandboxfusion.h"
 #include "api/validate.h"

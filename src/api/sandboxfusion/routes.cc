@@ -13,6 +13,7 @@
 #include "api/errors.h"
 #include "api/sandboxfusion/sandboxfusion.h"
 #include "common/base64.h"
+#include "common/contract.h"
 #include "images/manager/image_manager.h"
 
 namespace kiln::api::sandboxfusion {
@@ -53,7 +54,7 @@ int64_t StepMs(double seconds) { return static_cast<int64_t>(std::ceil(seconds *
 std::string WriteOne(const io::SandboxIo& sandbox, const std::string& path,
                      const std::string& bytes) {
   size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
+  if (slash != std::string::npos && slash > 0 && path.substr(0, slash) != kWorkDir) {
     auto made = sandbox.Mkdir(path.substr(0, slash), true);
     if (!made.ok()) return made.status().message();
   }
@@ -161,13 +162,18 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& p
                                              "': " + req.language->refused));
   Plan plan = PlanFor(req);
 
-  launch::Launched launched = ValueOrThrow(ctx.launcher.Launch(LaunchFor(ex, options, req)));
-  std::shared_ptr<control::Sandbox> sandbox = launched.sandbox;
+  auto launched = ctx.launcher.Launch(LaunchFor(ex, options, req));
+  if (!launched.ok() && launched.status().code() == Code::kImageNotFound)
+    throw ApiError(Code::kImageNotFound,
+                   "this key has no language image '" + options.image +
+                       "': build it under the key with `make sandboxfusion-image` "
+                       "(examples/images/sandboxfusion.py)");
+  std::shared_ptr<control::Sandbox> sandbox = ValueOrThrow(std::move(launched)).sandbox;
   // The sandbox goes once the answer is sent (or the request failed).
   std::shared_ptr<void> removal(nullptr, [&ctx, id = sandbox->id(), owner = sandbox->spec().owner](
                                              void*) { ctx.sandboxes.Delete(id, owner); });
   SizePool(ctx, options, pools, *sandbox, OwnerScope(ex));
-  io::SandboxIo io = RunningIo(ctx, ex, *sandbox);
+  io::SandboxIo box = RunningIo(ctx, ex, *sandbox);
 
   RunCodeAnswer answer;
   auto sandbox_error = [&](const std::string& message) {
@@ -177,10 +183,10 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& p
   };
   // SandboxFusion writes the files, then the program (which wins a clash).
   for (const auto& [path, bytes] : req.files) {
-    if (std::string err = WriteOne(io, InWorkDir(path), bytes); !err.empty())
+    if (std::string err = WriteOne(box, InWorkDir(path), bytes); !err.empty())
       return sandbox_error("cannot write files." + path + ": " + err);
   }
-  if (std::string err = WriteOne(io, InWorkDir(plan.file), plan.source); !err.empty())
+  if (std::string err = WriteOne(box, InWorkDir(plan.file), plan.source); !err.empty())
     return sandbox_error("cannot write the program: " + err);
 
   std::string tool;
@@ -190,19 +196,19 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& p
                          "' lacks: build the full language image (make sandboxfusion-image-full)");
   };
   if (plan.compile) {
-    answer.compile_result = RunStep(ex, io, *plan.compile, req.compile_timeout, std::nullopt);
+    answer.compile_result = RunStep(ex, box, *plan.compile, req.compile_timeout, std::nullopt);
     if (!answer.compile_result) return;  // the client left
     if (MissingTool(*answer.compile_result, &tool)) return missing();
   }
   const auto& compiled = answer.compile_result;
   if (!compiled || (compiled->status == StepStatus::kFinished && compiled->return_code == 0)) {
-    answer.run_result = RunStep(ex, io, plan.run, req.run_timeout, req.stdin_data);
+    answer.run_result = RunStep(ex, box, plan.run, req.run_timeout, req.stdin_data);
     if (!answer.run_result) return;
     if (!plan.compile && MissingTool(*answer.run_result, &tool)) return missing();
   }
   uint64_t budget = kFetchCap;
   for (const std::string& path : req.fetch_files) {
-    auto bytes = ReadOne(io, InWorkDir(path), budget);
+    auto bytes = ReadOne(box, InWorkDir(path), budget);
     if (!bytes) continue;  // SandboxFusion answers only the files that exist
     budget -= bytes->size();
     answer.files[path] = Base64Encode(*bytes);
@@ -221,25 +227,29 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& p
 namespace kiln::api {
 
 void AddSandboxFusionRoutes(Router& r, ApiContext& ctx, SandboxFusionOptions options) {
-  using namespace sandboxfusion;
+  using sandboxfusion::PoolsSized;
+  using sandboxfusion::WrapSf;
   auto shared = std::make_shared<SandboxFusionOptions>(std::move(options));
   auto pools = std::make_shared<PoolsSized>();
-  r.Add("POST", "/sandboxfusion/{key}/run_code",
-        WrapSf([&ctx, shared, pools](Exchange& ex) { RunCode(ctx, *shared, *pools, ex); }));
+  r.Add("POST", "/sandboxfusion/{key}/run_code", WrapSf([&ctx, shared, pools](Exchange& ex) {
+          sandboxfusion::RunCode(ctx, *shared, *pools, ex);
+        }));
   r.Add("GET", "/sandboxfusion/{key}/v1/ping",
-        WrapSf([](Exchange& ex) { ex.SendJson(200, json("pong")); }));
+        WrapSf([](Exchange& ex) { ex.SendJson(200, nlohmann::json("pong")); }));
   r.Add("POST", "/sandboxfusion/{key}/run_jupyter", WrapSf([](Exchange& ex) {
-          SendError(ex, Status(Code::kNotSupported,
-                               "kiln's SandboxFusion front does not run notebooks yet; "
-                               "POST run_code with language python instead"));
+          sandboxfusion::SendError(ex,
+                                   Status(Code::kNotSupported,
+                                          "kiln's SandboxFusion front does not run notebooks yet; "
+                                          "POST run_code with language python instead"));
         }));
   // Anything else under the prefix, in SandboxFusion's shape; the message
   // names the route, never the path (which holds the key).
   r.Add("*", "/sandboxfusion/{key}/{rest...}", WrapSf([](Exchange& ex) {
-          SendError(ex, Status(Code::kRouteNotFound,
-                               "kiln's SandboxFusion front serves POST run_code, POST run_jupyter "
-                               "and GET v1/ping (" +
-                                   ex.method() + " is not one of them here)"));
+          sandboxfusion::SendError(
+              ex, Status(Code::kRouteNotFound,
+                         "kiln's SandboxFusion front serves POST run_code, POST run_jupyter "
+                         "and GET v1/ping (" +
+                             ex.method() + " is not one of them here)"));
         }));
 }
 
