@@ -237,6 +237,27 @@ def test_sandbox_fusion_client_runs_code_with_files(sf, sf_python):
     assert "cuda" in out["cuda"] and "GPU" in out["cuda"], out
 
 
+def test_run_jupyter_runs_cells_in_one_kernel(sf, sf_python):
+    url, _ = sf
+    out = run_in_venv(sf_python, f"""
+        import json
+        from sandbox_fusion import RunJupyterRequest, run_jupyter, set_endpoint
+        set_endpoint({url!r})
+        r = run_jupyter(RunJupyterRequest(cells=["a = 20", "a * 2 + 2", "print('out', a)", "1 / 0"]),
+                        max_attempts=1)
+        t = run_jupyter(RunJupyterRequest(cells=["import time; time.sleep(30)"], total_timeout=3),
+                        max_attempts=1)
+        print(json.dumps({{"r": r.model_dump(mode="json") if hasattr(r, "model_dump") else r.dict(),
+                          "t": t.model_dump(mode="json") if hasattr(t, "model_dump") else t.dict()}}))
+    """)
+    r, t = out["r"], out["t"]
+    assert r["status"] == "Success" and len(r["cells"]) == 4, r
+    assert r["cells"][1]["display"] == [{"text/plain": "42"}], r
+    assert r["cells"][2]["stdout"] == "out 20\n", r
+    assert r["cells"][3]["error"][0]["ename"] == "ZeroDivisionError", r
+    assert t["status"] == "Failed" and t["driver"]["status"] == "TimeLimitExceeded" and t["cells"] == [], t
+
+
 def test_ping_and_refusals_in_sandbox_fusions_shape(sf, sf_key, kilnd):
     url, client = sf
     base = "/sandboxfusion/" + sf_key

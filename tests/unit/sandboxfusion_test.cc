@@ -296,6 +296,50 @@ TEST(SandboxFusionVerdictTest, TheAnswerHasSandboxFusionsShape) {
   EXPECT_EQ(e["message"], "why");
 }
 
+TEST(SandboxFusionJupyterTest, CellsAndTimeoutsAreRead) {
+  RunJupyterRequest r = ReadRunJupyter(json::parse(R"({"cells": ["a = 1", "a"],
+      "cell_timeout": 0, "total_timeout": 30, "kernel": "python3", "files": {}})"));
+  EXPECT_EQ(r.cells, (std::vector<std::string>{"a = 1", "a"}));
+  EXPECT_DOUBLE_EQ(r.cell_timeout, 0);
+  EXPECT_DOUBLE_EQ(r.total_timeout, 30);
+  EXPECT_DOUBLE_EQ(ReadRunJupyter(json{{"cells", json::array()}}).total_timeout, 45);
+  auto issues = [](const json& body) {
+    try {
+      ReadRunJupyter(body);
+    } catch (const ApiError& e) {
+      return IssuePaths(e);
+    }
+    return std::vector<std::string>{};
+  };
+  EXPECT_EQ(issues(json::object()), std::vector<std::string>{"body.cells"});
+  EXPECT_EQ(issues(json{{"cells", {1}}}), std::vector<std::string>{"body.cells[0]"});
+  EXPECT_EQ(issues(json{{"cells", json::array()}, {"kernel", "julia"}}),
+            std::vector<std::string>{"body.kernel"});
+  EXPECT_EQ(issues(json{{"cells", json::array()}, {"cell_timeout", -1}}),
+            std::vector<std::string>{"body.cell_timeout"});
+}
+
+TEST(SandboxFusionJupyterTest, ACellInJupytersWords) {
+  interpreter::Execution run;
+  run.stdout_text = "hi\n";
+  run.results.push_back(
+      json{{"main", true}, {"data", {{"text/plain", "2"}}}, {"refs", json::array()}});
+  run.error =
+      json{{"name", "ZeroDivisionError"},
+           {"value", "division by zero"},
+           {"traceback", "Traceback (most recent call last):\n  line 1\nZeroDivisionError"}};
+  json cell = CellJson(run);
+  EXPECT_EQ(cell["stdout"], "hi\n");
+  EXPECT_EQ(cell["display"], json::array({{{"text/plain", "2"}}}));
+  ASSERT_EQ(cell["error"].size(), 1u);
+  EXPECT_EQ(cell["error"][0]["ename"], "ZeroDivisionError");
+  EXPECT_EQ(cell["error"][0]["traceback"].size(), 3u);
+  json a = JupyterJson(RunStatus::kSuccess, "", std::nullopt, json::array({cell}), {});
+  EXPECT_EQ(a["status"], "Success");
+  EXPECT_TRUE(a["driver"].is_null());
+  EXPECT_EQ(a["cells"].size(), 1u);
+}
+
 TEST(SandboxFusionFrontTest, TheKeyComesFromThePath) {
   EXPECT_EQ(KeyFromPath("/sandboxfusion/kiln_abc/run_code"), "kiln_abc");
   EXPECT_EQ(KeyFromPath("/sandboxfusion/kiln_abc/v1/ping"), "kiln_abc");

@@ -124,6 +124,44 @@ json AnswerJson(const RunCodeAnswer& a) {
               {"files", files}};
 }
 
+json CellJson(const interpreter::Execution& run) {
+  json display = json::array();
+  for (const auto& r : run.results)
+    if (r.contains("data")) display.push_back(r["data"]);
+  json errors = json::array();
+  if (run.error.is_object()) {
+    // Jupyter's error content: the traceback as a list of lines.
+    json lines = json::array();
+    std::string tb = run.error.value("traceback", "");
+    for (size_t start = 0; start < tb.size();) {
+      size_t end = tb.find('\n', start);
+      if (end == std::string::npos) end = tb.size();
+      lines.push_back(tb.substr(start, end - start));
+      start = end + 1;
+    }
+    errors.push_back(json{{"ename", run.error.value("name", "")},
+                          {"evalue", run.error.value("value", "")},
+                          {"traceback", lines}});
+  }
+  return json{{"stdout", SanitizeUtf8(run.stdout_text)},
+              {"stderr", SanitizeUtf8(run.stderr_text)},
+              {"display", display},
+              {"error", errors}};
+}
+
+json JupyterJson(RunStatus status, const std::string& message,
+                 const std::optional<StepResult>& driver, const json& cells,
+                 const std::map<std::string, std::string>& files) {
+  json f = json::object();
+  for (const auto& [path, b64] : files) f[path] = b64;
+  return json{{"status", RunStatusName(status)},
+              {"message", message},
+              {"driver", driver ? StepJson(*driver) : json()},
+              {"cells", cells},
+              {"executor_pod_name", json()},
+              {"files", f}};
+}
+
 json SandboxErrorJson(const std::string& message) {
   RunCodeAnswer a;
   a.status = RunStatus::kSandboxError;

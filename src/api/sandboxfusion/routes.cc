@@ -14,7 +14,9 @@
 #include "api/sandboxfusion/sandboxfusion.h"
 #include "common/base64.h"
 #include "common/contract.h"
+#include "common/time.h"
 #include "images/manager/image_manager.h"
+#include "interpreter/interpreter.h"
 
 namespace kiln::api::sandboxfusion {
 
@@ -113,12 +115,10 @@ std::optional<StepResult> RunStep(Exchange& ex, const io::SandboxIo& sandbox,
 }
 
 // The launch request for one program of the caller's.
-launch::LaunchRequest LaunchFor(Exchange& ex, const SandboxFusionOptions& options,
-                                const RunCodeRequest& req) {
+launch::LaunchRequest LaunchFor(Exchange& ex, const SandboxFusionOptions& options, double steps) {
   launch::LaunchRequest launch;
   control::SandboxSpec& spec = launch.spec;
   spec.owner = CallerOf(ex).key_id;
-  double steps = req.compile_timeout + req.run_timeout;
   spec.timeout_seconds = std::clamp(static_cast<int>(std::ceil(steps)) + kSfLeaseSlack,
                                     static_cast<int>(contract::kTimeoutSeconds.min),
                                     static_cast<int>(contract::kTimeoutSeconds.max));
@@ -147,6 +147,55 @@ void SizePool(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& 
   (void)ctx.images->Pool(image, scope, options.pool_size);
 }
 
+// A fresh sandbox of the language image for one request, deleted when
+// `removal` goes (after the answer is written, or when the request failed).
+struct Leased {
+  std::shared_ptr<control::Sandbox> sandbox;
+  std::shared_ptr<void> removal;
+};
+
+Leased LaunchOne(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
+                 Exchange& ex, double steps) {
+  auto launched = ctx.launcher.Launch(LaunchFor(ex, options, steps));
+  if (!launched.ok() && launched.status().code() == Code::kImageNotFound)
+    throw ApiError(Code::kImageNotFound,
+                   "this key has no language image '" + options.image +
+                       "': build it under the key with `make sandboxfusion-image` "
+                       "(examples/images/sandboxfusion.py)");
+  Leased out;
+  out.sandbox = ValueOrThrow(std::move(launched)).sandbox;
+  out.removal = std::shared_ptr<void>(
+      nullptr, [&ctx, id = out.sandbox->id(), owner = out.sandbox->spec().owner](void*) {
+        ctx.sandboxes.Delete(id, owner);
+      });
+  SizePool(ctx, options, pools, *out.sandbox, OwnerScope(ex));
+  return out;
+}
+
+// Writes the request's files; a failure's words, or "".
+std::string WriteFiles(const io::SandboxIo& box,
+                       const std::vector<std::pair<std::string, std::string>>& files) {
+  for (const auto& [path, bytes] : files) {
+    if (std::string err = WriteOne(box, InWorkDir(path), bytes); !err.empty())
+      return "cannot write files." + path + ": " + err;
+  }
+  return "";
+}
+
+// fetch_files that exist as files, base64, within kFetchCap in all.
+std::map<std::string, std::string> FetchFiles(const io::SandboxIo& box,
+                                              const std::vector<std::string>& paths) {
+  std::map<std::string, std::string> out;
+  uint64_t budget = kFetchCap;
+  for (const std::string& path : paths) {
+    auto bytes = ReadOne(box, InWorkDir(path), budget);
+    if (!bytes) continue;  // SandboxFusion answers only the files that exist
+    budget -= bytes->size();
+    out[path] = Base64Encode(*bytes);
+  }
+  return out;
+}
+
 void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
              Exchange& ex) {
   ReadResult read = ReadRunCode(ex.JsonBody(24u << 20));
@@ -162,17 +211,8 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& p
                                              "': " + req.language->refused));
   Plan plan = PlanFor(req);
 
-  auto launched = ctx.launcher.Launch(LaunchFor(ex, options, req));
-  if (!launched.ok() && launched.status().code() == Code::kImageNotFound)
-    throw ApiError(Code::kImageNotFound,
-                   "this key has no language image '" + options.image +
-                       "': build it under the key with `make sandboxfusion-image` "
-                       "(examples/images/sandboxfusion.py)");
-  std::shared_ptr<control::Sandbox> sandbox = ValueOrThrow(std::move(launched)).sandbox;
-  // The sandbox goes once the answer is sent (or the request failed).
-  std::shared_ptr<void> removal(nullptr, [&ctx, id = sandbox->id(), owner = sandbox->spec().owner](
-                                             void*) { ctx.sandboxes.Delete(id, owner); });
-  SizePool(ctx, options, pools, *sandbox, OwnerScope(ex));
+  Leased leased = LaunchOne(ctx, options, pools, ex, req.compile_timeout + req.run_timeout);
+  const std::shared_ptr<control::Sandbox>& sandbox = leased.sandbox;
   io::SandboxIo box = RunningIo(ctx, ex, *sandbox);
 
   RunCodeAnswer answer;
@@ -182,10 +222,7 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& p
     ex.SendJson(200, AnswerJson(answer));
   };
   // SandboxFusion writes the files, then the program (which wins a clash).
-  for (const auto& [path, bytes] : req.files) {
-    if (std::string err = WriteOne(box, InWorkDir(path), bytes); !err.empty())
-      return sandbox_error("cannot write files." + path + ": " + err);
-  }
+  if (std::string err = WriteFiles(box, req.files); !err.empty()) return sandbox_error(err);
   if (std::string err = WriteOne(box, InWorkDir(plan.file), plan.source); !err.empty())
     return sandbox_error("cannot write the program: " + err);
 
@@ -206,19 +243,69 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& p
     if (!answer.run_result) return;
     if (!plan.compile && MissingTool(*answer.run_result, &tool)) return missing();
   }
-  uint64_t budget = kFetchCap;
-  for (const std::string& path : req.fetch_files) {
-    auto bytes = ReadOne(box, InWorkDir(path), budget);
-    if (!bytes) continue;  // SandboxFusion answers only the files that exist
-    budget -= bytes->size();
-    answer.files[path] = Base64Encode(*bytes);
-  }
+  answer.files = FetchFiles(box, req.fetch_files);
   answer.status = StatusOf(answer.compile_result, answer.run_result);
   if (answer.status == RunStatus::kSandboxError) {
     for (const auto* step : {&answer.compile_result, &answer.run_result})
       if (*step && (*step)->status == StepStatus::kError) answer.message = (*step)->stderr_data;
   }
   ex.SendJson(200, AnswerJson(answer));
+}
+
+// run_jupyter: the cells in order in one Python kernel of kiln's own
+// interpreter, in a fresh sandbox of the language image. As SandboxFusion's:
+// the driver (the whole run) TimeLimitExceeded past total_timeout answers
+// Failed without cells; else Success with every cell's output and error.
+void RunJupyter(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
+                Exchange& ex) {
+  RunJupyterRequest req = ReadRunJupyter(ex.JsonBody(24u << 20));
+  Leased leased = LaunchOne(ctx, options, pools, ex, req.total_timeout);
+  io::SandboxIo box = RunningIo(ctx, ex, *leased.sandbox);
+  if (std::string err = WriteFiles(box, req.files); !err.empty())
+    return ex.SendJson(
+        200, JupyterJson(RunStatus::kSandboxError, err, std::nullopt, nlohmann::json::array(), {}));
+  int64_t t0 = MonotonicNowMs();
+  int64_t total_ms = StepMs(req.total_timeout);
+  StepResult driver;
+  driver.return_code = 0;
+  nlohmann::json cells = nlohmann::json::array();
+  for (const std::string& cell : req.cells) {
+    int64_t left = total_ms - (MonotonicNowMs() - t0);
+    if (left <= 0) {
+      driver.status = StepStatus::kTimeLimitExceeded;
+      break;
+    }
+    interpreter::RunRequest run;
+    run.code = cell;
+    run.language = interpreter::Language::kPython;
+    run.timeout_ms = req.cell_timeout > 0 ? std::min(left, StepMs(req.cell_timeout)) : left;
+    auto done = interpreter::SharedInterpreter().Run(
+        box, leased.sandbox->id(), run, [&ex](const nlohmann::json&) { return !ex.ClientGone(); });
+    if (ex.ClientGone()) return;
+    if (!done.ok()) {
+      return ex.SendJson(200,
+                         JupyterJson(RunStatus::kSandboxError,
+                                     "the kernel could not run a cell: " + done.status().message(),
+                                     std::nullopt, nlohmann::json::array(), {}));
+    }
+    if (done->status == "timeout") {
+      driver.status = StepStatus::kTimeLimitExceeded;
+      break;
+    }
+    if (done->status == "lost") {
+      return ex.SendJson(
+          200, JupyterJson(RunStatus::kSandboxError, "the kernel was lost while a cell ran",
+                           std::nullopt, nlohmann::json::array(), {}));
+    }
+    cells.push_back(CellJson(*done));
+  }
+  driver.execution_time = static_cast<double>(MonotonicNowMs() - t0) / 1000.0;
+  bool finished = driver.status == StepStatus::kFinished;
+  if (!finished) driver.return_code.reset();
+  ex.SendJson(200, JupyterJson(finished ? RunStatus::kSuccess : RunStatus::kFailed, "", driver,
+                               finished ? cells : nlohmann::json::array(),
+                               finished ? FetchFiles(box, req.fetch_files)
+                                        : std::map<std::string, std::string>{}));
 }
 
 }  // namespace
@@ -236,11 +323,8 @@ void AddSandboxFusionRoutes(Router& r, ApiContext& ctx, SandboxFusionOptions opt
         }));
   r.Add("GET", "/sandboxfusion/{key}/v1/ping",
         WrapSf([](Exchange& ex) { ex.SendJson(200, nlohmann::json("pong")); }));
-  r.Add("POST", "/sandboxfusion/{key}/run_jupyter", WrapSf([](Exchange& ex) {
-          sandboxfusion::SendError(ex,
-                                   Status(Code::kNotSupported,
-                                          "kiln's SandboxFusion front does not run notebooks yet; "
-                                          "POST run_code with language python instead"));
+  r.Add("POST", "/sandboxfusion/{key}/run_jupyter", WrapSf([&ctx, shared, pools](Exchange& ex) {
+          sandboxfusion::RunJupyter(ctx, *shared, *pools, ex);
         }));
   // Anything else under the prefix, in SandboxFusion's shape; the message
   // names the route, never the path (which holds the key).

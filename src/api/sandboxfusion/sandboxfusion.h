@@ -27,6 +27,7 @@
 #include "api/front.h"
 #include "api/router.h"
 #include "common/status.h"
+#include "interpreter/protocol.h"
 #include "io/types.h"
 
 namespace kiln::api {
@@ -112,6 +113,20 @@ struct ReadResult {
 };
 ReadResult ReadRunCode(const nlohmann::json& body);
 
+// POST /run_jupyter: cells run in order in one Python kernel (kiln's own,
+// src/interpreter). cell_timeout 0 is none; total_timeout bounds them all.
+struct RunJupyterRequest {
+  std::vector<std::string> cells;
+  double cell_timeout = 0;
+  double total_timeout = 45;
+  std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::string> fetch_files;
+};
+RunJupyterRequest ReadRunJupyter(const nlohmann::json& body);
+// A cell's answer, {stdout, stderr, display: [mime bundles], error:
+// [{ename, evalue, traceback: [lines]}]}, from the kernel's execution.
+nlohmann::json CellJson(const interpreter::Execution& run);
+
 // The steps of one program, with the request's values filled in.
 struct Plan {
   std::string file;                    // the program's path under kWorkDir
@@ -153,6 +168,11 @@ struct RunCodeAnswer {
 // timeout or a non-zero code is Failed, else Success.
 RunStatus StatusOf(const std::optional<StepResult>& compile, const std::optional<StepResult>& run);
 nlohmann::json AnswerJson(const RunCodeAnswer& answer);
+// run_jupyter's answer: {status, message, driver, cells, executor_pod_name,
+// files}; `driver` is the whole run as one step.
+nlohmann::json JupyterJson(RunStatus status, const std::string& message,
+                           const std::optional<StepResult>& driver, const nlohmann::json& cells,
+                           const std::map<std::string, std::string>& files);
 // A SandboxError answer with nothing run.
 nlohmann::json SandboxErrorJson(const std::string& message);
 
