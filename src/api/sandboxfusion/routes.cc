@@ -139,7 +139,7 @@ launch::LaunchRequest LaunchFor(Exchange& ex, const SandboxFusionOptions& option
 void SizePool(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
               const control::Sandbox& s, const std::optional<std::string>& scope) {
   if (options.pool_size <= 0 || !ctx.images || !s.spec().image) return;
-  const std::string& image = *s.spec().image;
+  std::string image = *s.spec().image;
   {
     std::lock_guard lock(pools.mu);
     if (!pools.images.insert(image).second) return;
