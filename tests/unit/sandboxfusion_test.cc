@@ -82,9 +82,9 @@ json Answer(std::optional<io::ExecResult> compile, std::optional<io::ExecResult>
 
 TEST(SandboxFusionRequestTest, VerlsBodyIsReadWithSandboxFusionsDefaults) {
   // verl's call_sandbox_api body, as it sends it.
-  ReadResult r = ReadRunCode(json::parse(R"({"compile_timeout": 10, "run_timeout": 10,
+  ReadResult r = ReadRunCode(json::parse(R"j({"compile_timeout": 10, "run_timeout": 10,
       "code": "print(1)", "stdin": "3\n", "memory_limit_MB": 1024, "language": "python",
-      "files": {}, "fetch_files": []})"));
+      "files": {}, "fetch_files": []})j"));
   ASSERT_NE(r.request.language, nullptr);
 EXPECT_EQ(r.request.language->name, "python");
 EXPECT_EQ(r.request.code, "print(1)");
@@ -101,9 +101,9 @@ EXPECT_FALSE(d.request.stdin_data);
 }
 
 TEST(SandboxFusionRequestTest, FractionalTimeoutsAndFilesAreTaken) {
-  ReadResult r = ReadRunCode(json::parse(R"({"code": "", "language": "bash",
+  ReadResult r = ReadRunCode(json::parse(R"j({"code": "", "language": "bash",
       "run_timeout": 0.5, "files": {"data/in.txt": "aGk=", "skip.txt": null,
-      "a/IGNORE_THIS_FILE": "aGk="}, "fetch_files": ["out.txt"]})"));
+      "a/IGNORE_THIS_FILE": "aGk="}, "fetch_files": ["out.txt"]})j"));
   EXPECT_DOUBLE_EQ(r.request.run_timeout, 0.5);
   ASSERT_EQ(r.request.files.size(), 1u);
   EXPECT_EQ(r.request.files[0].first, "data/in.txt");
@@ -297,8 +297,8 @@ TEST(SandboxFusionVerdictTest, TheAnswerHasSandboxFusionsShape) {
 }
 
 TEST(SandboxFusionJupyterTest, CellsAndTimeoutsAreRead) {
-  RunJupyterRequest r = ReadRunJupyter(json::parse(R"({"cells": ["a = 1", "a"],
-      "cell_timeout": 0, "total_timeout": 30, "kernel": "python3", "files": {}})"));
+  RunJupyterRequest r = ReadRunJupyter(json::parse(R"j({"cells": ["a = 1", "a"],
+      "cell_timeout": 0, "total_timeout": 30, "kernel": "python3", "files": {}})j"));
   EXPECT_EQ(r.cells, (std::vector<std::string>{"a = 1", "a"}));
   EXPECT_DOUBLE_EQ(r.cell_timeout, 0);
   EXPECT_DOUBLE_EQ(r.total_timeout, 30);
