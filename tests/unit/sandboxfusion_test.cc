@@ -86,18 +86,18 @@ TEST(SandboxFusionRequestTest, VerlsBodyIsReadWithSandboxFusionsDefaults) {
       "code": "print(1)", "stdin": "3\n", "memory_limit_MB": 1024, "language": "python",
       "files": {}, "fetch_files": []})j"));
   ASSERT_NE(r.request.language, nullptr);
-EXPECT_EQ(r.request.language->name, "python");
-EXPECT_EQ(r.request.code, "print(1)");
-EXPECT_EQ(r.request.stdin_data, "3\n");
-EXPECT_EQ(r.request.memory_limit_mb, 1024);
-EXPECT_DOUBLE_EQ(r.request.run_timeout, 10);
-EXPECT_TRUE(r.unknown_language.empty());
+  EXPECT_EQ(r.request.language->name, "python");
+  EXPECT_EQ(r.request.code, "print(1)");
+  EXPECT_EQ(r.request.stdin_data, "3\n");
+  EXPECT_EQ(r.request.memory_limit_mb, 1024);
+  EXPECT_DOUBLE_EQ(r.request.run_timeout, 10);
+  EXPECT_TRUE(r.unknown_language.empty());
 
-ReadResult d = ReadRunCode(json{{"code", "x"}, {"language", "cpp"}, {"stdin", nullptr}});
-EXPECT_DOUBLE_EQ(d.request.compile_timeout, 10);
-EXPECT_DOUBLE_EQ(d.request.run_timeout, 10);
-EXPECT_EQ(d.request.memory_limit_mb, -1);
-EXPECT_FALSE(d.request.stdin_data);
+  ReadResult d = ReadRunCode(json{{"code", "x"}, {"language", "cpp"}, {"stdin", nullptr}});
+  EXPECT_DOUBLE_EQ(d.request.compile_timeout, 10);
+  EXPECT_DOUBLE_EQ(d.request.run_timeout, 10);
+  EXPECT_EQ(d.request.memory_limit_mb, -1);
+  EXPECT_FALSE(d.request.stdin_data);
 }
 
 TEST(SandboxFusionRequestTest, FractionalTimeoutsAndFilesAreTaken) {
