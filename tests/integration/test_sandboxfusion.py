@@ -61,7 +61,7 @@ def sf_image(kilnd, sf_key):
 
 
 @pytest.fixture(scope="module")
-def sf(kilnd, sf_key, sf_image):
+def sf(kilnd, sf_key):
     """(base URL of the front for the test's key, a client without credentials)."""
     return f"{kilnd.url}/sandboxfusion/{sf_key}", Client(kilnd.url, timeout=300)
 
@@ -168,7 +168,7 @@ EXPECTED = {"correct": True, "wrong": False, "timeout": -3, "crash": -2, "noncom
 
 
 @pytest.mark.parametrize("language", sorted(PROGRAMS))
-def test_verl_scores_each_outcome_of_a_core_language(sf, sf_python, language):
+def test_verl_scores_each_outcome_of_a_core_language(sf_image, sf, sf_python, language):
     url, _ = sf
     programs = PROGRAMS[language]
     out = run_in_venv(sf_python, f"""
@@ -193,7 +193,7 @@ def test_verl_scores_each_outcome_of_a_core_language(sf, sf_python, language):
         assert res == [EXPECTED[kind]], (language, kind, res, statuses, errors, stderr)
 
 
-def test_compute_score_grades_a_python_completion(sf, sf_python):
+def test_compute_score_grades_a_python_completion(sf_image, sf, sf_python):
     url, _ = sf
     out = run_in_venv(sf_python, f"""
         import json
@@ -209,7 +209,7 @@ def test_compute_score_grades_a_python_completion(sf, sf_python):
     assert 0 < out[1] < 1, out
 
 
-def test_sandbox_fusion_client_runs_code_with_files(sf, sf_python):
+def test_sandbox_fusion_client_runs_code_with_files(sf_image, sf, sf_python):
     url, _ = sf
     out = run_in_venv(sf_python, f"""
         import base64, json
@@ -237,7 +237,7 @@ def test_sandbox_fusion_client_runs_code_with_files(sf, sf_python):
     assert "cuda" in out["cuda"] and "GPU" in out["cuda"], out
 
 
-def test_run_jupyter_runs_cells_in_one_kernel(sf, sf_python):
+def test_run_jupyter_runs_cells_in_one_kernel(sf_image, sf, sf_python):
     url, _ = sf
     out = run_in_venv(sf_python, f"""
         import json
@@ -298,7 +298,7 @@ def test_a_wrong_key_is_refused_and_no_key_is_logged(sf, sf_key, kilnd, api):
     assert sf_key not in metrics and wrong not in metrics
 
 
-def test_memory_limit_keeps_sandbox_fusions_meaning(sf):
+def test_memory_limit_keeps_sandbox_fusions_meaning(sf_image, sf):
     hog = "b = bytearray(600 * 1024 * 1024)\nprint(len(b))\n"
     small = run_code(sf, code=hog, language="python", memory_limit_MB=256).json()
     assert small["status"] == "Failed" and small["run_result"]["return_code"] != 0, small
@@ -307,7 +307,7 @@ def test_memory_limit_keeps_sandbox_fusions_meaning(sf):
     assert big["status"] == "Success", big
 
 
-def test_flood_and_fork_bomb_touch_only_their_own_request(sf):
+def test_flood_and_fork_bomb_touch_only_their_own_request(sf_image, sf):
     jobs = {
         "flood": dict(code="import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", language="python",
                       run_timeout=20),
