@@ -9,11 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-<<<<<<< HEAD
-.PHONY: all packages setup setup-node setup-runsc ray-env e2b-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh
-=======
-.PHONY: all packages setup setup-node setup-runsc ray-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates
->>>>>>> e2b-control
+.PHONY: all packages setup setup-node setup-runsc ray-env e2b-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates
 
 all: build
 
