@@ -376,7 +376,8 @@ def test_a_flood_of_streams_hits_the_cap_not_memory(api, kilnd, served):
         refused = [m for m in answers.values() if m[:1] == b"c"]
         assert len(opened) <= 256 and len(opened) + len(refused) == 300, (len(opened), len(refused))
         assert len(opened) >= 200, f"only {len(opened)} streams opened"
-        assert all(b"--max-port-connections" in m for m in refused), refused[:3]
+        other = [m for m in refused if b"--max-port-connections" not in m]
+        assert not other, other[:3]
         # Every open stream carries bytes.
         for n in opened[:20]:
             ws.send(_frame(b"d", n, b"ping"))
