@@ -3,9 +3,11 @@ client (`sandbox-fusion` 0.3.7 from PyPI) and verl's own reward code
 (check_correctness from verl==0.9.1, its sandbox_fusion folder loaded from the
 wheel's files: verl's package imports torch, which the grader does not need).
 
-The language image is `make sandboxfusion-image`'s (the core set), built
-under the test's key by examples/images/sandboxfusion.py. Each core language
-gets a correct, a wrong, a timing-out, a crashing and (compiled ones) a
+The language image is `make sandboxfusion-image`'s (the core set), built by
+examples/images/sandboxfusion.py under the admin key of a kilnd whose state
+folder the machine keeps (KILN_SF_STATE_DIR): built once per machine, again
+only when the recipe changes, and served to the tests' own (non-admin) key.
+Each core language gets a correct, a wrong, a timing-out, a crashing and (compiled ones) a
 non-compiling program, and each must get verl's verdict: True, False, -3,
 -2, -4. Then the refusals (unknown language, a missing field, a wrong key,
 a timeout past kiln's limit), files, the memory limit, and programs that
@@ -27,6 +29,10 @@ from pathlib import Path
 import pytest
 
 from client import Client
+from conftest import start_kilnd, stop_kilnd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "sdk" / "python"))
+from kiln import Runtime  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE_SCRIPT = REPO / "examples" / "images" / "sandboxfusion.py"
@@ -36,34 +42,65 @@ UNREACHABLE = ("Failed to establish a new connection", "Temporary failure in nam
 pytestmark = pytest.mark.xdist_group("sandboxfusion")
 
 
-@pytest.fixture(scope="module")
-def sf_key(api):
-    return api.ok("POST", "/v1/keys", json={"name": "sandboxfusion-tests"})["secret"]
+# The machine's SandboxFusion state: a kilnd folder kept between runs, so the
+# language image is built once per machine and again only when its recipe
+# changes (make sandboxfusion-image uses the same folder).
+SF_STATE = Path(os.environ.get("KILN_SF_STATE_DIR", "/var/lib/kiln/cache/sandboxfusion"))
 
 
 @pytest.fixture(scope="module")
-def sf_image(kilnd, sf_key):
-    """The core language image under the test's key, as `make sandboxfusion-image`."""
-    env = dict(os.environ, KILN_API_URL=kilnd.url, KILN_API_KEY=sf_key)
+def sf_daemon(tmp_path_factory):
+    """A kilnd on the machine's SandboxFusion state, logging to a file of this run's. When
+    another kilnd holds that state (a second test run at once), one of its own on a
+    temporary folder, which builds the image again."""
+    log = tmp_path_factory.mktemp("sf") / "kilnd.log"
+    SF_STATE.mkdir(parents=True, exist_ok=True)
+    try:
+        d = start_kilnd(SF_STATE, log_path=log)
+    except RuntimeError as e:
+        if "another kilnd uses this state directory" not in str(e):
+            raise
+        d = start_kilnd(tmp_path_factory.mktemp("sf-state"), log_path=log)
+    d.log_path = str(log)
+    yield d
+    stop_kilnd(d)
+
+
+@pytest.fixture(scope="module")
+def sf_admin(sf_daemon):
+    return Client(sf_daemon.url, key=sf_daemon.admin_key)
+
+
+@pytest.fixture(scope="module")
+def sf_key(sf_admin):
+    """A key of the test's own, not an admin: the language image it runs is the operator's."""
+    return sf_admin.ok("POST", "/v1/keys", json={"name": "sandboxfusion-tests"})["secret"]
+
+
+def ensure_image(daemon, key, *args, timeout=3600):
+    env = dict(os.environ, KILN_API_URL=daemon.url, KILN_API_KEY=key)
     for k in ("RUNTIME_API_URL", "RUNTIME_API_KEY"):
         env.pop(k, None)
-    p = subprocess.run([sys.executable, str(IMAGE_SCRIPT), "--set", "core", "--quiet"], env=env,
-                       capture_output=True, text=True, timeout=3000)
+    p = subprocess.run([sys.executable, str(IMAGE_SCRIPT), *args, "--quiet"], env=env,
+                       capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-4000:]}"
-    first = json.loads(p.stdout.strip().splitlines()[-1])
-    # Unchanged recipe: nothing is built again.
-    p = subprocess.run([sys.executable, str(IMAGE_SCRIPT), "--set", "core", "--quiet"], env=env,
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
-    again = json.loads(p.stdout.strip().splitlines()[-1])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def sf_image(sf_daemon):
+    """The core language image under the admin key, as `make sandboxfusion-image`: built the
+    first time on this machine, found by its recipe's digest ever after."""
+    first = ensure_image(sf_daemon, sf_daemon.admin_key, "--set", "core")
+    again = ensure_image(sf_daemon, sf_daemon.admin_key, "--set", "core", timeout=300)
     assert again["image"] == first["image"] and again["built"] is False, (first, again)
     return first
 
 
 @pytest.fixture(scope="module")
-def sf(kilnd, sf_key):
+def sf(sf_daemon, sf_key):
     """(base URL of the front for the test's key, a client without credentials)."""
-    return f"{kilnd.url}/sandboxfusion/{sf_key}", Client(kilnd.url, timeout=300)
+    return f"{sf_daemon.url}/sandboxfusion/{sf_key}", Client(sf_daemon.url, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +295,7 @@ def test_run_jupyter_runs_cells_in_one_kernel(sf_image, sf, sf_python):
     assert t["status"] == "Failed" and t["driver"]["status"] == "TimeLimitExceeded" and t["cells"] == [], t
 
 
-def test_ping_and_refusals_in_sandbox_fusions_shape(sf, sf_key, kilnd):
+def test_ping_and_refusals_in_sandbox_fusions_shape(sf, sf_key):
     url, client = sf
     base = "/sandboxfusion/" + sf_key
     r = client.get(base + "/v1/ping")
@@ -281,7 +318,7 @@ def test_ping_and_refusals_in_sandbox_fusions_shape(sf, sf_key, kilnd):
     assert sf_key not in r.body.decode(), r
 
 
-def test_a_wrong_key_is_refused_and_no_key_is_logged(sf, sf_key, kilnd, api):
+def test_a_wrong_key_is_refused_and_no_key_is_logged(sf, sf_key, sf_daemon, sf_admin):
     _, client = sf
     wrong = "kiln_" + "0" * 40
     r = client.post(f"/sandboxfusion/{wrong}/run_code", json={"code": "print(1)", "language": "python"})
@@ -289,12 +326,12 @@ def test_a_wrong_key_is_refused_and_no_key_is_logged(sf, sf_key, kilnd, api):
     assert r.json()["run_result"] is None, r
     r = client.get(f"/sandboxfusion/{wrong}/v1/ping")
     assert r.status == 401, r
-    log = Path(kilnd.log_path).read_text(errors="replace")
+    log = Path(sf_daemon.log_path).read_text(errors="replace")
     assert "/sandboxfusion/{key}/run_code" in log
     for secret in (sf_key, wrong):
         assert secret not in log
         assert secret[len("kiln_"):] not in log
-    metrics = api.get("/metrics").body.decode()
+    metrics = sf_admin.get("/metrics").body.decode()
     assert sf_key not in metrics and wrong not in metrics
 
 
@@ -330,3 +367,18 @@ def test_flood_and_fork_bomb_touch_only_their_own_request(sf_image, sf):
     # And the next program runs as if nothing happened.
     again = run_code(sf, **jobs["good"]).json()
     assert again["status"] == "Success" and again["run_result"]["stdout"] == "42\n", again
+
+
+def test_a_keys_own_language_image_serves_that_key_alone(sf_image, sf, sf_daemon, sf_admin):
+    """The operator's image (an admin key's) serves every key; a key that builds its own
+    image of that name gets its own, and no other key ever does."""
+    mine = sf_admin.ok("POST", "/v1/keys", json={"name": "sf-own-image"})["secret"]
+    Runtime(sf_daemon.url, mine).images.build(name="sandboxfusion", recipe={"env": {"KILN_MARK": "own"},
+                                                                          "workdir": "/workspace"},
+                                              timeout=600)
+    probe = {"code": "import os\nprint(os.environ.get('KILN_MARK', 'operator'))", "language": "python"}
+    client = Client(sf_daemon.url, timeout=300)
+    own = client.post(f"/sandboxfusion/{mine}/run_code", json=probe).json()
+    assert own["status"] == "Success" and own["run_result"]["stdout"] == "own\n", own
+    other = run_code(sf, **probe).json()
+    assert other["status"] == "Success" and other["run_result"]["stdout"] == "operator\n", other

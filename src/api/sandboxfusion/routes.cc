@@ -115,7 +115,8 @@ std::optional<StepResult> RunStep(Exchange& ex, const io::SandboxIo& sandbox,
 }
 
 // The launch request for one program of the caller's.
-launch::LaunchRequest LaunchFor(Exchange& ex, const SandboxFusionOptions& options, double steps) {
+launch::LaunchRequest LaunchFor(ApiContext& ctx, Exchange& ex, const SandboxFusionOptions& options,
+                                double steps) {
   launch::LaunchRequest launch;
   control::SandboxSpec& spec = launch.spec;
   spec.owner = CallerOf(ex).key_id;
@@ -128,6 +129,10 @@ launch::LaunchRequest LaunchFor(Exchange& ex, const SandboxFusionOptions& option
   spec.labels["kiln.front"] = "sandboxfusion";
   launch.image = options.image;
   launch.scope = OwnerScope(ex);
+  if (auto found = FindFrontImage(ctx, ex, options.image)) {
+    launch.image = found->id;
+    if (found->operators) launch.scope = std::nullopt;
+  }
   launch.daily_limit_micros = CallerOf(ex).daily_limit_micros;
   launch.deadline =
       std::max(PreferWaitDeadline(ex), std::chrono::steady_clock::now() + kSfRoomWait);
@@ -135,16 +140,17 @@ launch::LaunchRequest LaunchFor(Exchange& ex, const SandboxFusionOptions& option
   return launch;
 }
 
-// Sizes the image's warm pool the first time this front launches it.
+// Sizes the image's warm pool the first time this front launches it, as
+// the operator (--sandboxfusion-pool), whoever owns the image.
 void SizePool(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
-              const control::Sandbox& s, const std::optional<std::string>& scope) {
+              const control::Sandbox& s) {
   if (options.pool_size <= 0 || !ctx.images || !s.spec().image) return;
   std::string image = *s.spec().image;
   {
     std::lock_guard lock(pools.mu);
     if (!pools.images.insert(image).second) return;
   }
-  (void)ctx.images->Pool(image, scope, options.pool_size);
+  (void)ctx.images->Pool(image, std::nullopt, options.pool_size);
 }
 
 // A fresh sandbox of the language image for one request, deleted when
@@ -156,11 +162,12 @@ struct Leased {
 
 Leased LaunchOne(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
                  Exchange& ex, double steps) {
-  auto launched = ctx.launcher.Launch(LaunchFor(ex, options, steps));
+  auto launched = ctx.launcher.Launch(LaunchFor(ctx, ex, options, steps));
   if (!launched.ok() && launched.status().code() == Code::kImageNotFound)
     throw ApiError(Code::kImageNotFound,
-                   "this key has no language image '" + options.image +
-                       "': build it under the key with `make sandboxfusion-image` "
+                   "no language image '" + options.image +
+                       "' for this key: build it under an admin key (then it serves every key) "
+                       "or under this key with `make sandboxfusion-image` "
                        "(examples/images/sandboxfusion.py)");
   Leased out;
   out.sandbox = ValueOrThrow(std::move(launched)).sandbox;
@@ -168,7 +175,7 @@ Leased LaunchOne(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSize
       nullptr, [&ctx, id = out.sandbox->id(), owner = out.sandbox->spec().owner](void*) {
         ctx.sandboxes.Delete(id, owner);
       });
-  SizePool(ctx, options, pools, *out.sandbox, OwnerScope(ex));
+  SizePool(ctx, options, pools, *out.sandbox);
   return out;
 }
 
