@@ -140,10 +140,14 @@ def run_in_venv(sf_python, script, timeout=900):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def run_code(sf, **body):
+def post(sf, route, body):
     url, client = sf
     path = url.split("://", 1)[1].split("/", 1)[1]
-    return client.post("/" + path + "/run_code", json=body)
+    return client.post(f"/{path}/{route}", json=body)
+
+
+def run_code(sf, **body):
+    return post(sf, "run_code", body)
 
 
 # Each core language: a program that doubles the number on stdin, and its
@@ -342,6 +346,13 @@ def test_memory_limit_keeps_sandbox_fusions_meaning(sf_image, sf):
     assert "MemoryError" in small["run_result"]["stderr"], small
     big = run_code(sf, code=hog, language="python", memory_limit_MB=1536).json()
     assert big["status"] == "Success", big
+    # run_jupyter: the kernel's own limit, as SandboxFusion starts its kernel under one.
+    j = post(sf, "run_jupyter", {"cells": ["b = bytearray(600 * 1024 * 1024)",
+                                           "len(bytearray(16 * 1024 * 1024))"],
+                                 "memory_limit_MB": 512}).json()
+    assert j["status"] == "Success" and len(j["cells"]) == 2, j
+    assert j["cells"][0]["error"][0]["ename"] == "MemoryError", j
+    assert j["cells"][1]["display"] == [{"text/plain": "16777216"}], j
 
 
 def test_flood_and_fork_bomb_touch_only_their_own_request(sf_image, sf):

@@ -317,6 +317,19 @@ TEST(SandboxFusionJupyterTest, CellsAndTimeoutsAreRead) {
             std::vector<std::string>{"body.kernel"});
   EXPECT_EQ(issues(json{{"cells", json::array()}, {"cell_timeout", -1}}),
             std::vector<std::string>{"body.cell_timeout"});
+  EXPECT_EQ(issues(json{{"cells", json::array()}, {"memory_limit_MB", 1u << 30}}),
+            std::vector<std::string>{"body.memory_limit_MB"});
+  EXPECT_EQ(ReadRunJupyter(json{{"cells", json::array()}}).memory_limit_mb, -1);
+  EXPECT_EQ(ReadRunJupyter(json{{"cells", json::array()}, {"memory_limit_MB", 256}}).memory_limit_mb,
+            256);
+}
+
+TEST(SandboxFusionJupyterTest, TheKernelsMemoryLimitCellLeavesNoName) {
+  std::string cell = KernelMemoryLimitCell(256);
+  EXPECT_NE(cell.find("_kiln_limit(256 * 1024 * 1024)"), std::string::npos) << cell;
+  EXPECT_NE(cell.find("RLIMIT_AS"), std::string::npos) << cell;
+  EXPECT_NE(cell.find("RLIMIT_DATA"), std::string::npos) << cell;
+  EXPECT_NE(cell.find("del _kiln_limit"), std::string::npos) << cell;
 }
 
 TEST(SandboxFusionJupyterTest, ACellInJupytersWords) {

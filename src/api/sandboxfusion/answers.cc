@@ -124,6 +124,18 @@ json AnswerJson(const RunCodeAnswer& a) {
               {"files", files}};
 }
 
+std::string KernelMemoryLimitCell(int64_t mb) {
+  return "def _kiln_limit(n):\n"
+         "    import resource\n"
+         "    for k in (resource.RLIMIT_AS, resource.RLIMIT_DATA):\n"
+         "        hard = resource.getrlimit(k)[1]\n"
+         "        resource.setrlimit(k, (n if hard == resource.RLIM_INFINITY else min(n, hard), hard))\n"
+         "_kiln_limit(" +
+         std::to_string(mb) +
+         " * 1024 * 1024)\n"
+         "del _kiln_limit\n";
+}
+
 json CellJson(const interpreter::Execution& run) {
   json display = json::array();
   for (const auto& r : run.results)

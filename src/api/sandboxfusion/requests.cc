@@ -38,6 +38,24 @@ double Seconds(FieldReader& f, const std::string& name, double def, const json* 
   return s;
 }
 
+// memory_limit_MB: an integer number of MB, at most kiln's memory limit;
+// -1 or less (SandboxFusion's default) for none; `def` if absent.
+int64_t MemoryLimit(FieldReader& f, int64_t def) {
+  const json* m = f.Raw("memory_limit_MB");
+  if (!m || m->is_null()) return def;
+  if (!m->is_number_integer()) {
+    f.Issue("memory_limit_MB", "must be an integer number of MB (-1: no limit)");
+    return def;
+  }
+  int64_t mb = m->get<int64_t>();
+  if (mb > contract::kMemoryMiB.max) {
+    f.Issue("memory_limit_MB",
+            "must be at most " + std::to_string(contract::kMemoryMiB.max) + " (kiln's limit)");
+    return def;
+  }
+  return mb;
+}
+
 // A path the program may name: relative to kWorkDir (or absolute), no "..".
 bool GoodPath(const std::string& p) {
   if (p.empty() || p.size() > kPathMax) return false;
@@ -123,18 +141,7 @@ ReadResult ReadRunCode(const json& body) {
   }
   r.compile_timeout = Seconds(f, "compile_timeout", 10);
   r.run_timeout = Seconds(f, "run_timeout", 10);
-  if (const json* m = f.Raw("memory_limit_MB"); m && !m->is_null()) {
-    if (!m->is_number_integer()) {
-      f.Issue("memory_limit_MB", "must be an integer number of MB (-1: no limit)");
-    } else {
-      int64_t mb = m->get<int64_t>();
-      if (mb > contract::kMemoryMiB.max)
-        f.Issue("memory_limit_MB",
-                "must be at most " + std::to_string(contract::kMemoryMiB.max) + " (kiln's limit)");
-      else
-        r.memory_limit_mb = mb;
-    }
-  }
+  r.memory_limit_mb = MemoryLimit(f, r.memory_limit_mb);
   if (const json* s = f.Raw("stdin"); s && !s->is_null()) {
     if (!s->is_string())
       f.Issue("stdin", "must be a string or null");
@@ -176,8 +183,7 @@ RunJupyterRequest ReadRunJupyter(const json& body) {
     r.cell_timeout = zero ? 0 : Seconds(f, "cell_timeout", 0, c);
   }
   r.total_timeout = Seconds(f, "total_timeout", 45);
-  if (const json* m = f.Raw("memory_limit_MB"); m && !m->is_null() && !m->is_number_integer())
-    f.Issue("memory_limit_MB", "must be an integer number of MB (-1: no limit)");
+  r.memory_limit_mb = MemoryLimit(f, r.memory_limit_mb);
   if (auto k = f.String("kernel", 64); k && *k != "python3")
     f.Issue("kernel", "must be \"python3\", the only kernel SandboxFusion names");
   ReadFiles(f, &r.files);

@@ -273,6 +273,25 @@ void RunJupyter(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized
         200, JupyterJson(RunStatus::kSandboxError, err, std::nullopt, nlohmann::json::array(), {}));
   int64_t t0 = MonotonicNowMs();
   int64_t total_ms = StepMs(req.total_timeout);
+  // SandboxFusion starts its kernel under RLIMIT_AS and RLIMIT_DATA of
+  // memory_limit_MB; kiln's kernel is running already, so it lowers its own
+  // soft limits first, in a cell of its own that leaves no name behind.
+  if (req.memory_limit_mb > 0) {
+    interpreter::RunRequest limit;
+    limit.code = KernelMemoryLimitCell(req.memory_limit_mb);
+    limit.language = interpreter::Language::kPython;
+    limit.timeout_ms = total_ms;
+    auto done = interpreter::SharedInterpreter().Run(
+        box, leased.sandbox->id(), limit, [&ex](const nlohmann::json&) { return !ex.ClientGone(); });
+    if (ex.ClientGone()) return;
+    if (!done.ok() || done->status != "ok")
+      return ex.SendJson(
+          200, JupyterJson(RunStatus::kSandboxError,
+                           "the kernel could not take memory_limit_MB " +
+                               std::to_string(req.memory_limit_mb) + ": " +
+                               (done.ok() ? done->status : done.status().message()),
+                           std::nullopt, nlohmann::json::array(), {}));
+  }
   StepResult driver;
   driver.return_code = 0;
   nlohmann::json cells = nlohmann::json::array();

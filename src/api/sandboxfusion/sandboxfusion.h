@@ -119,6 +119,7 @@ struct RunJupyterRequest {
   std::vector<std::string> cells;
   double cell_timeout = 0;
   double total_timeout = 45;
+  int64_t memory_limit_mb = -1;  // the kernel's address space (RLIMIT_AS, RLIMIT_DATA)
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::string> fetch_files;
 };
@@ -126,6 +127,9 @@ RunJupyterRequest ReadRunJupyter(const nlohmann::json& body);
 // A cell's answer, {stdout, stderr, display: [mime bundles], error:
 // [{ename, evalue, traceback: [lines]}]}, from the kernel's execution.
 nlohmann::json CellJson(const interpreter::Execution& run);
+// Python that lowers the running kernel's soft RLIMIT_AS and RLIMIT_DATA to
+// `mb` MiB (never above the hard limit) and leaves no name behind.
+std::string KernelMemoryLimitCell(int64_t mb);
 
 // The steps of one program, with the request's values filled in.
 struct Plan {
