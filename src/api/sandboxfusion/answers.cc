@@ -129,7 +129,8 @@ std::string KernelMemoryLimitCell(int64_t mb) {
          "    import resource\n"
          "    for k in (resource.RLIMIT_AS, resource.RLIMIT_DATA):\n"
          "        hard = resource.getrlimit(k)[1]\n"
-         "        resource.setrlimit(k, (n if hard == resource.RLIM_INFINITY else min(n, hard), hard))\n"
+         "        resource.setrlimit(k, (n if hard == resource.RLIM_INFINITY else min(n, hard), "
+         "hard))\n"
          "_kiln_limit(" +
          std::to_string(mb) +
          " * 1024 * 1024)\n"

@@ -282,15 +282,15 @@ void RunJupyter(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized
     limit.language = interpreter::Language::kPython;
     limit.timeout_ms = total_ms;
     auto done = interpreter::SharedInterpreter().Run(
-        box, leased.sandbox->id(), limit, [&ex](const nlohmann::json&) { return !ex.ClientGone(); });
+        box, leased.sandbox->id(), limit,
+        [&ex](const nlohmann::json&) { return !ex.ClientGone(); });
     if (ex.ClientGone()) return;
     if (!done.ok() || done->status != "ok")
-      return ex.SendJson(
-          200, JupyterJson(RunStatus::kSandboxError,
-                           "the kernel could not take memory_limit_MB " +
-                               std::to_string(req.memory_limit_mb) + ": " +
-                               (done.ok() ? done->status : done.status().message()),
-                           std::nullopt, nlohmann::json::array(), {}));
+      return ex.SendJson(200, JupyterJson(RunStatus::kSandboxError,
+                                          "the kernel could not take memory_limit_MB " +
+                                              std::to_string(req.memory_limit_mb) + ": " +
+                                              (done.ok() ? done->status : done.status().message()),
+                                          std::nullopt, nlohmann::json::array(), {}));
   }
   StepResult driver;
   driver.return_code = 0;
