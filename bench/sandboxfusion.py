@@ -105,7 +105,13 @@ def prepare_kiln(session, image_set="core"):
     built = json.loads(p.stdout.strip().splitlines()[-1])
     log(f"kiln: language image {built['image']} ({'built' if built['built'] else 'reused'}) "
         f"in {time.monotonic() - t0:.0f} s")
-    return f"{kilnd.url}/sandboxfusion/{secret}", (lambda: None)
+
+    def cleanup():
+        # The front's warm pool runs copies kilnd would keep past its stop (to
+        # adopt them again): emptied first, so nothing is left on the host.
+        kilnd.api().call("POST", f"/v1/images/{built['image']}:pool", {"size": 0})
+
+    return f"{kilnd.url}/sandboxfusion/{secret}", cleanup
 
 
 # --------------------------------------------------------------------------
