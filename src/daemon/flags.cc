@@ -112,6 +112,11 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "warm copies of that image kept ready (its pool; 0: leave it as set)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
+  app.add_option("--sandboxfusion-concurrency", f->sandboxfusion_concurrency,
+                 "programs SandboxFusion's front runs at once; more wait their turn, since its "
+                 "timeouts are wall-clock (0: two per host CPU)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
   app.add_option("--preview-domain", f->preview_domain,
                  "host names {port}-{sandbox}.DOMAIN on kilnd's listener reach a sandbox's port "
                  "(localhost: browsers and curl resolve *.localhost to loopback)")

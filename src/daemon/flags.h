@@ -47,6 +47,7 @@ struct Flags {
   // key) and the warm copies of it kept ready.
   std::string sandboxfusion_image = "sandboxfusion";
   int sandboxfusion_pool = 2;
+  int sandboxfusion_concurrency = 0;
   // Registries pulled from directly (private or loopback ones; plain HTTP
   // on loopback): a host name or address each. Others: HTTPS to public
   // addresses only, through a network of the pull's own.

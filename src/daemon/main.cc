@@ -324,6 +324,7 @@ int main(int argc, char** argv) {
   kiln::api::SandboxFusionOptions sandboxfusion;
   sandboxfusion.image = flags.sandboxfusion_image;
   sandboxfusion.pool_size = flags.sandboxfusion_pool;
+  sandboxfusion.concurrency = flags.sandboxfusion_concurrency;
   kiln::api::AddSandboxFusionRoutes(router, ctx, sandboxfusion);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency, &rate_limiter);

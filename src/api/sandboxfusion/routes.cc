@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "api/auth.h"
 #include "api/errors.h"
@@ -41,9 +43,56 @@ Handler WrapSf(Handler handler) {
 }
 
 // The images whose warm pool this front has sized (once per image).
-struct PoolsSized {
+// At most `limit` programs at once; the rest wait in arrival order (a
+// ticket queue), giving up when their client leaves.
+class ProgramSlots {
+ public:
+  explicit ProgramSlots(int limit) : limit_(std::max(1, limit)) {}
+
+  // A slot held until the handle goes; null if the client left first.
+  std::shared_ptr<void> Take(Exchange& ex) {
+    std::unique_lock lock(mu_);
+    uint64_t ticket = next_ticket_++;
+    while (ticket != serving_ || running_ >= limit_) {
+      if (ex.ClientGone()) {
+        gone_.insert(ticket);
+        Skip();
+        cv_.notify_all();
+        return nullptr;
+      }
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+    }
+    ++serving_;
+    Skip();
+    ++running_;
+    cv_.notify_all();
+    return std::shared_ptr<void>(nullptr, [this](void*) {
+      std::lock_guard lock(mu_);
+      --running_;
+      cv_.notify_all();
+    });
+  }
+
+ private:
+  // Moves past tickets whose clients left while they waited.
+  void Skip() {
+    while (gone_.erase(serving_)) ++serving_;
+  }
+
+  const int limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t next_ticket_ = 0, serving_ = 0;
+  int running_ = 0;
+  std::set<uint64_t> gone_;
+};
+
+// What the front's routes share: the pools it sized, and its program slots.
+struct FrontState {
+  explicit FrontState(int concurrency) : slots(concurrency) {}
   std::mutex mu;
-  std::set<std::string> images;
+  std::set<std::string> images;  // pools sized
+  ProgramSlots slots;
 };
 
 std::string InWorkDir(const std::string& path) {
@@ -142,7 +191,7 @@ launch::LaunchRequest LaunchFor(ApiContext& ctx, Exchange& ex, const SandboxFusi
 
 // Sizes the image's warm pool the first time this front launches it, as
 // the operator (--sandboxfusion-pool), whoever owns the image.
-void SizePool(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
+void SizePool(ApiContext& ctx, const SandboxFusionOptions& options, FrontState& pools,
               const control::Sandbox& s) {
   if (options.pool_size <= 0 || !ctx.images || !s.spec().image) return;
   std::string image = *s.spec().image;
@@ -156,12 +205,16 @@ void SizePool(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& 
 // A fresh sandbox of the language image for one request, deleted when
 // `removal` goes (after the answer is written, or when the request failed).
 struct Leased {
+  std::shared_ptr<void> slot;  // released last, after the sandbox's removal
   std::shared_ptr<control::Sandbox> sandbox;
   std::shared_ptr<void> removal;
 };
 
-Leased LaunchOne(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
+Leased LaunchOne(ApiContext& ctx, const SandboxFusionOptions& options, FrontState& pools,
                  Exchange& ex, double steps) {
+  Leased out;
+  out.slot = pools.slots.Take(ex);
+  if (!out.slot) throw ApiError(Code::kNoCapacity, "the client left while its program waited");
   auto launched = ctx.launcher.Launch(LaunchFor(ctx, ex, options, steps));
   if (!launched.ok() && launched.status().code() == Code::kImageNotFound)
     throw ApiError(Code::kImageNotFound,
@@ -169,7 +222,6 @@ Leased LaunchOne(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSize
                        "' for this key: build it under an admin key (then it serves every key) "
                        "or under this key with `make sandboxfusion-image` "
                        "(examples/images/sandboxfusion.py)");
-  Leased out;
   out.sandbox = ValueOrThrow(std::move(launched)).sandbox;
   out.removal = std::shared_ptr<void>(
       nullptr, [&ctx, id = out.sandbox->id(), owner = out.sandbox->spec().owner](void*) {
@@ -203,7 +255,7 @@ std::map<std::string, std::string> FetchFiles(const io::SandboxIo& box,
   return out;
 }
 
-void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
+void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, FrontState& pools,
              Exchange& ex) {
   ReadResult read = ReadRunCode(ex.JsonBody(24u << 20));
   if (!read.unknown_language.empty()) {
@@ -263,7 +315,7 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& p
 // interpreter, in a fresh sandbox of the language image. As SandboxFusion's:
 // the driver (the whole run) TimeLimitExceeded past total_timeout answers
 // Failed without cells; else Success with every cell's output and error.
-void RunJupyter(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized& pools,
+void RunJupyter(ApiContext& ctx, const SandboxFusionOptions& options, FrontState& pools,
                 Exchange& ex) {
   RunJupyterRequest req = ReadRunJupyter(ex.JsonBody(24u << 20));
   Leased leased = LaunchOne(ctx, options, pools, ex, req.total_timeout);
@@ -340,10 +392,12 @@ void RunJupyter(ApiContext& ctx, const SandboxFusionOptions& options, PoolsSized
 namespace kiln::api {
 
 void AddSandboxFusionRoutes(Router& r, ApiContext& ctx, SandboxFusionOptions options) {
-  using sandboxfusion::PoolsSized;
+  using sandboxfusion::FrontState;
   using sandboxfusion::WrapSf;
   auto shared = std::make_shared<SandboxFusionOptions>(std::move(options));
-  auto pools = std::make_shared<PoolsSized>();
+  if (shared->concurrency <= 0)
+    shared->concurrency = 2 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  auto pools = std::make_shared<FrontState>(shared->concurrency);
   r.Add("POST", "/sandboxfusion/{key}/run_code", WrapSf([&ctx, shared, pools](Exchange& ex) {
           sandboxfusion::RunCode(ctx, *shared, *pools, ex);
         }));

@@ -39,6 +39,12 @@ struct SandboxFusionOptions {
   // Warm copies of that image kept restored ahead (its warm copy's pool),
   // set on the first request that launches it; 0 leaves the pool alone.
   int pool_size = 2;
+  // Programs run at once by this front (all keys); more wait their turn,
+  // in arrival order. SandboxFusion's timeouts are wall-clock: 64 compiles
+  // at once on 2 cores pushed correct programs past compile_timeout and
+  // run_timeout, so a program waits for a slot rather than for a core.
+  // 0: two per host CPU.
+  int concurrency = 0;
 };
 
 // Registers /sandboxfusion/{key}/... (run_code, run_jupyter, v1/ping and a
