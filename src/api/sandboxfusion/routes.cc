@@ -42,7 +42,6 @@ Handler WrapSf(Handler handler) {
   };
 }
 
-// The images whose warm pool this front has sized (once per image).
 // At most `limit` programs at once; the rest wait in arrival order (a
 // ticket queue), giving up when their client leaves.
 class ProgramSlots {
@@ -66,7 +65,8 @@ class ProgramSlots {
     Skip();
     ++running_;
     cv_.notify_all();
-    return std::shared_ptr<void>(nullptr, [this](void*) {
+    // Non-null (the caller tests it); the deleter frees the slot, not `this`.
+    return std::shared_ptr<void>(this, [this](void*) {
       std::lock_guard lock(mu_);
       --running_;
       cv_.notify_all();
