@@ -122,6 +122,7 @@ bench: setup ray-env e2b-env build
 	$(PY) bench/interpreter.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/ports.py --kilnd $(BUILD)/bin/kilnd
 	/opt/kiln/e2b-venv/bin/python bench/e2b_clients.py --kilnd $(BUILD)/bin/kilnd
+	$(PY) bench/sandboxfusion.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/snapshot_modes.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 	/opt/kiln/ray-venv/bin/python bench/ray_bench.py --kilnd $(BUILD)/bin/kilnd
