@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all packages setup setup-node setup-runsc ray-env e2b-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates
+.PHONY: all packages setup setup-node setup-runsc ray-env e2b-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates sandboxfusion-image sandboxfusion-image-full sandboxfusion-languages
 
 all: build
 
@@ -94,7 +94,7 @@ IT_ENV    := KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES)
 test: setup ray-env
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5 FUZZ_SEED=1
-	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(IT_WORKERS) --dist loadgroup -m 'not serial' tests/integration
+	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(IT_WORKERS) --dist loadgroup -m 'not serial and not languages' tests/integration
 	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -m serial tests/integration
 
 # The unit tier: no root, no gVisor, no daemon. The sanitized C++ unit tests,
@@ -122,6 +122,7 @@ bench: setup ray-env e2b-env build
 	$(PY) bench/interpreter.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/ports.py --kilnd $(BUILD)/bin/kilnd
 	/opt/kiln/e2b-venv/bin/python bench/e2b_clients.py --kilnd $(BUILD)/bin/kilnd
+	$(PY) bench/sandboxfusion.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/snapshot_modes.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 	/opt/kiln/ray-venv/bin/python bench/ray_bench.py --kilnd $(BUILD)/bin/kilnd
@@ -141,6 +142,23 @@ density: setup build
 # recipe under the key in KILN_API_KEY, at KILN_API_URL (docs/api.md, "E2B's SDKs").
 e2b-templates:
 	$(PY) examples/images/code_interpreter.py --name code-interpreter-v1
+
+# SandboxFusion's language image (verl's code rewards, docs/api.md
+# "SandboxFusion's API"): `sandboxfusion`, built under the key in
+# KILN_API_KEY at KILN_API_URL from examples/images/sandboxfusion.py's
+# recipe, and rebuilt only when that recipe changes. Built under an admin
+# key, it serves every key. The core set (python, pytest, cpp, nodejs, go,
+# java, rust, bash) by default; -full for every language the front serves.
+sandboxfusion-image:
+	$(PY) examples/images/sandboxfusion.py --set core
+sandboxfusion-image-full:
+	$(PY) examples/images/sandboxfusion.py --set full
+
+# The full language matrix against a real kilnd (the core set is in `make
+# test`): builds the full image once per machine on the SandboxFusion
+# state the tests keep (KILN_SF_STATE_DIR, /var/lib/kiln/cache/sandboxfusion).
+sandboxfusion-languages: setup asan
+	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider -m languages tests/integration/test_sandboxfusion_languages.py
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -47,7 +47,9 @@ PKGS=(build-essential cmake ninja-build pkg-config clang-format
       # (withruntime, pandastack) installed from PyPI into a test's venv.
       tmux python3-venv
       # Fuzzing: clang and its libFuzzer + sanitizer runtimes (make fuzz).
-      clang-14 libclang-rt-14-dev)
+      clang-14 libclang-rt-14-dev
+      # SandboxFusion's own server in its lite isolation (bench/sandboxfusion.py).
+      cgroup-tools)
 
 step_packages() {
   local backports=/etc/apt/sources.list.d/kiln-bookworm-backports.sources updated=0

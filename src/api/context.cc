@@ -8,6 +8,7 @@
 #include "api/auth.h"
 #include "api/errors.h"
 #include "common/time.h"
+#include "images/manager/image_manager.h"
 
 namespace kiln::api {
 
@@ -70,6 +71,21 @@ store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const st
   if (!rec || rec->hidden() || (scope && rec->owner != *scope))
     throw ApiError(Code::kSnapshotNotFound, "snapshot " + id + " not found");
   return *rec;
+}
+
+std::optional<FrontImage> FindFrontImage(ApiContext& ctx, const Exchange& ex,
+                                         const std::string& ref) {
+  if (!ctx.images) return std::nullopt;
+  auto scope = OwnerScope(ex);
+  if (auto own = ctx.images->Resolve(ref, scope); own.ok()) return FrontImage{own->id, false};
+  if (!scope) return std::nullopt;  // an admin's lookup above saw every key's
+  // Admin keys, oldest first: the local admin key (kilnd's own) wins.
+  for (const store::ApiKey& key : ctx.keys.List()) {
+    if (!key.admin || key.revoked_ms) continue;
+    if (auto theirs = ctx.images->Resolve(ref, key.id); theirs.ok())
+      return FrontImage{theirs->id, true};
+  }
+  return std::nullopt;
 }
 
 control::Deadline PreferWaitDeadline(const Exchange& ex) {

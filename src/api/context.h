@@ -66,6 +66,18 @@ store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const st
 // Whose resources the caller may see: nullopt for an admin (everyone's).
 std::optional<std::string> OwnerScope(const Exchange& ex);
 
+// An image a front's flag names (SandboxFusion's language image, E2B's
+// code-interpreter-v1) as the caller reaches it: the caller's own image of
+// that name, else the operator's, the newest an admin key built. An
+// operator's image serves every key (its sandboxes are the key's, metered
+// and limited as the key's); a key's own replaces it for that key alone.
+struct FrontImage {
+  std::string id;
+  bool operators = false;  // launch with scope nullopt: the key does not own it
+};
+std::optional<FrontImage> FindFrontImage(ApiContext& ctx, const Exchange& ex,
+                                         const std::string& ref);
+
 // The `Prefer: wait=N` header as a deadline (N capped at 120 s; none = now).
 control::Deadline PreferWaitDeadline(const Exchange& ex);
 // A slot for one long-lived stream on `s` (exec stream, output follow,

@@ -104,6 +104,19 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "(0: no cap)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  app.add_option("--sandboxfusion-image", f->sandboxfusion_image,
+                 "the image SandboxFusion's run_code runs programs in: a name or reference "
+                 "resolved under the caller's key")
+      ->capture_default_str();
+  app.add_option("--sandboxfusion-pool", f->sandboxfusion_pool,
+                 "warm copies of that image kept ready (its pool; 0: leave it as set)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  app.add_option("--sandboxfusion-concurrency", f->sandboxfusion_concurrency,
+                 "programs SandboxFusion's front runs at once; more wait their turn, since its "
+                 "timeouts are wall-clock (0: two per host CPU)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
   app.add_option("--preview-domain", f->preview_domain,
                  "host names {port}-{sandbox}.DOMAIN on kilnd's listener reach a sandbox's port "
                  "(localhost: browsers and curl resolve *.localhost to loopback)")

@@ -43,6 +43,11 @@ struct Flags {
   std::string preview_domain = "localhost";  // {port}-{id}.<this> reaches a port
   std::string preview_url;                   // how preview URLs start; default http://, listen port
   bool allow_public_previews = false;
+  // SandboxFusion's front: the language image (a name under the caller's
+  // key) and the warm copies of it kept ready.
+  std::string sandboxfusion_image = "sandboxfusion";
+  int sandboxfusion_pool = 2;
+  int sandboxfusion_concurrency = 0;
   // Registries pulled from directly (private or loopback ones; plain HTTP
   // on loopback): a host name or address each. Others: HTTPS to public
   // addresses only, through a network of the pull's own.

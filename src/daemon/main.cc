@@ -25,6 +25,7 @@
 #include "api/kiln/routes.h"
 #include "api/kiln/routes_keys.h"
 #include "api/pandastack/pandastack.h"
+#include "api/sandboxfusion/sandboxfusion.h"
 #include "api/stream_limit.h"
 #include "common/contract.h"
 #include "common/heap.h"
@@ -320,12 +321,18 @@ int main(int argc, char** argv) {
   kiln::api::AddMetricsRoutes(router, ctx);
   kiln::api::AddPandaStackRoutes(router, ctx);
   kiln::api::AddE2bRoutes(router, ctx);
+  kiln::api::SandboxFusionOptions sandboxfusion;
+  sandboxfusion.image = flags.sandboxfusion_image;
+  sandboxfusion.pool_size = flags.sandboxfusion_pool;
+  sandboxfusion.concurrency = flags.sandboxfusion_concurrency;
+  kiln::api::AddSandboxFusionRoutes(router, ctx, sandboxfusion);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency, &rate_limiter);
   front.SetHostHandler([&ctx](kiln::api::Exchange& ex) {
     return kiln::api::ServeE2bSandbox(ctx, ex) || kiln::api::ServePortHost(ctx, ex);
   });
   front.AddDialect(kiln::api::E2bDialect());
+  front.AddDialect(kiln::api::SandboxFusionDialect());
   front_ptr = &front;
   // Expired idempotency answers, old usage rows and egress log entries older
   // than 30 days go once an hour.

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -91,6 +92,8 @@ RunscEngine::RunscEngine(RunscOptions options) : opts_(std::move(options)) {
   fs::create_directories(opts_.state_dir + "/sandboxes");
   fs::create_directories(opts_.state_dir + "/runsc");
   info_ = {"gvisor", opts_.runsc, RunscVersion(opts_.runsc), opts_.pinned_version};
+  if (opts_.max_starts <= 0)
+    opts_.max_starts = 2 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 RunscEngine::~RunscEngine() { ReleaseSharedState(); }
@@ -252,9 +255,24 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
   args.push_back(dir);
   args.push_back(p.id);
   int64_t t1 = MonotonicNowMs();
-  // In the sandbox's directory: the spec names its upper tar relative to it.
-  pid_t pid = SpawnProcess(args, in_fd.get(), out_fd.get(), log_fd.get(), {}, dir);
-  int status = pid < 0 ? -1 : WaitProcess(pid, opts_.start_timeout_ms);
+  int status = -1;
+  bool timed_out = false;
+  {
+    std::unique_lock slot(starts_mu_);
+    starts_cv_.wait(slot, [&] { return starts_ < opts_.max_starts; });
+    ++starts_;
+    slot.unlock();
+    t1 = MonotonicNowMs();
+    // In the sandbox's directory: the spec names its upper tar relative to it.
+    pid_t pid = SpawnProcess(args, in_fd.get(), out_fd.get(), log_fd.get(), {}, dir);
+    if (pid >= 0) {
+      status = WaitProcess(pid, opts_.start_timeout_ms);
+      timed_out = status == -1 && MonotonicNowMs() - t1 >= opts_.start_timeout_ms;
+    }
+    slot.lock();
+    --starts_;
+    starts_cv_.notify_one();
+  }
   int64_t t2 = MonotonicNowMs();
   log_fd.reset();
   if (status != 0) {
@@ -263,7 +281,13 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
     std::string text((std::istreambuf_iterator<char>(log)), {});
     if (text.size() > 600) text = text.substr(text.size() - 600);
     Destroy(p.id);
-    return fail("runsc " + verb[0] + " failed: " + text);
+    if (timed_out)
+      return Status(Code::kNoCapacity, "runsc " + verb[0] + " did not finish within " +
+                                           std::to_string(opts_.start_timeout_ms / 1000) +
+                                           " s (the host is too busy): it was stopped; retry" +
+                                           (text.empty() ? "" : ". runsc said: " + text))
+          .WithRetryAfter(2);
+    return fail("runsc " + verb[0] + " failed: " + (text.empty() ? "it said nothing" : text));
   }
   auto conn = AgentConnection::Connect(in, out, opts_.start_timeout_ms, p.id);
   in_fd.reset();

@@ -13,7 +13,9 @@
 // cgroups: /sys/fs/cgroup/<controller>/kiln/<id>.
 #pragma once
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/agent_conn.h"
@@ -30,6 +32,11 @@ struct RunscOptions {
   std::string agent_binary;
   int start_timeout_ms = 30000;
   std::string pinned_version;  // the runsc version this kiln was built for
+  // runsc create/restore processes at once; 0: two per host CPU. Past it a
+  // launch waits for a slot, and the wait is not part of start_timeout_ms:
+  // 64 restores at once on 2 busy cores each took past the timeout, and
+  // were killed with nothing said (SandboxFusion's bench at concurrency 64).
+  int max_starts = 0;
 };
 
 // The version a runsc binary reports ("runsc version X" -> "X"), or
@@ -98,6 +105,10 @@ class RunscEngine : public Engine {
 
   RunscOptions opts_;
   EngineInfo info_;
+  // Launches holding a runsc start slot (opts_.max_starts).
+  std::mutex starts_mu_;
+  std::condition_variable starts_cv_;
+  int starts_ = 0;
   MemoryGuard guard_;
   StderrDrain drain_;
 };

@@ -22,6 +22,7 @@
 #include "api/kiln/routes.h"
 #include "api/kiln/routes_keys.h"
 #include "api/request_target.h"
+#include "api/sandboxfusion/sandboxfusion.h"
 #include "control/capacity.h"
 #include "control/sandbox_manager.h"
 #include "fakes/fake_engine.h"
@@ -147,7 +148,11 @@ struct World {
     api::AddKeyRoutes(router, ctx);
     api::AddUsageRoutes(router, ctx);
     api::AddMetricsRoutes(router, ctx);
+    // SandboxFusion's run_code body and its key in the path (no images here:
+    // a body that reads well is refused at its launch).
+    api::AddSandboxFusionRoutes(router, ctx, api::SandboxFusionOptions{});
     front = std::make_unique<api::ApiFront>(router, keys, idempotency);
+    front->AddDialect(api::SandboxFusionDialect());
     secret = keys.Create("fuzz", /*admin=*/false, std::nullopt).second;
   }
 

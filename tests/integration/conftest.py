@@ -34,6 +34,8 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "serial: runs alone (make test runs these after the parallel part): it times a "
                    "neighbour, steps the host's clock or compares host-wide state")
+    config.addinivalue_line("markers", "languages: SandboxFusion's full language matrix "
+                            "(make sandboxfusion-languages; not in make test)")
     config.addinivalue_line("markers", "fs_mib(n): test_faults_disk.py's loop file system size")
     # pytest-xdist registers it only when loaded; a plain `pytest file.py` run warns without this.
     config.addinivalue_line("markers", "xdist_group(name): tests sharing one xdist worker")

@@ -76,6 +76,13 @@ void Create(ApiContext& ctx, Exchange& ex) {
     req.spec.snapshot = snap->id;
   else
     req.image = parsed.template_id;
+  // The interpreter's template may be the operator's, shared by every key.
+  if (req.image && parsed.template_id == kInterpreterTemplate) {
+    if (auto found = FindFrontImage(ctx, ex, parsed.template_id)) {
+      req.image = found->id;
+      if (found->operators) req.scope = std::nullopt;
+    }
+  }
   req.daily_limit_micros = CallerOf(ex).daily_limit_micros;
   req.deadline = CreateDeadline(ex);
   req.cancelled = [&ex] { return ex.ClientGone(); };
@@ -83,9 +90,10 @@ void Create(ApiContext& ctx, Exchange& ex) {
   if (!launched.ok() && launched.status().code() == Code::kImageNotFound) {
     std::string how =
         parsed.template_id == kInterpreterTemplate
-            ? " The code interpreter's template is a kiln image of that name built under your "
-              "key: `make e2b-templates` (KILN_API_KEY=<your key>), or `python3 "
-              "examples/images/code_interpreter.py --name code-interpreter-v1`."
+            ? " The code interpreter's template is a kiln image of that name, built under "
+              "your key or an admin key (then every key's): `make e2b-templates` "
+              "(KILN_API_KEY=<the key>), or `python3 examples/images/code_interpreter.py "
+              "--name code-interpreter-v1`."
             : " Templates are kiln images: `base`, or one you built (POST /v1/images).";
     throw ApiError(Code::kImageNotFound,
                    "template '" + parsed.template_id + "' was not found." + how,
