@@ -320,8 +320,9 @@ TEST(SandboxFusionJupyterTest, CellsAndTimeoutsAreRead) {
   EXPECT_EQ(issues(json{{"cells", json::array()}, {"memory_limit_MB", 1u << 30}}),
             std::vector<std::string>{"body.memory_limit_MB"});
   EXPECT_EQ(ReadRunJupyter(json{{"cells", json::array()}}).memory_limit_mb, -1);
-  EXPECT_EQ(ReadRunJupyter(json{{"cells", json::array()}, {"memory_limit_MB", 256}}).memory_limit_mb,
-            256);
+  EXPECT_EQ(
+      ReadRunJupyter(json{{"cells", json::array()}, {"memory_limit_MB", 256}}).memory_limit_mb,
+      256);
 }
 
 TEST(SandboxFusionJupyterTest, TheKernelsMemoryLimitCellLeavesNoName) {
