@@ -6,6 +6,7 @@
 #include "api/e2b/e2b.h"
 #include "api/e2b/routes.h"
 #include "api/errors.h"
+#include "api_issue_paths.h"
 #include "common/contract.h"
 
 namespace kiln::api::e2b {
@@ -13,13 +14,6 @@ namespace e2b_control_test {
 namespace {
 
 using nlohmann::json;
-
-std::vector<std::string> IssuePaths(const ApiError& e) {
-  std::vector<std::string> out;
-  for (const auto& i : e.status().details().value("issues", json::array()))
-    out.push_back(i.value("path", ""));
-  return out;
-}
 
 Code CodeOf(const std::function<void()>& f) {
   try {

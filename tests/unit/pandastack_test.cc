@@ -4,6 +4,7 @@
 
 #include "api/errors.h"
 #include "api/pandastack/pandastack.h"
+#include "api_issue_paths.h"
 #include "common/contract.h"
 
 namespace kiln::api::pandastack {
@@ -13,13 +14,6 @@ namespace {
 using nlohmann::json;
 
 // The field paths an ApiError names.
-std::vector<std::string> IssuePaths(const ApiError& e) {
-  std::vector<std::string> out;
-  for (const auto& i : e.status().details().value("issues", json::array()))
-    out.push_back(i.value("path", ""));
-  return out;
-}
-
 TEST(PandaStackTest, CreateMapsFieldsOntoTheSpec) {
   CreateRequest r = ReadCreate(json::parse(R"({"template": "base", "ttl_seconds": 600,
       "persistent": true, "metadata": {"team": "rl"}, "cpu": 1, "memory_mb": 512})"));

@@ -5,19 +5,13 @@
 
 #include "api/errors.h"
 #include "api/sandboxfusion/sandboxfusion.h"
+#include "api_issue_paths.h"
 
 namespace kiln::api::sandboxfusion {
 namespace sandboxfusion_test {
 namespace {
 
 using nlohmann::json;
-
-std::vector<std::string> IssuePaths(const ApiError& e) {
-  std::vector<std::string> out;
-  for (const auto& i : e.status().details().value("issues", json::array()))
-    out.push_back(i.value("path", ""));
-  return out;
-}
 
 std::vector<std::string> IssuesOf(const json& body) {
   try {
