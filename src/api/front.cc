@@ -213,4 +213,14 @@ void ApiFront::Handle(Exchange& ex) {
                       {"ms", MonotonicNowMs() - t0}});
 }
 
+Handler AnswerErrorsWith(Handler handler, void (*send_error)(Exchange&, const Status&)) {
+  return [handler = std::move(handler), send_error](Exchange& ex) {
+    try {
+      handler(ex);
+    } catch (const ApiError& e) {
+      send_error(ex, e.status());
+    }
+  };
+}
+
 }  // namespace kiln::api

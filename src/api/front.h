@@ -64,4 +64,8 @@ class ApiFront {
   std::vector<Dialect> dialects_;
 };
 
+// `handler`, with an ApiError it throws answered by `send_error`: a vendor
+// front's routes answer in the error shape its clients read.
+Handler AnswerErrorsWith(Handler handler, void (*send_error)(Exchange&, const Status&));
+
 }  // namespace kiln::api

@@ -4,6 +4,7 @@
 #include "api/auth.h"
 #include "api/e2b/e2b.h"
 #include "api/errors.h"
+#include "api/front.h"
 #include "common/digest.h"
 
 namespace kiln::api {
@@ -53,15 +54,7 @@ void SendError(Exchange& ex, const Status& s) {
   ex.SendJson(status, ErrorBody(status, s));
 }
 
-Handler Wrap(Handler handler) {
-  return [handler = std::move(handler)](Exchange& ex) {
-    try {
-      handler(ex);
-    } catch (const ApiError& e) {
-      SendError(ex, e.status());
-    }
-  };
-}
+Handler Wrap(Handler handler) { return AnswerErrorsWith(std::move(handler), SendError); }
 
 }  // namespace e2b
 

@@ -5,6 +5,7 @@
 #include "api/pandastack/routes.h"
 #include "api/auth.h"
 #include "api/errors.h"
+#include "api/front.h"
 #include "api/pandastack/pandastack.h"
 #include "api/validate.h"
 #include "common/metrics.h"
@@ -23,15 +24,7 @@ void SendError(Exchange& ex, const Status& s) {
   ex.SendJson(status, ErrorBody(s));
 }
 
-Handler Wrap(Handler handler) {
-  return [handler = std::move(handler)](Exchange& ex) {
-    try {
-      handler(ex);
-    } catch (const ApiError& e) {
-      SendError(ex, e.status());
-    }
-  };
-}
+Handler Wrap(Handler handler) { return AnswerErrorsWith(std::move(handler), SendError); }
 
 std::string TemplateName(ApiContext& ctx, const std::optional<std::string>& image,
                          const std::string& owner) {

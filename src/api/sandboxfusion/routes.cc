@@ -13,6 +13,7 @@
 
 #include "api/auth.h"
 #include "api/errors.h"
+#include "api/front.h"
 #include "api/sandboxfusion/sandboxfusion.h"
 #include "common/base64.h"
 #include "common/contract.h"
@@ -32,15 +33,7 @@ constexpr std::chrono::seconds kSfRoomWait{5};
 // Seconds of lease past the two steps (launch, files, fetch, delete).
 constexpr int kSfLeaseSlack = 120;
 
-Handler WrapSf(Handler handler) {
-  return [handler = std::move(handler)](Exchange& ex) {
-    try {
-      handler(ex);
-    } catch (const ApiError& e) {
-      SendError(ex, e.status());
-    }
-  };
-}
+Handler WrapSf(Handler handler) { return AnswerErrorsWith(std::move(handler), SendError); }
 
 // At most `limit` programs at once; the rest wait in arrival order (a
 // ticket queue), giving up when their client leaves.
