@@ -62,7 +62,7 @@ export class TerminalPanel {
   private enc = new TextEncoder();
 
   constructor(private sandboxId: string, private scope: Scope) {
-    this.el = h("section", { class: "terminal-panel", "aria-labelledby": "term-title" },
+    this.el = h("div", { class: "terminal-panel" },
       h("h2", { id: "term-title" }, "Terminal"),
       h("div", { class: "actions" }, this.connectBtn, this.closeBtn),
       this.statusEl, this.slot,

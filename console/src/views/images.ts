@@ -22,7 +22,7 @@ export function imagesView(main: HTMLElement, scope: Scope, _s: Session): void {
           .map((c) => h("th", { scope: "col" }, c)))), tbody)));
   const p = scope.poll(5000, async () => {
     try {
-      const r = await api<{ data: Image[] }>("/v1/images", { query: { limit: 200 }, signal: scope.signal });
+      const r = await api<{ data: Image[] }>("/v1/images", { query: { limit: 100 }, signal: scope.signal });
       errors.clear();
       clear(tbody);
       for (const i of r.data) {

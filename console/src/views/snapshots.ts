@@ -30,7 +30,7 @@ export function snapshotsView(main: HTMLElement, scope: Scope, _s: Session): voi
     try {
       const [snaps, images] = await Promise.all([
         api<{ data: Snapshot[] }>("/v1/snapshots", { signal: scope.signal }),
-        api<{ data: Image[] }>("/v1/images", { query: { limit: 200 }, signal: scope.signal }),
+        api<{ data: Image[] }>("/v1/images", { query: { limit: 100 }, signal: scope.signal }),
       ]);
       errors.clear();
       const focusedId = (document.activeElement as HTMLElement | null)?.id;
