@@ -1,0 +1,275 @@
+"""Drives kiln's web console in a real browser (Debian's chromium through Playwright).
+
+Run by test_console.py with the Playwright venv's interpreter (/opt/kiln/console-venv):
+    console_driver.py SCENARIO '{"url": ..., "key": ..., ...}'
+It prints one JSON line: {"ok": true, ...figures} or {"ok": false, "error", "screenshot"}.
+Every wait is Playwright's own (expect / wait_for with a deadline), never a bare sleep."""
+import json
+import re
+import sys
+import tempfile
+import time
+import traceback
+
+from playwright.sync_api import expect, sync_playwright
+
+T = 30_000  # ms: the default deadline of each wait
+
+
+def sign_in(page, url, key, route=""):
+    page.goto(f"{url}/ui{route}")
+    page.get_by_label("API key", exact=True).fill(key)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def signed_in(page):
+    expect(page.get_by_role("navigation", name="Main")).to_be_visible(timeout=T)
+
+
+def terminal_text(region):
+    return region.locator(".xterm-rows").inner_text()
+
+
+def wait_for_line(region, pattern, timeout=T):
+    """Waits until a row of the terminal matches `pattern` in full (a regex); returns the match."""
+    deadline = time.monotonic() + timeout / 1000
+    rx = re.compile(pattern)
+    while True:
+        for line in terminal_text(region).splitlines():
+            m = rx.fullmatch(line.replace("\xa0", " ").strip())
+            if m:
+                return m
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no terminal line matches {pattern!r}; screen:\n{terminal_text(region)}")
+        region.page.wait_for_timeout(200)
+
+
+def scenario_terminal(page, a):
+    """Sign in, create a sandbox, see it listed, use its terminal, resize it, stop it."""
+    sign_in(page, a["url"], a["key"])
+    signed_in(page)
+    page.get_by_label("Name", exact=True).fill(a["name"])
+    page.get_by_label("Labels").fill(f"suite=console, run={a['name']}")
+    page.get_by_role("button", name="Create sandbox").click()
+    row = page.locator("table.sandboxes tbody tr", has_text=a["name"])
+    expect(row).to_have_count(1, timeout=T)
+    expect(row.locator("td.state")).to_have_text("running", timeout=T)
+    sid = row.get_attribute("data-id")
+    expect(row.get_by_role("link", name=sid)).to_be_visible()  # each row shows its id
+
+    # The label filter finds it; another label does not.
+    page.get_by_label("Label", exact=True).fill(f"run:{a['name']}")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("table.sandboxes tbody tr")).to_have_count(1, timeout=T)
+    page.get_by_label("Label", exact=True).fill("run:no-such-run")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("table.sandboxes tbody tr")).to_have_count(0, timeout=T)
+    expect(page.get_by_text("No sandboxes match.")).to_be_visible()
+
+    page.goto(f"{a['url']}/ui#/sandboxes/{sid}")
+    expect(page.get_by_role("heading", name=f"Sandbox {sid}")).to_be_visible(timeout=T)
+    page.get_by_role("button", name="Open terminal").click()
+    region = page.get_by_role("region", name="Terminal", exact=True)
+    expect(page.get_by_text(re.compile(r"Connected: shell process p\d+"))).to_be_visible(timeout=T)
+    region.click()
+    page.keyboard.type("echo hi\n")
+    wait_for_line(region, r"hi")
+    host = region.locator(".term-host")
+    pid = host.get_attribute("data-process-id")
+    cols_before = int(host.get_attribute("data-cols"))
+
+    page.set_viewport_size({"width": 640, "height": 900})
+    expect(host).not_to_have_attribute("data-cols", str(cols_before), timeout=T)
+    cols_after, rows_after = int(host.get_attribute("data-cols")), int(host.get_attribute("data-rows"))
+    region.click()
+    page.keyboard.type("stty size\n")
+    wait_for_line(region, rf"{rows_after} {cols_after}")
+    # The processes table shows the pty's new size too.
+    expect(page.locator(f'tr[data-process="{pid}"] td.pty-size')).to_have_text(f"{cols_after}×{rows_after}", timeout=T)
+
+    page.get_by_role("button", name=f"Stop sandbox {sid}").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("cannot be undone")
+    dialog.get_by_role("button", name="Stop sandbox").click()
+    expect(page.locator("dl.facts")).to_have_attribute("data-state", "stopped", timeout=T)
+    page.get_by_role("link", name="Sandboxes", exact=True).first.click()
+    page.get_by_label("State").select_option("*")
+    row = page.locator(f'table.sandboxes tbody tr[data-id="{sid}"]')
+    expect(row.locator("td.state")).to_contain_text("stopped", timeout=T)
+    return {"sandboxId": sid, "processId": pid, "colsBefore": cols_before, "colsAfter": cols_after, "rowsAfter": rows_after}
+
+
+def scenario_build_log(page, a):
+    """Follows an image build's log to its end."""
+    sign_in(page, a["url"], a["key"], f"#/images/{a['imageId']}")
+    signed_in(page)
+    log = page.get_by_role("log", name="Build log")
+    expect(page.locator(".log-state")).to_have_attribute("data-done", "true", timeout=180_000)
+    expect(page.locator(".log-state")).to_have_text(re.compile(r"the build is ready"))
+    expect(log).to_contain_text(a["marker"])
+    expect(log.locator("li.failed-step")).to_have_count(0)
+    lines = log.locator("li").count()
+    return {"lines": lines}
+
+
+def scenario_failed_build(page, a):
+    """A failed build's failing step is highlighted and named in an alert."""
+    sign_in(page, a["url"], a["key"], f"#/images/{a['imageId']}")
+    signed_in(page)
+    log = page.get_by_role("log", name="Build log")
+    expect(page.locator(".log-state")).to_have_text(re.compile(r"the build is failed"), timeout=180_000)
+    failed = log.locator("li.failed-step")
+    expect(failed.first).to_be_visible(timeout=T)
+    expect(failed.first).to_contain_text("exit 3")
+    # The step that passed is in the log, not highlighted.
+    expect(log.locator("li", has_text=a["okMarker"]).first).to_be_visible()
+    expect(failed.filter(has_text=a["okMarker"])).to_have_count(0)
+    expect(page.locator(".build-failed[role=alert]")).to_contain_text("failed with exit code 3")
+    return {"failedLines": failed.count()}
+
+
+def scenario_usage(page, a):
+    """The usage chart has data after a run, and the daily limit shows as a bar."""
+    sign_in(page, a["url"], a["key"], "#/usage")
+    signed_in(page)
+    chart = page.locator("figure.chart-cpu")
+    deadline = time.monotonic() + 90
+    while True:
+        expect(chart).to_be_visible(timeout=T)
+        if int(chart.get_attribute("data-nonzero") or 0) > 0:
+            break
+        assert time.monotonic() < deadline, "the CPU chart never had a point above zero"
+        page.get_by_role("button", name="Show").click()
+        page.wait_for_timeout(1000)
+    expect(chart.locator("svg[role=img] circle").first).to_be_attached()
+    meter = page.get_by_role("meter", name="Daily limit used")
+    expect(meter).to_be_visible(timeout=T)
+    return {"points": int(chart.get_attribute("data-nonzero")), "meter": meter.get_attribute("aria-valuetext")}
+
+
+def scenario_non_admin(page, a):
+    sign_in(page, a["url"], a["key"])
+    signed_in(page)
+    nav = page.get_by_role("navigation", name="Main")
+    expect(nav.get_by_role("link", name="Sandboxes")).to_be_visible()
+    expect(nav.get_by_role("link", name="Keys")).to_have_count(0)
+    page.goto(f"{a['url']}/ui#/keys")
+    expect(page.get_by_role("alert")).to_contain_text("admin key", timeout=T)
+    expect(page.locator("table.keys")).to_have_count(0)
+    return {}
+
+
+def scenario_admin_keys(page, a):
+    sign_in(page, a["url"], a["key"], "#/keys")
+    signed_in(page)
+    page.get_by_label("Key name").fill(a["name"])
+    page.get_by_role("button", name="Create key").click()
+    secret = page.get_by_role("status").locator("output.secret")
+    expect(secret).to_have_text(re.compile(r"\S{16,}"), timeout=T)
+    value = secret.inner_text()
+    expect(page.locator("table.keys tbody tr", has_text=a["name"])).to_have_count(1, timeout=T)
+    page.get_by_role("button", name="I have kept it: hide the secret").click()
+    expect(page.get_by_text(value)).to_have_count(0)
+    return {"secret": value}
+
+
+def scenario_wrong_key(page, a):
+    sign_in(page, a["url"], "kiln_wrong_key_0000")
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("refused", timeout=T)
+    text = alert.inner_text()
+    expect(page.get_by_role("navigation", name="Main")).to_have_count(0)
+    expect(alert.get_by_role("button", name="Try again")).to_be_visible()
+    stored = page.evaluate("() => sessionStorage.length")
+    return {"alert": text, "stored": stored}
+
+
+def scenario_vanished(page, a):
+    """Its sandbox is deleted while its view is open (the test deletes it when told)."""
+    sign_in(page, a["url"], a["key"], f"#/sandboxes/{a['sandboxId']}")
+    signed_in(page)
+    expect(page.locator("dl.facts")).to_have_attribute("data-state", "running", timeout=T)
+    print(json.dumps({"ready": True}), flush=True)
+    sys.stdin.readline()  # the test deletes the sandbox, then writes a line
+    alert = page.get_by_role("alert").filter(has_text="no longer exists")
+    expect(alert).to_be_visible(timeout=T)
+    expect(alert.get_by_role("button", name="Retry")).to_be_visible()
+    return {"alert": alert.inner_text()}
+
+
+def scenario_drop(page, a):
+    """The terminal's WebSocket drops (the test stops kilnd) while it is open."""
+    sign_in(page, a["url"], a["key"], f"#/sandboxes/{a['sandboxId']}")
+    signed_in(page)
+    page.get_by_role("button", name="Open terminal").click()
+    expect(page.get_by_text(re.compile(r"Connected: shell process p\d+"))).to_be_visible(timeout=T)
+    print(json.dumps({"ready": True}), flush=True)
+    sys.stdin.readline()  # the test stops kilnd, then writes a line
+    panel = page.locator(".terminal-panel")
+    alert = panel.get_by_role("alert")
+    expect(alert).to_be_visible(timeout=T)
+    expect(alert).to_contain_text(re.compile(r"dropped|failed|refused"))
+    expect(alert.get_by_role("button", name=re.compile(r"Reconnect|Retry"))).to_be_visible()
+    return {"alert": alert.inner_text()}
+
+
+def scenario_measure(page, a):
+    """First load over loopback, transfer size, and the sandboxes view's polling cost."""
+    requests = []
+    page.on("requestfinished", lambda r: requests.append(r))
+    t0 = time.monotonic()
+    page.goto(f"{a['url']}/ui", wait_until="load")
+    expect(page.get_by_label("API key", exact=True)).to_be_visible(timeout=T)
+    first_load_ms = (time.monotonic() - t0) * 1000
+    nav = page.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
+        const r = performance.getEntriesByType('resource');
+        return {domContentLoaded: n.domContentLoadedEventEnd, load: n.loadEventEnd,
+                transfer: n.transferSize + r.reduce((s, x) => s + x.transferSize, 0),
+                body: n.encodedBodySize + r.reduce((s, x) => s + x.encodedBodySize, 0)}; }""")
+    # No horizontal scrolling at 360 px.
+    page.set_viewport_size({"width": 360, "height": 740})
+    page.get_by_label("API key", exact=True).fill(a["key"])
+    page.get_by_role("button", name="Sign in").click()
+    signed_in(page)
+    expect(page.locator("table.sandboxes")).to_be_visible(timeout=T)
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    unnamed = page.evaluate("""() => [...document.querySelectorAll('button, a[href], input, select')]
+        .filter(e => !(e.getAttribute('aria-label') || e.textContent.trim() || (e.labels && e.labels.length)))
+        .map(e => e.outerHTML.slice(0, 80))""")
+    # Polling: what the sandboxes view asks for while visible, over 10 s.
+    requests.clear()
+    page.wait_for_timeout(10_000)
+    polls = [r for r in requests if "/v1/" in r.url]
+    sizes = [r.sizes()["responseBodySize"] + r.sizes()["responseHeadersSize"] for r in polls]
+    return {"firstLoadMs": round(first_load_ms, 1), "navigation": nav, "overflow360": overflow, "unnamed": unnamed,
+            "pollRequests10s": len(polls), "pollBytes": sizes}
+
+
+def main():
+    name, args = sys.argv[1], json.loads(sys.argv[2])
+    shot = tempfile.mktemp(prefix=f"kiln-console-{name}-", suffix=".png")
+    errors = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+            page.on("console", lambda m: m.type == "error" and "script-src" in m.text and errors.append(m.text))
+            try:
+                out = globals()[f"scenario_{name}"](page, args)
+                if errors:
+                    raise AssertionError("page errors: " + "; ".join(errors))
+                print(json.dumps({"ok": True, **out}), flush=True)
+            except Exception as e:  # noqa: BLE001 -- reported to the test as JSON
+                try:
+                    page.screenshot(path=shot, full_page=True)
+                except Exception:  # noqa: BLE001
+                    shot = None
+                print(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"[:4000], "screenshot": shot,
+                                  "trace": traceback.format_exc()[-3000:], "pageErrors": errors}), flush=True)
+        finally:
+            browser.close()
+
+
+if __name__ == "__main__":
+    main()

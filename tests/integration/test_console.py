@@ -1,0 +1,263 @@
+"""kiln's web console (/ui) in a real browser: Debian's chromium driven by Playwright.
+
+Playwright lives in its own venv (/opt/kiln/console-venv, set up by `make setup`); each
+scenario runs there as console_driver.py SCENARIO ARGS and answers one JSON line, so this
+module runs under /usr/bin/python3 like every other. The console is built from console/
+into build/console (console/build.sh) when missing or older than its sources, and served by a
+kilnd of this module's own (--console-dir). The terminal ticket checks are plain sockets."""
+import json
+import os
+import subprocess
+import time
+import urllib.parse
+import uuid
+from pathlib import Path
+
+import pytest
+
+from client import Client
+from conftest import REPO, start_kilnd, stop_kilnd
+from test_terminal import MiniWebSocket
+
+VENV_PY = Path("/opt/kiln/console-venv/bin/python")
+DRIVER = Path(__file__).with_name("console_driver.py")
+CONSOLE_SRC = REPO / "console"
+CONSOLE_DIR = REPO / "build" / "console"
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; font-src 'self'; "
+       "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+def _stale():
+    built = CONSOLE_DIR / "app.js"
+    if not all((CONSOLE_DIR / f).exists() for f in ("index.html", "app.js", "app.css")):
+        return True
+    newest = max(p.stat().st_mtime for p in [*CONSOLE_SRC.joinpath("src").rglob("*"), CONSOLE_SRC / "package-lock.json"])
+    return newest > built.stat().st_mtime
+
+
+@pytest.fixture(scope="module")
+def console_dir():
+    if not VENV_PY.exists():
+        pytest.skip(f"{VENV_PY} missing: the console tests need Playwright's venv (make setup installs it)")
+    if _stale():
+        r = subprocess.run(["bash", str(CONSOLE_SRC / "build.sh"), str(CONSOLE_DIR)], capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 0, f"console build failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return CONSOLE_DIR
+
+
+@pytest.fixture(scope="module")
+def daemon(console_dir, tmp_path_factory):
+    state = tmp_path_factory.mktemp("console") / "state"
+    d = start_kilnd(state, "--console-dir", str(console_dir))
+    yield d
+    admin = Client(d.url, key=d.admin_key)
+    try:
+        for s in admin.get("/v1/sandboxes", query={"includeStopped": True, "limit": 500}).json().get("data", []):
+            admin.request("DELETE", f"/v1/sandboxes/{s['id']}")
+    except OSError:
+        pass
+    stop_kilnd(d)
+
+
+@pytest.fixture(scope="module")
+def admin(daemon):
+    return Client(daemon.url, key=daemon.admin_key)
+
+
+def drive(scenario, timeout=300, **args):
+    """Runs one browser scenario; returns its figures or fails with what the page showed."""
+    r = subprocess.run([str(VENV_PY), str(DRIVER), scenario, json.dumps(args)], capture_output=True, text=True,
+                       timeout=timeout)
+    lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
+    assert lines, f"driver {scenario} printed nothing (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    out = json.loads(lines[-1])
+    assert out.get("ok"), (f"console scenario {scenario} failed: {out.get('error')}\n"
+                           f"screenshot: {out.get('screenshot')}\n{out.get('trace', '')}")
+    return out
+
+
+def _sandboxes(admin):
+    return admin.get("/v1/sandboxes", query={"includeStopped": True, "limit": 500}).json()["data"]
+
+
+# ---- what kilnd serves ---------------------------------------------------------------------------
+
+
+def test_ui_is_served_with_a_strict_csp(daemon, console_dir):
+    api = Client(daemon.url)  # no key: /ui needs none
+    for path in ("/ui", "/ui/"):
+        r = api.get(path)
+        assert r.status == 200, r
+        assert r.headers["Content-Security-Policy"] == CSP
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
+        assert b'<script src="/ui/app.js"' in r.body and b"<script>" not in r.body and b"style=" not in r.body
+    js = api.get("/ui/app.js")
+    assert js.status == 200 and js.body == (console_dir / "app.js").read_bytes()
+    assert b"eval(" not in js.body
+    assert api.get("/ui/app.css").status == 200
+    assert api.get("/ui/nothing-here.js").status == 404
+
+
+# ---- the browser ---------------------------------------------------------------------------------
+
+
+def test_sign_in_create_terminal_resize_and_stop(daemon, admin):
+    name = f"console-{uuid.uuid4().hex[:8]}"
+    out = drive("terminal", url=daemon.url, key=daemon.admin_key, name=name)
+    sid = out["sandboxId"]
+    info = admin.get(f"/v1/sandboxes/{sid}").json()
+    assert info["name"] == name and info["labels"] == {"suite": "console", "run": name}, info
+    assert info["state"] == "stopped", info
+    # The window's resize reached the pty (its size as the API saw it before the stop).
+    assert out["colsAfter"] < out["colsBefore"], out
+
+
+def test_build_log_is_followed_to_its_end(daemon, admin):
+    marker = f"built-{uuid.uuid4().hex[:8]}"
+    img = admin.ok("POST", "/v1/images", json={"name": f"console-ok-{marker}", "recipe": {
+        "base": "base", "commands": ["echo starting", f"sleep 3; echo {marker}"]}})
+    out = drive("build_log", url=daemon.url, key=daemon.admin_key, imageId=img["id"], marker=marker)
+    assert out["lines"] >= 5, out
+    assert admin.get(f"/v1/images/{img['id']}").json()["state"] == "ready"
+
+
+def test_failed_build_step_is_highlighted(daemon, admin):
+    ok = f"ok-{uuid.uuid4().hex[:8]}"
+    img = admin.ok("POST", "/v1/images", json={"name": f"console-bad-{ok}", "recipe": {
+        "base": "base", "commands": [f"echo {ok}", "echo about to fail; exit 3"]}})
+    out = drive("failed_build", url=daemon.url, key=daemon.admin_key, imageId=img["id"], okMarker=ok)
+    assert out["failedLines"] >= 1, out
+    assert admin.get(f"/v1/images/{img['id']}").json()["error"]["exitCode"] == 3
+
+
+def test_usage_chart_has_data_after_a_run(daemon, admin):
+    sb = admin.create(labels={"suite": "console-usage"}, memoryMiB=512)
+    try:
+        r = admin.exec(sb["id"], command="python3 -c 'sum(range(30_000_000))'")
+        assert r["exitCode"] == 0, r
+        out = drive("usage", url=daemon.url, key=daemon.admin_key)
+    finally:
+        admin.request("DELETE", f"/v1/sandboxes/{sb['id']}")
+    assert out["points"] >= 1, out
+
+
+def test_non_admin_key_does_not_see_keys(daemon, admin):
+    key = admin.ok("POST", "/v1/keys", json={"name": "console-plain"})["secret"]
+    drive("non_admin", url=daemon.url, key=key)
+
+
+def test_admin_creates_a_key_and_sees_its_secret_once(daemon, admin):
+    name = f"console-key-{uuid.uuid4().hex[:6]}"
+    out = drive("admin_keys", url=daemon.url, key=daemon.admin_key, name=name)
+    listed = [k for k in admin.get("/v1/keys").json()["data"] if k["name"] == name]
+    assert len(listed) == 1 and "secret" not in listed[0], listed
+    # The secret the page showed is a working key.
+    assert Client(daemon.url, key=out["secret"]).get("/v1/limits").status == 200
+
+
+def test_wrong_key_is_refused_with_a_clear_message(daemon):
+    out = drive("wrong_key", url=daemon.url)
+    assert "refused" in out["alert"], out
+    assert "Error:" not in out["alert"] and " at " not in out["alert"], out  # no stack trace
+    assert out["stored"] == 0, "a refused key must not be kept in sessionStorage"
+
+
+def _drive_with_event(scenario, args, event):
+    """Runs a scenario that waits (after printing {"ready": true}) for `event()` to happen."""
+    p = subprocess.Popen([str(VENV_PY), str(DRIVER), scenario, json.dumps(args)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = p.stdout.readline()
+        if not first.startswith('{"ready"'):
+            out, err = p.communicate(timeout=60)
+            raise AssertionError(f"{scenario} did not get ready: {first}{out}\n{err[-2000:]}")
+        event()
+        p.stdin.write("done\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    lines = [x for x in out.splitlines() if x.startswith("{")]
+    assert lines, f"{scenario} printed nothing: {err[-2000:]}"
+    res = json.loads(lines[-1])
+    assert res.get("ok"), f"{res.get('error')}\nscreenshot: {res.get('screenshot')}\n{res.get('trace', '')}"
+    return res
+
+
+def test_vanished_sandbox_shows_an_alert_with_retry(daemon, admin):
+    sb = admin.create(memoryMiB=512)
+    out = _drive_with_event("vanished", {"url": daemon.url, "key": daemon.admin_key, "sandboxId": sb["id"]},
+                            lambda: admin.request("DELETE", f"/v1/sandboxes/{sb['id']}"))
+    assert sb["id"] in out["alert"], out
+
+
+def test_dropped_terminal_shows_an_alert_with_reconnect(tmp_path):
+    """A kilnd of its own, stopped while the page's terminal is open."""
+    d = start_kilnd(tmp_path / "state", "--console-dir", str(CONSOLE_DIR))
+    try:
+        sb = Client(d.url, key=d.admin_key).create(memoryMiB=512)
+        out = _drive_with_event("drop", {"url": d.url, "key": d.admin_key, "sandboxId": sb["id"]},
+                                lambda: stop_kilnd(d))
+        assert "Traceback" not in out["alert"] and "Error:" not in out["alert"], out
+    finally:
+        if d.alive():
+            stop_kilnd(d)
+
+
+def test_first_load_size_and_polling_cost(daemon):
+    out = drive("measure", url=daemon.url, key=daemon.admin_key)
+    print("CONSOLE FIGURES", json.dumps(out))
+    assert out["overflow360"] <= 0, f"the page scrolls sideways at 360 px: {out['overflow360']} px"
+    assert out["unnamed"] == [], f"controls without an accessible name: {out['unnamed']}"
+    assert out["navigation"]["transfer"] < 1_000_000, out
+    # The sandboxes view polls one page every 3 s while visible.
+    assert 2 <= out["pollRequests10s"] <= 6, out
+
+
+# ---- terminal tickets (plain sockets) ------------------------------------------------------------
+
+
+def _ticket(api, sid):
+    r = api.post(f"/v1/sandboxes/{sid}/terminal-tickets", json={})
+    assert r.status == 201, r
+    t = r.json()
+    assert t["ticket"].startswith("tkt_") and t["sandboxId"] == sid, t
+    return t["ticket"]
+
+
+def _ws_with_ticket(daemon, sid, ticket):
+    return MiniWebSocket(daemon.url, f"/v1/sandboxes/{sid}/terminal?cols=80&rows=24", None,
+                         headers=[f"Sec-WebSocket-Protocol: runtime.terminal.v1, runtime.ticket.{ticket}"])
+
+
+def test_ticket_is_single_use_and_bound_to_its_sandbox(daemon, admin):
+    a = admin.create(memoryMiB=512)
+    b = admin.create(memoryMiB=512)
+    try:
+        t = _ticket(admin, a["id"])
+        ws = _ws_with_ticket(daemon, a["id"], t)
+        try:
+            assert ws.status == 101, ws.head
+            assert "sec-websocket-protocol: runtime.terminal.v1" in ws.head.lower(), ws.head
+            ready = json.loads(ws.recv())
+            assert ready["type"] == "ready", ready
+        finally:
+            ws.close()
+        # Used once: refused again.
+        again = _ws_with_ticket(daemon, a["id"], t)
+        assert again.status == 401, again.head
+        again.close()
+        # A fresh ticket for A does not open B.
+        t2 = _ticket(admin, a["id"])
+        other = _ws_with_ticket(daemon, b["id"], t2)
+        assert other.status == 401, other.head
+        other.close()
+        # Nor does a made-up one.
+        fake = _ws_with_ticket(daemon, a["id"], "tkt_" + "0" * 64)
+        assert fake.status == 401, fake.head
+        fake.close()
+    finally:
+        for s in (a, b):
+            admin.request("DELETE", f"/v1/sandboxes/{s['id']}")
