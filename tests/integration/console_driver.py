@@ -241,7 +241,14 @@ def scenario_measure(page, a):
     page.wait_for_timeout(10_000)
     polls = [r for r in requests if "/v1/" in r.url]
     sizes = [r.sizes()["responseBodySize"] + r.sizes()["responseHeadersSize"] for r in polls]
-    return {"firstLoadMs": round(first_load_ms, 1), "navigation": nav, "overflow360": overflow, "unnamed": unnamed,
+    # A hidden tab polls nothing (document.hidden, as a background tab reports it).
+    page.evaluate("""() => { Object.defineProperty(document, 'hidden', {value: true, configurable: true});
+        document.dispatchEvent(new Event('visibilitychange')); }""")
+    page.wait_for_timeout(500)  # a poll already in flight ends
+    requests.clear()
+    page.wait_for_timeout(7_000)
+    hidden = len([r for r in requests if "/v1/" in r.url])
+    return {"hiddenRequests7s": hidden, "firstLoadMs": round(first_load_ms, 1), "navigation": nav, "overflow360": overflow, "unnamed": unnamed,
             "pollRequests10s": len(polls), "pollBytes": sizes}
 
 

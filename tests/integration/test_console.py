@@ -193,9 +193,9 @@ def test_vanished_sandbox_shows_an_alert_with_retry(daemon, admin):
     assert sb["id"] in out["alert"], out
 
 
-def test_dropped_terminal_shows_an_alert_with_reconnect(tmp_path):
+def test_dropped_terminal_shows_an_alert_with_reconnect(console_dir, tmp_path):
     """A kilnd of its own, stopped while the page's terminal is open."""
-    d = start_kilnd(tmp_path / "state", "--console-dir", str(CONSOLE_DIR))
+    d = start_kilnd(tmp_path / "state", "--console-dir", str(console_dir))
     try:
         sb = Client(d.url, key=d.admin_key).create(memoryMiB=512)
         out = _drive_with_event("drop", {"url": d.url, "key": d.admin_key, "sandboxId": sb["id"]},
@@ -214,6 +214,7 @@ def test_first_load_size_and_polling_cost(daemon):
     assert out["navigation"]["transfer"] < 1_000_000, out
     # The sandboxes view polls one page every 3 s while visible.
     assert 2 <= out["pollRequests10s"] <= 6, out
+    assert out["hiddenRequests7s"] == 0, out
 
 
 # ---- terminal tickets (plain sockets) ------------------------------------------------------------
