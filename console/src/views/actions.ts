@@ -55,12 +55,13 @@ export function actionButtons(s: Sandbox, done: (msg: string) => void, fail: (e:
     }
   };
   const btn = (label: string, verb: string, f: () => Promise<string>, cls = "") =>
-    h("button", { type: "button", class: cls || null, "aria-label": `${verb} sandbox ${s.id}`, onclick: run(label, f) }, label);
+    h("button", { type: "button", class: cls || null, "aria-label": verb.includes("{id}") ? verb.replace("{id}", s.id) : `${verb} sandbox ${s.id}`,
+      onclick: run(label, f) }, label);
   const out: HTMLElement[] = [];
   const live = LIVE.has(s.state);
   if (s.state === "running") {
     out.push(btn("Pause", "Pause", async () => { await post(`${base}:pause`); return `Paused ${who}.`; }));
-    out.push(btn("Extend", "Extend by 10 minutes", async () => {
+    out.push(btn("Extend", "Extend the lease of sandbox {id} by 10 minutes", async () => {
       const r = await post(`${base}:extend`, { seconds: 600 });
       return `Extended ${who}: its lease now ends at ${new Date(r.expiresAt).toLocaleTimeString()}.`;
     }));
