@@ -87,7 +87,9 @@ def _sandboxes(admin):
 
 def test_ui_is_served_with_a_strict_csp(daemon, console_dir):
     api = Client(daemon.url)  # no key: /ui needs none
-    for path in ("/ui", "/ui/"):
+    bare = api.get("/ui")  # kilnd sends /ui to /ui/ (the page's URLs are absolute: /ui/app.js)
+    assert bare.status == 200 or (bare.status in (301, 308) and bare.headers["Location"] == "/ui/"), bare
+    for path in ("/ui/", "/ui/index.html"):
         r = api.get(path)
         assert r.status == 200, r
         assert r.headers["Content-Security-Policy"] == CSP
@@ -133,14 +135,18 @@ def test_failed_build_step_is_highlighted(daemon, admin):
 
 
 def test_usage_chart_has_data_after_a_run(daemon, admin):
-    sb = admin.create(labels={"suite": "console-usage"}, memoryMiB=512)
+    """A key with a daily limit runs something; its chart has points and its limit a bar."""
+    secret = admin.ok("POST", "/v1/keys", json={"name": "console-usage", "dailyLimitMicros": 5_000_000})["secret"]
+    user = Client(daemon.url, key=secret)
+    sb = user.create(labels={"suite": "console-usage"}, memoryMiB=512)
     try:
-        r = admin.exec(sb["id"], command="python3 -c 'sum(range(30_000_000))'")
+        r = user.exec(sb["id"], command="python3 -c 'sum(range(30_000_000))'")
         assert r["exitCode"] == 0, r
-        out = drive("usage", url=daemon.url, key=daemon.admin_key)
+        out = drive("usage", url=daemon.url, key=secret)
     finally:
         admin.request("DELETE", f"/v1/sandboxes/{sb['id']}")
     assert out["points"] >= 1, out
+    assert "left of $5.00" in out["meter"], out
 
 
 def test_non_admin_key_does_not_see_keys(daemon, admin):
