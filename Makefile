@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all packages setup setup-node setup-runsc ray-env e2b-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates sandboxfusion-image sandboxfusion-image-full sandboxfusion-languages
+.PHONY: all packages setup setup-node setup-runsc setup-console ray-env e2b-env playwright-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates sandboxfusion-image sandboxfusion-image-full sandboxfusion-languages
 
 all: build
 
@@ -24,7 +24,7 @@ STEP      := bash scripts/step.sh
 packages:
 	@$(STEP) packages bash scripts/setup.sh packages
 
-SETUP_STEPS := setup-node setup-runsc image
+SETUP_STEPS := setup-node setup-runsc image setup-console
 setup: packages
 	@$(MAKE) --no-print-directory -j3 $(SETUP_STEPS)
 
@@ -33,6 +33,11 @@ setup-node:
 
 setup-runsc:
 	@$(STEP) runsc bash scripts/setup.sh runsc
+
+# The web console's bundle (console/ → build/console, served at /ui): npm
+# packages from its lockfile, so after Node.
+setup-console: setup-node
+	@$(STEP) console bash scripts/setup.sh console
 
 # One compiler for what ships and what is tested: clang 14 (libFuzzer needs
 # it, and the sanitized tree is shared with the fuzz targets). Unity builds,
@@ -79,6 +84,10 @@ ray-env:
 e2b-env:
 	@$(STEP) e2b bash scripts/setup.sh e2b
 
+# Playwright for the console's browser tests (/opt/kiln/console-venv).
+playwright-env:
+	@$(STEP) playwright bash scripts/setup.sh playwright
+
 # The demo's binaries build beside setup's runsc and base image.
 demo: packages
 	@$(MAKE) --no-print-directory -j4 $(SETUP_STEPS) build-demo
@@ -91,7 +100,7 @@ demo: packages
 # ones alone (they time neighbours, step the clock, compare host-wide state).
 IT_WORKERS ?= 3
 IT_ENV    := KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES)
-test: setup ray-env
+test: setup ray-env playwright-env
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5 FUZZ_SEED=1
 	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(IT_WORKERS) --dist loadgroup -m 'not serial and not languages' tests/integration

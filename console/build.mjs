@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import zlib from "node:zlib";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 
@@ -22,6 +23,11 @@ await esbuild.build({ ...common, entryPoints: ["src/main.ts"], outfile: path.joi
   format: "iife", target: ["es2022"], charset: "utf8" });
 await esbuild.build({ ...common, entryPoints: ["src/app.css"], outfile: path.join(out, "app.css") });
 fs.copyFileSync(path.join(here, "src", "index.html"), path.join(out, "index.html"));
+// Each also gzipped beside it: kilnd answers a browser that accepts gzip
+// with it (a quarter of the bytes; xterm is most of app.js).
 for (const f of ["index.html", "app.js", "app.css"]) {
-  console.log(`${path.join(out, f)}  ${fs.statSync(path.join(out, f)).size} bytes`);
+  const file = path.join(out, f);
+  const gz = zlib.gzipSync(fs.readFileSync(file), { level: 9 });
+  fs.writeFileSync(file + ".gz", gz);
+  console.log(`${file}  ${fs.statSync(file).size} bytes, ${gz.length} gzipped`);
 }

@@ -6,6 +6,9 @@
 #             with the mirror the machine's apt sources already use)
 #   node      Node >= 20 for the TypeScript SDK; gymnasium for one test
 #   runsc     the pinned gVisor, built from its Go module (build-runsc.sh)
+#   console   the web console's bundle, build/console (needs node)
+#   playwright Playwright in /opt/kiln/console-venv, for the console's tests
+#             (not a default step: `make test` runs it)
 #   ray       Ray in /opt/kiln/ray-venv, for kiln.ray's tests (not a default
 #             step: `make test` runs it; `make demo` needs no Ray)
 #
@@ -49,7 +52,15 @@ PKGS=(build-essential cmake ninja-build pkg-config clang-format
       # Fuzzing: clang and its libFuzzer + sanitizer runtimes (make fuzz).
       clang-14 libclang-rt-14-dev
       # SandboxFusion's own server in its lite isolation (bench/sandboxfusion.py).
-      cgroup-tools)
+      cgroup-tools
+      # The web console's tests drive Debian's browser (Playwright's own
+      # downloads are not used).
+      chromium)
+
+# promtool checks deploy/prometheus's rules. It comes in Debian's prometheus
+# package, whose server is kept from starting or starting at boot: kiln
+# needs only the tool.
+PROMETHEUS_PKG=prometheus
 
 step_packages() {
   local backports=/etc/apt/sources.list.d/kiln-bookworm-backports.sources updated=0
@@ -75,6 +86,18 @@ step_packages() {
   if [ ${#missing[@]} -gt 0 ]; then
     [ "$updated" = 1 ] || apt-get update -q
     apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"
+  fi
+  if ! command -v promtool >/dev/null; then
+    local guard=/usr/sbin/policy-rc.d own_guard=0
+    if [ ! -e "$guard" ]; then
+      printf '#!/bin/sh\nexit 101\n' >"$guard" && chmod 755 "$guard" && own_guard=1
+    fi
+    apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends "$PROMETHEUS_PKG" ||
+      { [ "$own_guard" = 0 ] || rm -f "$guard"; return 1; }
+    [ "$own_guard" = 0 ] || rm -f "$guard"
+    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+      systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
   fi
   echo "setup.sh: system packages ready"
 }
@@ -129,12 +152,38 @@ sys.exit(m.version('e2b') != '2.63.0' or m.version('e2b-code-interpreter') != '2
   echo "setup.sh: $E2B_PACKAGES in $venv"
 }
 
+# The web console (console/): its npm packages from the lockfile, bundled
+# into build/console, which kilnd serves at /ui. Rebuilt when a source changed.
+step_console() {
+  local src="$here/../console" out="$here/../build/console"
+  if [ -f "$out/index.html" ] && [ -z "$(find "$src" -path "$src/node_modules" -prune -o -newer "$out/index.html" -type f -print -quit)" ]; then
+    echo "setup.sh: console up to date in build/console"
+    return 0
+  fi
+  bash "$src/build.sh" "$out"
+  echo "setup.sh: console built into build/console"
+}
+
+# Playwright for the console's tests, in its own venv; it drives Debian's
+# chromium (no browser download).
+PLAYWRIGHT_VERSION=1.65.2
+step_playwright() {
+  local venv=/opt/kiln/console-venv
+  if ! "$venv/bin/python" -c "
+import importlib.metadata as m, sys
+sys.exit(m.version('playwright') != '$PLAYWRIGHT_VERSION')" 2>/dev/null; then
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "playwright==$PLAYWRIGHT_VERSION"
+  fi
+  echo "setup.sh: playwright $PLAYWRIGHT_VERSION in $venv"
+}
+
 # Without arguments, one step after the other (`make setup` runs node and
 # runsc at once, beside the base image, after packages).
 if [ $# -gt 0 ]; then
   for s in "$@"; do "step_$s"; done
   exit 0
 fi
-for s in packages node runsc; do
+for s in packages node runsc console; do
   bash "$here/step.sh" "$s" bash "$here/setup.sh" "$s"
 done

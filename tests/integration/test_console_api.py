@@ -2,7 +2,7 @@
 under a strict Content-Security-Policy, terminal tickets (a browser cannot put a key on a
 WebSocket), GET /v1/capacity and GET /v1/usage's time buckets. The console itself, in a real
 browser, is test_console.py."""
-import json
+import gzip
 import time
 
 import pytest
@@ -140,6 +140,7 @@ def console_kilnd(tmp_path_factory):
     (files / "assets").mkdir(parents=True)
     (files / "index.html").write_text("<!doctype html><title>kiln</title>")
     (files / "app.js").write_text("console.log(1)")
+    (files / "app.js.gz").write_bytes(gzip.compress(b"console.log(1)"))
     (files / "assets" / "x.woff2").write_bytes(b"\0\1")
     (root / "secret.txt").write_text("outside")
     d = start_kilnd(root / "state", "--console-dir", str(files))
@@ -164,6 +165,13 @@ def test_console_files_and_their_headers(console_kilnd):
     assert js.status == 200 and js.headers["content-type"].startswith("text/javascript"), js
     etag = js.headers["etag"]
     assert c.get("/ui/app.js", headers={"If-None-Match": etag}).status == 304
+    assert "content-encoding" not in js.headers and js.body == b"console.log(1)", js
+    zipped = c.get("/ui/app.js", headers={"Accept-Encoding": "gzip, deflate, br"})
+    assert zipped.headers.get("content-encoding") == "gzip", zipped.headers
+    assert gzip.decompress(zipped.body) == b"console.log(1)"
+    assert zipped.headers["etag"] != etag and "Accept-Encoding" in zipped.headers["vary"]
+    refused = c.get("/ui/app.js", headers={"Accept-Encoding": "gzip;q=0, identity"})
+    assert "content-encoding" not in refused.headers, refused.headers
     assert c.get("/ui/assets/x.woff2").body == b"\0\1"
     for bad in ("/ui/../secret.txt", "/ui/%2e%2e/secret.txt", "/ui/assets/../../secret.txt",
                 "/ui/nope.js", "/ui/a/b/c.js"):

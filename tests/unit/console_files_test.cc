@@ -58,6 +58,22 @@ TEST_F(ConsoleFilesTest, EtagsFollowTheContent) {
   EXPECT_NE(a, files->Find("b.js")->etag);
 }
 
+TEST_F(ConsoleFilesTest, AGzipBesideAFileIsItsEncoding) {
+  Write("app.js", "plain");
+  Write("app.js.gz", "zipped");
+  Write("orphan.js.gz", "alone");  // no plain file: served as itself
+  auto files = ConsoleFiles::Load(dir_);
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ(files->size(), 2u);
+  const ConsoleFiles::File* f = files->Find("app.js");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->bytes, "plain");
+  EXPECT_EQ(f->gzip, "zipped");
+  EXPECT_NE(f->gzip_etag, f->etag);
+  EXPECT_EQ(files->Find("app.js.gz"), nullptr);
+  EXPECT_NE(files->Find("orphan.js.gz"), nullptr);
+}
+
 TEST_F(ConsoleFilesTest, AMissingFolderIsAnEmptyConsole) {
   auto files = ConsoleFiles::Load(dir_ / "absent");
   ASSERT_TRUE(files.ok());

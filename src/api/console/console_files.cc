@@ -82,6 +82,18 @@ Result<ConsoleFiles> ConsoleFiles::Load(const fs::path& dir) {
     if (Status s = add(top.path(), name); !s.ok()) return s;
   }
   if (ec) return Status(Code::kInternal, "--console-dir " + dir.string() + ": " + ec.message());
+  for (auto it = out.files_.begin(); it != out.files_.end();) {
+    const std::string& name = it->first;
+    auto plain =
+        name.ends_with(".gz") ? out.files_.find(name.substr(0, name.size() - 3)) : out.files_.end();
+    if (plain == out.files_.end()) {
+      ++it;
+      continue;
+    }
+    plain->second.gzip = std::move(it->second.bytes);
+    plain->second.gzip_etag = it->second.etag;
+    it = out.files_.erase(it);
+  }
   return out;
 }
 

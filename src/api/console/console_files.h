@@ -26,11 +26,16 @@ class ConsoleFiles {
     std::string bytes;
     std::string content_type;
     std::string etag;  // "\"<16 hex of XXH3>\""
+    // NAME.gz from the same folder, if the build wrote one: the same file
+    // gzipped, answered to clients that accept it.
+    std::string gzip;
+    std::string gzip_etag;
   };
 
   // Reads the regular files of `dir` and of its sub-folders one level down
-  // whose names pass ValidName (others are skipped, symlinks included). A
-  // missing folder is an empty table; one past the limits is an error.
+  // whose names pass ValidName (others are skipped, symlinks included); a
+  // NAME.gz beside NAME becomes NAME's gzip. A missing folder is an empty
+  // table; one past the limits is an error.
   static Result<ConsoleFiles> Load(const std::filesystem::path& dir);
 
   // "index.html", "assets/font.woff2"; null for anything else.
