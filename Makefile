@@ -120,7 +120,7 @@ integration: build
 hostile: build
 	KILN_BIN_DIR=$(CURDIR)/$(BUILD)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration -m hostile
 
-bench: setup ray-env e2b-env build
+bench: setup ray-env e2b-env playwright-env build
 	$(PY) bench/runsc_flags.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/run.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/network.py --kilnd $(BUILD)/bin/kilnd
@@ -133,6 +133,7 @@ bench: setup ray-env e2b-env build
 	/opt/kiln/e2b-venv/bin/python bench/e2b_clients.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/sandboxfusion.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/snapshot_modes.py --kilnd $(BUILD)/bin/kilnd
+	$(PY) bench/console.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 	/opt/kiln/ray-venv/bin/python bench/ray_bench.py --kilnd $(BUILD)/bin/kilnd
 
