@@ -8,23 +8,32 @@ snapshot, a restore, a fork, an egress refusal, an image build, metering) and
 every kiln_* metric the files name must be in its /metrics, with the label
 values their selectors match and the labels their `by (...)` and legends use.
 A name that is not served (a typo, a metric renamed) fails the test, and the
-checker is shown to report one before it is trusted.
+checker is shown to report one before it is trusted. Last, a real Prometheus
+(Debian's prometheus package), configured with the README's prometheus.yml (the
+admin key as a bearer token from credentials_file), scrapes that kilnd, loads
+the rules, and must answer every dashboard query with data.
 """
 import json
 import re
 import shutil
+import socket
 import subprocess
 import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, Sandboxes
 
 DASHBOARD = REPO / "deploy" / "grafana" / "kiln.json"
 RULES = REPO / "deploy" / "prometheus" / "kiln-alerts.yml"
 RULES_TEST = REPO / "deploy" / "prometheus" / "kiln-alerts.test.yml"
+README = REPO / "deploy" / "grafana" / "README.md"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 
 METRIC = re.compile(r"\bkiln_[a-z0-9_]+")
 SELECTOR = re.compile(r"\b(kiln_[a-z0-9_]+)\s*\{([^}]*)\}")
@@ -101,8 +110,7 @@ def parse_exposition(text):
             continue
         m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? \S+$", line)
         assert m, f"/metrics: a line that is no sample: {line!r}"
-        name, labels = m[1], dict(MATCHER.findall(m[2] or "") and
-                                  [(k, v) for k, _, v in MATCHER.findall(m[2] or "")])
+        name, labels = m[1], {k: v for k, _, v in MATCHER.findall(m[2] or "")}
         family = name
         for suffix in HISTOGRAM_SUFFIXES:
             base = name[:-len(suffix)]
@@ -305,35 +313,133 @@ def scrape(api):
     return parse_exposition(r.body.decode())
 
 
-def test_every_metric_the_files_name_is_in_kilnds_metrics(api, sandboxes):
+def readme_prometheus_config():
+    """The prometheus.yml that deploy/grafana/README.md shows."""
+    blocks = re.findall(r"```yaml\n(.*?)```", README.read_text(), re.S)
+    configs = [yaml.safe_load(b) for b in blocks if "scrape_configs:" in b]
+    assert len(configs) == 1, "README.md: no (or more than one) prometheus.yml"
+    return configs[0]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    """A real Prometheus scraping kilnd with the README's scrape config, every
+    second, and evaluating the alert rules."""
+
+    def __init__(self, kilnd, root):
+        config = readme_prometheus_config()
+        [job] = config["scrape_configs"]
+        assert job["job_name"] == "kiln" and job.get("metrics_path", "/metrics") == "/metrics", job
+        assert job["authorization"].get("type", "Bearer") == "Bearer", job
+        key = root / "kiln.key"
+        key.write_text(kilnd.admin_key + "\n")
+        key.chmod(0o600)
+        job["authorization"]["credentials_file"] = str(key)
+        job["static_configs"] = [{"targets": [kilnd.url.removeprefix("http://")]}]
+        config["rule_files"] = [str(RULES)]
+        config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
+        (root / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.url = f"http://127.0.0.1:{_free_port()}"
+        self.log = root / "prometheus.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [PROMETHEUS, f"--config.file={root / 'prometheus.yml'}", f"--storage.tsdb.path={root / 'data'}",
+                 f"--web.listen-address={self.url.removeprefix('http://')}"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while True:
+            assert self.proc.poll() is None, f"prometheus exited:\n{self.log_tail()}"
+            try:
+                with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"prometheus not ready in 30 s:\n{self.log_tail()}"
+            time.sleep(0.2)
+
+    def log_tail(self):
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+
+    def api(self, path, **query):
+        with urllib.request.urlopen(f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(query)}",
+                                    timeout=10) as r:
+            body = json.loads(r.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr):
+        return self.api("query", query=expr)["result"]
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def prometheus(kilnd, tmp_path_factory):
+    if not Path(PROMETHEUS).exists():
+        yield None
+        return
+    p = Prometheus(kilnd, tmp_path_factory.mktemp("prometheus"))
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def workload(api, prometheus):
+    """kilnd does a little of everything the dashboard draws: a create, an exec, an
+    error answer, an egress refusal, a snapshot, a restore, a fork, an image build,
+    CPU metering. Its sandboxes keep running until the module's tests are done
+    (per-key memory is a gauge of running sandboxes). Returns /metrics, parsed and
+    merged over the scrapes that waited for the metering tick."""
     queries = dashboard_queries(load_dashboard()) + rule_queries(load_rules())
-    # A build first: it runs while the sandboxes below do their work.
-    image = api.ok("POST", "/v1/images", json={"name": "monitoring-probe",
-                                               "recipe": {"files": [{"path": "/probe", "content": "x"}]}})
-    s = sandboxes.create(vcpu=1, memoryMiB=256)
-    assert api.sh(s["id"], "echo ok") == "ok\n"
-    assert api.get("/v1/sandboxes/no-such-sandbox").status == 404  # an error answer
-    # Through the egress proxy, with the internet off (the default): refused.
-    code = api.sh(s["id"], "curl -s -o /dev/null -w '%{http_code}' -x http://127.0.0.1:10800 http://example.test/")
-    assert code == "403", code
-    snap = api.ok("POST", f"/v1/sandboxes/{s['id']}:snapshot", json={"name": "monitoring-probe"})
-    copy = sandboxes.create(snapshot=snap["id"])
-    forked = api.ok("POST", f"/v1/sandboxes/{s['id']}:fork", json={"count": 1})["sandboxes"]
-    sandboxes.ids += [c["id"] for c in forked]
-    built, lines = wait_image(api, image["id"])
-    assert built["state"] == "ready", (built, lines[-20:])
-    # CPU is metered on kilnd's ticks (every 5 s): scrape until all is there, or 30 s.
-    running = {}
-    deadline = time.monotonic() + 30
-    while True:
-        running = merge(running, scrape(api))
-        if not problems(queries, running) or time.monotonic() > deadline:
-            break
-        time.sleep(1)
-    for sid in [s["id"], copy["id"], *(c["id"] for c in forked)]:
-        api.stop(sid)
-    stopped = scrape(api)
-    served = merge(running, stopped)
+    pool = Sandboxes(api)
+    made = []
+    try:
+        # A build first: it runs while the sandboxes below do their work.
+        image = api.ok("POST", "/v1/images", json={"name": "monitoring-probe",
+                                                   "recipe": {"files": [{"path": "/probe", "content": "x"}]}})
+        made.append(f"/v1/images/{image['id']}:delete")
+        s = pool.create(vcpu=1, memoryMiB=256)
+        assert api.sh(s["id"], "echo ok") == "ok\n"
+        assert api.get("/v1/sandboxes/no-such-sandbox").status == 404  # an error answer
+        # Through the egress proxy, with the internet off (the default): refused.
+        code = api.sh(s["id"], "curl -s -o /dev/null -w '%{http_code}' -x http://127.0.0.1:10800 http://example.test/")
+        assert code == "403", code
+        snap = api.ok("POST", f"/v1/sandboxes/{s['id']}:snapshot", json={"name": "monitoring-probe"})
+        made.append(f"/v1/snapshots/{snap['id']}:delete")
+        pool.create(snapshot=snap["id"])
+        forked = api.ok("POST", f"/v1/sandboxes/{s['id']}:fork", json={"count": 1})["sandboxes"]
+        pool.ids += [c["id"] for c in forked]
+        built, lines = wait_image(api, image["id"])
+        assert built["state"] == "ready", (built, lines[-20:])
+        # CPU is metered on kilnd's ticks (every 5 s): scrape until all is there, or 30 s.
+        served = {}
+        deadline = time.monotonic() + 30
+        while True:
+            served = merge(served, scrape(api))
+            if not problems(queries, served) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        yield served
+    finally:
+        pool.close()
+        for path in made:
+            api.request("POST", path, json={})
+
+
+def test_every_metric_the_files_name_is_in_kilnds_metrics(api, workload):
+    served = merge(workload, scrape(api))
 
     # The checker finds what is missing before it is trusted to find nothing.
     def check(expr, legend=""):
@@ -349,7 +455,41 @@ def test_every_metric_the_files_name_is_in_kilnds_metrics(api, sandboxes):
     assert [f.split()[1] for f in check('sum by (colour) (kiln_sandboxes{stat="running"})', "{{shade}}")] == \
         ["kiln_sandboxes", "by", "legend"]
 
-    missing = problems(queries, served)
+    missing = problems(dashboard_queries(load_dashboard()) + rule_queries(load_rules()), served)
     assert not missing, "\n".join(missing)
-    api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
-    api.ok("POST", f"/v1/images/{built['id']}:delete", json={})
+
+
+@pytest.mark.skipif(not Path(PROMETHEUS).exists(), reason="prometheus missing (Debian's prometheus package)")
+def test_prometheus_scrapes_kilnd_with_the_readme_config_and_every_panel_has_data(prometheus, workload):
+    """A real Prometheus, configured as the README says (the admin key as a bearer
+    token from credentials_file), scrapes kilnd, loads the rules, and answers
+    every dashboard query with data."""
+    deadline = time.monotonic() + 30
+    while True:
+        up = prometheus.query('up{job="kiln"}')
+        if up and up[0]["value"][1] == "1":
+            break
+        assert time.monotonic() < deadline, (up, prometheus.api("targets")["activeTargets"])
+        time.sleep(0.5)
+    assert prometheus.api("label/job/values", **{"match[]": "kiln_build_info"}) == ["kiln"]
+
+    alerts = {r["alert"] for g in load_rules()["groups"] for r in g["rules"]}
+    while True:
+        loaded = {r["name"]: r for g in prometheus.api("rules")["groups"] for r in g["rules"]}
+        if set(loaded) == alerts and all(r["health"] == "ok" for r in loaded.values()):
+            break
+        assert time.monotonic() < deadline, loaded
+        time.sleep(0.5)
+    firing = [a for a in prometheus.api("alerts")["alerts"] if a["state"] != "inactive"]
+    assert firing == [], firing
+
+    # rate() needs two scrapes after a series first appears: retry the empty ones.
+    queries = [(w, as_promql(e)) for w, e, _ in dashboard_queries(load_dashboard())
+               if not e.startswith("label_values(")]
+    deadline = time.monotonic() + 30
+    while True:
+        empty = [f"{w}: {e}" for w, e in queries if not prometheus.query(e)]
+        if not empty or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert not empty, "queries Prometheus answers with no data:\n" + "\n".join(empty)
