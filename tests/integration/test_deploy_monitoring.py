@@ -480,7 +480,9 @@ def test_prometheus_scrapes_kilnd_with_the_readme_config_and_every_panel_has_dat
             break
         assert time.monotonic() < deadline, loaded
         time.sleep(0.5)
-    firing = [a for a in prometheus.api("alerts")["alerts"] if a["state"] != "inactive"]
+    # kilnd is up and scraped (the others depend on the machine's load: not asserted).
+    firing = [a for a in prometheus.api("alerts")["alerts"]
+              if a["labels"]["alertname"] in ("KilndDown", "KilndMetricsAbsent")]
     assert firing == [], firing
 
     # rate() needs two scrapes after a series first appears: retry the empty ones.
