@@ -12,6 +12,7 @@
 #include "api/port_proxy.h"
 #include "api/router.h"
 #include "api/stream_limit.h"
+#include "api/terminal_tickets.h"
 #include "control/sandbox_manager.h"
 #include "io/service.h"
 #include "launch/launcher.h"
@@ -56,6 +57,7 @@ struct ApiContext {
   // Signs E2B's per-sandbox access tokens (SecretBox::Derive); "" refuses
   // every token.
   std::string sandbox_token_key;
+  TerminalTickets* tickets = nullptr;  // null: no terminal tickets
 };
 
 // The sandbox named by the {id} parameter; 404 not_found if unknown or

@@ -16,7 +16,12 @@ using nlohmann::json;
 
 namespace {
 
-bool Unauthenticated(const Exchange& ex) { return ex.path() == "/v1/health"; }
+// Health, and the console's static files (the console asks for a key and
+// sends it with each API call it makes).
+bool Unauthenticated(const Exchange& ex) {
+  const std::string& p = ex.path();
+  return p == "/v1/health" || p == "/ui" || p.starts_with("/ui/");
+}
 
 // The code of a JSON error answer; `fallback` when it has none.
 std::string ErrorCodeOf(const std::string& body, const std::string& fallback = "") {
@@ -62,6 +67,30 @@ void ApiFront::Limit(const std::string& who, const std::string& what) {
                      .WithRetryAfter(*wait_s));
 }
 
+bool ApiFront::AuthenticateTicket(Exchange& ex) {
+  static constexpr std::string_view kPrefix = "/v1/sandboxes/", kSuffix = "/terminal";
+  std::string_view path = ex.path();
+  if (!tickets_ || !ex.Header("Authorization").empty() || !path.starts_with(kPrefix) ||
+      !path.ends_with(kSuffix) || path.size() <= kPrefix.size() + kSuffix.size())
+    return false;
+  auto ticket = TicketOfProtocols(ex.Header("Sec-WebSocket-Protocol"));
+  if (!ticket) return false;
+  std::string sandbox(path.substr(kPrefix.size(), path.size() - kPrefix.size() - kSuffix.size()));
+  auto key_id = tickets_->Redeem(*ticket, sandbox, StableNowMs());
+  auto key = key_id ? keys_.Get(*key_id) : std::nullopt;
+  if (!key || key->revoked_ms) {
+    SetCaller(ex, Caller{});
+    std::string addr = ex.peer_address();
+    Limit("ip:" + addr, "client " + (addr.empty() ? std::string("(unknown)") : addr));
+    throw ApiError(Code::kUnauthorized,
+                   "the terminal ticket is unknown, used, expired or for another sandbox: "
+                   "ask for a new one (POST /v1/sandboxes/{id}/terminal-tickets)");
+  }
+  SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
+  if (!key->admin) Limit("key:" + key->id, "API key " + key->id);
+  return true;
+}
+
 void ApiFront::Authenticate(Exchange& ex) {
   // Callers without a valid key are limited by address: guessing keys
   // spends the guesser's own bucket, not anyone's key's.
@@ -74,6 +103,7 @@ void ApiFront::Authenticate(Exchange& ex) {
     by_address();
     return;
   }
+  if (AuthenticateTicket(ex)) return;
   const Dialect* dialect = DialectOf(ex);
   auto token = dialect ? dialect->key(ex) : BearerToken(ex.Header("Authorization"));
   if (!token) {

@@ -11,6 +11,7 @@
 
 #include "api/rate_limit.h"
 #include "api/router.h"
+#include "api/terminal_tickets.h"
 #include "common/status.h"
 #include "store/idempotency_store.h"
 #include "store/key_store.h"
@@ -44,9 +45,15 @@ class ApiFront {
     std::function<void(Exchange&, const Status&)> send_error;
   };
   void AddDialect(Dialect dialect) { dialects_.push_back(std::move(dialect)); }
+  // Terminal WebSockets without an Authorization header may then offer a
+  // ticket from `tickets` instead (api/terminal_tickets.h).
+  void AcceptTerminalTickets(TerminalTickets* tickets) { tickets_ = tickets; }
 
  private:
   void Authenticate(Exchange& ex);
+  // True when `ex` is a terminal handshake that carried a ticket: its
+  // caller is then the ticket's key (or it throws 401).
+  bool AuthenticateTicket(Exchange& ex);
   // 429 rate_limited (with Retry-After) once `who` is over its rate.
   void Limit(const std::string& who, const std::string& what);
   // Runs the route; ApiErrors become their answer here, so that they can be
@@ -62,6 +69,7 @@ class ApiFront {
 
   std::function<bool(Exchange&)> host_handler_;
   std::vector<Dialect> dialects_;
+  TerminalTickets* tickets_ = nullptr;
 };
 
 // `handler`, with an ApiError it throws answered by `send_error`: a vendor

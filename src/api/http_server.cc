@@ -55,8 +55,26 @@ class BeastWebSocket : public WebSocket {
 
   template <class Request>
   bool Accept(const Request& req, const std::string& request_id) {
-    ws_.set_option(websocket::stream_base::decorator(
-        [request_id](websocket::response_type& res) { res.set("x-request-id", request_id); }));
+    // The one subprotocol kiln speaks by name: a browser that offered it
+    // (with a terminal ticket beside it) fails the socket unless it is
+    // chosen. Other offers are left unanswered, as RFC 6455 allows.
+    bool terminal = false;
+    std::string_view offered(req[boost::beast::http::field::sec_websocket_protocol]);
+    for (size_t at = 0; at != std::string_view::npos;) {
+      size_t comma = offered.find(',', at);
+      std::string_view item =
+          offered.substr(at, comma == std::string_view::npos ? comma : comma - at);
+      while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+      while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+      terminal = terminal || item == "runtime.terminal.v1";
+      at = comma == std::string_view::npos ? comma : comma + 1;
+    }
+    ws_.set_option(
+        websocket::stream_base::decorator([request_id, terminal](websocket::response_type& res) {
+          res.set("x-request-id", request_id);
+          if (terminal)
+            res.set(boost::beast::http::field::sec_websocket_protocol, "runtime.terminal.v1");
+        }));
     // No idle timeout: a terminal may sit unused for hours. The close
     // handshake and the opening one still time out.
     websocket::stream_base::timeout timeouts{};

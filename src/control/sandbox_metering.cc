@@ -27,6 +27,7 @@ store::UsageRow SandboxManager::MeterOne(Sandbox& s, int64_t now_ms) {
   int64_t wall = std::max<int64_t>(0, now_ms - m.at_ms);
   UsageDelta d = MeterInterval(options_.prices, s.spec().shape, cpu, wall);
   metrics::Inc("kiln_metered_cpu_seconds_total", {}, d.cpu_seconds);
+  metrics::Inc("kiln_key_cpu_seconds_total", {{"key", s.spec().owner}}, d.cpu_seconds);
   store::UsageRow row;
   row.sandbox_id = s.id();
   row.key_id = s.spec().owner;

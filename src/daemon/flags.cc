@@ -104,6 +104,9 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "(0: no cap)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  app.add_option("--console-dir", f->console_dir,
+                 "the web console's built files, served at /ui (default: ../console from "
+                 "kilnd's folder, else the repo's build/console)");
   app.add_option("--sandboxfusion-image", f->sandboxfusion_image,
                  "the image SandboxFusion's run_code runs programs in: a name or reference "
                  "resolved under the caller's key")

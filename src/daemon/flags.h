@@ -16,6 +16,7 @@ struct Flags {
   std::string platform = "systrap";
   std::string agent;                   // default: kiln-agent beside kilnd
   std::string image_recipe;            // default: <repo>/images/base/build.sh
+  std::string console_dir;             // default: ../console beside kilnd's folder
   int64_t image_storage_mib = 51200;   // layers of every image together
   int image_builds = 2;                // image builds run at once
   int64_t context_storage_mib = 2048;  // uploaded build contexts, per key

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "api/console/routes.h"
 #include "api/e2b/e2b.h"
 #include "api/front.h"
 #include "api/http_server.h"
@@ -122,6 +123,12 @@ int main(int argc, char** argv) {
   if (flags.image_dir.empty()) flags.image_dir = flags.state_dir + "/images";
   if (flags.agent.empty()) flags.agent = ExeDir() + "/kiln-agent";
   if (flags.image_recipe.empty()) flags.image_recipe = ExeDir() + "/../../images/base/build.sh";
+  if (flags.console_dir.empty()) {
+    // build/bin/kilnd serves build/console; the sanitized tree's the same one.
+    flags.console_dir = ExeDir() + "/../console";
+    if (!std::filesystem::is_directory(flags.console_dir))
+      flags.console_dir = ExeDir() + "/../../build/console";
+  }
   signal(SIGPIPE, SIG_IGN);
   RaiseOpenFileLimit();
   // Block SIGTERM/SIGINT before any thread starts, so that only the
@@ -296,7 +303,9 @@ int main(int argc, char** argv) {
   kiln::api::StreamLimiter port_connections(flags.max_port_connections);
   kiln::store::PreviewStore previews(*db);
   kiln::api::RelayRegistry relays;
+  kiln::api::TerminalTickets terminal_tickets;
   kiln::api::ApiContext ctx{sandboxes, launcher, io, keys, egress_log, &images, &streams};
+  ctx.tickets = &terminal_tickets;
   ctx.previews = &previews;
   ctx.relays = &relays;
   ctx.sandbox_token_key = secrets->Derive("e2b sandbox access tokens");
@@ -326,6 +335,12 @@ int main(int argc, char** argv) {
   sandboxfusion.pool_size = flags.sandboxfusion_pool;
   sandboxfusion.concurrency = flags.sandboxfusion_concurrency;
   kiln::api::AddSandboxFusionRoutes(router, ctx, sandboxfusion);
+  auto console_files = kiln::api::ConsoleFiles::Load(flags.console_dir);
+  if (!console_files.ok()) {
+    std::cerr << "kilnd: " << console_files.status().message() << "\n";
+    return 2;
+  }
+  kiln::api::AddConsoleRoutes(router, *console_files);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency, &rate_limiter);
   front.SetHostHandler([&ctx](kiln::api::Exchange& ex) {
@@ -333,6 +348,7 @@ int main(int argc, char** argv) {
   });
   front.AddDialect(kiln::api::E2bDialect());
   front.AddDialect(kiln::api::SandboxFusionDialect());
+  front.AcceptTerminalTickets(&terminal_tickets);
   front_ptr = &front;
   // Expired idempotency answers, old usage rows and egress log entries older
   // than 30 days go once an hour.
@@ -377,7 +393,9 @@ int main(int argc, char** argv) {
                                     {"adminKeyFile", admin_key_file},
                                     {"memoryBudgetMiB", limits.memory_budget_mib()},
                                     {"diskBudgetMiB", limits.disk_budget_mib()},
-                                    {"vcpuBudget", limits.vcpu_budget()}});
+                                    {"vcpuBudget", limits.vcpu_budget()},
+                                    {"console", console_files->empty() ? std::string("not built")
+                                                                       : flags.console_dir}});
   server->Run();
   // Stopping the sandboxes first ends requests blocked on them; then the
   // connections drain before anything they use is destroyed.

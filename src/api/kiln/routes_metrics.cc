@@ -77,6 +77,15 @@ void AddCollectors(ApiContext& ctx) {
       total += static_cast<double>(st.memory_bytes);
     emit({}, total);
   });
+  metrics::Describe("kiln_key_memory_mib", "gauge",
+                    "Memory (memoryMiB) of each API key's running sandboxes.");
+  metrics::AddCollector("kiln_key_memory_mib", [&ctx](const metrics::Emit& emit) {
+    std::map<std::string, int64_t> by_key;
+    for (const auto& s : ctx.sandboxes.List(control::ListFilter{}))
+      if (s->state() == control::SandboxState::kRunning)
+        by_key[s->spec().owner] += s->spec().shape.memory_mib;
+    for (const auto& [key, mib] : by_key) emit({{"key", key}}, static_cast<double>(mib));
+  });
   metrics::Describe("kiln_daemon_heap_bytes", "gauge",
                     "kilnd's malloc heap: in use, and freed but still held.");
   metrics::AddCollector("kiln_daemon_heap_bytes", [](const metrics::Emit& emit) {
@@ -97,6 +106,10 @@ void AddCollectors(ApiContext& ctx) {
                     "Time creates waited in the capacity queue.");
   metrics::Describe("kiln_metered_cpu_seconds_total", "counter",
                     "CPU time measured from sandbox cgroups.");
+  metrics::Describe("kiln_key_cpu_seconds_total", "counter",
+                    "CPU time measured from sandbox cgroups, by API key.");
+  metrics::Describe("kiln_image_build_seconds", "histogram",
+                    "Image build durations (steps and warm-up), by result: ready or failed.");
 }
 
 }  // namespace

@@ -12,9 +12,13 @@
 #include <chrono>
 #include <thread>
 
+#include "api/auth.h"
 #include "api/errors.h"
 #include "api/kiln/routes.h"
 #include "api/kiln/terminal.h"
+#include "api/terminal_tickets.h"
+#include "api/validate.h"
+#include "common/time.h"
 
 namespace kiln::api {
 
@@ -170,6 +174,18 @@ class TerminalSession {
 }  // namespace
 
 void AddTerminalRoutes(Router& r, ApiContext& ctx) {
+  // A ticket that opens this sandbox's terminal once, for a browser, which
+  // cannot put the key on a WebSocket (api/terminal_tickets.h).
+  r.Add("POST", "/v1/sandboxes/{id}/terminal-tickets", [&ctx](Exchange& ex) {
+    if (!ctx.tickets) throw ApiError(Code::kNotSupported, "terminal tickets are off");
+    auto sandbox = FindSandbox(ctx, ex);
+    FieldReader(ex.JsonBody(1024)).Finish();  // {} or nothing: no fields yet
+    auto ticket =
+        ValueOrThrow(ctx.tickets->Issue(CallerOf(ex).key_id, sandbox->id(), StableNowMs()));
+    ex.SendJson(201, nlohmann::json{{"ticket", ticket.token},
+                                    {"sandboxId", sandbox->id()},
+                                    {"expiresAt", FormatTime(ticket.expires_at_ms)}});
+  });
   r.Add("GET", "/v1/sandboxes/{id}/terminal", [&ctx](Exchange& ex) {
     if (!IsWebSocketUpgrade(ex.Header("Upgrade"), ex.Header("Connection")))
       throw ApiError(

@@ -5,6 +5,7 @@
 #include "common/digest.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/time.h"
 #include "images/layers/flatten.h"
 #include "images/manager/builder.h"
@@ -337,10 +338,13 @@ void ImageManager::RunJob(const std::shared_ptr<Job>& job) {
   int64_t t0 = MonotonicNowMs();
   Status result = Build(*job, record);
   if (result.ok()) result = Warm(*job, record);
+  double seconds = static_cast<double>(MonotonicNowMs() - t0) / 1000.0;
   if (!result.ok()) {
+    metrics::Observe("kiln_image_build_seconds", {{"result", "failed"}}, seconds);
     (void)Fail(*job, record, result);
     return;
   }
+  metrics::Observe("kiln_image_build_seconds", {{"result", "ready"}}, seconds);
   record.state = ImageState::kReady;
   record.ready_ms = NowMs();
   record.ended_ms = record.ready_ms;
