@@ -19,8 +19,9 @@
 namespace kiln::metrics {
 namespace {
 
-constexpr std::array<double, 15> kBucketBounds = {
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+// Up to 30 minutes: image builds take minutes (kiln_image_build_seconds).
+constexpr std::array<double, 18> kBucketBounds = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800};
 
 struct Series {
   explicit Series(std::string l) : labels(std::move(l)) {}

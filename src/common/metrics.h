@@ -21,7 +21,7 @@ void Describe(const std::string& name, const std::string& type, const std::strin
 
 void Inc(const std::string& name, const Labels& labels = {}, double by = 1);  // counter
 void Set(const std::string& name, const Labels& labels, double value);        // gauge
-// Histogram with fixed buckets from 1ms to 60s (kBucketBounds in metrics.cc).
+// Histogram with fixed buckets from 1ms to 30 min (kBucketBounds in metrics.cc).
 void Observe(const std::string& name, const Labels& labels, double seconds);
 // kiln_operation_seconds{op=NAME}: the latency of one kind of API operation
 // (create, restore, exec, snapshot, fork).

@@ -114,7 +114,8 @@ TEST_F(MetricsTest, HistogramBucketsAreCumulative) {
   Observe("kiln_op_seconds", op, 0.001);  // on a bound: le is inclusive
   Observe("kiln_op_seconds", op, 0.003);
   Observe("kiln_op_seconds", op, 0.7);
-  Observe("kiln_op_seconds", op, 100);  // above every bound: only +Inf
+  Observe("kiln_op_seconds", op, 100);
+  Observe("kiln_op_seconds", op, 3600);  // above every bound: only +Inf
   std::string text = Render();
   EXPECT_TRUE(text.starts_with(
       "# HELP kiln_op_seconds Operation latency.\n# TYPE kiln_op_seconds histogram\n"))
@@ -124,13 +125,15 @@ TEST_F(MetricsTest, HistogramBucketsAreCumulative) {
   const std::vector<std::pair<std::string, double>> want = {
       {"0.001", 1}, {"0.0025", 1}, {"0.005", 2}, {"0.01", 2}, {"0.025", 2}, {"0.05", 2},
       {"0.1", 2},   {"0.25", 2},   {"0.5", 2},   {"1", 3},    {"2.5", 3},   {"5", 3},
-      {"10", 3},    {"30", 3},     {"60", 3},    {"+Inf", 4}};
+      {"10", 3},    {"30", 3},     {"60", 3},    {"300", 4},   {"900", 4},   {"1800", 4},
+      {"+Inf", 5}};
   for (const auto& [le, n] : want) EXPECT_EQ(Sample(text, b + le + "\"}"), n) << le << "\n" << text;
-  EXPECT_DOUBLE_EQ(Sample(text, "kiln_op_seconds_sum{op=\"create\"}"), 0.001 + 0.003 + 0.7 + 100);
-  EXPECT_EQ(Sample(text, "kiln_op_seconds_count{op=\"create\"}"), 4);
+  EXPECT_DOUBLE_EQ(Sample(text, "kiln_op_seconds_sum{op=\"create\"}"),
+                   0.001 + 0.003 + 0.7 + 100 + 3600);
+  EXPECT_EQ(Sample(text, "kiln_op_seconds_count{op=\"create\"}"), 5);
   // Bucket lines come in ascending le order, before _sum and _count.
   EXPECT_LT(text.find(b + "0.001\""), text.find(b + "0.0025\""));
-  EXPECT_LT(text.find(b + "60\""), text.find(b + "+Inf\""));
+  EXPECT_LT(text.find(b + "1800\""), text.find(b + "+Inf\""));
   EXPECT_LT(text.find(b + "+Inf\""), text.find("kiln_op_seconds_sum"));
   EXPECT_LT(text.find("kiln_op_seconds_sum"), text.find("kiln_op_seconds_count"));
 }
@@ -232,7 +235,7 @@ TEST_F(MetricsTest, EverySampleLineParsesBack) {
       ++samples;
     }
   }
-  EXPECT_EQ(samples, 2 + 1 + 1 + 1 + 2 * 18 + 2);
+  EXPECT_EQ(samples, 2 + 1 + 1 + 1 + 2 * 21 + 2);  // a histogram: 18 bounds, +Inf, sum, count
 }
 
 }  // namespace
