@@ -4,12 +4,11 @@ Playwright lives in its own venv (/opt/kiln/console-venv, set up by `make setup`
 scenario runs there as console_driver.py SCENARIO ARGS and answers one JSON line, so this
 module runs under /usr/bin/python3 like every other. The console is built from console/
 into build/console (console/build.sh) when missing or older than its sources, and served by a
-kilnd of this module's own (--console-dir). The terminal ticket checks are plain sockets."""
+kilnd of this module's own (--console-dir). The terminal tickets' API-level checks are in
+test_console_api.py."""
 import json
-import os
 import subprocess
 import time
-import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -17,7 +16,6 @@ import pytest
 
 from client import Client
 from conftest import REPO, start_kilnd, stop_kilnd
-from test_terminal import MiniWebSocket
 
 VENV_PY = Path("/opt/kiln/console-venv/bin/python")
 DRIVER = Path(__file__).with_name("console_driver.py")
@@ -221,50 +219,3 @@ def test_first_load_size_and_polling_cost(daemon):
     # The sandboxes view polls one page every 3 s while visible.
     assert 2 <= out["pollRequests10s"] <= 6, out
     assert out["hiddenRequests7s"] == 0, out
-
-
-# ---- terminal tickets (plain sockets) ------------------------------------------------------------
-
-
-def _ticket(api, sid):
-    r = api.post(f"/v1/sandboxes/{sid}/terminal-tickets", json={})
-    assert r.status == 201, r
-    t = r.json()
-    assert t["ticket"].startswith("tkt_") and t["sandboxId"] == sid, t
-    return t["ticket"]
-
-
-def _ws_with_ticket(daemon, sid, ticket):
-    return MiniWebSocket(daemon.url, f"/v1/sandboxes/{sid}/terminal?cols=80&rows=24", None,
-                         headers=[f"Sec-WebSocket-Protocol: runtime.terminal.v1, runtime.ticket.{ticket}"])
-
-
-def test_ticket_is_single_use_and_bound_to_its_sandbox(daemon, admin):
-    a = admin.create(memoryMiB=512)
-    b = admin.create(memoryMiB=512)
-    try:
-        t = _ticket(admin, a["id"])
-        ws = _ws_with_ticket(daemon, a["id"], t)
-        try:
-            assert ws.status == 101, ws.head
-            assert "sec-websocket-protocol: runtime.terminal.v1" in ws.head.lower(), ws.head
-            ready = json.loads(ws.recv())
-            assert ready["type"] == "ready", ready
-        finally:
-            ws.close()
-        # Used once: refused again.
-        again = _ws_with_ticket(daemon, a["id"], t)
-        assert again.status == 401, again.head
-        again.close()
-        # A fresh ticket for A does not open B.
-        t2 = _ticket(admin, a["id"])
-        other = _ws_with_ticket(daemon, b["id"], t2)
-        assert other.status == 401, other.head
-        other.close()
-        # Nor does a made-up one.
-        fake = _ws_with_ticket(daemon, a["id"], "tkt_" + "0" * 64)
-        assert fake.status == 401, fake.head
-        fake.close()
-    finally:
-        for s in (a, b):
-            admin.request("DELETE", f"/v1/sandboxes/{s['id']}")
