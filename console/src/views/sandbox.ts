@@ -3,7 +3,7 @@ import { clear, h } from "../dom";
 import type { Session } from "../main";
 import { TerminalPanel } from "../terminal";
 import { bytes, ErrorSlot, labelsText, mib, money, Scope, since, status } from "../ui";
-import { actionButtons, leaseLeft, Sandbox, source } from "./actions";
+import { actionButtons, leaseLeft, replaceActions, Sandbox, source } from "./actions";
 
 export function sandboxView(main: HTMLElement, scope: Scope, _s: Session, id: string): void {
   const base = `/v1/sandboxes/${encodeURIComponent(id)}`;
@@ -35,8 +35,7 @@ export function sandboxView(main: HTMLElement, scope: Scope, _s: Session, id: st
         ...fact("Labels", labelsText(s.labels) || "—"));
       if (actionsKey !== s.state) {
         actionsKey = s.state;
-        clear(actions);
-        actions.append(...actionButtons(s, (m) => { note.textContent = m; poller.now(); }, (e) => errors.show(e)));
+        replaceActions(actions, actionButtons(s, (m) => { note.textContent = m; poller.now(); }, (e) => errors.show(e)));
       }
     } catch (e) {
       if (scope.dead) return;
