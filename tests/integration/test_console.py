@@ -7,6 +7,7 @@ into build/console (console/build.sh) when missing or older than its sources, an
 kilnd of this module's own (--console-dir). The terminal tickets' API-level checks are in
 test_console_api.py."""
 import json
+from datetime import datetime
 import subprocess
 import time
 import uuid
@@ -219,3 +220,106 @@ def test_first_load_size_and_polling_cost(daemon):
     # The sandboxes view polls one page every 3 s while visible.
     assert 2 <= out["pollRequests10s"] <= 6, out
     assert out["hiddenRequests7s"] == 0, out
+
+
+# ---- capacity, snapshots and pools, sandbox actions, one sandbox, images, keyboard -------------
+
+
+def _wait(check, what, timeout=120):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = check()
+        if v:
+            return v
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_capacity_view_matches_the_api(daemon, admin):
+    """Running count, memory and vCPU meters equal GET /v1/capacity; a snapshot's pool shows once ready."""
+    sb = admin.create(memoryMiB=512, labels={"suite": "console-capacity"})
+    snap = None
+    try:
+        snap = admin.ok("POST", f"/v1/sandboxes/{sb['id']}:snapshot", json={})
+        admin.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 1})
+        out = drive("capacity", url=daemon.url, key=daemon.admin_key, snapshotId=snap["id"])
+    finally:
+        if snap:
+            admin.request("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+        admin.request("DELETE", f"/v1/sandboxes/{sb['id']}")
+    cap = out["capacity"]
+    assert cap["running"] >= 1, out
+    assert any(p["id"] == snap["id"] and p["ready"] == 1 for p in cap["pools"]), out
+    assert out["vcpuText"] == f"{cap['vcpus']['free']:g} free of {cap['vcpus']['budget']:g}", out
+
+
+def test_sandbox_actions_and_the_snapshots_view(daemon, admin):
+    """Snapshot, fork, pause and wake from the list; the snapshot's pool and delete in Snapshots and pools."""
+    sb = admin.create(memoryMiB=512, labels={"suite": "console-actions"})
+    out = {}
+    try:
+        out = drive("actions", url=daemon.url, key=daemon.admin_key, sandboxId=sb["id"])
+        snap, fork = out["snapshotId"], out["forkId"]
+        assert out["poolAfterSet"]["size"] == 1, out
+        assert admin.get(f"/v1/snapshots/{snap}").status == 404  # deleted after the confirmation
+        f = admin.get(f"/v1/sandboxes/{fork}").json()
+        assert f["state"] == "running" and f["labels"] == sb["labels"], f
+        assert admin.get(f"/v1/sandboxes/{sb['id']}").json()["state"] == "running"
+    finally:
+        for sid in (sb["id"], out.get("forkId")):
+            if sid:
+                admin.request("DELETE", f"/v1/sandboxes/{sid}")
+
+
+def test_one_sandbox_processes_files_and_egress(daemon, admin):
+    sb = admin.create(memoryMiB=512)
+    sid = sb["id"]
+    try:
+        mark = uuid.uuid4().hex[:8]
+        command = f"sleep 300; echo {mark}"
+        proc = admin.spawn(sid, command=command)
+        path, content = f"/tmp/console-{mark}.txt", f"hello from {mark}\n"
+        admin.write_file(sid, path, content.encode())
+        r = admin.exec(sid, command="python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com', timeout=3)\"")
+        assert r["exitCode"] != 0, r  # offline by default: refused
+        log = admin.get(f"/v1/sandboxes/{sid}/network/log").json()["data"]
+        refused = [e for e in log if e["host"] == "example.com"]
+        assert refused and refused[-1]["verdict"] == "internet-off", log
+        out = drive("sandbox_detail", url=daemon.url, key=daemon.admin_key, sandboxId=sid, processId=proc["id"],
+                    command=command, path=path, host="example.com", verdict="internet-off")
+    finally:
+        admin.request("DELETE", f"/v1/sandboxes/{sid}")
+    assert out["downloaded"] == content and out["filename"] == path.rsplit("/", 1)[1], out
+
+
+def test_images_versions_tags_and_pool(daemon, admin):
+    name = f"console-img-{uuid.uuid4().hex[:6]}"
+    imgs = [admin.ok("POST", "/v1/images", json={"name": name, "recipe": {"base": "base", "commands": [f"echo v{n}"]}})
+            for n in (1, 2)]
+    ready = _wait(lambda: all(admin.get(f"/v1/images/{i['id']}").json()["state"] == "ready" for i in imgs), "the builds")
+    assert ready
+    admin.ok("POST", f"/v1/images/{imgs[0]['id']}:tag", json={"tag": "stable"})
+    infos = [admin.get(f"/v1/images/{i['id']}").json() for i in imgs]
+    assert sorted(i["version"] for i in infos) == [1, 2], infos
+    try:
+        drive("images", url=daemon.url, key=daemon.admin_key, name=name,
+              images=[{"id": i["id"], "version": i["version"], "tags": i["tags"]} for i in infos])
+        pool = admin.get(f"/v1/images/{imgs[0]['id']}").json()["pool"]
+        assert pool and pool["size"] == 1, pool
+    finally:
+        admin.request("POST", f"/v1/images/{imgs[0]['id']}:pool", json={"size": 0})
+
+
+def test_keyboard_reaches_the_nav_and_a_row_action(daemon, admin):
+    sb = admin.create(memoryMiB=512, name=f"console-kbd-{uuid.uuid4().hex[:6]}")
+    try:
+        out = drive("keyboard", url=daemon.url, key=daemon.admin_key, sandboxId=sb["id"])
+    finally:
+        admin.request("DELETE", f"/v1/sandboxes/{sb['id']}")
+    # The lease moved later by the extension (10 minutes on a lease that had ~30 left).
+    assert _iso(out["expiresAfter"]) - _iso(out["expiresBefore"]) > 500, out
+    assert out["stateAfter"] == "running", out
+
+
+def _iso(t):
+    return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
