@@ -280,11 +280,17 @@ def test_one_sandbox_processes_files_and_egress(daemon, admin):
         proc = admin.spawn(sid, command=command)
         path, content = f"/tmp/console-{mark}.txt", f"hello from {mark}\n"
         admin.write_file(sid, path, content.encode())
-        r = admin.exec(sid, command="python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com', timeout=3)\"")
-        assert r["exitCode"] != 0, r  # offline by default: refused
-        log = admin.get(f"/v1/sandboxes/{sid}/network/log").json()["data"]
-        refused = [e for e in log if e["host"] == "example.com"]
-        assert refused and refused[-1]["verdict"] == "internet-off", log
+        # Offline by default: each request is refused and logged. 120 of them, so that the last one
+        # (example.com) is past the API's first page of 100: the view must follow the log to its end.
+        script = ("import urllib.request\n"
+                  "for h in [f'n{i}.example.org' for i in range(119)] + ['example.com']:\n"
+                  "    try: urllib.request.urlopen(f'http://{h}/', timeout=3)\n"
+                  "    except Exception: pass\n")
+        admin.write_file(sid, "/tmp/refused.py", script.encode())
+        r = admin.exec(sid, command="python3 /tmp/refused.py")
+        assert r["exitCode"] == 0, r
+        log = admin.get(f"/v1/sandboxes/{sid}/network/log", query={"limit": 500}).json()["data"]
+        assert len(log) >= 120 and log[-1]["host"] == "example.com" and log[-1]["verdict"] == "internet-off", log[-3:]
         out = drive("sandbox_detail", url=daemon.url, key=daemon.admin_key, sandboxId=sid, processId=proc["id"],
                     command=command, path=path, host="example.com", verdict="internet-off")
     finally:
