@@ -10,6 +10,8 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.error
+import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
 
@@ -24,6 +26,50 @@ def sign_in(page, url, key, route=""):
 
 def signed_in(page):
     expect(page.get_by_role("navigation", name="Main")).to_be_visible(timeout=T)
+
+
+def call(a, method, path, body=None):
+    """kiln's API straight from the driver (to compare what the page shows with what kilnd says)."""
+    req = urllib.request.Request(f"{a['url']}{path}", method=method, data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Authorization": f"Bearer {a['key']}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def eventually(page, check, what, timeout=T):
+    """Polls `check()` until it returns a true value (which it answers) or the deadline passes."""
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        v = check()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        page.wait_for_timeout(200)
+
+
+def focused(page):
+    """What has the keyboard focus: its tag, accessible name (aria-label or text) and id."""
+    return page.evaluate("""() => { const e = document.activeElement;
+        return e ? {tag: e.tagName.toLowerCase(), name: (e.getAttribute('aria-label') || e.textContent || '').trim().slice(0, 120),
+                    id: e.id || '', inNav: !!e.closest('nav[aria-label=Main]')} : null; }""")
+
+
+def tab_to(page, want, what, key="Tab", limit=200):
+    """Presses Tab (or Shift+Tab) until focus is on an element `want(focused)` accepts; every press must move focus."""
+    prev = focused(page)
+    for _ in range(limit):
+        page.keyboard.press(key)
+        now = focused(page)
+        if now == prev and now and now["tag"] != "body":
+            raise AssertionError(f"{key} did not move focus from {now}")
+        if now and want(now):
+            return now
+        prev = now
+    raise AssertionError(f"{key} x{limit} never reached {what}")
 
 
 def terminal_text(region):
@@ -250,6 +296,198 @@ def scenario_measure(page, a):
     hidden = len([r for r in requests if "/v1/" in r.url])
     return {"hiddenRequests7s": hidden, "firstLoadMs": round(first_load_ms, 1), "navigation": nav, "overflow360": overflow, "unnamed": unnamed,
             "pollRequests10s": len(polls), "pollBytes": sizes}
+
+
+def scenario_capacity(page, a):
+    """Counts, the memory and vCPU meters against GET /v1/capacity, and a snapshot's warm pool once ready."""
+    sign_in(page, a["url"], a["key"], "#/capacity")
+    signed_in(page)
+    running = page.locator(".count-card", has_text="Running").locator(".count-num")
+    expect(running).to_have_text(re.compile(r"[1-9]\d*"), timeout=T)
+    pools = page.get_by_role("region", name="Warm pools table")
+    row = pools.locator("tbody tr", has_text=a["snapshotId"])
+    expect(row).to_have_count(1, timeout=T)
+    # Ready | Size columns (the pool restores its copy in the background).
+    expect(row.locator("td").nth(1)).to_have_text("1", timeout=120_000)
+    expect(row.locator("td").nth(2)).to_have_text("1")
+    meters = {"memory": page.get_by_role("meter", name="Memory reserved"), "vcpu": page.get_by_role("meter", name="vCPUs reserved")}
+
+    def matches():
+        _, cap = call(a, "GET", "/v1/capacity")
+        shown = {k: {f: float(m.get_attribute(f"aria-value{f}")) for f in ("now", "max")} for k, m in meters.items()}
+        want = {"memory": {"now": cap["memoryMiB"]["reserved"], "max": cap["memoryMiB"]["budget"]},
+                "vcpu": {"now": cap["vcpus"]["reserved"], "max": cap["vcpus"]["budget"]}}
+        ok = all(abs(shown[k][f] - want[k][f]) < 1e-6 for k in want for f in ("now", "max")) \
+            and running.inner_text().strip() == str(cap["running"])
+        return ok and {"shown": shown, "capacity": cap}
+    got = eventually(page, matches, "the meters to match GET /v1/capacity")
+    reading = meters["vcpu"].get_attribute("aria-valuetext")
+    return {**got, "vcpuText": reading, "memoryText": meters["memory"].get_attribute("aria-valuetext")}
+
+
+def scenario_actions(page, a):
+    """From the sandboxes list: snapshot, fork, pause, wake; then the snapshot's pool and delete in its view."""
+    sid = a["sandboxId"]
+    sign_in(page, a["url"], a["key"])
+    signed_in(page)
+    row = page.locator(f'table.sandboxes tbody tr[data-id="{sid}"]')
+    expect(row.locator("td.state")).to_have_text("running", timeout=T)
+    note = page.locator("main p.status")
+
+    row.get_by_role("button", name=f"Snapshot sandbox {sid}").click()
+    expect(note).to_have_text(re.compile(r"Snapshot \S+ of .* is ready\."), timeout=60_000)
+    snap = re.search(r"Snapshot (\S+) of", note.inner_text()).group(1)
+
+    row.get_by_role("button", name=f"Fork sandbox {sid}").click()
+    expect(note).to_have_text(re.compile(r"Forked .*: \S+\."), timeout=60_000)
+    fork = re.search(r": (\S+)\.$", note.inner_text()).group(1)
+    expect(page.locator(f'table.sandboxes tbody tr[data-id="{fork}"] td.state')).to_have_text("running", timeout=T)
+
+    row.get_by_role("button", name=f"Pause sandbox {sid}").click()
+    expect(row.locator("td.state")).to_have_text("paused", timeout=60_000)
+    assert call(a, "GET", f"/v1/sandboxes/{sid}")[1]["state"] == "paused"
+    row.get_by_role("button", name=f"Wake sandbox {sid}").click()
+    expect(row.locator("td.state")).to_have_text("running", timeout=60_000)
+    expect(row.get_by_role("button", name=f"Pause sandbox {sid}")).to_be_visible(timeout=T)
+
+    # The snapshot taken above is listed in Snapshots and pools; its pool size control sets the size.
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Snapshots and pools").click()
+    srow = page.locator(f'table.snapshots tbody tr[data-id="{snap}"]')
+    expect(srow).to_have_count(1, timeout=T)
+    expect(srow.locator("td").first).to_have_text(a.get("mode", "memory"))
+    expect(srow.get_by_role("link", name=sid)).to_be_visible()
+    srow.get_by_label(f"Pool size for snapshot {snap}").fill("1")
+    srow.get_by_role("button", name=f"Set pool size of snapshot {snap}").click()
+    expect(note).to_have_text(f"Pool of {snap} set to 1.", timeout=T)
+    pool = call(a, "GET", f"/v1/snapshots/{snap}")[1].get("pool") or {}
+    assert pool.get("size") == 1, pool
+    expect(srow).to_contain_text(re.compile(r"\d/1 ready"), timeout=T)
+
+    # Delete asks first: Cancel keeps it, confirming deletes it.
+    srow.get_by_role("button", name=f"Delete snapshot {snap}").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text(f"Delete snapshot {snap}?")
+    expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_have_count(0)
+    assert call(a, "GET", f"/v1/snapshots/{snap}")[0] == 200
+    srow.get_by_role("button", name=f"Delete snapshot {snap}").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete snapshot").click()
+    expect(srow).to_have_count(0, timeout=T)
+    return {"snapshotId": snap, "forkId": fork, "poolAfterSet": pool}
+
+
+def scenario_sandbox_detail(page, a):
+    """One sandbox's processes, files (browse /tmp, download a file) and egress log."""
+    sid = a["sandboxId"]
+    sign_in(page, a["url"], a["key"], f"#/sandboxes/{sid}")
+    signed_in(page)
+    proc = page.get_by_role("region", name="Processes table").locator(f'tr[data-process="{a["processId"]}"]')
+    expect(proc).to_contain_text(a["command"], timeout=T)
+    expect(proc).to_contain_text("running")
+
+    folder = page.get_by_label("Folder", exact=True)
+    folder.fill("/tmp")
+    page.get_by_role("button", name="Open folder", exact=True).click()
+    files = page.get_by_role("region", name="Files table")
+    name = a["path"].rsplit("/", 1)[1]
+    expect(files.locator("tbody tr", has_text=name)).to_have_count(1, timeout=T)
+    with page.expect_download(timeout=T) as dl:
+        files.get_by_role("button", name=f"Download {a['path']}").click()
+    d = dl.value
+    content = open(d.path(), "rb").read().decode()
+    # A folder opens with its button; Parent folder goes back up.
+    page.get_by_role("button", name="Parent folder").click()
+    expect(files.get_by_role("button", name="Open folder /tmp")).to_be_visible(timeout=T)
+
+    egress = page.get_by_role("region", name="Egress table")
+    entry = egress.locator("tbody tr", has_text=a["host"])
+    expect(entry.first).to_be_visible(timeout=T)
+    expect(entry.first.locator("td.verdict")).to_have_text(a["verdict"])
+    return {"downloaded": content, "filename": d.suggested_filename, "egressRows": egress.locator("tbody tr").count()}
+
+
+def scenario_images(page, a):
+    """The images list shows versions and tags; an image's page lists its versions and sets its pool."""
+    sign_in(page, a["url"], a["key"], "#/images")
+    signed_in(page)
+    table = page.get_by_role("region", name="Images table")
+    for img in a["images"]:
+        row = table.locator(f'tbody tr[data-id="{img["id"]}"]')
+        expect(row).to_have_count(1, timeout=T)
+        expect(row.get_by_role("link")).to_have_text(a["name"])
+        expect(row.locator("td").nth(0)).to_have_text(str(img["version"]))
+        expect(row.locator("td").nth(1)).to_have_text(", ".join(img["tags"]))
+    target = a["images"][0]
+    table.locator(f'tbody tr[data-id="{target["id"]}"]').get_by_role("link").click()
+    expect(page.get_by_role("heading", name=f"Image {a['name']}@{target['version']}")).to_be_visible(timeout=T)
+    versions = page.locator("ul.versions li")
+    expect(versions).to_have_count(len(a["images"]), timeout=T)
+    for img in a["images"]:
+        expect(versions.filter(has_text=f"{a['name']}@{img['version']}")).to_have_count(1)
+    expect(page.get_by_role("link", name=f"{a['name']}@{target['version']}")).to_have_attribute("aria-current", "page")
+    for t in target["tags"]:
+        expect(page.locator("ul.tags")).to_contain_text(t)
+    size = page.get_by_label("Pool size", exact=True)
+    expect(size).to_have_value("0", timeout=T)
+    size.fill("1")
+    page.get_by_role("button", name="Set pool size").click()
+    expect(page.locator("main p.status:not(.log-state)")).to_have_text(re.compile(r"Pool size set to 1 \(\d ready\)\."), timeout=T)
+    expect(page.locator("dl.facts")).to_contain_text(re.compile(r"\d ready of 1"), timeout=T)
+    return {}
+
+
+def scenario_keyboard(page, a):
+    """Sign in, the main nav and a sandbox row's action with the keyboard only (no mouse)."""
+    sid = a["sandboxId"]
+    page.goto(f"{a['url']}/ui")
+    key = page.get_by_label("API key", exact=True)
+    expect(key).to_be_focused(timeout=T)  # the sign-in field has focus on load
+    page.keyboard.type(a["key"])
+    page.keyboard.press("Enter")
+    signed_in(page)
+    expect(page.locator(f'table.sandboxes tbody tr[data-id="{sid}"]')).to_have_count(1, timeout=T)
+
+    # Tab reaches the nav's links in order; Enter follows one and focus moves to the view.
+    seen = []
+
+    def images_link(f):
+        if f["inNav"]:
+            seen.append(f["name"])
+        return f["inNav"] and f["name"] == "Images"
+    tab_to(page, images_link, "the Images link")
+    assert seen[0] == "Sandboxes", seen
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"#/images$"), timeout=T)
+    expect(page.get_by_role("heading", name="Images", exact=True)).to_be_visible(timeout=T)
+    expect(page.locator("main#main")).to_be_focused()
+    tab_to(page, lambda f: f["inNav"] and f["name"] == "Sandboxes", "the Sandboxes link", key="Shift+Tab")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"#/sandboxes$"), timeout=T)
+    expect(page.locator("main#main")).to_be_focused()
+    row = page.locator(f'table.sandboxes tbody tr[data-id="{sid}"]')
+    expect(row).to_have_count(1, timeout=T)
+
+    # Tab on to the row's Extend action; Enter extends the lease.
+    before = call(a, "GET", f"/v1/sandboxes/{sid}")[1]["expiresAt"]
+    name = f"Extend the lease of sandbox {sid} by 10 minutes"
+    tab_to(page, lambda f: f["name"] == name, "the row's Extend button")
+    page.keyboard.press("Enter")
+    expect(page.locator("main p.status")).to_have_text(re.compile(r"^Extended "), timeout=T)
+    after = call(a, "GET", f"/v1/sandboxes/{sid}")[1]["expiresAt"]
+    # Focus stays on the button that was pressed, so the next Tab goes on from the row.
+    expect(row.get_by_role("button", name=name)).to_be_focused(timeout=T)
+
+    # Shift+Tab to Pause, Enter: paused, and the focus moves to the row's Wake; Enter wakes it.
+    tab_to(page, lambda f: f["name"] == f"Pause sandbox {sid}", "the row's Pause button", key="Shift+Tab", limit=3)
+    page.keyboard.press("Enter")
+    expect(row.locator("td.state")).to_have_text("paused", timeout=60_000)
+    expect(row.get_by_role("button", name=f"Wake sandbox {sid}")).to_be_focused(timeout=T)
+    page.keyboard.press("Enter")
+    expect(row.locator("td.state")).to_have_text("running", timeout=60_000)
+    expect(row.get_by_role("button", name=f"Pause sandbox {sid}")).to_be_focused(timeout=T)
+    return {"navSeen": seen, "expiresBefore": before, "expiresAfter": after,
+            "stateAfter": call(a, "GET", f"/v1/sandboxes/{sid}")[1]["state"]}
 
 
 def main():

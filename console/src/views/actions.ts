@@ -45,13 +45,16 @@ export function actionButtons(s: Sandbox, done: (msg: string) => void, fail: (e:
   const who = s.name ? `${s.name} (${s.id})` : s.id;
   const run = (label: string, f: () => Promise<string>) => async (ev: Event) => {
     const b = ev.currentTarget as HTMLButtonElement;
-    b.disabled = true;
+    // Busy, not `disabled`: a disabled button drops the keyboard focus (to <body>), and a keyboard
+    // user pressing Enter on it would lose their place in the table.
+    if (b.getAttribute("aria-disabled") === "true") return;
+    b.setAttribute("aria-disabled", "true");
     try {
       done(await f());
     } catch (e) {
       fail(e);
     } finally {
-      b.disabled = false;
+      b.removeAttribute("aria-disabled");
     }
   };
   const btn = (label: string, verb: string, f: () => Promise<string>, cls = "") =>
@@ -92,4 +95,26 @@ export function actionButtons(s: Sandbox, done: (msg: string) => void, fail: (e:
     return `Deleted ${who}.`;
   }, "danger"));
   return out;
+}
+
+// What the focus goes to when the button it was on is gone: the action that undoes it.
+const FOLLOW: Record<string, string> = { Pause: "Wake", Wake: "Pause" };
+
+/**
+ * Replaces a sandbox's action buttons in `box` (after its state changed). If the focus was on one of
+ * the old buttons, it moves to the new button of the same label or the one that follows it (Pause
+ * turns into Wake), else to the first new one until that follow-up appears (a pause passes through
+ * "pausing", which has neither): the keyboard focus is never dropped to <body>.
+ */
+export function replaceActions(box: HTMLElement, buttons: HTMLElement[]): void {
+  const active = document.activeElement as HTMLElement | null;
+  const inside = !!active && box.contains(active);
+  const want = inside ? box.dataset.want || active!.textContent || "" : "";
+  while (box.firstChild) box.firstChild.remove();
+  box.append(...buttons);
+  delete box.dataset.want;
+  if (!inside || !buttons.length) return;
+  const target = buttons.find((b) => b.textContent === FOLLOW[want]) || buttons.find((b) => b.textContent === want);
+  if (!target) box.dataset.want = want; // a transitional state: keep looking on the next change
+  (target || buttons[0]).focus();
 }

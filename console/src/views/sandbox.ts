@@ -1,9 +1,9 @@
 import { api, ApiError } from "../api";
-import { clear, h } from "../dom";
+import { clear, h, setText } from "../dom";
 import type { Session } from "../main";
 import { TerminalPanel } from "../terminal";
 import { bytes, ErrorSlot, labelsText, mib, money, Scope, since, status } from "../ui";
-import { actionButtons, leaseLeft, Sandbox, source } from "./actions";
+import { actionButtons, leaseLeft, replaceActions, Sandbox, source } from "./actions";
 
 export function sandboxView(main: HTMLElement, scope: Scope, _s: Session, id: string): void {
   const base = `/v1/sandboxes/${encodeURIComponent(id)}`;
@@ -35,8 +35,7 @@ export function sandboxView(main: HTMLElement, scope: Scope, _s: Session, id: st
         ...fact("Labels", labelsText(s.labels) || "—"));
       if (actionsKey !== s.state) {
         actionsKey = s.state;
-        clear(actions);
-        actions.append(...actionButtons(s, (m) => { note.textContent = m; poller.now(); }, (e) => errors.show(e)));
+        replaceActions(actions, actionButtons(s, (m) => { note.textContent = m; poller.now(); }, (e) => errors.show(e)));
       }
     } catch (e) {
       if (scope.dead) return;
@@ -146,28 +145,54 @@ function filesSection(base: string, scope: Scope): HTMLElement {
         h("thead", null, h("tr", null, ["Name", "Type", "Size", "Mode", "Modified", "Download"].map((c) => h("th", { scope: "col" }, c)))), list)));
 }
 
-interface Egress { id: number; time: string; method: string; host: string; port: number; verdict: string; bytesOut: number; bytesIn: number }
+interface Egress {
+  id: string; time: string; method: string; host: string; port: number; verdict: string; bytesOut: number; bytesIn: number; open?: boolean;
+}
 
+const EGRESS_SHOWN = 200; // the newest entries kept on the page
+
+/**
+ * The egress log, followed: the API lists it oldest first with a cursor (an entry's id), so each poll
+ * reads on from the oldest entry still open (its byte counts still change) or else the newest one
+ * seen, instead of re-reading the first page (which showed the sandbox's first 100 connections forever).
+ */
 function egressSection(base: string, scope: Scope, gone: () => boolean): HTMLElement {
   const errors = new ErrorSlot();
   const tbody = h("tbody");
+  const count = h("p", { class: "count" });
+  let entries: Egress[] = [];
+  let trimmed = false;
   const p = scope.poll(5000, async () => {
     if (gone()) return;
     try {
-      const r = await api<{ data: Egress[] }>(`${base}/network/log`, { query: { limit: 100 }, signal: scope.signal });
+      const firstOpen = entries.findIndex((e) => e.open);
+      const keep = firstOpen >= 0 ? entries.slice(0, firstOpen) : entries;
+      let cursor: string | null = firstOpen >= 0 ? String(Number(entries[firstOpen].id) - 1)
+        : entries.length ? entries[entries.length - 1].id : null;
+      const fresh: Egress[] = [];
+      for (let page = 0; page < 5; page++) { // at most 2,500 new entries a poll; the rest next time
+        const r = await api<{ data: Egress[]; nextCursor: string | null }>(`${base}/network/log`,
+          { query: { limit: 500, cursor }, signal: scope.signal });
+        fresh.push(...r.data);
+        if (!r.nextCursor) break;
+        cursor = r.nextCursor;
+      }
+      entries = keep.concat(fresh);
+      if (entries.length > EGRESS_SHOWN) { entries = entries.slice(-EGRESS_SHOWN); trimmed = true; }
       errors.clear();
       clear(tbody);
-      for (const e of r.data) {
-        tbody.append(h("tr", null, h("td", null, new Date(e.time).toLocaleTimeString()), h("td", null, e.method),
+      for (const e of entries) {
+        tbody.append(h("tr", { "data-id": e.id }, h("td", null, new Date(e.time).toLocaleTimeString()), h("td", null, e.method),
           h("td", { class: "mono" }, `${e.host}:${e.port}`), h("td", { class: `verdict verdict-${e.verdict}` }, e.verdict),
           h("td", null, `${bytes(e.bytesOut)} / ${bytes(e.bytesIn)}`)));
       }
-      if (!r.data.length) tbody.append(h("tr", null, h("td", { colspan: 5 }, "No connections yet.")));
+      if (!entries.length) tbody.append(h("tr", null, h("td", { colspan: 5 }, "No connections yet.")));
+      setText(count, trimmed ? `The newest ${entries.length} connections, oldest first.` : "");
     } catch (e) {
       if (!scope.dead && !(e instanceof ApiError && e.status === 404)) errors.show(e, () => p.now());
     }
   });
-  return h("section", { "aria-labelledby": "egress-title" }, h("h2", { id: "egress-title" }, "Egress log"), errors.el,
+  return h("section", { "aria-labelledby": "egress-title" }, h("h2", { id: "egress-title" }, "Egress log"), errors.el, count,
     h("div", { class: "table-wrap", role: "region", "aria-label": "Egress table", tabindex: "0" },
       h("table", { class: "grid" },
         h("thead", null, h("tr", null, ["Time", "Method", "Destination", "Verdict", "Sent / received"].map((c) => h("th", { scope: "col" }, c)))), tbody)));

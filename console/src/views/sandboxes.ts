@@ -1,8 +1,8 @@
 import { api } from "../api";
-import { clear, h, setText } from "../dom";
+import { h, setText } from "../dom";
 import type { Session } from "../main";
 import { ErrorSlot, field, labelsText, mib, money, parseLabels, Scope, since, status } from "../ui";
-import { actionButtons, leaseLeft, Sandbox, source } from "./actions";
+import { actionButtons, leaseLeft, replaceActions, Sandbox, source } from "./actions";
 
 const PAGE = 100; // rows per page: the API's cursor pages the rest (a poll reads one page)
 const STATES = ["", "running", "paused", "starting", "pausing", "resuming", "stopping", "stopped"];
@@ -25,7 +25,8 @@ export function sandboxesView(main: HTMLElement, scope: Scope, _s: Session): voi
     field("Labels", labels), field("vCPU", vcpu), field("Memory (MiB)", mem), createBtn);
   create.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    createBtn.disabled = true;
+    if (createBtn.getAttribute("aria-disabled") === "true") return; // busy (not disabled: that drops focus)
+    createBtn.setAttribute("aria-disabled", "true");
     try {
       const body: Record<string, unknown> = {};
       if (image.value.trim()) body.image = image.value.trim();
@@ -43,7 +44,7 @@ export function sandboxesView(main: HTMLElement, scope: Scope, _s: Session): voi
       note.textContent = "";
       errors.show(e);
     } finally {
-      createBtn.disabled = false;
+      createBtn.removeAttribute("aria-disabled");
     }
   });
 
@@ -147,8 +148,9 @@ class Row {
     setText(c[9], labelsText(s.labels));
     if (this.actionsKey !== s.state) {
       this.actionsKey = s.state;
-      clear(c[10]);
-      c[10].append(h("div", { class: "row-actions" }, actionButtons(s, done, fail)));
+      let box = c[10].firstElementChild as HTMLElement | null;
+      if (!box) { box = h("div", { class: "row-actions" }); c[10].append(box); }
+      replaceActions(box, actionButtons(s, done, fail));
     }
   }
 }

@@ -1,5 +1,5 @@
 import { api, post } from "../api";
-import { clear, h } from "../dom";
+import { clear, h, setText } from "../dom";
 import type { Session } from "../main";
 import { bytes, confirmAction, duration, ErrorSlot, mib, Scope, since, status } from "../ui";
 import type { Image } from "./images";
@@ -25,7 +25,10 @@ export function snapshotsView(main: HTMLElement, scope: Scope, _s: Session): voi
       h("div", { class: "table-wrap", role: "region", "aria-label": "Image pools table", tabindex: "0" },
         h("table", { class: "grid" }, h("thead", null, h("tr", null, ["Image", "Pool size", "Ready"].map((c) => h("th", { scope: "col" }, c)))), pools))));
 
-  const poolEdits = new Map<string, string>(); // a size being typed survives polls
+  // Rows are kept per snapshot and updated in place (a poll rebuilding them would drop a click that
+  // lands while it runs, the focus, and a pool size being typed).
+  const rows = new Map<string, SnapRow>();
+  const empty = h("tr", null, h("td", { colspan: 9 }, "No snapshots."));
   const p = scope.poll(5000, async () => {
     try {
       const [snaps, images] = await Promise.all([
@@ -33,42 +36,24 @@ export function snapshotsView(main: HTMLElement, scope: Scope, _s: Session): voi
         api<{ data: Image[] }>("/v1/images", { query: { limit: 100 }, signal: scope.signal }),
       ]);
       errors.clear();
-      const focusedId = (document.activeElement as HTMLElement | null)?.id;
-      clear(tbody);
+      const seen = new Set<string>();
+      let before: ChildNode | null = tbody.firstChild;
       for (const s of snaps.data) {
-        const inputId = `pool-${s.id}`;
-        const size = h("input", { type: "number", min: 0, max: 64, id: inputId, class: "narrow", value: poolEdits.get(s.id) ?? String(s.pool?.size ?? 0),
-          "aria-label": `Pool size for snapshot ${s.name || s.id}` });
-        size.addEventListener("input", () => poolEdits.set(s.id, size.value));
-        const set = h("button", { type: "button", "aria-label": `Set pool size of snapshot ${s.name || s.id}`, onclick: async () => {
-          try {
-            await post(`/v1/snapshots/${encodeURIComponent(s.id)}:pool`, { size: Number(size.value || 0) });
-            poolEdits.delete(s.id);
-            note.textContent = `Pool of ${s.name || s.id} set to ${size.value || 0}.`;
-            p.now();
-          } catch (e) { errors.show(e); }
-        } }, "Set");
-        const copy = h("button", { type: "button", "aria-label": `Start a copy of snapshot ${s.name || s.id}`, onclick: async () => {
-          try {
-            const r = await post<{ id: string }>("/v1/sandboxes", { snapshot: s.id });
-            note.textContent = `Started sandbox ${r.id} from ${s.name || s.id}.`;
-          } catch (e) { errors.show(e); }
-        } }, "Start a copy");
-        const del = h("button", { type: "button", class: "danger", "aria-label": `Delete snapshot ${s.name || s.id}`, onclick: async () => {
-          if (!(await confirmAction(`Delete snapshot ${s.name || s.id}?`, "Its files and memory image are removed, and its pool with them; running copies keep running.", "Delete snapshot"))) return;
-          try { await post(`/v1/snapshots/${encodeURIComponent(s.id)}:delete`, {}); note.textContent = "Deleted."; p.now(); } catch (e) { errors.show(e); }
-        } }, "Delete");
-        tbody.append(h("tr", { "data-id": s.id },
-          h("th", { scope: "row" }, h("span", { class: "mono" }, s.id), s.name ? h("div", { class: "sub" }, s.name) : null),
-          h("td", null, s.mode || "memory"),
-          h("td", null, s.sourceSandboxId ? h("a", { href: `#/sandboxes/${encodeURIComponent(s.sourceSandboxId)}`, class: "mono" }, s.sourceSandboxId) : "—"),
-          h("td", null, s.shape ? `${s.shape.vcpu} vCPU · ${mib(s.shape.memoryMiB)}` : "—"), h("td", null, bytes(s.sizeBytes)),
-          h("td", null, since(s.createdAt)), h("td", null, s.expiresAt ? duration((Date.parse(s.expiresAt) - Date.now()) / 1000) : "—"),
-          h("td", null, s.pool ? `${s.pool.ready}/${s.pool.size} ready` : "none", h("div", { class: "row-actions" }, size, set)),
-          h("td", null, h("div", { class: "row-actions" }, copy, del))));
-        if (focusedId === inputId) size.focus();
+        seen.add(s.id);
+        let row = rows.get(s.id);
+        if (!row) {
+          row = new SnapRow(s, (m) => { note.textContent = m; errors.clear(); p.now(); }, (e) => errors.show(e));
+          rows.set(s.id, row);
+        }
+        row.update(s);
+        if (row.tr !== before) tbody.insertBefore(row.tr, before);
+        before = row.tr.nextSibling;
       }
-      if (!snaps.data.length) tbody.append(h("tr", null, h("td", { colspan: 9 }, "No snapshots.")));
+      for (const [id, row] of rows) {
+        if (!seen.has(id)) { row.tr.remove(); rows.delete(id); }
+      }
+      if (!snaps.data.length) tbody.append(empty);
+      else empty.remove();
       clear(pools);
       for (const i of images.data.filter((x) => x.pool && x.pool.size > 0)) {
         pools.append(h("tr", null, h("th", { scope: "row" }, h("a", { href: `#/images/${encodeURIComponent(i.id)}` }, `${i.name}@${i.version}`)),
@@ -79,4 +64,57 @@ export function snapshotsView(main: HTMLElement, scope: Scope, _s: Session): voi
       if (!scope.dead) errors.show(e, () => p.now());
     }
   });
+}
+
+/** One snapshot's row: its cells are updated on each poll; its controls are made once. */
+class SnapRow {
+  readonly tr: HTMLTableRowElement;
+  private age = h("td");
+  private expires = h("td");
+  private size = h("td");
+  private pool = h("span");
+  private input: HTMLInputElement;
+  private typed = false; // a size being typed is not overwritten by a poll
+  constructor(s: Snapshot, done: (m: string) => void, fail: (e: unknown) => void) {
+    const who = s.name || s.id;
+    const base = `/v1/snapshots/${encodeURIComponent(s.id)}`;
+    this.input = h("input", { type: "number", min: 0, max: 64, id: `pool-${s.id}`, class: "narrow", value: String(s.pool?.size ?? 0),
+      "aria-label": `Pool size for snapshot ${who}` });
+    this.input.addEventListener("input", () => { this.typed = true; });
+    const busy = (f: () => Promise<void>) => async (ev: Event) => {
+      const b = ev.currentTarget as HTMLButtonElement;
+      if (b.getAttribute("aria-disabled") === "true") return;
+      b.setAttribute("aria-disabled", "true");
+      try { await f(); } catch (e) { fail(e); } finally { b.removeAttribute("aria-disabled"); }
+    };
+    const set = h("button", { type: "button", "aria-label": `Set pool size of snapshot ${who}`, onclick: busy(async () => {
+      const n = Number(this.input.value || 0);
+      await post(`${base}:pool`, { size: n });
+      this.typed = false;
+      done(`Pool of ${who} set to ${n}.`);
+    }) }, "Set");
+    const copy = h("button", { type: "button", "aria-label": `Start a copy of snapshot ${who}`, onclick: busy(async () => {
+      const r = await post<{ id: string }>("/v1/sandboxes", { snapshot: s.id });
+      done(`Started sandbox ${r.id} from ${who}.`);
+    }) }, "Start a copy");
+    const del = h("button", { type: "button", class: "danger", "aria-label": `Delete snapshot ${who}`, onclick: busy(async () => {
+      if (!(await confirmAction(`Delete snapshot ${who}?`, "Its files and memory image are removed, and its pool with them; running copies keep running.", "Delete snapshot"))) return;
+      await post(`${base}:delete`, {});
+      done(`Deleted snapshot ${who}.`);
+    }) }, "Delete");
+    this.tr = h("tr", { "data-id": s.id },
+      h("th", { scope: "row" }, h("span", { class: "mono" }, s.id), s.name ? h("div", { class: "sub" }, s.name) : null),
+      h("td", null, s.mode || "memory"),
+      h("td", null, s.sourceSandboxId ? h("a", { href: `#/sandboxes/${encodeURIComponent(s.sourceSandboxId)}`, class: "mono" }, s.sourceSandboxId) : "—"),
+      h("td", null, s.shape ? `${s.shape.vcpu} vCPU · ${mib(s.shape.memoryMiB)}` : "—"), this.size, this.age, this.expires,
+      h("td", null, this.pool, h("div", { class: "row-actions" }, this.input, set)),
+      h("td", null, h("div", { class: "row-actions" }, copy, del)));
+  }
+  update(s: Snapshot): void {
+    setText(this.size, bytes(s.sizeBytes));
+    setText(this.age, since(s.createdAt));
+    setText(this.expires, s.expiresAt ? duration((Date.parse(s.expiresAt) - Date.now()) / 1000) : "—");
+    setText(this.pool, s.pool ? `${s.pool.ready}/${s.pool.size} ready` : "none");
+    if (!this.typed && document.activeElement !== this.input) this.input.value = String(s.pool?.size ?? 0);
+  }
 }
