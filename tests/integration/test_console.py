@@ -27,6 +27,9 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
+SECRETS = []  # keys this module's tests made, checked against kilnd's log at the end
+
+
 def _stale():
     built = CONSOLE_DIR / "app.js"
     if not all((CONSOLE_DIR / f).exists() for f in ("index.html", "app.js", "app.css")):
@@ -136,6 +139,7 @@ def test_failed_build_step_is_highlighted(daemon, admin):
 def test_usage_chart_has_data_after_a_run(daemon, admin):
     """A key with a daily limit runs something; its chart has points and its limit a bar."""
     secret = admin.ok("POST", "/v1/keys", json={"name": "console-usage", "dailyLimitMicros": 5_000_000})["secret"]
+    SECRETS.append(secret)
     user = Client(daemon.url, key=secret)
     sb = user.create(labels={"suite": "console-usage"}, memoryMiB=512)
     try:
@@ -150,6 +154,7 @@ def test_usage_chart_has_data_after_a_run(daemon, admin):
 
 def test_non_admin_key_does_not_see_keys(daemon, admin):
     key = admin.ok("POST", "/v1/keys", json={"name": "console-plain"})["secret"]
+    SECRETS.append(key)
     drive("non_admin", url=daemon.url, key=key)
 
 
@@ -160,6 +165,7 @@ def test_admin_creates_a_key_and_sees_its_secret_once(daemon, admin):
     assert len(listed) == 1 and "secret" not in listed[0], listed
     # The secret the page showed is a working key.
     assert Client(daemon.url, key=out["secret"]).get("/v1/limits").status == 200
+    SECRETS.append(out["secret"])
 
 
 def test_wrong_key_is_refused_with_a_clear_message(daemon):
@@ -325,6 +331,16 @@ def test_keyboard_reaches_the_nav_and_a_row_action(daemon, admin):
     # The lease moved later by the extension (10 minutes on a lease that had ~30 left).
     assert _iso(out["expiresAfter"]) - _iso(out["expiresBefore"]) > 500, out
     assert out["stateAfter"] == "running", out
+
+
+def test_no_key_or_ticket_in_kilnds_log(daemon):
+    """Last in the module: after every scenario above (sign-ins, terminals opened with
+    tickets, keys made in the page), kilnd's log holds none of the keys and no ticket."""
+    log = daemon.log_path.read_text(errors="replace")
+    assert "terminal-tickets" in log or "/terminal" in log, "the terminal scenario left no request line"
+    assert "tkt_" not in log
+    for secret in [daemon.admin_key, *SECRETS]:
+        assert secret not in log and secret.split("_", 1)[-1] not in log
 
 
 def _iso(t):
