@@ -17,6 +17,7 @@ import pytest
 
 from client import Client
 from conftest import REPO, start_kilnd, stop_kilnd
+from faults_util import wait_for
 
 VENV_PY = Path("/opt/kiln/console-venv/bin/python")
 DRIVER = Path(__file__).with_name("console_driver.py")
@@ -231,16 +232,6 @@ def test_first_load_size_and_polling_cost(daemon):
 # ---- capacity, snapshots and pools, sandbox actions, one sandbox, images, keyboard -------------
 
 
-def _wait(check, what, timeout=120):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = check()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
 def test_capacity_view_matches_the_api(daemon, admin):
     """Running count, memory and vCPU meters equal GET /v1/capacity; a snapshot's pool shows once ready."""
     sb = admin.create(memoryMiB=512, labels={"suite": "console-capacity"})
@@ -308,7 +299,7 @@ def test_images_versions_tags_and_pool(daemon, admin):
     name = f"console-img-{uuid.uuid4().hex[:6]}"
     imgs = [admin.ok("POST", "/v1/images", json={"name": name, "recipe": {"base": "base", "commands": [f"echo v{n}"]}})
             for n in (1, 2)]
-    ready = _wait(lambda: all(admin.get(f"/v1/images/{i['id']}").json()["state"] == "ready" for i in imgs), "the builds")
+    ready = wait_for(lambda: all(admin.get(f"/v1/images/{i['id']}").json()["state"] == "ready" for i in imgs), 120, "the builds")
     assert ready
     admin.ok("POST", f"/v1/images/{imgs[0]['id']}:tag", json={"tag": "stable"})
     infos = [admin.get(f"/v1/images/{i['id']}").json() for i in imgs]

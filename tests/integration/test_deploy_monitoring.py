@@ -24,6 +24,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from test_images import wait_image
 import yaml
 
 from conftest import REPO, Sandboxes
@@ -295,17 +297,6 @@ def test_the_rules_unit_tests_can_fail(tmp_path):
 # ---------------------------------------------------------------------------
 # (d) against a real kilnd's /metrics
 
-def wait_image(api, image_id, within=180):
-    after, lines = 0, []
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        page = api.ok("GET", f"/v1/images/{image_id}/logs", query={"after": after, "follow": "true"})
-        lines += page["lines"]
-        after = page["nextAfter"]
-        if page["done"]:
-            return api.ok("GET", f"/v1/images/{image_id}"), lines
-    raise AssertionError(f"image {image_id} not built within {within} s: {lines[-20:]}")
-
 
 def scrape(api):
     r = api.get("/metrics")
@@ -421,7 +412,7 @@ def workload(api, prometheus):
         pool.create(snapshot=snap["id"])
         forked = api.ok("POST", f"/v1/sandboxes/{s['id']}:fork", json={"count": 1})["sandboxes"]
         pool.ids += [c["id"] for c in forked]
-        built, lines = wait_image(api, image["id"])
+        built, lines = wait_image(api, image["id"], within=180)
         assert built["state"] == "ready", (built, lines[-20:])
         # CPU is metered on kilnd's ticks (every 5 s): scrape until all is there, or 30 s.
         served = {}
