@@ -122,6 +122,13 @@ def _pid_alive(pid):
     return True
 
 
+def _is_zombie(proc_dir):
+    try:
+        return (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def write_resolver_file(path, names):
     """Writes `names` ({name: [address, ...]}) to `path` atomically.
 
@@ -360,6 +367,35 @@ class TestHosts:
             except (ValueError, ProcessLookupError):
                 pass
 
+    @staticmethod
+    def _kill_orphaned_servers():
+        """Kills the servers of a dead instance that are still up. The host-side
+        canary is outside the namespace and exits on its own only within 0.5 s
+        of its parent's death, holding 127.77.0.1:80 until then."""
+        waiting = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(SERVER_SCRIPT).encode() not in argv or b"--parent-pid" not in argv:
+                continue
+            i = argv.index(b"--parent-pid")
+            parent = int(argv[i + 1]) if i + 1 < len(argv) and argv[i + 1].isdigit() else 0
+            if parent and _pid_alive(parent):
+                continue
+            try:
+                os.kill(int(proc.name), signal.SIGKILL)
+                waiting.append(proc)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 5
+        while waiting and time.monotonic() < deadline:  # until their sockets are closed
+            waiting = [p for p in waiting if p.exists() and not _is_zombie(p)]
+            time.sleep(0.01)
+
     def _remove_leftovers(self):
         mine = str(self.pid)
         for line in self._ip_run("netns", "list").splitlines():
@@ -379,6 +415,7 @@ class TestHosts:
             m = re.match(r"\d+:\s+(kth(\d+)h)[@:]", line)
             if m and (m.group(2) == mine or not _pid_alive(int(m.group(2)))):
                 self._ip_quiet("link", "del", m.group(1))
+        self._kill_orphaned_servers()
         for d in Path("/tmp").glob("kilnth-*-*"):
             m = re.match(r"kilnth-(\d+)-", d.name)
             if m and d.is_dir() and (m.group(1) == mine or not _pid_alive(int(m.group(1)))):
