@@ -671,6 +671,13 @@ struct HttpServer::Impl {
 
   // A connection already counted (connections, per_address) by Run.
   void Start(tcp::socket sock, std::string peer);
+
+  // A request's thread is done with it (and with its Conn).
+  void Finished() {
+    std::lock_guard lock(mu);
+    --active;
+    idle.notify_all();
+  }
 };
 
 // One client connection. Between requests it belongs to the I/O thread,
@@ -780,18 +787,20 @@ class HttpServer::Impl::Conn : public std::enable_shared_from_this<Conn> {
     Disarm();
     ++impl_.active;
     try {
-      std::thread([self = shared_from_this()] { self->Serve(); }).detach();
+      std::thread([self = shared_from_this()]() mutable {
+        Impl& impl = self->impl_;
+        self->Serve();
+        // This thread's reference goes before the request stops counting:
+        // once none count, Drain returns and the server (its I/O context,
+        // which the Conn's timer belongs to) may be destroyed.
+        self.reset();
+        impl.Finished();
+      }).detach();
     } catch (const std::system_error& e) {
-      Finished();
+      impl_.Finished();
       LogError("cannot start a request thread", {{"error", e.what()}});
       Refuse(ErrorAnswer(503, "Service Unavailable", "server_busy", "cannot start a thread"));
     }
-  }
-
-  void Finished() {
-    std::lock_guard lock(impl_.mu);
-    --impl_.active;
-    impl_.idle.notify_all();
   }
 
   // The request's own thread.
@@ -823,7 +832,6 @@ class HttpServer::Impl::Conn : public std::enable_shared_from_this<Conn> {
     } else {
       Close();
     }
-    Finished();
   }
 
   // Writes a fixed answer (the I/O thread), then closes. The write and
