@@ -34,8 +34,9 @@ SandboxManager::SandboxManager(ManagerDeps deps, ManagerOptions options)
       capacity_(deps.capacity),
       egress_(deps.egress),
       options_(std::move(options)),
-      pool_(engine_, rootfs_, snapshots_, WarmPoolOptions{}, &capacity_) {
+      pool_(engine_, rootfs_, snapshots_, options_.pool, &capacity_) {
   Recover();
+  pool_.LoadPins();  // after Recover, which destroys every copy it did not start
   lease_thread_ = std::jthread([this](std::stop_token stop) { LeaseLoop(stop); });
   meter_thread_ = std::jthread([this](std::stop_token stop) { MeterLoop(stop); });
 }
@@ -317,8 +318,10 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
   // A copy was verified when it was restored.
   std::optional<PooledCopy> pooled;
   // (A disk copy at a shape of its own is not the pool's.)
-  if (from && from->shape == spec.shape && capacity_.KeyHasRoom(spec.owner))
-    pooled = pool_.Take(from->id, spec.owner);
+  if (from && from->shape == spec.shape) {
+    pool_.Arrived(from->id, from->image_warm);  // its pool follows demand
+    if (capacity_.KeyHasRoom(spec.owner)) pooled = pool_.Take(from->id, spec.owner);
+  }
   switch (pooled ? Capacity::Result::kGranted
                  : capacity_.Acquire(spec.owner, spec.shape, deadline, cancelled)) {
     case Capacity::Result::kGranted:
@@ -713,7 +716,11 @@ PoolStatus SandboxManager::SnapshotPool(const std::string& id) { return pool_.St
 
 std::map<std::string, PoolStatus> SandboxManager::Pools() { return pool_.StatusAll(); }
 
-void SandboxManager::ResizePool(const std::string& id, int size) { pool_.Resize(id, size); }
+void SandboxManager::ResizePool(const std::string& id, std::optional<int> size) {
+  pool_.Resize(id, size);
+}
+
+PoolTotals SandboxManager::PoolTotalsNow() { return pool_.Totals(); }
 
 void SandboxManager::CommandFinished(const std::shared_ptr<Sandbox>& sandbox) {
   EndStartupBoost(sandbox);

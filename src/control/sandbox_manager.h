@@ -53,6 +53,7 @@ struct SnapshotOptions {
 
 struct ManagerOptions {
   int default_pool_size = 0;     // ready copies kept for every new snapshot
+  WarmPoolOptions pool;          // demand-sized pools, their budget, pins
   int meter_interval_ms = 5000;  // how often running sandboxes are metered
   PriceTable prices;
   // The kilnd before this one ended without a clean stop (it crashed or
@@ -169,7 +170,9 @@ class SandboxManager {
   PoolStatus SnapshotPool(const std::string& id);
   std::map<std::string, PoolStatus> Pools();  // by snapshot id
   // Keeps `size` ready copies of the snapshot (0 = none).
-  void ResizePool(const std::string& id, int size);
+  // Pins a snapshot's pool at `size`; nullopt gives it back to demand.
+  void ResizePool(const std::string& id, std::optional<int> size);
+  PoolTotals PoolTotalsNow();
   // Deletes a snapshot and its pool; copies already handed out keep running.
   bool DeleteSnapshot(const std::string& id);
   // Where snapshots are kept, for moving them between hosts

@@ -1,5 +1,10 @@
 #include "control/warm_pool.h"
 
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/time.h"
@@ -14,7 +19,8 @@ WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotSt
       capacity_(capacity),
       rootfs_(std::move(rootfs)),
       snapshots_(snapshots),
-      options_(options) {
+      options_(options),
+      sizer_(options.sizer) {
   for (int i = 0; i < kFillers; ++i)
     fillers_.emplace_back([this](std::stop_token stop) { FillLoop(stop); });
 }
@@ -26,20 +32,108 @@ WarmPool::~WarmPool() {
   for (auto& [id, p] : pools_) Destroy(std::move(p.ready));
 }
 
-void WarmPool::Resize(const std::string& snapshot_id, int size) {
+void WarmPool::Resize(const std::string& snapshot_id, std::optional<int> size) {
   std::deque<PooledCopy> extra;
   {
     std::lock_guard lock(mu_);
     Pool& p = pools_[snapshot_id];
-    p.size = size;
-    while (static_cast<int>(p.ready.size()) > size) {
-      extra.push_back(std::move(p.ready.back()));
-      p.ready.pop_back();
-    }
-    if (size == 0 && p.filling == 0) pools_.erase(snapshot_id);
+    p.pinned = size;
+    p.failures = 0;
+    p.retry_ms = 0;
+    p.size = size ? *size : p.plan.size;
+    SavePinsLocked();
+    extra = TrimLocked(snapshot_id);
   }
   cv_.notify_all();
   Destroy(std::move(extra));
+}
+
+void WarmPool::Arrived(const std::string& snapshot_id, bool image_warm) {
+  if (!options_.adaptive) return;
+  std::deque<PooledCopy> extra;
+  {
+    std::lock_guard lock(mu_);
+    sizer_.Arrived(snapshot_id, MonotonicNowMs(), image_warm);
+    extra = AdaptLocked(MonotonicNowMs());
+  }
+  cv_.notify_all();
+  Destroy(std::move(extra));
+}
+
+std::deque<PooledCopy> WarmPool::TrimLocked(const std::string& id) {
+  std::deque<PooledCopy> extra;
+  auto it = pools_.find(id);
+  if (it == pools_.end()) return extra;
+  Pool& p = it->second;
+  while (static_cast<int>(p.ready.size()) > p.size) {
+    extra.push_back(std::move(p.ready.back()));
+    p.ready.pop_back();
+  }
+  if (p.size == 0 && p.filling == 0 && p.ready.empty() && !p.pinned && p.plan.demand == 0)
+    pools_.erase(it);
+  return extra;
+}
+
+std::deque<PooledCopy> WarmPool::AdaptLocked(int64_t now_ms) {
+  std::deque<PooledCopy> extra;
+  if (!options_.adaptive) return extra;
+  std::map<std::string, PoolPlan> plan = sizer_.Plan(now_ms);
+  for (const auto& [id, p] : plan) pools_[id];  // a pool for every demand
+  std::vector<std::string> ids;
+  for (auto& [id, p] : pools_) {
+    auto found = plan.find(id);
+    p.plan = found == plan.end() ? PoolPlan{} : found->second;
+    if (!p.pinned) p.size = p.plan.size;
+    ids.push_back(id);
+  }
+  for (const auto& id : ids) {
+    auto trimmed = TrimLocked(id);
+    for (auto& c : trimmed) extra.push_back(std::move(c));
+  }
+  return extra;
+}
+
+void WarmPool::LoadPins() {
+  if (options_.pins_path.empty()) return;
+  std::lock_guard lock(mu_);
+  std::ifstream in(options_.pins_path);
+  if (!in) return;
+  auto pins = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!pins.is_object()) {
+    LogWarn("ignoring an unreadable pool pins file", {{"path", options_.pins_path}});
+    return;
+  }
+  for (const auto& [id, size] : pins.items()) {
+    // Only the pins of snapshots that are still here, at a sane size.
+    if (!size.is_number_integer() || size.get<int64_t>() < 0 || size.get<int64_t>() > 1000 ||
+        !snapshots_.Get(id))
+      continue;
+    Pool& p = pools_[id];
+    p.pinned = size.get<int>();
+    p.size = *p.pinned;
+  }
+  cv_.notify_all();
+}
+
+void WarmPool::SavePinsLocked() {
+  if (options_.pins_path.empty()) return;
+  nlohmann::json pins = nlohmann::json::object();
+  for (const auto& [id, p] : pools_)
+    if (p.pinned) pins[id] = *p.pinned;
+  // Written whole and renamed: a crash leaves the old file or the new one.
+  std::string tmp = options_.pins_path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << pins.dump() << "\n";
+    if (!out.flush()) {
+      LogWarn("could not save pool pins", {{"path", tmp}});
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, options_.pins_path, ec);
+  if (ec)
+    LogWarn("could not save pool pins", {{"path", options_.pins_path}, {"error", ec.message()}});
 }
 
 std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id, const std::string& key) {
@@ -70,6 +164,8 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id, const s
     // copy's clock, which gVisor takes from the host on restore.
     auto pong = engine::AgentClient(copy.channel).Ping(options_.ping_timeout_ms);
     if (pong.ok()) {
+      // It waited at the pool's weight; handed out, it starts as any restore.
+      engine_.SetCpuWeight(copy.id, engine::kStartupCpuWeight);
       int64_t skew = pong->time_ms - NowMs();
       if (skew > 100 || skew < -100)
         LogWarn("pooled copy's clock is off", {{"sandboxId", copy.id}, {"skewMs", skew}});
@@ -89,9 +185,20 @@ PoolStatus WarmPool::StatusOf(const std::string& snapshot_id) {
     std::lock_guard lock(mu_);
     auto it = pools_.find(snapshot_id);
     if (it == pools_.end()) return s;
-    s.size = it->second.size;
-    s.ready = static_cast<int>(it->second.ready.size());
-    for (const auto& c : it->second.ready) ids.push_back(c.id);
+    const Pool& p = it->second;
+    s.size = p.size;
+    s.ready = static_cast<int>(p.ready.size());
+    s.pinned = p.pinned.has_value();
+    s.wanted = p.pinned ? *p.pinned : p.plan.demand;
+    if (p.failures > 0)
+      s.unfilled_reason = "restore_failed";
+    else if (p.no_room)
+      s.unfilled_reason = "no_capacity";
+    else if (!p.pinned && p.plan.limit == PoolLimit::kBudget)
+      s.unfilled_reason = "memory_budget";
+    else if (!p.pinned && p.plan.limit == PoolLimit::kMaxSize)
+      s.unfilled_reason = "max_size";
+    for (const auto& c : p.ready) ids.push_back(c.id);
   }
   for (const auto& id : ids) s.memory_bytes += engine_.GetUsage(id).memory_bytes;
   return s;
@@ -108,6 +215,18 @@ std::map<std::string, PoolStatus> WarmPool::StatusAll() {
   return out;
 }
 
+PoolTotals WarmPool::Totals() {
+  PoolTotals t;
+  t.adaptive = options_.adaptive;
+  t.budget_bytes = options_.adaptive ? options_.sizer.budget_bytes : 0;
+  for (const auto& [id, s] : StatusAll()) {
+    t.pools++;
+    t.ready += s.ready;
+    t.memory_bytes += s.memory_bytes;
+  }
+  return t;
+}
+
 void WarmPool::Drop(const std::string& snapshot_id) {
   std::deque<PooledCopy> copies;
   {
@@ -117,7 +236,12 @@ void WarmPool::Drop(const std::string& snapshot_id) {
     copies = std::move(it->second.ready);
     it->second.ready.clear();
     it->second.size = 0;
+    bool was_pinned = it->second.pinned.has_value();
+    it->second.pinned.reset();
+    it->second.plan = {};
+    sizer_.Forget(snapshot_id);
     if (it->second.filling == 0) pools_.erase(it);
+    if (was_pinned) SavePinsLocked();
   }
   Destroy(std::move(copies));
 }
@@ -148,6 +272,7 @@ void WarmPool::Reclaim(std::unique_lock<std::mutex>& lock) {
 
 void WarmPool::FillLoop(std::stop_token stop) {
   std::unique_lock lock(mu_);
+  int64_t adapted_ms = 0;
   for (;;) {
     // At most kFillers restores at a time, so a refill cannot take every
     // core from live sandboxes.
@@ -163,15 +288,27 @@ void WarmPool::FillLoop(std::stop_token stop) {
       return false;
     };
     // Woken by a change, and twice a second to give room back to waiting
-    // creates and to retry pools that found none.
+    // creates, to retry pools that found none and to follow demand (idle
+    // pools shrink).
     Reclaim(lock);
     if (stop.stop_requested()) return;
+    if (int64_t now = MonotonicNowMs(); now - adapted_ms >= 500) {
+      adapted_ms = now;
+      auto extra = AdaptLocked(now);
+      if (!extra.empty()) {
+        lock.unlock();
+        Destroy(std::move(extra));
+        lock.lock();
+      }
+    }
     if (!cv_.wait_for(lock, stop, std::chrono::milliseconds(500), wanted)) continue;
     if (stop.stop_requested()) return;
     auto rec = snapshots_.Get(want);
     Shape shape = rec ? rec->shape : Shape{};
     if (rec && capacity_ && !capacity_->TakeForPool(shape)) {
-      pools_[want].retry_ms = MonotonicNowMs() + 1000;  // no room now: not before a second
+      Pool& p = pools_[want];
+      p.retry_ms = MonotonicNowMs() + 1000;  // no room now: not before a second
+      p.no_room = true;
       continue;
     }
     pools_[want].filling++;
@@ -180,6 +317,10 @@ void WarmPool::FillLoop(std::stop_token stop) {
     std::shared_ptr<engine::AgentChannel> conn;
     engine::CreateParams params{NewUuid(), shape,
                                 rec && !rec->rootfs.empty() ? rec->rootfs : rootfs_};
+    // Restored at the pool's weight: a refill takes what running sandboxes
+    // leave (engine::kPoolCpuWeight).
+    params.background = true;
+    int64_t started_ms = MonotonicNowMs();
     if (rec) error = snapshots_.Verify(want);
     if (error.ok()) {
       // No warm-up command: it would advance the copy's pid counter, and a
@@ -191,9 +332,16 @@ void WarmPool::FillLoop(std::stop_token stop) {
         error = restored.status();
       }
     }
+    int64_t restore_ms = MonotonicNowMs() - started_ms;
+    uint64_t bytes = conn ? engine_.GetUsage(params.id).memory_bytes : 0;
     lock.lock();
     Pool& p = pools_[want];
     p.filling--;
+    if (conn) {
+      p.failures = 0;
+      p.no_room = false;
+      sizer_.Restored(want, restore_ms, bytes);
+    }
     if (conn && p.size > static_cast<int>(p.ready.size())) {
       // Copies behind the first are frozen while they wait: an idle gVisor
       // sandbox costs ~5% of a core here (its platform polls every 400 us),
@@ -208,10 +356,28 @@ void WarmPool::FillLoop(std::stop_token stop) {
       lock.lock();
     } else {
       if (rec && capacity_) capacity_->ReleasePool(shape);
-      LogWarn("pool refill failed", {{"snapshotId", want}, {"error", error.ToString()}});
-      p.size = 0;  // do not spin on a broken snapshot
+      // Retried after 1 s, doubling to a minute: a broken snapshot costs a
+      // restore a minute, and a passing failure heals by itself.
+      p.failures++;
+      p.retry_ms = MonotonicNowMs() + (int64_t{1000} << std::min(p.failures - 1, 6));
+      LogWarn("pool refill failed", {{"snapshotId", want},
+                                     {"error", error.ToString()},
+                                     {"failures", p.failures},
+                                     {"retryInMs", p.retry_ms - MonotonicNowMs()}});
+      if (!rec) {  // the snapshot is gone: so is its pool
+        p.size = 0;
+        p.pinned.reset();
+        p.plan = {};
+        sizer_.Forget(want);
+        SavePinsLocked();
+      }
     }
-    if (p.size == 0 && p.filling == 0 && p.ready.empty()) pools_.erase(want);
+    auto extra = TrimLocked(want);
+    if (!extra.empty()) {
+      lock.unlock();
+      Destroy(std::move(extra));
+      lock.lock();
+    }
   }
 }
 

@@ -36,6 +36,17 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
   app.add_option("--pool-size", f->pool_size, "ready copies kept for every new snapshot")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  app.add_option("--pool-memory-mib", f->pool_memory_mib,
+                 "memory for warm pools sized by demand (default: a 16th of host memory; 0: "
+                 "no such pools, only pinned ones)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--pool-idle-seconds", f->pool_idle_seconds,
+                 "a demand-sized pool not asked for this long goes back to zero")
+      ->check(CLI::Range(1, 86400 * 30))
+      ->capture_default_str();
+  app.add_option("--pool-max-size", f->pool_max_size, "the largest size of one demand-sized pool")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("--host-memory-mib", f->host_memory_mib,
                  "memory to plan with (default: MemTotal less 1 GiB)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));

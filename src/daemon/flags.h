@@ -21,6 +21,9 @@ struct Flags {
   int image_builds = 2;                // image builds run at once
   int64_t context_storage_mib = 2048;  // uploaded build contexts, per key
   int pool_size = 0;                   // ready copies kept for every new snapshot
+  int64_t pool_memory_mib = -1;        // demand-sized pools' budget (-1: host/16, 0: off)
+  int pool_idle_seconds = 300;         // an unasked pool goes back to zero after this
+  int pool_max_size = 32;              // one demand-sized pool's largest size
   int64_t host_memory_mib = 0;         // default: MemTotal less 1 GiB for the host
   int host_vcpus = 0;                  // default: the host's CPUs
   double memory_overcommit = 12.0;

@@ -181,6 +181,14 @@ int main(int argc, char** argv) {
                           ? flags.host_vcpus
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   limits.memory_overcommit = flags.memory_overcommit;
+  // Warm pools by demand, within a 16th of the host's memory by default.
+  int64_t pool_mib =
+      flags.pool_memory_mib >= 0 ? flags.pool_memory_mib : limits.host_memory_mib / 16;
+  options.pool.adaptive = pool_mib > 0;
+  options.pool.sizer.budget_bytes = static_cast<uint64_t>(pool_mib) << 20;
+  options.pool.sizer.idle_ms = int64_t{flags.pool_idle_seconds} * 1000;
+  options.pool.sizer.max_size = flags.pool_max_size;
+  options.pool.pins_path = flags.state_dir + "/pool-pins.json";
   limits.host_disk_mib = flags.host_disk_mib;
   if (limits.host_disk_mib == 0) {
     std::error_code ec;
@@ -394,6 +402,7 @@ int main(int argc, char** argv) {
                                     {"memoryBudgetMiB", limits.memory_budget_mib()},
                                     {"diskBudgetMiB", limits.disk_budget_mib()},
                                     {"vcpuBudget", limits.vcpu_budget()},
+                                    {"poolMemoryBudgetMiB", pool_mib},
                                     {"console", console_files->empty() ? std::string("not built")
                                                                        : flags.console_dir}});
   server->Run();

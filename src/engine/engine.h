@@ -25,6 +25,9 @@ namespace kiln::engine {
 // cases against a timeout. Weights change no cap (the vcpu quota).
 inline constexpr int kCpuWeight = 1024;
 inline constexpr int kStartupCpuWeight = 8192;
+// A warm pool's copy while it is restored and waits: a refill takes the CPU
+// that running sandboxes leave. Raised to kStartupCpuWeight at hand-out.
+inline constexpr int kPoolCpuWeight = 64;
 
 struct CreateParams {
   std::string id;
@@ -36,6 +39,8 @@ struct CreateParams {
   // overlay starts with (a disk snapshot's files). The engine keeps a link
   // to it in the sandbox's directory; a restore never takes one.
   std::string rootfs_upper_tar;
+  // A warm pool's copy: restored at kPoolCpuWeight, not kStartupCpuWeight.
+  bool background = false;
 };
 
 struct CheckpointStats {

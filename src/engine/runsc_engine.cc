@@ -149,7 +149,7 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Restore(const CreateParams& p
                                                            const std::string& checkpoint) {
   // Uncompressed pages, read straight from the page cache.
   CreateParams boosted = p;
-  boosted.cpu_weight = kStartupCpuWeight;
+  boosted.cpu_weight = p.background ? kPoolCpuWeight : kStartupCpuWeight;
   boosted.rootfs_upper_tar.clear();
   std::error_code ec;
   UpperTar upper{fs::exists(checkpoint + "/" + kUpperMarker, ec), ""};

@@ -71,7 +71,7 @@ Result<std::shared_ptr<AgentChannel>> FakeEngine::Restore(const engine::CreatePa
   std::lock_guard lock(mu_);
   Box& box = boxes_[params.id];
   box = Box{};
-  box.cpu_weight = engine::kStartupCpuWeight;
+  box.cpu_weight = params.background ? engine::kPoolCpuWeight : engine::kStartupCpuWeight;
   box.channel = channel;
   channels_[params.id] = channel;
   return std::shared_ptr<AgentChannel>(channel);

@@ -58,7 +58,8 @@ class FakeEngine : public engine::Engine {
   void Destroy(const std::string& id) override;
   Result<engine::CheckpointStats> Checkpoint(const std::string& id,
                                              const std::string& dir) override;
-  // Starts at engine::kStartupCpuWeight, as RunscEngine does.
+  // Starts at engine::kStartupCpuWeight (a pool copy at kPoolCpuWeight), as
+  // RunscEngine does.
   Result<std::shared_ptr<engine::AgentChannel>> Restore(const engine::CreateParams& params,
                                                         const std::string& dir) override;
   // A fresh channel to a sandbox that runs; kNotRunning for one that died,

@@ -126,6 +126,12 @@ TEST_F(WarmPoolTest, ShrinkingDestroysTheExtraCopies) {
   EXPECT_EQ(Live().size(), 1u);
   pool_->Resize("snap", 0);
   EXPECT_TRUE(Live().empty());
+  // Pinned at zero: kept (demand does not fill it), holding nothing.
+  PoolStatus s = pool_->StatusOf("snap");
+  EXPECT_TRUE(s.pinned);
+  EXPECT_EQ(s.size, 0);
+  EXPECT_EQ(s.ready, 0);
+  pool_->Resize("snap", std::nullopt);
   EXPECT_TRUE(pool_->StatusAll().empty());
 }
 
@@ -172,24 +178,106 @@ TEST_F(WarmPoolTest, AnErrorAnswerToPingDiscardsTheCopy) {
   EXPECT_FALSE(engine_.Has(first));
 }
 
-TEST_F(WarmPoolTest, ABrokenSnapshotSetsThePoolToZeroWithoutSpinning) {
+TEST_F(WarmPoolTest, ABrokenSnapshotBacksOffAndSaysWhy) {
   engine_.FailNextRestores(1000);
   pool_->Resize("snap", 3);
-  ASSERT_TRUE(WaitUntil([&] { return pool_->StatusAll().empty(); }));
-  EXPECT_EQ(pool_->StatusOf("snap").size, 0);
+  ASSERT_TRUE(
+      WaitUntil([&] { return pool_->StatusOf("snap").unfilled_reason == "restore_failed"; }));
+  PoolStatus s = pool_->StatusOf("snap");
+  EXPECT_EQ(s.size, 3);  // still pinned: it fills once restores work again
+  EXPECT_EQ(s.ready, 0);
   size_t attempts = Restored().size();
   EXPECT_GE(attempts, 1u);
-  EXPECT_LE(attempts, 2u);  // one per filler at most
-  // Nothing retries behind it.
-  EXPECT_FALSE(WaitUntil([&] { return Restored().size() > attempts; }, milliseconds(100)));
+  // Backed off: nothing retries within the next 100 ms (the first retry is
+  // a second later).
+  EXPECT_FALSE(WaitUntil([&] { return Restored().size() > attempts + 2; }, milliseconds(100)));
   EXPECT_TRUE(Live().empty());
+  // Restores work again: the retry fills it, and the reason is gone.
+  engine_.FailNextRestores(0);
+  ASSERT_TRUE(WaitUntil([&] { return pool_->StatusOf("snap").ready == 3; }, milliseconds(10000)));
+  EXPECT_EQ(pool_->StatusOf("snap").unfilled_reason, "");
 }
 
 TEST_F(WarmPoolTest, ACorruptedSnapshotIsNeverRestored) {
   std::ofstream(snapshots_.CheckpointDir("snap") + "/checkpoint.img", std::ios::app) << "x";
   pool_->Resize("snap", 2);
-  ASSERT_TRUE(WaitUntil([&] { return pool_->StatusAll().empty(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return pool_->StatusOf("snap").unfilled_reason == "restore_failed"; }));
   EXPECT_TRUE(Restored().empty());
+}
+
+TEST_F(WarmPoolTest, CopiesWaitAtThePoolWeightAndAreRaisedAtHandOut) {
+  pool_->Resize("snap", 2);
+  ASSERT_TRUE(Ready(2));
+  for (const auto& id : Restored()) EXPECT_EQ(engine_.CpuWeight(id), engine::kPoolCpuWeight);
+  auto copy = pool_->Take("snap", "key");
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(engine_.CpuWeight(copy->id), engine::kStartupCpuWeight);
+}
+
+TEST_F(WarmPoolTest, AnImagesWarmCopyFillsWithItsFirstCreateAndAUserSnapshotWithItsSecond) {
+  pool_.reset();
+  WarmPoolOptions o{.ping_timeout_ms = 100, .adaptive = true};
+  pool_ = std::make_unique<WarmPool>(engine_, "/fake/rootfs", snapshots_, o);
+  pool_->Arrived("snap", /*image_warm=*/false);
+  EXPECT_FALSE(WaitUntil([&] { return !Restored().empty(); }, milliseconds(200)));
+  pool_->Arrived("snap", false);
+  ASSERT_TRUE(Ready(2));  // two creates at once: a burst of two
+  PoolStatus s = pool_->StatusOf("snap");
+  EXPECT_FALSE(s.pinned);
+  EXPECT_EQ(s.wanted, 2);
+  // A burst asks for its size.
+  for (int i = 0; i < 4; ++i) pool_->Arrived("snap", false);
+  EXPECT_TRUE(Ready(6));
+}
+
+TEST_F(WarmPoolTest, AnIdlePoolShrinksToZero) {
+  pool_.reset();
+  WarmPoolOptions o{.ping_timeout_ms = 100, .adaptive = true};
+  o.sizer.idle_ms = 300;
+  pool_ = std::make_unique<WarmPool>(engine_, "/fake/rootfs", snapshots_, o);
+  pool_->Arrived("snap", true);
+  ASSERT_TRUE(Ready(1));
+  ASSERT_TRUE(WaitUntil([&] { return pool_->StatusAll().empty(); }, milliseconds(3000)));
+  EXPECT_TRUE(WaitUntil([&] { return Live().empty(); }));  // destroyed outside the lock
+}
+
+TEST_F(WarmPoolTest, TheMemoryBudgetLimitsAPoolAndSaysSo) {
+  pool_.reset();
+  WarmPoolOptions o{.ping_timeout_ms = 100, .adaptive = true};
+  o.sizer.budget_bytes = 1;  // less than any copy
+  pool_ = std::make_unique<WarmPool>(engine_, "/fake/rootfs", snapshots_, o);
+  pool_->Arrived("snap", true);
+  PoolStatus s = pool_->StatusOf("snap");
+  EXPECT_EQ(s.size, 0);
+  EXPECT_EQ(s.wanted, 1);
+  EXPECT_EQ(s.unfilled_reason, "memory_budget");
+  EXPECT_FALSE(WaitUntil([&] { return !Restored().empty(); }, milliseconds(200)));
+  // A pin is not the budget's.
+  pool_->Resize("snap", 1);
+  EXPECT_TRUE(Ready(1));
+}
+
+TEST_F(WarmPoolTest, PinsAreKeptAcrossRestartsAndAutoUnpins) {
+  std::string pins = dir_.path() + "/pool-pins.json";
+  pool_.reset();
+  WarmPoolOptions o{.ping_timeout_ms = 100, .adaptive = true};
+  o.pins_path = pins;
+  pool_ = std::make_unique<WarmPool>(engine_, "/fake/rootfs", snapshots_, o);
+  pool_->Resize("snap", 2);
+  ASSERT_TRUE(Ready(2));
+  pool_.reset();
+  EXPECT_TRUE(Live().empty());
+  pool_ = std::make_unique<WarmPool>(engine_, "/fake/rootfs", snapshots_, o);
+  pool_->LoadPins();
+  ASSERT_TRUE(Ready(2));
+  EXPECT_TRUE(pool_->StatusOf("snap").pinned);
+  pool_->Resize("snap", std::nullopt);  // back to demand: none yet
+  ASSERT_TRUE(WaitUntil([&] { return pool_->StatusAll().empty(); }));
+  pool_.reset();
+  pool_ = std::make_unique<WarmPool>(engine_, "/fake/rootfs", snapshots_, o);
+  pool_->LoadPins();
+  EXPECT_TRUE(pool_->StatusAll().empty());
 }
 
 TEST_F(WarmPoolTest, DestructionDestroysThePooledCopies) {
