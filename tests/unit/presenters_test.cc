@@ -89,7 +89,15 @@ TEST(PresentersTest, SnapshotWithPoolAndDeleted) {
   s.created_ms = 0;
   s.expires_ms = 86400000;
   json j = SnapshotJson(s, control::PoolStatus{2, 1, 99});
-  EXPECT_EQ(j["pool"], (json{{"size", 2}, {"ready", 1}, {"memoryBytes", 99}}));
+  EXPECT_EQ(j["pool"], (json{{"size", 2},
+                             {"ready", 1},
+                             {"memoryBytes", 99},
+                             {"mode", "auto"},
+                             {"wanted", 0},
+                             {"unfilledReason", nullptr}}));
+  control::PoolStatus pinned{0, 0, 0, true, 3, "memory_budget"};
+  EXPECT_EQ(SnapshotJson(s, pinned)["pool"]["mode"], "pinned");
+  EXPECT_EQ(SnapshotJson(s, pinned)["pool"]["unfilledReason"], "memory_budget");
   EXPECT_EQ(j["shape"]["memoryMiB"], 512);
   EXPECT_EQ(j["state"], "ready");
   EXPECT_TRUE(j["network"].is_null());

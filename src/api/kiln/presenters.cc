@@ -128,9 +128,27 @@ json SnapshotFields(const store::SnapshotRecord& r) {
 }
 }  // namespace
 
+json PoolJson(const control::PoolStatus& pool) {
+  return json{{"size", pool.size},
+              {"ready", pool.ready},
+              {"memoryBytes", pool.memory_bytes},
+              {"mode", pool.pinned ? "pinned" : "auto"},
+              {"wanted", pool.wanted},
+              {"unfilledReason",
+               pool.unfilled_reason.empty() ? json(nullptr) : json(pool.unfilled_reason)}};
+}
+
+json PoolTotalsJson(const control::PoolTotals& t) {
+  return json{{"adaptive", t.adaptive},
+              {"memoryBudgetBytes", t.budget_bytes},
+              {"memoryBytes", t.memory_bytes},
+              {"ready", t.ready},
+              {"pools", t.pools}};
+}
+
 json SnapshotJson(const store::SnapshotRecord& r, const control::PoolStatus& pool) {
   json out = SnapshotFields(r);
-  out["pool"] = {{"size", pool.size}, {"ready", pool.ready}, {"memoryBytes", pool.memory_bytes}};
+  out["pool"] = PoolJson(pool);
   return out;
 }
 
@@ -143,7 +161,7 @@ json DeletedSnapshotJson(const store::SnapshotRecord& r, int64_t deleted_ms) {
 }
 
 json ImageJson(const images::ImageRecord& r, const control::PoolStatus& warm_pool) {
-  json pool{{"size", warm_pool.size}, {"ready", warm_pool.ready}};
+  json pool = PoolJson(warm_pool);
   return json{{"id", r.id},
               {"kind", "image"},
               {"name", r.name == r.id ? json(nullptr) : json(r.name)},  // unnamed

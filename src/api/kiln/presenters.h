@@ -23,6 +23,10 @@ nlohmann::json DeletedSandboxJson(const control::DeletedSandbox& deleted);
 // NetworkPolicy: the rules in force, their version and when they changed.
 nlohmann::json NetworkPolicyJson(const control::SandboxRecord& record);
 // Snapshot, with its warm pool.
+// A warm pool: its size, ready copies, mode (auto|pinned), what demand
+// wants and why it holds fewer.
+nlohmann::json PoolJson(const control::PoolStatus& pool);
+nlohmann::json PoolTotalsJson(const control::PoolTotals& totals);
 nlohmann::json SnapshotJson(const store::SnapshotRecord& record, const control::PoolStatus& pool);
 // The answer to :delete of a snapshot (it has no pool any more).
 nlohmann::json DeletedSnapshotJson(const store::SnapshotRecord& record, int64_t deleted_ms);

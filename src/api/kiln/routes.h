@@ -37,6 +37,9 @@ bool ServePortHost(ApiContext& ctx, Exchange& ex);
 std::optional<network::Policy> ReadNetworkField(FieldReader& f);
 // A `labels` body member (create, snapshot, fork) within the contract's bounds.
 std::optional<std::map<std::string, std::string>> ReadLabels(FieldReader& f);
+// A `:pool` body: `{"size": N}` pins the pool (returned), `{"auto": true}`
+// gives it back to demand (nullopt). Exactly one of them; issues go to `f`.
+std::optional<int> ReadPoolSize(FieldReader& f);
 
 void AddImageRoutes(Router& r, ApiContext& ctx);
 void AddUsageRoutes(Router& r, ApiContext& ctx);

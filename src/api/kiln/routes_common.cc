@@ -34,6 +34,19 @@ void ReadCommandFields(FieldReader& f, const control::Sandbox& s, io::Command* c
   }
 }
 
+std::optional<int> ReadPoolSize(FieldReader& f) {
+  auto size = f.Int("size", contract::kPoolSize.min, contract::kPoolSize.max);
+  auto automatic = f.Bool("auto");
+  if (f.has("size") && f.has("auto"))
+    f.Issue("auto", "give either size (a pinned pool) or auto, not both");
+  else if (!f.has("size") && !f.has("auto"))
+    f.Issue("size", "is required (or auto: true, for a pool sized by demand)");
+  else if (f.has("auto") && automatic && !*automatic)
+    f.Issue("auto", "must be true (to pin a size, give size)");
+  if (size) return static_cast<int>(*size);
+  return std::nullopt;
+}
+
 std::optional<std::map<std::string, std::string>> ReadLabels(FieldReader& f) {
   return f.StringMap("labels", contract::kLabelsMax, contract::kLabelKeyMax,
                      contract::kLabelValueMax);

@@ -310,12 +310,11 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
   r.Add("POST", "/v1/images/{id}:pool", [&ctx](Exchange& ex) {
     json body = ex.JsonBody();
     FieldReader f(body);
-    auto size = f.Int("size", contract::kPoolSize.min, contract::kPoolSize.max);
-    if (!size) f.Issue("size", "is required");
+    std::optional<int> size = ReadPoolSize(f);
     f.Finish();
-    control::PoolStatus p =
-        ValueOrThrow(Images(ctx).Pool(ex.params["id"], OwnerScope(ex), static_cast<int>(*size)));
-    ex.SendJson(200, json{{"size", p.size}, {"ready", p.ready}});
+    ex.SendJson(
+        200,
+        PoolJson(ValueOrThrow(Images(ctx).Pool(ex.params["id"], OwnerScope(ex), size, !size))));
   });
 }
 

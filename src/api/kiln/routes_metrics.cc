@@ -77,6 +77,22 @@ void AddCollectors(ApiContext& ctx) {
       total += static_cast<double>(st.memory_bytes);
     emit({}, total);
   });
+  metrics::Describe("kiln_pool_memory_budget_bytes", "gauge",
+                    "Memory that demand-sized warm pools may hold together (0: off).");
+  metrics::AddCollector("kiln_pool_memory_budget_bytes", [&ctx](const metrics::Emit& emit) {
+    emit({}, static_cast<double>(ctx.sandboxes.PoolTotalsNow().budget_bytes));
+  });
+  metrics::Describe("kiln_pool_wanted", "gauge",
+                    "Copies a snapshot's pool is asked for (its demand, or its pin).");
+  metrics::AddCollector("kiln_pool_wanted", [&ctx](const metrics::Emit& emit) {
+    for (const auto& [id, st] : ctx.sandboxes.Pools()) emit({{"snapshot", id}}, st.wanted);
+  });
+  metrics::Describe("kiln_pool_unfilled", "gauge",
+                    "1 for a pool holding fewer copies than wanted, labelled with why.");
+  metrics::AddCollector("kiln_pool_unfilled", [&ctx](const metrics::Emit& emit) {
+    for (const auto& [id, st] : ctx.sandboxes.Pools())
+      if (!st.unfilled_reason.empty()) emit({{"snapshot", id}, {"reason", st.unfilled_reason}}, 1);
+  });
   metrics::Describe("kiln_key_memory_mib", "gauge",
                     "Memory (memoryMiB) of each API key's running sandboxes.");
   metrics::AddCollector("kiln_key_memory_mib", [&ctx](const metrics::Emit& emit) {

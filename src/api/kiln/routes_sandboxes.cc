@@ -111,7 +111,8 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
                            {{"name", e.name},
                             {"version", e.version},
                             {"pinnedVersion", e.pinned_version},
-                            {"pinned", e.pinned()}}}});
+                            {"pinned", e.pinned()}}},
+                          {"pools", PoolTotalsJson(ctx.sandboxes.PoolTotalsNow())}});
   });
 
   r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {

@@ -63,10 +63,9 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     auto rec = FindSnapshot(ctx, ex, ex.params["id"]);
     json body = ex.JsonBody();
     FieldReader f(body);
-    auto size = f.Int("size", contract::kPoolSize.min, contract::kPoolSize.max);
-    if (!size && !f.has("size")) f.Issue("size", "is required");
+    std::optional<int> size = ReadPoolSize(f);
     f.Finish();
-    ctx.sandboxes.ResizePool(rec.id, static_cast<int>(*size));
+    ctx.sandboxes.ResizePool(rec.id, size);
     ex.SendJson(200, WithPool(ctx, rec));
   });
 

@@ -84,6 +84,9 @@ class ImageManager : private BuildHost {
                control::SandboxManager& sandboxes, engine::Engine& engine);
   ~ImageManager();  // Shutdown()
 
+  // The built-in image's id: what a create naming no image runs.
+  const std::string& builtin_id() const { return builtin_id_; }
+
   // Daemon shutdown (before the sandboxes stop): builds in progress stop
   // and are recorded as interrupted; waits for them.
   void Shutdown();
@@ -113,9 +116,10 @@ class ImageManager : private BuildHost {
                        int64_t after, size_t limit,
                        std::optional<std::chrono::steady_clock::time_point> follow_until);
 
-  // Warm pool of a ready image (its warm copy's pool).
+  // Warm pool of a ready image (its warm copy's pool): read, pinned at
+  // `size`, or given back to demand (`to_auto`).
   Result<control::PoolStatus> Pool(const std::string& id, const std::optional<std::string>& owner,
-                                   std::optional<int> size);
+                                   std::optional<int> size, bool to_auto = false);
 
   // Build contexts, per key: a key builds only from contexts it uploaded
   // itself (a digest is no proof of having the bytes), within

@@ -138,10 +138,11 @@ Result<LogPage> ImageManager::Logs(
 
 Result<control::PoolStatus> ImageManager::Pool(const std::string& id,
                                                const std::optional<std::string>& owner,
-                                               std::optional<int> size) {
+                                               std::optional<int> size, bool to_auto) {
   // Reading is for anyone who sees the image; sizing the built-in image's
   // pool (room on the host every key shares) is the admin's.
-  Result<ImageRecord> rec = size ? Owned(id, owner) : Get(id, owner);
+  bool sizing = size || to_auto;
+  Result<ImageRecord> rec = sizing ? Owned(id, owner) : Get(id, owner);
   if (!rec.ok()) return rec.status();
   if (!rec->warm_snapshot) {
     if (rec->state == ImageState::kReady && rec->source == ImageSource::kBuiltin) {
@@ -153,7 +154,7 @@ Result<control::PoolStatus> ImageManager::Pool(const std::string& id,
                                               std::string(ImageStateName(rec->state)) + ")");
   }
   const std::string& snap = *rec->warm_snapshot;
-  if (size) sandboxes_.ResizePool(snap, *size);
+  if (sizing) sandboxes_.ResizePool(snap, size);
   return sandboxes_.SnapshotPool(snap);
 }
 
