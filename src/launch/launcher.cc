@@ -39,6 +39,10 @@ Result<Launched> Launcher::Reuse(std::shared_ptr<control::Sandbox> holder,
 
 Result<std::optional<images::ImageLaunch>> Launcher::ResolveImage(LaunchRequest& request) {
   control::SandboxSpec& spec = request.spec;
+  // A create naming neither an image nor a snapshot runs the built-in image:
+  // once warmed, that is a restore of its warm copy (or its pool's copy),
+  // not a cold boot.
+  if (!request.image && !spec.snapshot && images_) request.image = images_->builtin_id();
   if (!request.image) return std::optional<images::ImageLaunch>();
   if (!images_) return Status(Code::kImageNotFound, "this kilnd serves no images");
   auto launch = images_->ForSandbox(*request.image, request.scope, spec.shape);
