@@ -46,6 +46,8 @@ def after_restart(d, ever):
                     (s["state"] == "stopped" and not s["stopReason"])]
         running = {s["id"] for s in listed if s["state"] == "running"}
         ready = sum(s["pool"]["ready"] for s in d.api.ok("GET", "/v1/snapshots")["data"])
+        # and the images' warm copies' pools (the built-in image's by default)
+        ready += sum(i["pool"]["ready"] for i in d.api.ok("GET", "/v1/images")["data"])
         extra = set(d.host.runsc_ids()) - running
         sdir = Path(d.state_dir) / "sandboxes"
         dirs = {p.name for p in sdir.iterdir()} - running if sdir.exists() else set()
@@ -110,13 +112,12 @@ def test_kill_9_during_a_pool_refill(daemons):
     kill9(d)
     restart(d)
     after_restart(d, [src])
-    # Pool sizes are not persisted (docs/design.md): the dead daemon's copies
-    # are removed, and the pool is set again.
-    info = d.api.ok("GET", f"/v1/snapshots/{snap['id']}")
-    assert info["pool"] == {**info["pool"], "size": 0, "ready": 0}, info
-    d.api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 3})
+    # A pinned size is kept (<state>/pool-pins.json): the dead daemon's copies
+    # are removed and the pool refills by itself.
     wait_for(lambda: d.api.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 3, 120,
-             "3 ready copies")
+             "3 ready copies after the restart")
+    info = d.api.ok("GET", f"/v1/snapshots/{snap['id']}")
+    assert info["pool"]["mode"] == "pinned" and info["pool"]["size"] == 3, info
     copy = d.api.create(snapshot=snap["id"])
     assert d.api.sh(copy["id"], "cat /workspace/mark") == "pooled\n"
     after_restart(d, [src, copy["id"]])
