@@ -135,6 +135,7 @@ bench: setup ray-env e2b-env playwright-env build
 	$(PY) bench/snapshot_modes.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/console.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/tti.py --kilnd $(BUILD)/bin/kilnd
+	$(PY) bench/first_command.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 	/opt/kiln/ray-venv/bin/python bench/ray_bench.py --kilnd $(BUILD)/bin/kilnd
 

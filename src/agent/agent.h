@@ -57,6 +57,9 @@ class Agent : public Channel::Handler {
 
  private:
   void HandleExec(uint32_t stream, const proto::ExecRequest& req);
+  // agent.warm: a child forked and reaped, so the first command finds the
+  // Sentry's stub process for a new address space ready (proto::kWarm).
+  proto::Warmed WarmAddressSpace();
   void HandleArchive(uint32_t stream, const std::string& path, bool gzip, bool put);
 
   EventLoop& loop_;

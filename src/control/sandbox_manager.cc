@@ -392,7 +392,8 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
                               engine::kCpuWeight, s.run_as};
   Result<std::shared_ptr<engine::AgentChannel>> started =
       pooled ? Result<std::shared_ptr<engine::AgentChannel>>(pooled->channel)
-      : from ? StartCopy(engine_, params, *from, snapshots_.CheckpointDir(from->id))
+      : from ? StartCopy(engine_, params, *from, snapshots_.CheckpointDir(from->id),
+                         options_.pool.warm_copies)
              : engine_.Create(params);
   if (!started.ok()) {
     sandbox->MarkStopping("startup_failed");

@@ -3,17 +3,36 @@
 #include <filesystem>
 #include <system_error>
 
+#include "common/log.h"
 #include "common/time.h"
+#include "engine/agent_client.h"
 
 namespace kiln::control {
 
 namespace fs = std::filesystem;
 
+// A fork and a reap; more means the copy is in trouble, which the create's
+// own first call will find.
+constexpr int kWarmTimeoutMs = 2000;
+
 Result<std::shared_ptr<engine::AgentChannel>> StartCopy(engine::Engine& engine,
                                                         engine::CreateParams params,
                                                         const store::SnapshotRecord& snapshot,
-                                                        const std::string& checkpoint_dir) {
-  if (snapshot.mode == store::SnapshotMode::kMemory) return engine.Restore(params, checkpoint_dir);
+                                                        const std::string& checkpoint_dir,
+                                                        bool warm) {
+  if (snapshot.mode == store::SnapshotMode::kMemory) {
+    auto restored = engine.Restore(params, checkpoint_dir);
+    // Every copy, pooled or not, is warmed the same way, so all copies of a
+    // snapshot stay alike (the same next PID). An agent captured before
+    // agent.warm existed says so, and its copy starts as before.
+    if (restored.ok() && warm) {
+      auto warmed = engine::AgentClient(*restored).Warm(kWarmTimeoutMs);
+      if (!warmed.ok() && warmed.status().code() != Code::kInvalidRequest)
+        LogWarn("a restored copy did not warm",
+                {{"sandboxId", params.id}, {"error", warmed.status().ToString()}});
+    }
+    return restored;
+  }
   params.rootfs_upper_tar = checkpoint_dir + "/" + store::kDiskUpperTar;
   return engine.Create(params);
 }

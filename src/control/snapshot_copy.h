@@ -13,11 +13,13 @@ namespace kiln::control {
 
 // Starts a copy of `snapshot` (its files in `checkpoint_dir`) as
 // `params.id`: a memory snapshot is restored (its processes run on), a disk
-// snapshot boots fresh with its root filesystem's changes.
+// snapshot boots fresh with its root filesystem's changes. `warm`: a
+// restored copy's agent readies its first process (proto::kWarm).
 Result<std::shared_ptr<engine::AgentChannel>> StartCopy(engine::Engine& engine,
                                                         engine::CreateParams params,
                                                         const store::SnapshotRecord& snapshot,
-                                                        const std::string& checkpoint_dir);
+                                                        const std::string& checkpoint_dir,
+                                                        bool warm);
 
 // Writes what sandbox `id` changed in its root filesystem to
 // `checkpoint_dir`/kDiskUpperTar. The sandbox runs on meanwhile (a process

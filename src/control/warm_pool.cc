@@ -323,9 +323,10 @@ void WarmPool::FillLoop(std::stop_token stop) {
     int64_t started_ms = MonotonicNowMs();
     if (rec) error = snapshots_.Verify(want);
     if (error.ok()) {
-      // No warm-up command: it would advance the copy's pid counter, and a
-      // pooled copy must be exactly as fresh as a direct restore.
-      auto restored = StartCopy(engine_, params, *rec, snapshots_.CheckpointDir(want));
+      // Warmed as every copy is (StartCopy): a pooled copy is exactly what
+      // a direct restore gives.
+      auto restored =
+          StartCopy(engine_, params, *rec, snapshots_.CheckpointDir(want), options_.warm_copies);
       if (restored.ok()) {
         conn = std::move(*restored);
       } else {

@@ -39,6 +39,11 @@ struct WarmPoolOptions {
   PoolSizerOptions sizer;
   // Where pinned sizes are kept across restarts ("" = not kept).
   std::string pins_path;
+  // Every restored copy (pooled, direct, forked) forks and reaps a child
+  // before it is used, which takes part of its first process's cost; the
+  // next PID is then one past the source's (kilnd --warm-copies, off by
+  // default: docs/design.md, "The first process in a restored copy").
+  bool warm_copies = false;
 };
 
 struct PoolStatus {

@@ -24,6 +24,7 @@ struct Flags {
   int64_t pool_memory_mib = -1;        // demand-sized pools' budget (-1: host/16, 0: off)
   int pool_idle_seconds = 300;         // an unasked pool goes back to zero after this
   int pool_max_size = 32;              // one demand-sized pool's largest size
+  bool warm_copies = false;            // restored copies ready their first process
   int64_t host_memory_mib = 0;         // default: MemTotal less 1 GiB for the host
   int host_vcpus = 0;                  // default: the host's CPUs
   double memory_overcommit = 12.0;

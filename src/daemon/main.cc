@@ -189,6 +189,7 @@ int main(int argc, char** argv) {
   options.pool.sizer.idle_ms = int64_t{flags.pool_idle_seconds} * 1000;
   options.pool.sizer.max_size = flags.pool_max_size;
   options.pool.pins_path = flags.state_dir + "/pool-pins.json";
+  options.pool.warm_copies = flags.warm_copies;
   limits.host_disk_mib = flags.host_disk_mib;
   if (limits.host_disk_mib == 0) {
     std::error_code ec;

@@ -32,6 +32,10 @@ Result<proto::OomKilled> AgentClient::Oom(int timeout_ms) const {
   return Call<proto::OomKilled>(proto::OomRequest{}, timeout_ms);
 }
 
+Result<proto::Warmed> AgentClient::Warm(int timeout_ms) const {
+  return Call<proto::Warmed>(proto::WarmRequest{}, timeout_ms);
+}
+
 Status AgentClient::Configure(bool sudo) const {
   auto done = Call<proto::Configured>(proto::ConfigureRequest{.sudo = sudo});
   if (!done.ok()) return done.status();

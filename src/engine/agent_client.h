@@ -34,6 +34,8 @@ class AgentClient {
   Result<proto::OomKilled> Oom(int timeout_ms = kAgentCallMs) const;
   // Turns the sudo shim on or off (SandboxSpec::sudo).
   Status Configure(bool sudo) const;
+  // Readies a restored copy's first process (proto::kWarm).
+  Result<proto::Warmed> Warm(int timeout_ms = kAgentCallMs) const;
 
   Result<proto::FileStat> Stat(const std::string& path) const;
   Result<std::vector<proto::FileEntry>> List(const std::string& path, int depth) const;

@@ -254,6 +254,12 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
   args.push_back("--bundle");
   args.push_back(dir);
   args.push_back(p.id);
+  // A pool's refill at a low priority from its first instruction: runsc and
+  // the sandbox and gofer it starts inherit it (the cgroup's shares are
+  // kPoolCpuWeight as well). Within its own cgroup a sandbox's nice value
+  // weighs nothing against other sandboxes, so once handed out (and its
+  // shares raised) the copy runs as any other.
+  if (p.background) args.insert(args.begin(), {"nice", "-n", "10"});
   int64_t t1 = MonotonicNowMs();
   int status = -1;
   bool timed_out = false;

@@ -105,6 +105,11 @@ void from_json(const json& j, OomRequest& v) { EmptyRequestFromJson(j, v); }
 void to_json(json& j, const OomKilled& v) { j = json{{"killed", v.killed}}; }
 void from_json(const json& j, OomKilled& v) { Need(j, "killed", v.killed); }
 
+void to_json(json& j, const WarmRequest& v) { j = RequestObject(v.kOp); }
+void from_json(const json& j, WarmRequest& v) { EmptyRequestFromJson(j, v); }
+void to_json(json& j, const Warmed& v) { j = json{{"forkUs", v.fork_us}}; }
+void from_json(const json& j, Warmed& v) { Need(j, "forkUs", v.fork_us); }
+
 // ---- Egress ----
 
 void to_json(json& j, const EgressListenRequest& v) { j = RequestObject(v.kOp); }

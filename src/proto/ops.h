@@ -38,6 +38,12 @@ inline constexpr std::string_view kOom = "oom";
 // Settings the control plane gives a started or restored agent (a restored
 // one keeps those of the sandbox it was captured from); answers Configured.
 inline constexpr std::string_view kConfigure = "agent.configure";
+// Readies a restored copy for its first command without running one: the
+// agent forks a child that exits at once, so the Sentry creates the host
+// stub process a new address space needs (systrap keeps it for reuse; the
+// first command's exec takes it). No process stays, no file changes;
+// answers Warmed.
+inline constexpr std::string_view kWarm = "agent.warm";
 // A file's content: event FileReadStart, data 1 the bytes (the last frame
 // flagged end), answers FileReadDone.
 inline constexpr std::string_view kFileRead = "file.read";
@@ -107,7 +113,7 @@ inline constexpr std::array kAllOps = {
     kExec,      kPing,       kOom,        kFileRead,   kFileWrite,  kFileList,     kFileStat,
     kFileMkdir, kFileRemove, kFileRename, kArchiveGet, kArchivePut, kProcStart,    kProcList,
     kProcGet,   kProcOutput, kProcWrite,  kProcSignal, kProcResize, kEgressListen, kEgressAttach,
-    kConfigure, kPortDial,   kWatchStart, kWatchRead,  kWatchStop,  kWatchList};
+    kConfigure, kPortDial,   kWatchStart, kWatchRead,  kWatchStop,  kWatchList,    kWarm};
 
 // to_json/from_json of a struct, found by ADL as nlohmann expects.
 #define KILN_PROTO_JSON(T)                     \
@@ -198,6 +204,15 @@ struct OomKilled {
   int killed = 0;  // the pid killed; 0 or 1 when there was none to kill
 };
 KILN_PROTO_JSON(OomKilled);
+
+struct WarmRequest {
+  static constexpr std::string_view kOp = kWarm;
+};
+KILN_PROTO_JSON(WarmRequest);
+struct Warmed {
+  int64_t fork_us = 0;  // the child's fork to its reaping
+};
+KILN_PROTO_JSON(Warmed);
 
 // ---- Files ----
 

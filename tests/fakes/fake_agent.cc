@@ -191,6 +191,10 @@ FakeAgentChannel::FakeAgentChannel() {
   handlers_[std::string(proto::kPing)] = [](const std::shared_ptr<FakeAgentOp>& op) {
     op->Respond(nlohmann::json(proto::Pong{true, NowMs()}));
   };
+  // A restored copy is warmed before anything else asks it (control/snapshot_copy.cc).
+  handlers_[std::string(proto::kWarm)] = [](const std::shared_ptr<FakeAgentOp>& op) {
+    op->Respond(nlohmann::json(proto::Warmed{}));
+  };
 }
 
 FakeAgentChannel::~FakeAgentChannel() = default;

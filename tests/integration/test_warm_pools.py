@@ -183,4 +183,42 @@ def test_copies_never_handed_out_are_not_billed(daemons):
     billed = lambda: sum(g["sandboxes"] for g in tenant.ok("GET", "/v1/usage")["data"])  # noqa: E731
     wait_for(lambda: billed() >= 2, 30, "the ledger to hold the key's sandboxes")
     assert billed() == 2, tenant.ok("GET", "/v1/usage")
-    assert tenant.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 3
+    # Refilled: the new copy is still no one's.
+    wait_for(lambda: tenant.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 3, 120,
+             "the pool to refill")
+    assert billed() == 2
+
+
+def test_pooled_and_direct_copies_are_alike(daemons):
+    """With --warm-copies every copy is warmed the same way (agent.warm), so a
+    pooled copy and a direct restore show the same processes and next PID."""
+    d = daemons("--pool-memory-mib", "0", "--warm-copies", "true")
+    src = d.api.create()["id"]
+    d.api.ok("POST", f"/v1/sandboxes/{src}/processes", json={"command": "sleep 600"})
+    snap = d.api.ok("POST", f"/v1/sandboxes/{src}:snapshot", json={})
+    probe = "echo $$; ps -eo pid=,comm= | sort -n"
+    source_pid = int(d.api.sh(src, probe).split()[0])  # the source's next PID after the capture
+    d.api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 1})
+    wait_for(lambda: d.api.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 1, 120,
+             "a ready copy")
+    pooled = d.api.create(snapshot=snap["id"])["id"]
+    d.api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 0})
+    direct = d.api.create(snapshot=snap["id"])["id"]
+    events = started_events(d)
+    assert events[pooled]["pooled"] is True and events[direct]["pooled"] is False
+    a, b = d.api.sh(pooled, probe), d.api.sh(direct, probe)
+    assert a == b, (a, b)
+    # Nothing but the agent, the captured sleep and the probe itself (bash, ps, sort).
+    comms = [line.split()[1] for line in a.splitlines()[1:]]
+    assert comms == ["kiln-agent", "sleep", "bash", "ps", "sort"], a
+    # The warm-up's child took one PID, the same in every copy.
+    assert int(a.split()[0]) == source_pid + 1, (a, source_pid)
+
+
+def test_by_default_a_copy_continues_the_sources_pids(daemons):
+    d = daemons("--pool-memory-mib", "0")
+    src = d.api.create()["id"]
+    snap = d.api.ok("POST", f"/v1/sandboxes/{src}:snapshot", json={})
+    source_pid = int(d.api.sh(src, "echo $$"))
+    copy = d.api.create(snapshot=snap["id"])["id"]
+    assert int(d.api.sh(copy, "echo $$")) == source_pid

@@ -76,7 +76,8 @@ TEST(OpsTest, EveryRequestNamesAKnownOp) {
                   ProcOutputRequest::kOp, ProcWriteRequest::kOp,    ProcSignalRequest::kOp,
                   ProcResizeRequest::kOp, EgressListenRequest::kOp, EgressAttachRequest::kOp,
                   ConfigureRequest::kOp,  PortDialRequest::kOp,     WatchStartRequest::kOp,
-                  WatchReadRequest::kOp,  WatchStopRequest::kOp,    WatchListRequest::kOp})
+                  WatchReadRequest::kOp,  WatchStopRequest::kOp,    WatchListRequest::kOp,
+                  WarmRequest::kOp})
     EXPECT_TRUE(names.erase(op)) << op;
   EXPECT_TRUE(names.empty()) << "an op without a request struct";
 }
