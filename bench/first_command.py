@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The first command in a copy handed out by a warm pool (issue 32, item 2),
-with the warm-up of restored copies on (kilnd as it ships) and off
-(`--warm-copies false`), in the same run. One JSON line per setting:
+with the warm-up of restored copies on (`--warm-copies`) and off (kilnd as
+it ships), in the same run. One JSON line per setting:
 
   pool_first_result   create() from the built-in image's pinned pool ->
                       `exec true` answered (the hand-out and the first process)
@@ -55,7 +55,7 @@ def main():
     args = ap.parse_args()
     rc = 0
     for warm in ("true", "false"):
-        extra = ("--pool-memory-mib", "0", "--warm-copies", warm)
+        extra = ("--pool-memory-mib", "0") + (("--warm-copies",) if warm == "true" else ())
         with KilndSession(args.kilnd, args.image_dir, "kiln-bench-first-", extra,
                           machine=warm == "true") as s:
             rt = kiln.Runtime(s.kilnd.key, s.kilnd.url)

@@ -173,6 +173,7 @@ class SandboxManager {
   // Pins a snapshot's pool at `size`; nullopt gives it back to demand.
   void ResizePool(const std::string& id, std::optional<int> size);
   PoolTotals PoolTotalsNow();
+  const WarmPoolOptions& pool_options() const { return options_.pool; }
   // Deletes a snapshot and its pool; copies already handed out keep running.
   bool DeleteSnapshot(const std::string& id);
   // Where snapshots are kept, for moving them between hosts

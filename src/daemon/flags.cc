@@ -44,10 +44,9 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "a demand-sized pool not asked for this long goes back to zero")
       ->check(CLI::Range(1, 86400 * 30))
       ->capture_default_str();
-  app.add_option("--warm-copies", f->warm_copies,
-                 "a restored copy forks and reaps a child before use, taking part of its first "
-                 "command's cost (its next PID is then one past the source's)")
-      ->capture_default_str();
+  app.add_flag("--warm-copies", f->warm_copies,
+               "a restored copy forks and reaps a child before use, taking part of its first "
+               "command's cost (its next PID is then one past the source's)");
   app.add_option("--pool-max-size", f->pool_max_size, "the largest size of one demand-sized pool")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

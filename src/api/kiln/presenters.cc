@@ -138,12 +138,9 @@ json PoolJson(const control::PoolStatus& pool) {
                pool.unfilled_reason.empty() ? json(nullptr) : json(pool.unfilled_reason)}};
 }
 
-json PoolTotalsJson(const control::PoolTotals& t) {
-  return json{{"adaptive", t.adaptive},
-              {"memoryBudgetBytes", t.budget_bytes},
-              {"memoryBytes", t.memory_bytes},
-              {"ready", t.ready},
-              {"pools", t.pools}};
+json PoolBudgetJson(const control::WarmPoolOptions& o) {
+  return json{{"adaptive", o.adaptive},
+              {"memoryBudgetBytes", o.adaptive ? o.sizer.budget_bytes : 0}};
 }
 
 json SnapshotJson(const store::SnapshotRecord& r, const control::PoolStatus& pool) {

@@ -26,7 +26,9 @@ nlohmann::json NetworkPolicyJson(const control::SandboxRecord& record);
 // A warm pool: its size, ready copies, mode (auto|pinned), what demand
 // wants and why it holds fewer.
 nlohmann::json PoolJson(const control::PoolStatus& pool);
-nlohmann::json PoolTotalsJson(const control::PoolTotals& totals);
+// The demand-sized pools' settings, for /v1/health (read without the
+// pools' lock: health must answer while a pool freezes a copy).
+nlohmann::json PoolBudgetJson(const control::WarmPoolOptions& options);
 nlohmann::json SnapshotJson(const store::SnapshotRecord& record, const control::PoolStatus& pool);
 // The answer to :delete of a snapshot (it has no pool any more).
 nlohmann::json DeletedSnapshotJson(const store::SnapshotRecord& record, int64_t deleted_ms);

@@ -112,7 +112,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
                             {"version", e.version},
                             {"pinnedVersion", e.pinned_version},
                             {"pinned", e.pinned()}}},
-                          {"pools", PoolTotalsJson(ctx.sandboxes.PoolTotalsNow())}});
+                          {"pools", PoolBudgetJson(ctx.sandboxes.pool_options())}});
   });
 
   r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {
