@@ -13,6 +13,12 @@
 
 namespace kiln::control {
 
+namespace {
+// A pooled copy whose clock is further than this from the host's (the host
+// clock stepped after it was restored) is discarded at hand-out.
+constexpr int64_t kMaxClockSkewMs = 1000;
+}  // namespace
+
 WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots,
                    WarmPoolOptions options, Capacity* capacity)
     : engine_(engine),
@@ -167,6 +173,14 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id, const s
       // It waited at the pool's weight; handed out, it starts as any restore.
       engine_.SetCpuWeight(copy.id, engine::kStartupCpuWeight);
       int64_t skew = pong->time_ms - NowMs();
+      if (skew > kMaxClockSkewMs || skew < -kMaxClockSkewMs) {
+        // The host's clock stepped while it waited: a direct restore would
+        // read the new time, so this copy is not what a restore gives.
+        LogWarn("discarding a pooled copy whose clock is off",
+                {{"sandboxId", copy.id}, {"skewMs", skew}});
+        Destroy({std::move(copy)});
+        continue;
+      }
       if (skew > 100 || skew < -100)
         LogWarn("pooled copy's clock is off", {{"sandboxId", copy.id}, {"skewMs", skew}});
       // Handed out: its room is now the key's.
