@@ -721,8 +721,6 @@ void SandboxManager::ResizePool(const std::string& id, std::optional<int> size) 
   pool_.Resize(id, size);
 }
 
-PoolTotals SandboxManager::PoolTotalsNow() { return pool_.Totals(); }
-
 void SandboxManager::CommandFinished(const std::shared_ptr<Sandbox>& sandbox) {
   EndStartupBoost(sandbox);
 }

@@ -172,7 +172,6 @@ class SandboxManager {
   // Keeps `size` ready copies of the snapshot (0 = none).
   // Pins a snapshot's pool at `size`; nullopt gives it back to demand.
   void ResizePool(const std::string& id, std::optional<int> size);
-  PoolTotals PoolTotalsNow();
   const WarmPoolOptions& pool_options() const { return options_.pool; }
   // Deletes a snapshot and its pool; copies already handed out keep running.
   bool DeleteSnapshot(const std::string& id);

@@ -229,18 +229,6 @@ std::map<std::string, PoolStatus> WarmPool::StatusAll() {
   return out;
 }
 
-PoolTotals WarmPool::Totals() {
-  PoolTotals t;
-  t.adaptive = options_.adaptive;
-  t.budget_bytes = options_.adaptive ? options_.sizer.budget_bytes : 0;
-  for (const auto& [id, s] : StatusAll()) {
-    t.pools++;
-    t.ready += s.ready;
-    t.memory_bytes += s.memory_bytes;
-  }
-  return t;
-}
-
 void WarmPool::Drop(const std::string& snapshot_id) {
   std::deque<PooledCopy> copies;
   {

@@ -57,15 +57,6 @@ struct PoolStatus {
   std::string unfilled_reason;
 };
 
-// The adaptive pools together, for /v1/health and /metrics.
-struct PoolTotals {
-  bool adaptive = false;
-  uint64_t budget_bytes = 0;
-  uint64_t memory_bytes = 0;  // held by every pool's ready copies
-  int ready = 0;
-  int pools = 0;
-};
-
 class WarmPool {
  public:
   // `capacity`: where copies hold room while they wait (null: nowhere, in
@@ -85,7 +76,6 @@ class WarmPool {
   PoolStatus StatusOf(const std::string& snapshot_id);
   // Every pool's status, by snapshot id.
   std::map<std::string, PoolStatus> StatusAll();
-  PoolTotals Totals();
   // Pins kept by an earlier run (options.pins_path), filled from now on:
   // called once the engine's leftovers are gone.
   void LoadPins();

@@ -80,7 +80,8 @@ void AddCollectors(ApiContext& ctx) {
   metrics::Describe("kiln_pool_memory_budget_bytes", "gauge",
                     "Memory that demand-sized warm pools may hold together (0: off).");
   metrics::AddCollector("kiln_pool_memory_budget_bytes", [&ctx](const metrics::Emit& emit) {
-    emit({}, static_cast<double>(ctx.sandboxes.PoolTotalsNow().budget_bytes));
+    const control::WarmPoolOptions& o = ctx.sandboxes.pool_options();
+    emit({}, o.adaptive ? static_cast<double>(o.sizer.budget_bytes) : 0.0);
   });
   metrics::Describe("kiln_pool_wanted", "gauge",
                     "Copies a snapshot's pool is asked for (its demand, or its pin).");
