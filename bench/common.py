@@ -398,7 +398,7 @@ class Peer:
     def next_id(self, prefix):
         with self._lock:
             self.seq += 1
-            return f"kb-{prefix}-{os.getpid()}-{self.seq}"
+            return f"kb-{prefix}-{os.getpid()}-{self.seq:06d}"  # runsc takes ids by prefix
 
     def run(self, bundle, cid, detach=False):
         args = ["run"] + (["--detach"] if detach else []) + ["--bundle", bundle, cid]

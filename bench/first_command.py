@@ -6,17 +6,28 @@ it ships), in the same run. One JSON line per setting:
   pool_first_result   create() from the built-in image's pinned pool ->
                       `exec true` answered (the hand-out and the first process)
   firstExecMs         that first exec alone
-  secondExecMs        the next exec in the same copy (what any exec costs)
+  secondExecMs        the next exec in the same copy, at once
+  idleExecMs          an exec in the same copy after it idled IDLE_S, as the
+                      pooled copy had before its hand-out: what any exec
+                      costs after the same wait
 
-Each copy is taken from a pool that is full and settled (refills done), so
-the figure is the hand-out and the first process, not a refill's contention.
-Medians of --runs copies. Loopback, this machine's cores.
+and one `process_start_in_gvisor` line: the engine's own cost of starting
+`/bin/true` inside a sandbox (posix_spawn + wait in a Python loop, no kiln
+in the loop), at once and after IDLE_S idle, beside the same on the host.
+On these VMs every wake after an idle costs (the host's own posix_spawn
+too), so a copy that waited in a pool pays what any sandbox pays after the
+same wait.
+
+The pool holds one copy; each create waits until it is ready and then
+IDLE_S more, so the copy handed out has idled at least that long. Medians of
+--runs copies. Loopback, this machine's cores.
 
 Usage: /usr/bin/python3 bench/first_command.py [--kilnd PATH] [--image-dir DIR] [--runs N]
 """
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -26,7 +37,26 @@ import kiln  # noqa: E402
 
 from common import KilndSession, emit, log  # noqa: E402
 
-POOL = 2
+POOL = 1
+IDLE_S = 1.0
+
+# Run inside a sandbox (and on the host): the engine's process start, at
+# once and after IDLE_S idle; prints two medians in ms.
+SPAWN_PY = r'''
+import os, statistics, sys, time
+idle = float(sys.argv[1])
+def spawn():
+    t = time.perf_counter()
+    os.waitpid(os.posix_spawn("/bin/true", ["true"], {}), 0)
+    return (time.perf_counter() - t) * 1000
+hot, cold = [], []
+for _ in range(int(sys.argv[2])):
+    spawn()
+    hot.append(spawn())
+    time.sleep(idle)
+    cold.append(spawn())
+print(round(statistics.median(hot), 1), round(statistics.median(cold), 1))
+'''
 
 
 def builtin(rt):
@@ -37,7 +67,7 @@ def settled(rt, image_id, timeout=120):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if (rt.request("GET", f"/v1/images/{image_id}").get("pool") or {}).get("ready", 0) >= POOL:
-            time.sleep(0.3)  # the refill's restore has let go of the CPU
+            time.sleep(IDLE_S)  # the copy idles, as one waiting in a pool does
             return
         time.sleep(0.1)
     raise TimeoutError("the pool did not fill")
@@ -64,7 +94,7 @@ def main():
                 time.sleep(0.2)
             image = builtin(rt)["id"]
             rt.request("POST", f"/v1/images/{image}:pool", json={"size": POOL})
-            total, first, second = [], [], []
+            total, first, second, idle = [], [], [], []
             for _ in range(args.runs):
                 settled(rt, image)
                 t0 = time.perf_counter()
@@ -76,15 +106,40 @@ def main():
                 t2 = time.perf_counter()
                 sb.exec(["true"])
                 second.append(ms(t2))
+                time.sleep(IDLE_S)
+                t3 = time.perf_counter()
+                sb.exec(["true"])
+                idle.append(ms(t3))
                 sb.stop(wait=False)
             fig = {k: round(statistics.median(v), 1)
-                   for k, v in (("p50", total), ("firstExecMs", first), ("secondExecMs", second))}
+                   for k, v in (("p50", total), ("firstExecMs", first), ("secondExecMs", second),
+                                ("idleExecMs", idle))}
             log(f"warm copies {warm}: pool -> first result {fig['p50']} ms, first exec "
-                f"{fig['firstExecMs']} ms, second {fig['secondExecMs']} ms")
+                f"{fig['firstExecMs']} ms, second {fig['secondExecMs']} ms, after "
+                f"{IDLE_S} s idle {fig['idleExecMs']} ms")
             emit({"bench": "pool_first_result", "warmCopies": warm == "true", "unit": "ms",
-                  "runs": args.runs, **fig,
-                  "what": "create() from the built-in image's pool of 2 (full, settled) -> "
-                          "exec argv [true] answered, via kiln's Python SDK; medians"})
+                  "runs": args.runs, "idleS": IDLE_S, **fig,
+                  "what": f"create() from the built-in image's pool of {POOL} (ready, then "
+                          f"{IDLE_S} s idle) -> exec argv [true] answered, via kiln's Python "
+                          "SDK; then two more execs in that copy: at once, and after "
+                          f"{IDLE_S} s idle; medians"})
+            if warm == "false":
+                sb = rt.sandboxes.create()
+                sb.files.write("/tmp/spawn.py", SPAWN_PY)
+                n = str(max(5, args.runs // 2))
+                inside = sb.exec(["python3", "/tmp/spawn.py", str(IDLE_S), n],
+                                 timeout_ms=600000, check=True).stdout.split()
+                sb.stop(wait=False)
+                host = subprocess.run([sys.executable, "-c", SPAWN_PY, str(IDLE_S), n],
+                                      check=True, capture_output=True, text=True).stdout.split()
+                log(f"process start in gVisor {inside[0]} ms, after {IDLE_S} s idle {inside[1]} ms;"
+                    f" on the host {host[0]} / {host[1]} ms")
+                emit({"bench": "process_start_in_gvisor", "unit": "ms", "runs": int(n),
+                      "idleS": IDLE_S, "p50": float(inside[0]), "afterIdleMs": float(inside[1]),
+                      "hostMs": float(host[0]), "hostAfterIdleMs": float(host[1]),
+                      "what": "posix_spawn(/bin/true) + waitpid in a Python loop inside a kiln "
+                              f"sandbox (no kiln in the loop): at once, and after {IDLE_S} s "
+                              "idle; the same on the host; medians"})
         rc = rc or s.rc
     return rc
 

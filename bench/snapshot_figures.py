@@ -312,6 +312,25 @@ def sustain(workers, duration, make, use, drop):
     return out
 
 
+def echo_snapshot(kilnd, api):
+    """A snapshot of a default sandbox running the peer's echo loop as a
+    background process on a stdin pipe, checked to answer as the peer's is
+    before its checkpoint: the sustained resets' workload, the same on both
+    sides. Returns its id and size in MiB."""
+    sid = kilnd.create(api)
+    p = api.call("POST", f"/v1/sandboxes/{sid}/processes",
+                 {"argv": ["python3", "-c", ECHO_PY], "stdinMode": "pipe"})
+    api.call("POST", f"/v1/sandboxes/{sid}/processes/{p['id']}:write",
+             {"data": "kiln-bench-ping\n"})
+    r = api.call("GET", f"/v1/sandboxes/{sid}/processes/{p['id']}/output?cursor=0&waitMs=30000")
+    if "kiln-bench-ping" not in "".join(c["data"] for c in r["chunks"]):
+        raise ApiError(f"the echo loop in {sid} did not answer: {r}")
+    rec = kilnd.snapshot(api, sid)
+    kilnd.stop_sandbox(api, sid)
+    kilnd.set_pool(api, rec["id"], 0)
+    return rec["id"], round(rec["sizeBytes"] / 1048576, 2)
+
+
 def bench_sustained(kilnd, cfg, snap, pool_size):
     workers, duration = cfg["sustained_workers"], cfg["sustained_s"]
     api = kilnd.api(timeout=120)
@@ -331,8 +350,9 @@ def bench_sustained(kilnd, cfg, snap, pool_size):
     for a in conns:
         a.close()
     line = {"bench": "sustained_resets", "kiln": True, "pool": pool_size, **r,
+            "snapshotMiB": cfg["echo_snapshot_mib"],
             "what": f"{workers} workers for {duration} s, each looping: create from a snapshot "
-                    "(small sandbox, background python server)"
+                    "(default sandbox, the peer's python echo loop as a background process)"
                     f'{f", pool of {pool_size}" if pool_size else ", no pool"}, exec argv ["true"], '
                     "stop; reset latency = the three; MemAvailable 2 s before and 5 s after"}
     if pool_size:
@@ -342,22 +362,50 @@ def bench_sustained(kilnd, cfg, snap, pool_size):
     api.close()
 
 
-def bench_sustained_peer(peer, cfg, bundle, image):
+def bench_sustained_peer(peer, cfg, bundle, image, bundle_for=None, label=""):
+    """The raw CLI's resets. With bundle_for(cid), each container gets its
+    own bundle (kiln's spec needs one cgroup path per container)."""
     workers, duration = cfg["sustained_workers"], cfg["peer_sustained_s"]
 
     def make(i):
         cid = peer.next_id("sus")
         try:
-            peer.start_piped(bundle, cid, image=image)
+            peer.start_piped(bundle_for(cid) if bundle_for else bundle, cid, image=image)
         except Exception:
             peer.delete(cid)
             raise
         return cid
 
     r = sustain(workers, duration, make, lambda c: peer_exec_true(peer, c), peer.delete)
-    emit({"bench": "sustained_resets", "peer": "runsc restore + exec + delete", **r,
+    size = sum(os.path.getsize(f) for f in glob.glob(image + "/**", recursive=True)
+               if os.path.isfile(f))
+    emit({"bench": "sustained_resets", "peer": "runsc restore + exec + delete" + label, **r,
+          "snapshotMiB": round(size / 1048576, 2),
           "what": f"{workers} workers for {duration} s, each looping runsc restore --detach "
-                  "(python echo loop checkpoint), runsc exec /bin/true, runsc delete --force"})
+                  "(python echo loop checkpoint), runsc exec /bin/true, runsc delete --force"
+                  + label})
+
+
+def kiln_spec_bundles(kilnd, api, peer):
+    """The raw CLI with kiln's own OCI spec (its mounts and agent binds,
+    cgroup limits, capabilities, rlimits), the echo loop as its process:
+    what kiln's spec costs a reset, apart from kilnd. Returns bundle_for(cid),
+    which writes each container's bundle with a cgroup path of its own."""
+    sid = kilnd.create(api)
+    with open(os.path.join(kilnd.state_dir, "sandboxes", sid, "config.json")) as f:
+        spec = json.load(f)
+    kilnd.stop_sandbox(api, sid)
+    spec["process"]["args"] = ["python3", "-c", ECHO_PY]
+    spec["process"]["terminal"] = False
+
+    def bundle_for(cid):
+        d = os.path.join(peer.bundles, cid)
+        os.makedirs(d)
+        spec["linux"]["cgroupsPath"] = f"/kiln-bench/{cid}"
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(spec, f)
+        return d
+    return bundle_for
 
 
 def bench_100mib(kilnd, peer, cfg, api):
@@ -480,18 +528,36 @@ def bench_snapshot(kilnd, peer, cfg):
     else:
         emit({"bench": "pool_to_first_result", "skipped": "no pool route"})
 
+    echo, cfg["echo_snapshot_mib"] = echo_snapshot(kilnd, api)
     log(f"snapshot: sustained resets, no pool, {cfg['sustained_s']} s ...")
-    bench_sustained(kilnd, cfg, snap, 0)
+    bench_sustained(kilnd, cfg, echo, 0)
     if has_pool:
         log(f"snapshot: sustained resets, pool of {cfg['sustained_workers']}, "
             f"{cfg['sustained_s']} s ...")
-        bench_sustained(kilnd, cfg, snap, cfg["sustained_workers"])
+        bench_sustained(kilnd, cfg, echo, cfg["sustained_workers"])
     else:
         emit({"bench": "sustained_resets", "pool": cfg["sustained_workers"],
               "skipped": "no pool route"})
     log(f"snapshot: sustained resets, peer, {cfg['peer_sustained_s']} s ...")
     bench_sustained_peer(peer, cfg, echo_bundle, echo_image)
+    # The same with kiln's spec: a checkpoint of the echo loop under it.
+    bundle_for = kiln_spec_bundles(kilnd, api, peer)
+    cid = peer.next_id("kspec")
+    peer.start_piped(bundle_for(cid), cid)
+    peer_echo_check(peer, cid)
+    kspec_image = os.path.join(peer.images, "echo-kiln-spec")
+    peer.checkpoint(cid, kspec_image)
+    peer.delete(cid)
+    log(f"snapshot: sustained resets, peer with kiln's spec, {cfg['peer_sustained_s']} s ...")
+    bench_sustained_peer(peer, cfg, None, kspec_image, bundle_for, ", kiln's OCI spec")
+    shutil.rmtree(kspec_image)
+    for d in glob.glob("/sys/fs/cgroup/*/kiln-bench"):  # runsc removes only the leaves
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
     kilnd.delete_snapshot(api, snap)
+    kilnd.delete_snapshot(api, echo)
     shutil.rmtree(echo_image)
 
     log("snapshot: 100 MiB snapshot and fork ...")

@@ -18,6 +18,13 @@ does), and the success rate. Sandboxes are stopped after their timing, not
 within it. Loopback and 2 cores here; the published peers' figures cross the
 internet.
 
+In the same run, `tti_*` lines with "peer" time what the raw runsc CLI can
+do with the same base root (a python echo loop's checkpoint): "restored
+beforehand" restores the containers untimed first (the CLI's pool) and times
+`runsc exec /bin/true` in each, one after the other or all at once; "restore
++ exec" times both, all at once (the CLI without a pool). They show what the
+engine alone costs for the same patterns on this machine.
+
 Usage: /usr/bin/python3 bench/tti.py [--kilnd PATH] [--image-dir DIR]
                                      [--runs N] [--burst N]
 """
@@ -31,7 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk", "python"))
 import kiln  # noqa: E402
 
-from common import KilndSession, emit, log  # noqa: E402
+from common import KilndSession, Peer, base_rootfs, emit, log, start_subreaper  # noqa: E402
+from snapshot_figures import ECHO_PY, peer_echo_check, peer_exec_true  # noqa: E402
 
 
 def trimmed(values):
@@ -115,6 +123,84 @@ def settle(rt, base, timeout=60):
         time.sleep(0.2)
 
 
+def timed_exec(peer, cid, out):
+    t0 = time.perf_counter()
+    try:
+        peer_exec_true(peer, cid)
+        out.append(((time.perf_counter() - t0) * 1000, None))
+    except Exception as e:  # noqa: BLE001 -- counted as a failure
+        out.append((None, f"{type(e).__name__}: {e}"[:200]))
+
+
+def timed_restore_exec(peer, bundle, image, out):
+    cid = peer.next_id("tti")
+    t0 = time.perf_counter()
+    try:
+        peer.start_piped(bundle, cid, image=image)
+        peer_exec_true(peer, cid)
+        out.append(((time.perf_counter() - t0) * 1000, None))
+    except Exception as e:  # noqa: BLE001 -- counted as a failure
+        out.append((None, f"{type(e).__name__}: {e}"[:200]))
+    return cid
+
+
+def at_once(n, fn):
+    start = threading.Barrier(n)
+    threads = [threading.Thread(target=lambda i=i: (start.wait(), fn(i))) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def bench_peer(session, image_dir, runs, burst):
+    """The raw runsc CLI on the same patterns (see the module's doc)."""
+    peer = Peer(base_rootfs(image_dir), session.workdir)
+    session.on_exit("peer cleanup", peer.cleanup)
+    bundle = peer.bundle("echo", ["python3", "-c", ECHO_PY])
+    cid = peer.next_id("echo")
+    peer.start_piped(bundle, cid)
+    peer_echo_check(peer, cid)
+    image = os.path.join(peer.images, "echo")
+    peer.checkpoint(cid, image)
+    peer.delete(cid)
+
+    def restored(n):
+        cids = [peer.next_id("pool") for _ in range(n)]
+        for c in cids:
+            peer.start_piped(bundle, c, image=image)
+        time.sleep(1)  # let the restores' teardown of CPU settle, as a pool's copies wait
+        return cids
+
+    def report(pattern, how, results, n):
+        times = [t for t, _ in results if t is not None]
+        fig = trimmed(times)
+        log(f"tti {pattern} peer ({how}): median {fig['median']} ms, {len(times)}/{n} ok")
+        emit({"bench": f"tti_{pattern}", "peer": f"runsc: {how}", "runs": n, **fig,
+              "successRate": round(len(times) / n, 3),
+              "errors": [e for _, e in results if e][:3],
+              "note": "raw runsc CLI, python echo loop checkpoint of the same base root; "
+                      "5% trimmed"})
+
+    seq = []
+    for c in restored(runs):
+        timed_exec(peer, c, seq)
+        peer.delete(c)
+    report("sequential", "restored beforehand, runsc exec /bin/true", seq, runs)
+    cids, res = restored(burst), []
+    at_once(burst, lambda i: timed_exec(peer, cids[i], res))
+    for c in cids:
+        peer.delete(c)
+    report("burst", "restored beforehand, runsc exec /bin/true", res, burst)
+    res, made = [], [None] * burst
+    time.sleep(1)
+    at_once(burst, lambda i: made.__setitem__(i, timed_restore_exec(peer, bundle, image, res)))
+    for c in made:
+        if c:
+            peer.delete(c)
+    report("burst", "restore + runsc exec /bin/true", res, burst)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kilnd", default="build/bin/kilnd")
@@ -122,8 +208,10 @@ def main():
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--burst", type=int, default=30)
     ap.add_argument("--pool-size", type=int, default=8)
+    ap.add_argument("--peer-runs", type=int, default=30)
     args = ap.parse_args()
     rc = 0
+    start_subreaper()
     for pools, extra in (("auto", ()), ("off", ("--pool-memory-mib", "0"))):
         with KilndSession(args.kilnd, args.image_dir, f"kiln-bench-tti-{pools}-", extra,
                           machine=pools == "auto") as s:
@@ -147,6 +235,8 @@ def main():
                       "poolSizeAfter": pool.get("size"), "wallS": round(time.monotonic() - t0, 1),
                       "note": "create() -> echo ok via kiln's Python SDK, no image named, "
                               "loopback, 5% trimmed"})
+            if pools == "off":
+                bench_peer(s, args.image_dir, args.peer_runs, args.burst)
         rc = rc or s.rc
     return rc
 
