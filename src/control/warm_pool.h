@@ -26,8 +26,7 @@ namespace kiln::control {
 struct PooledCopy {
   std::string id;  // the engine sandbox's id, kept when it is handed out
   std::shared_ptr<engine::AgentChannel> channel;
-  bool frozen = false;  // thawed when handed out
-  Shape shape;          // the room it holds in Capacity while it waits
+  Shape shape;  // the room it holds in Capacity while it waits
 };
 
 struct WarmPoolOptions {

@@ -92,13 +92,6 @@ class Engine {
   virtual Result<std::shared_ptr<AgentChannel>> Attach(const std::string& id,
                                                        const Shape& shape) = 0;
 
-  // Stops every thread of a sandbox, its kernel included, so that it uses
-  // no CPU at all until thawed; its clock keeps running. For copies that
-  // wait unseen (warm pools): gVisor's Sentry burns CPU while idle. False
-  // if the host cannot freeze it (it then keeps running, which is correct).
-  virtual bool Freeze(const std::string& id) = 0;
-  virtual bool Thaw(const std::string& id) = 0;
-
   // Writes what the sandbox changed in its root filesystem (its overlay's
   // upper layer) to `tar_path` as a tar in overlayfs form: a deleted path is
   // a 0/0 character device, a directory that hides its lower one carries

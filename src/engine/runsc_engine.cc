@@ -410,26 +410,18 @@ void RunscEngine::Destroy(const std::string& id) {
   fs::remove_all(SandboxDir(id), ec);
 }
 
-bool RunscEngine::Freeze(const std::string& id) {
-  if (SetFreezerState(id, "FROZEN")) return true;
-  SetFreezerState(id, "THAWED");  // never leave it half frozen
-  return false;
-}
-
-bool RunscEngine::Thaw(const std::string& id) { return SetFreezerState(id, "THAWED"); }
-
-bool RunscEngine::SetFreezerState(const std::string& id, const std::string& state) {
+bool RunscEngine::Thaw(const std::string& id) {
   std::string path = CgroupDir("freezer", id) + "/freezer.state";
-  if (!WriteCgroupFile(path, state)) return false;
-  // FREEZING lasts until every task has stopped: about a millisecond here.
+  if (!WriteCgroupFile(path, "THAWED")) return false;
+  // THAWED is reached at once, FREEZING in about a millisecond here.
   for (int i = 0; i < 1000; ++i) {
     std::ifstream f(path);
     std::string now;
     if (!(f >> now)) return false;
-    if (now == state) return true;
+    if (now == "THAWED") return true;
     ::usleep(1000);
   }
-  LogWarn("cgroup freezer did not settle", {{"sandboxId", id}, {"want", state}});
+  LogWarn("cgroup freezer did not thaw", {{"sandboxId", id}});
   return false;
 }
 

@@ -68,8 +68,6 @@ class RunscEngine : public Engine {
                                                 const std::string& dir) override;
   void Destroy(const std::string& id) override;
   Result<std::shared_ptr<AgentChannel>> Attach(const std::string& id, const Shape& shape) override;
-  bool Freeze(const std::string& id) override;
-  bool Thaw(const std::string& id) override;
   Status ExportUpper(const std::string& id, const std::string& tar_path) override;
   void SetCpuWeight(const std::string& id, int weight) override;
   Usage GetUsage(const std::string& id) override;
@@ -78,9 +76,10 @@ class RunscEngine : public Engine {
  private:
   std::string SandboxDir(const std::string& id) const;
   std::vector<std::string> RunscArgs() const;
-  // Writes `state` to the sandbox's cgroup v1 freezer and waits until the
-  // kernel reports it reached.
-  bool SetFreezerState(const std::string& id, const std::string& state);
+  // Thaws the sandbox's cgroup v1 freezer and waits until the kernel says
+  // so: a kilnd before 2026-12-03 froze waiting pool copies, and a frozen
+  // task cannot act on SIGKILL, so Destroy thaws what it may re-adopt.
+  bool Thaw(const std::string& id);
   // Writes the bundle and FIFOs, runs `runsc <verb...>` with them as the
   // sandbox's stdio, and connects to the agent.
   // `upper`: the spec's upper-tar annotation and the file behind it (see

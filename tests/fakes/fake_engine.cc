@@ -142,24 +142,6 @@ Result<engine::CheckpointStats> FakeEngine::Checkpoint(const std::string& id,
   return engine::CheckpointStats{1, content.size()};
 }
 
-bool FakeEngine::Freeze(const std::string& id) {
-  std::lock_guard lock(mu_);
-  calls_.frozen.push_back(id);
-  auto it = boxes_.find(id);
-  if (!freezable_ || it == boxes_.end()) return false;
-  it->second.frozen = true;
-  return true;
-}
-
-bool FakeEngine::Thaw(const std::string& id) {
-  std::lock_guard lock(mu_);
-  calls_.thawed.push_back(id);
-  auto it = boxes_.find(id);
-  if (!freezable_ || it == boxes_.end()) return false;
-  it->second.frozen = false;
-  return true;
-}
-
 Status FakeEngine::ExportUpper(const std::string& id, const std::string& tar_path) {
   // The fake has no filesystem (image builds are tested against runsc): a
   // running sandbox's "upper layer" is a file naming it.
@@ -217,11 +199,6 @@ void FakeEngine::SetRestoreDelay(std::chrono::milliseconds delay) {
   restore_delay_ = delay;
 }
 
-void FakeEngine::SetFreezable(bool freezable) {
-  std::lock_guard lock(mu_);
-  freezable_ = freezable;
-}
-
 void FakeEngine::AddRunning(const std::string& id) {
   std::lock_guard lock(mu_);
   boxes_[id] = Box{};
@@ -263,12 +240,6 @@ std::shared_ptr<FakeAgentChannel> FakeEngine::channel(const std::string& id) con
 bool FakeEngine::Has(const std::string& id) const {
   std::lock_guard lock(mu_);
   return boxes_.count(id) > 0;
-}
-
-bool FakeEngine::IsFrozen(const std::string& id) const {
-  std::lock_guard lock(mu_);
-  auto it = boxes_.find(id);
-  return it != boxes_.end() && it->second.frozen;
 }
 
 std::optional<int> FakeEngine::CpuWeight(const std::string& id) const {

@@ -44,7 +44,6 @@ class FakeEngine : public engine::Engine {
     std::vector<std::string> checkpointed;  // ids
     std::vector<std::string> attached;      // ids, successful or not
     std::vector<std::string> destroyed;
-    std::vector<std::string> frozen, thawed;
     std::vector<std::pair<std::string, int>> cpu_weights;  // SetCpuWeight
   };
 
@@ -66,8 +65,6 @@ class FakeEngine : public engine::Engine {
   // is half-made (AddOrphan) or unknown.
   Result<std::shared_ptr<engine::AgentChannel>> Attach(const std::string& id,
                                                        const Shape& shape) override;
-  bool Freeze(const std::string& id) override;
-  bool Thaw(const std::string& id) override;
   Status ExportUpper(const std::string& id, const std::string& tar_path) override;
   void SetCpuWeight(const std::string& id, int weight) override;
   engine::Usage GetUsage(const std::string& id) override;
@@ -81,8 +78,6 @@ class FakeEngine : public engine::Engine {
                            Status why = Status(Code::kSnapshotFailed, "fake: checkpoint failed"));
   // How long each Restore takes (before it succeeds or fails).
   void SetRestoreDelay(std::chrono::milliseconds delay);
-  // Whether Freeze/Thaw work (a host without a freezer: false).
-  void SetFreezable(bool freezable);
   // A sandbox a previous daemon left running: listed, and Attach succeeds.
   void AddRunning(const std::string& id);
   // A sandbox a previous daemon left half-made: listed, Attach fails.
@@ -103,13 +98,11 @@ class FakeEngine : public engine::Engine {
   // The channel last handed out for `id` (also after it ended), or null.
   std::shared_ptr<FakeAgentChannel> channel(const std::string& id) const;
   bool Has(const std::string& id) const;  // listed now
-  bool IsFrozen(const std::string& id) const;
   std::optional<int> CpuWeight(const std::string& id) const;
 
  private:
   struct Box {
     bool attachable = true;  // false: half-made, or died
-    bool frozen = false;
     int cpu_weight = engine::kCpuWeight;
     uint64_t cpu_ns = 0;
     uint64_t memory_bytes = 0;
@@ -127,7 +120,6 @@ class FakeEngine : public engine::Engine {
   int fail_creates_ = 0, fail_restores_ = 0, fail_checkpoints_ = 0;
   Status create_error_, restore_error_, checkpoint_error_;
   std::chrono::milliseconds restore_delay_{0};
-  bool freezable_ = true;
   int checkpoints_ = 0;
   std::function<void(const std::string&, FakeAgentChannel&)> setup_;
 };

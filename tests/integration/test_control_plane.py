@@ -92,7 +92,7 @@ def test_kill_9_under_load_then_restart_readopts(daemons):
     server = api.spawn(keep[0]["id"], argv=["sleep", "100000"])
     lost = api.create(vcpu=1, memoryMiB=256)
     snap = api.ok("POST", f"/v1/sandboxes/{keep[1]['id']}:snapshot", json={})
-    # A pool whose waiting copies are frozen when the daemon dies.
+    # A pool whose copies wait when the daemon dies.
     api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 2})
     wait_for(lambda: api.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 2, 60, "2 ready copies")
 
@@ -257,8 +257,7 @@ def test_pooled_copies_hold_capacity_and_are_handed_out_within_it(daemons):
     assert metric(api, "kiln_capacity_reserved_memory_mib") == 1024
     api.delete(copy["id"])
     api.delete(src["id"])
-    # A graceful stop with copies waiting (all but the first frozen) leaves
-    # nothing behind.
+    # A graceful stop with copies waiting leaves nothing behind.
     api.ok("POST", f"/v1/snapshots/{snap['id']}:pool", json={"size": 2})
     wait_for(lambda: api.ok("GET", f"/v1/snapshots/{snap['id']}")["pool"]["ready"] == 2, 90, "2 ready copies")
     assert stop_kilnd(d) == 0

@@ -167,23 +167,18 @@ def test_warm_pool(api, sandboxes, prepared, host):
         _wait_ready(api, sid, 2)
         assert _pool(api, sid)["memoryBytes"] > 0  # reported apart from live sandboxes
         listed_before = {s["id"] for s in api.ok("GET", "/v1/sandboxes")["data"]}
-        # the next copy to hand out waits thawed, the others frozen: no CPU at
-        # all (an idle gVisor sandbox polls)
+        # Copies wait running, never frozen: a copy frozen by the cgroup
+        # freezer and thawed at hand-out lost its agent inside gVisor in
+        # about 1 of 230 hand-outs (docs/design.md, Warm pool).
         waiting = on_disk() - listed_before - others
         assert len(waiting) == 2, waiting
-        state = {c: host.cgroup_value("freezer", c, "freezer.state") for c in waiting}
-        assert sorted(state.values()) == ["FROZEN", "THAWED"], state
-        (frozen,) = [c for c in waiting if state[c] == "FROZEN"]
-        used = int(host.cgroup_value("cpuacct", frozen, "cpuacct.usage"))
-        time.sleep(1)
-        assert int(host.cgroup_value("cpuacct", frozen, "cpuacct.usage")) == used, "a frozen copy ran"
+        for c in waiting:
+            assert host.cgroup_value("freezer", c, "freezer.state") == "THAWED", c
         t0 = time.monotonic()
         a = sandboxes.create(snapshot=sid)
         handout = time.monotonic() - t0
         assert a["id"] not in listed_before  # pooled copies are not sandboxes until handed out
-        assert a["id"] in waiting and a["id"] != frozen
-        # the copy now first in line was thawed at that hand-out
-        assert host.cgroup_value("freezer", frozen, "freezer.state") == "THAWED"
+        assert a["id"] in waiting
         assert counter(api, a["id"]) >= 2  # the same state as any copy
         assert abs(float(api.sh(a["id"], "date +%s.%N")) - time.time()) < 0.5
         b = sandboxes.create(snapshot=sid)

@@ -153,10 +153,6 @@ TEST(FakeEngineTest, KnobsAndRecords) {
   e.AddCpu("b", 5);
   EXPECT_EQ(e.GetUsage("b").cpu_ns, 10u);
   EXPECT_EQ(e.GetUsage("gone").cpu_ns, 0u);
-  EXPECT_TRUE(e.Freeze("b"));
-  EXPECT_TRUE(e.IsFrozen("b"));
-  e.SetFreezable(false);
-  EXPECT_FALSE(e.Thaw("b"));
 }
 
 }  // namespace

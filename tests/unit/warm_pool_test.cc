@@ -61,7 +61,7 @@ class WarmPoolTest : public ::testing::Test {
   std::unique_ptr<WarmPool> pool_;
 };
 
-TEST_F(WarmPoolTest, ResizeFillsAndFreezesEveryCopyButTheFirst) {
+TEST_F(WarmPoolTest, ResizeFillsEveryCopy) {
   pool_->Resize("snap", 3);
   ASSERT_TRUE(Ready(3));
   PoolStatus st = pool_->StatusOf("snap");
@@ -71,27 +71,19 @@ TEST_F(WarmPoolTest, ResizeFillsAndFreezesEveryCopyButTheFirst) {
   EXPECT_EQ(Live(), std::set<std::string>(restored.begin(), restored.end()));
   for (const auto& dir : engine_.calls().restore_dirs)
     EXPECT_EQ(dir, snapshots_.CheckpointDir("snap"));
-  int frozen = 0;
-  for (const auto& id : restored) frozen += engine_.IsFrozen(id);
-  EXPECT_EQ(frozen, 2);
   // Memory is reported from the engine.
   for (const auto& id : restored) engine_.SetMemory(id, 1000);
   EXPECT_EQ(pool_->StatusOf("snap").memory_bytes, 3000u);
   EXPECT_EQ(pool_->StatusAll().count("snap"), 1u);
 }
 
-TEST_F(WarmPoolTest, TakeHandsOutAThawedCopyThatAnsweredAndRefills) {
+TEST_F(WarmPoolTest, TakeHandsOutACopyThatAnsweredAndRefills) {
   pool_->Resize("snap", 2);
   ASSERT_TRUE(Ready(2));
   auto copy = pool_->Take("snap", "key");
   ASSERT_TRUE(copy);
-  EXPECT_FALSE(engine_.IsFrozen(copy->id));
   EXPECT_EQ(engine_.channel(copy->id)->Count("ping"), 1);
   EXPECT_EQ(copy->channel, std::shared_ptr<engine::AgentChannel>(engine_.channel(copy->id)));
-  // The next in line was thawed for a prompt hand-out.
-  auto restored = Restored();
-  std::string next = restored[0] == copy->id ? restored[1] : restored[0];
-  EXPECT_FALSE(engine_.IsFrozen(next));
   // Refilled in the background; the copy handed out is no longer the pool's.
   ASSERT_TRUE(WaitUntil([&] { return Restored().size() == 3; }));
   ASSERT_TRUE(Ready(2));
@@ -136,26 +128,28 @@ TEST_F(WarmPoolTest, ShrinkingDestroysTheExtraCopies) {
 }
 
 TEST_F(WarmPoolTest, ADeadCopyIsDiscardedAndTheNextHandedOut) {
+  // Filled one at a time, so the first restored is first in line.
+  pool_->Resize("snap", 1);
+  ASSERT_TRUE(Ready(1));
   pool_->Resize("snap", 2);
   ASSERT_TRUE(Ready(2));
   auto restored = Restored();
-  // The thawed one is first in line.
-  std::string first = engine_.IsFrozen(restored[0]) ? restored[1] : restored[0];
-  std::string second = first == restored[0] ? restored[1] : restored[0];
+  std::string first = restored[0], second = restored[1];
   ASSERT_TRUE(engine_.Kill(first));  // its gVisor exited while it waited
   auto copy = pool_->Take("snap", "key");
   ASSERT_TRUE(copy);
   EXPECT_EQ(copy->id, second);
   EXPECT_FALSE(engine_.Has(first));  // destroyed, not handed out
-  EXPECT_FALSE(engine_.IsFrozen(second));
 }
 
 TEST_F(WarmPoolTest, ACopyWhoseAgentDoesNotAnswerIsDiscarded) {
+  // Filled one at a time, so the first restored is first in line.
+  pool_->Resize("snap", 1);
+  ASSERT_TRUE(Ready(1));
   pool_->Resize("snap", 2);
   ASSERT_TRUE(Ready(2));
   auto restored = Restored();
-  std::string first = engine_.IsFrozen(restored[0]) ? restored[1] : restored[0];
-  std::string second = first == restored[0] ? restored[1] : restored[0];
+  std::string first = restored[0], second = restored[1];
   engine_.channel(first)->Handle("ping", nullptr);  // a wedged agent
   auto t0 = std::chrono::steady_clock::now();
   auto copy = pool_->Take("snap", "key");
