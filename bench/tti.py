@@ -21,7 +21,7 @@ internet.
 In the same run, `tti_*` lines with "peer" time what the raw runsc CLI can
 do with the same base root (a python echo loop's checkpoint): "restored
 beforehand" restores the containers untimed first (the CLI's pool) and times
-`runsc exec /bin/true` in each, one after the other or all at once; "restore
+`runsc exec bash -c 'echo ok'` (kiln's command) in each, one after the other or all at once; "restore
 + exec" times both, all at once (the CLI without a pool). They show what the
 engine alone costs for the same patterns on this machine.
 
@@ -29,6 +29,7 @@ Usage: /usr/bin/python3 bench/tti.py [--kilnd PATH] [--image-dir DIR]
                                      [--runs N] [--burst N]
 """
 import argparse
+import subprocess
 import os
 import sys
 import threading
@@ -39,7 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk", "python"))
 import kiln  # noqa: E402
 
 from common import KilndSession, Peer, base_rootfs, emit, log, start_subreaper  # noqa: E402
-from snapshot_figures import ECHO_PY, peer_echo_check, peer_exec_true  # noqa: E402
+from snapshot_figures import ECHO_PY, peer_echo_check  # noqa: E402
 
 
 def trimmed(values):
@@ -123,10 +124,17 @@ def settle(rt, base, timeout=60):
         time.sleep(0.2)
 
 
+def peer_echo_ok(peer, cid):
+    """kiln's TTI command, through `runsc exec`: bash -c 'echo ok'."""
+    r = peer.exec(cid, "bash", "-c", "echo ok", stdout=subprocess.PIPE)
+    if r.returncode != 0 or r.stdout.strip() != b"ok":
+        raise RuntimeError(f"runsc exec {cid}: rc={r.returncode} {r.stderr[-300:]!r}")
+
+
 def timed_exec(peer, cid, out):
     t0 = time.perf_counter()
     try:
-        peer_exec_true(peer, cid)
+        peer_echo_ok(peer, cid)
         out.append(((time.perf_counter() - t0) * 1000, None))
     except Exception as e:  # noqa: BLE001 -- counted as a failure
         out.append((None, f"{type(e).__name__}: {e}"[:200]))
@@ -137,7 +145,7 @@ def timed_restore_exec(peer, bundle, image, out):
     t0 = time.perf_counter()
     try:
         peer.start_piped(bundle, cid, image=image)
-        peer_exec_true(peer, cid)
+        peer_echo_ok(peer, cid)
         out.append(((time.perf_counter() - t0) * 1000, None))
     except Exception as e:  # noqa: BLE001 -- counted as a failure
         out.append((None, f"{type(e).__name__}: {e}"[:200]))
@@ -186,19 +194,19 @@ def bench_peer(session, image_dir, runs, burst):
     for c in restored(runs):
         timed_exec(peer, c, seq)
         peer.delete(c)
-    report("sequential", "restored beforehand, runsc exec /bin/true", seq, runs)
+    report("sequential", "restored beforehand, runsc exec bash -c 'echo ok'", seq, runs)
     cids, res = restored(burst), []
     at_once(burst, lambda i: timed_exec(peer, cids[i], res))
     for c in cids:
         peer.delete(c)
-    report("burst", "restored beforehand, runsc exec /bin/true", res, burst)
+    report("burst", "restored beforehand, runsc exec bash -c 'echo ok'", res, burst)
     res, made = [], [None] * burst
     time.sleep(1)
     at_once(burst, lambda i: made.__setitem__(i, timed_restore_exec(peer, bundle, image, res)))
     for c in made:
         if c:
             peer.delete(c)
-    report("burst", "restore + runsc exec /bin/true", res, burst)
+    report("burst", "restore + runsc exec bash -c 'echo ok'", res, burst)
 
 
 def main():
