@@ -75,6 +75,18 @@ def peer_echo_check(peer, cid):
     read_until(out_r, b"kiln-bench-ping\n", timeout=60)
 
 
+def peer_echo_checkpoint(peer, bundle, name):
+    """Starts the echo loop of `bundle`, checks that it answers, checkpoints
+    it into peer.images/name and deletes it. Returns the image's path."""
+    cid = peer.next_id(name)
+    peer.start_piped(bundle, cid)
+    peer_echo_check(peer, cid)
+    image = os.path.join(peer.images, name)
+    peer.checkpoint(cid, image)
+    peer.delete(cid)
+    return image
+
+
 def peer_server_ready(peer, cid):
     buf = read_until(peer.pipes[cid][1], b"\n", timeout=180)
     if not buf.startswith(b"ready "):
@@ -515,12 +527,7 @@ def bench_snapshot(kilnd, peer, cfg):
     log(f"snapshot: small snapshot {snap}, pool route: {has_pool}")
 
     echo_bundle = peer.bundle("echo", ["python3", "-c", ECHO_PY])
-    cid = peer.next_id("echo")
-    peer.start_piped(echo_bundle, cid)
-    peer_echo_check(peer, cid)
-    echo_image = os.path.join(peer.images, "echo")
-    peer.checkpoint(cid, echo_image)
-    peer.delete(cid)
+    echo_image = peer_echo_checkpoint(peer, echo_bundle, "echo")
 
     bench_restore(kilnd, peer, cfg, api, snap, digest, echo_bundle, echo_image)
     if has_pool:
@@ -542,12 +549,7 @@ def bench_snapshot(kilnd, peer, cfg):
     bench_sustained_peer(peer, cfg, echo_bundle, echo_image)
     # The same with kiln's spec: a checkpoint of the echo loop under it.
     bundle_for = kiln_spec_bundles(kilnd, api, peer)
-    cid = peer.next_id("kspec")
-    peer.start_piped(bundle_for(cid), cid)
-    peer_echo_check(peer, cid)
-    kspec_image = os.path.join(peer.images, "echo-kiln-spec")
-    peer.checkpoint(cid, kspec_image)
-    peer.delete(cid)
+    kspec_image = peer_echo_checkpoint(peer, bundle_for(peer.next_id("kspec")), "echo-kiln-spec")
     log(f"snapshot: sustained resets, peer with kiln's spec, {cfg['peer_sustained_s']} s ...")
     bench_sustained_peer(peer, cfg, None, kspec_image, bundle_for, ", kiln's OCI spec")
     shutil.rmtree(kspec_image)

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk", "python"))
 import kiln  # noqa: E402
 
 from common import KilndSession, Peer, base_rootfs, emit, log, start_subreaper  # noqa: E402
-from snapshot_figures import ECHO_PY, peer_echo_check  # noqa: E402
+from snapshot_figures import ECHO_PY, peer_echo_checkpoint  # noqa: E402
 
 
 def trimmed(values):
@@ -166,12 +166,7 @@ def bench_peer(session, image_dir, runs, burst):
     peer = Peer(base_rootfs(image_dir), session.workdir)
     session.on_exit("peer cleanup", peer.cleanup)
     bundle = peer.bundle("echo", ["python3", "-c", ECHO_PY])
-    cid = peer.next_id("echo")
-    peer.start_piped(bundle, cid)
-    peer_echo_check(peer, cid)
-    image = os.path.join(peer.images, "echo")
-    peer.checkpoint(cid, image)
-    peer.delete(cid)
+    image = peer_echo_checkpoint(peer, bundle, "echo")
 
     def restored(n):
         cids = [peer.next_id("pool") for _ in range(n)]
