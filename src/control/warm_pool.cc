@@ -9,14 +9,18 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "control/snapshot_copy.h"
-#include "engine/agent_client.h"
 
 namespace kiln::control {
 
 namespace {
-// A pooled copy whose clock is further than this from the host's (the host
-// clock stepped after it was restored) is discarded at hand-out.
-constexpr int64_t kMaxClockSkewMs = 1000;
+// A pooled copy restored before the host clock stepped by more than this is
+// discarded at hand-out.
+constexpr int64_t kMaxClockStepMs = 1000;
+
+WarmPoolOptions WithDefaults(WarmPoolOptions o) {
+  if (!o.wall_offset_ms) o.wall_offset_ms = [] { return NowMs() - MonotonicNowMs(); };
+  return o;
+}
 }  // namespace
 
 WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotStore& snapshots,
@@ -25,8 +29,8 @@ WarmPool::WarmPool(engine::Engine& engine, std::string rootfs, store::SnapshotSt
       capacity_(capacity),
       rootfs_(std::move(rootfs)),
       snapshots_(snapshots),
-      options_(options),
-      sizer_(options.sizer) {
+      options_(WithDefaults(std::move(options))),
+      sizer_(options_.sizer) {
   for (int i = 0; i < kFillers; ++i)
     fillers_.emplace_back([this](std::stop_token stop) { FillLoop(stop); });
 }
@@ -153,30 +157,29 @@ std::optional<PooledCopy> WarmPool::Take(const std::string& snapshot_id, const s
       it->second.ready.pop_front();
     }
     cv_.notify_all();  // refill in the background
-    // Handed out once, and only alive: a copy whose agent does not answer
-    // (it died while waiting) is discarded. The answer also tells the
-    // copy's clock, which gVisor takes from the host on restore.
-    auto pong = engine::AgentClient(copy.channel).Ping(options_.ping_timeout_ms);
-    if (pong.ok()) {
-      // It waited at the pool's weight; handed out, it starts as any restore.
-      engine_.SetCpuWeight(copy.id, engine::kStartupCpuWeight);
-      int64_t skew = pong->time_ms - NowMs();
-      if (skew > kMaxClockSkewMs || skew < -kMaxClockSkewMs) {
-        // The host's clock stepped while it waited: a direct restore would
-        // read the new time, so this copy is not what a restore gives.
-        LogWarn("discarding a pooled copy whose clock is off",
-                {{"sandboxId", copy.id}, {"skewMs", skew}});
-        Destroy({std::move(copy)});
-        continue;
-      }
-      if (skew > 100 || skew < -100)
-        LogWarn("pooled copy's clock is off", {{"sandboxId", copy.id}, {"skewMs", skew}});
-      // Handed out: its room is now the key's.
-      if (capacity_) capacity_->HandOut(key, copy.shape);
-      return copy;
+    // Handed out once, and only alive. Both checks are the host's: a ping
+    // would wake the copy only for the create's first command to wake it
+    // again (each wake after a wait costs 5-30 ms of gVisor's CPU here).
+    if (!copy.channel->alive()) {
+      LogWarn("discarding a pooled copy whose sandbox stopped", {{"sandboxId", copy.id}});
+      Destroy({std::move(copy)});
+      continue;
     }
-    LogWarn("discarding a pooled copy that does not answer", {{"sandboxId", copy.id}});
-    Destroy({std::move(copy)});
+    // gVisor read the host's clock at restore and keeps counting from it: a
+    // host clock step while the copy waited left it on the old time, which
+    // a direct restore would not read.
+    int64_t step = options_.wall_offset_ms() - copy.wall_offset_ms;
+    if (step > kMaxClockStepMs || step < -kMaxClockStepMs) {
+      LogWarn("discarding a pooled copy restored before the host clock stepped",
+              {{"sandboxId", copy.id}, {"stepMs", step}});
+      Destroy({std::move(copy)});
+      continue;
+    }
+    // It waited at the pool's weight; handed out, it starts as any restore.
+    engine_.SetCpuWeight(copy.id, engine::kStartupCpuWeight);
+    // Handed out: its room is now the key's.
+    if (capacity_) capacity_->HandOut(key, copy.shape);
+    return copy;
   }
 }
 
@@ -311,6 +314,9 @@ void WarmPool::FillLoop(std::stop_token stop) {
     // leave (engine::kPoolCpuWeight).
     params.background = true;
     int64_t started_ms = MonotonicNowMs();
+    // Taken before the restore reads the host's clock: a step during the
+    // restore discards the copy rather than letting an old time through.
+    int64_t restored_offset_ms = options_.wall_offset_ms();
     if (rec) error = snapshots_.Verify(want);
     if (error.ok()) {
       // Warmed as every copy is (StartCopy): a pooled copy is exactly what
@@ -338,7 +344,7 @@ void WarmPool::FillLoop(std::stop_token stop) {
       // freezer and thawed at hand-out lost its agent (SIGKILL or SIGSEGV
       // inside gVisor) on its first command in 8 of 1,830 hand-outs of
       // bursts of 30; none unfrozen. A waiting copy costs ~3 ms/s of CPU.
-      p.ready.push_back(PooledCopy{params.id, conn, shape});
+      p.ready.push_back(PooledCopy{params.id, conn, shape, restored_offset_ms});
       continue;
     }
     if (conn) {  // the pool shrank meanwhile

@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,12 +28,16 @@ struct PooledCopy {
   std::string id;  // the engine sandbox's id, kept when it is handed out
   std::shared_ptr<engine::AgentChannel> channel;
   Shape shape;  // the room it holds in Capacity while it waits
+  // The host's wall clock minus its monotonic clock when the copy was
+  // restored, which is when gVisor read the host's time: if it differs at
+  // hand-out, the host clock stepped while the copy waited.
+  int64_t wall_offset_ms = 0;
 };
 
 struct WarmPoolOptions {
-  // A copy whose agent does not answer a ping within this long at hand-out
-  // is discarded.
-  int ping_timeout_ms = 2000;
+  // The host's wall clock minus its monotonic clock, in ms (a copy's
+  // wall_offset_ms). Replaced in unit tests to step the clock.
+  std::function<int64_t()> wall_offset_ms;
   // Pools sized by demand (PoolSizer); off: only pinned pools fill.
   bool adaptive = false;
   PoolSizerOptions sizer;
@@ -69,7 +74,9 @@ class WarmPool {
   void Resize(const std::string& snapshot_id, std::optional<int> size);
   // A create asked for `snapshot_id` (before Take): its pool's demand.
   void Arrived(const std::string& snapshot_id, bool image_warm);
-  // A ready copy whose agent answers, or nullopt (then restore directly).
+  // A ready copy whose sandbox is alive and whose clock is the host's, or
+  // nullopt (then restore directly). Checked from the host: the copy is
+  // not woken, so the create's first command is its first wake.
   // The room the copy held becomes `key`'s reservation in Capacity.
   std::optional<PooledCopy> Take(const std::string& snapshot_id, const std::string& key);
   PoolStatus StatusOf(const std::string& snapshot_id);

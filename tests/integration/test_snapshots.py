@@ -260,12 +260,23 @@ class _HostClockAhead:
         time.clock_settime(time.CLOCK_REALTIME, self.r0 + elapsed)
 
 
-def test_copy_restored_a_day_later_has_the_host_clock(api, sandboxes, prepared):
-    # To the copy, the snapshot was captured a day before it is restored.
-    with _HostClockAhead(86400):
-        c = sandboxes.create(snapshot=prepared["snap"]["id"])
-        t0 = time.time()
-        t = float(api.sh(c["id"], "date +%s.%N"))
-        t1 = time.time()
-    assert t0 - 0.1 <= t <= t1 + 0.1, (t0, t, t1)
-    assert t > prepared["snap_time"] + 86400, "the copy did not see the day pass"
+def test_copy_restored_a_day_later_has_the_host_clock(api, sandboxes, prepared, host):
+    sid = prepared["snap"]["id"]
+    # A copy that waited in the pool across the step kept the old time (gVisor
+    # read the host's clock at restore): kiln must not hand it out.
+    api.ok("POST", f"/v1/snapshots/{sid}:pool", json={"size": 1})
+    try:
+        _wait_ready(api, sid, 1)
+        listed = {s["id"] for s in api.ok("GET", "/v1/sandboxes")["data"]}
+        waiting = set(os.listdir(os.path.join(host.state_dir, "sandboxes"))) - listed
+        # To the copy, the snapshot was captured a day before it is restored.
+        with _HostClockAhead(86400):
+            c = sandboxes.create(snapshot=sid)
+            t0 = time.time()
+            t = float(api.sh(c["id"], "date +%s.%N"))
+            t1 = time.time()
+        assert c["id"] not in waiting, "a copy restored before the step was handed out"
+        assert t0 - 0.1 <= t <= t1 + 0.1, (t0, t, t1)
+        assert t > prepared["snap_time"] + 86400, "the copy did not see the day pass"
+    finally:
+        api.ok("POST", f"/v1/snapshots/{sid}:pool", json={"auto": True})
