@@ -34,6 +34,7 @@ import os
 import sys
 import threading
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk", "python"))
@@ -57,17 +58,19 @@ def trimmed(values):
 
 
 def one(rt, out, stop_after, fields):
-    """Times create -> `echo ok`; appends (ms or None, error)."""
+    """Times create -> `echo ok`; appends (ms or None, error, create's ms)."""
     t0 = time.perf_counter()
     try:
         sb = rt.sandboxes.create(**fields)
+        created = (time.perf_counter() - t0) * 1000
         r = sb.exec("echo ok")
         ms = (time.perf_counter() - t0) * 1000
         ok = r.exit_code == 0 and r.stdout.strip() == "ok"
-        out.append((ms if ok else None, None if ok else f"exec: {r.exit_code} {r.stdout!r}"))
+        out.append((ms if ok else None, None if ok else f"exec: {r.exit_code} {r.stdout!r}",
+                    created))
         stop_after.append(sb)
     except Exception as e:  # noqa: BLE001 -- counted as a failure
-        out.append((None, f"{type(e).__name__}: {e}"[:200]))
+        out.append((None, f"{type(e).__name__}: {e}"[:200], None))
 
 
 def run_pattern(rt, pattern, n, gap_s, fields):
@@ -96,9 +99,26 @@ def run_pattern(rt, pattern, n, gap_s, fields):
             t.join()
         for sb in made:
             sb.stop(wait=False)
-    times = [ms for ms, _ in results if ms is not None]
-    errors = [e for _, e in results if e]
-    return times, errors
+    times = [ms for ms, _, _ in results if ms is not None]
+    errors = [e for _, e, _ in results if e]
+    creates = [c for ms, _, c in results if ms is not None]
+    return times, errors, creates
+
+
+def pool_creates(kilnd):
+    """kiln_pool_creates_total summed by `from` (pool, restore) over every snapshot."""
+    req = urllib.request.Request(kilnd.url + "/metrics",
+                                 headers={"Authorization": f"Bearer {kilnd.key}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        text = r.read().decode()
+    out = {"pool": 0, "restore": 0}
+    for line in text.splitlines():
+        labels, _, value = line.partition("} ")
+        if labels.startswith("kiln_pool_creates_total{"):
+            for k in out:
+                if f'from="{k}"' in labels:
+                    out[k] += int(float(value))
+    return out
 
 
 def wait_warm(rt, timeout=180):
@@ -227,13 +247,21 @@ def main():
                     rt.sandboxes.create().stop()
                     settle(rt, base)
                 t0 = time.monotonic()
-                times, errors = run_pattern(rt, "sequential" if pattern == "sequential" else "at_once",
-                                            n, gap, {})
+                served0 = pool_creates(s.kilnd)
+                times, errors, creates = run_pattern(
+                    rt, "sequential" if pattern == "sequential" else "at_once", n, gap, {})
+                served1 = pool_creates(s.kilnd)
                 fig = trimmed(times)
+                # The create's share (kilnd's hand-out or restore, and the HTTP round trip)
+                # and how many creates a pooled copy served, in the same runs.
+                split = {"createMedian": trimmed(creates)["median"],
+                         "fromPool": served1["pool"] - served0["pool"],
+                         "fromRestore": served1["restore"] - served0["restore"]}
                 pool = rt.request("GET", f"/v1/images/{base['id']}").get("pool") or {}
                 log(f"tti {pattern} pools {pools}: median {fig['median']} ms, p95 {fig['p95']} ms, "
-                    f"{len(times)}/{n} ok, pool size {pool.get('size')}")
-                emit({"bench": f"tti_{pattern}", "pools": pools, "runs": n, **fig,
+                    f"{len(times)}/{n} ok, pool size {pool.get('size')}, create median "
+                    f"{split['createMedian']} ms, {split['fromPool']} from the pool")
+                emit({"bench": f"tti_{pattern}", "pools": pools, "runs": n, **fig, **split,
                       "successRate": round(len(times) / n, 3), "errors": errors[:3],
                       "poolSizeAfter": pool.get("size"), "wallS": round(time.monotonic() - t0, 1),
                       "note": "create() -> echo ok via kiln's Python SDK, no image named, "

@@ -321,6 +321,9 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
   if (from && from->shape == spec.shape) {
     pool_.Arrived(from->id, from->image_warm);  // its pool follows demand
     if (capacity_.KeyHasRoom(spec.owner)) pooled = pool_.Take(from->id, spec.owner);
+    // Whether pools keep up with creates (a restore is what a miss costs).
+    metrics::Inc("kiln_pool_creates_total",
+                 {{"snapshot", from->id}, {"from", pooled ? "pool" : "restore"}});
   }
   switch (pooled ? Capacity::Result::kGranted
                  : capacity_.Acquire(spec.owner, spec.shape, deadline, cancelled)) {

@@ -146,6 +146,17 @@ def _pool(api, snap_id):
     return api.ok("GET", f"/v1/snapshots/{snap_id}")["pool"]
 
 
+def _pool_creates(api, snap_id, served_from):
+    """kiln_pool_creates_total for one snapshot: creates a pooled copy
+    (served_from="pool") or a restore ("restore") served."""
+    for line in api.get("/metrics").body.decode().splitlines():
+        labels, _, value = line.partition("} ")
+        if (labels.startswith("kiln_pool_creates_total{") and f'from="{served_from}"' in labels
+                and f'snapshot="{snap_id}"' in labels):
+            return float(value)
+    return 0
+
+
 def _wait_ready(api, snap_id, n, within=60):
     deadline = time.monotonic() + within
     while _pool(api, snap_id)["ready"] != n:
@@ -183,6 +194,9 @@ def test_warm_pool(api, sandboxes, prepared, host):
         assert abs(float(api.sh(a["id"], "date +%s.%N")) - time.time()) < 0.5
         b = sandboxes.create(snapshot=sid)
         assert a["id"] != b["id"]  # each pooled copy is handed out once
+        # /metrics counts who served each create from this snapshot
+        assert _pool_creates(api, sid, "pool") == 2
+        assert _pool_creates(api, sid, "restore") == 0
         # both were taken, the pool refills in the background
         _wait_ready(api, sid, 2)
         api.sh(a["id"], "echo only-a > /workspace/a.txt")

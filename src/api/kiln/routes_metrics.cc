@@ -69,6 +69,9 @@ void AddCollectors(ApiContext& ctx) {
   metrics::AddCollector("kiln_pool_target", [&ctx](const metrics::Emit& emit) {
     for (const auto& [id, st] : ctx.sandboxes.Pools()) emit({{"snapshot", id}}, st.size);
   });
+  metrics::Describe("kiln_pool_creates_total", "counter",
+                    "Creates from a snapshot (an image's warm copy included) at its shape, by "
+                    "whether a pooled copy served them (from=pool) or a restore (from=restore).");
   metrics::Describe("kiln_pool_memory_bytes", "gauge",
                     "Host memory held by pooled copies (their shapes count against capacity).");
   metrics::AddCollector("kiln_pool_memory_bytes", [&ctx](const metrics::Emit& emit) {
