@@ -25,6 +25,11 @@ beforehand" restores the containers untimed first (the CLI's pool) and times
 + exec" times both, all at once (the CLI without a pool). They show what the
 engine alone costs for the same patterns on this machine.
 
+`tti_first_exec_pair` splits a pooled TTI under equal conditions: alternately
+(20 pairs), kiln's create and first `echo ok` in the copy it handed out, and
+the raw CLI's first `runsc exec` into a container it restored, each after the
+same 0.3 s idle (then a second command in each at once).
+
 Usage: /usr/bin/python3 bench/tti.py [--kilnd PATH] [--image-dir DIR]
                                      [--runs N] [--burst N]
 """
@@ -224,6 +229,50 @@ def bench_peer(session, image_dir, runs, burst):
     report("burst", "restore + runsc exec bash -c 'echo ok'", res, burst)
 
 
+def bench_first_exec_pair(session, rt, base, image_dir, n):
+    """kiln's share of a pooled TTI, under the same conditions: alternately,
+    kiln's first `echo ok` in a copy just handed out from the pool and the raw
+    CLI's first `runsc exec` into a container it restored, each after the
+    same 0.3 s idle, then a second command in each at once."""
+    peer = Peer(base_rootfs(image_dir), session.workdir)
+    session.on_exit("peer cleanup (pair)", peer.cleanup)
+    bundle = peer.bundle("pair", ["python3", "-c", ECHO_PY])
+    image = peer_echo_checkpoint(peer, bundle, "pair")
+    kiln_first, kiln_again, raw_first, raw_again, creates = [], [], [], [], []
+
+    def timed(fn, out):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000)
+
+    def kiln_echo(sb):
+        r = sb.exec("echo ok")
+        if r.exit_code != 0 or r.stdout.strip() != "ok":
+            raise RuntimeError(f"exec: {r.exit_code} {r.stdout!r}")
+    for _ in range(n):
+        settle(rt, base)
+        cid = peer.next_id("pair")
+        peer.start_piped(bundle, cid, image=image)
+        time.sleep(0.3)
+        box = []
+        timed(lambda: box.append(rt.sandboxes.create()), creates)
+        time.sleep(0.3)
+        timed(lambda: kiln_echo(box[0]), kiln_first)
+        timed(lambda: kiln_echo(box[0]), kiln_again)
+        box[0].stop()
+        time.sleep(0.3)
+        timed(lambda: peer_echo_ok(peer, cid), raw_first)
+        timed(lambda: peer_echo_ok(peer, cid), raw_again)
+        peer.delete(cid)
+    fig = {k: trimmed(v)["median"] for k, v in (
+        ("kilnCreate", creates), ("kilnFirstExec", kiln_first), ("kilnExecAgain", kiln_again),
+        ("runscFirstExec", raw_first), ("runscExecAgain", raw_again))}
+    log(f"tti first exec pair: {fig}")
+    emit({"bench": "tti_first_exec_pair", "runs": n, **fig,
+          "note": "alternating, each after the same 0.3 s idle: kiln's first echo ok in a pooled "
+                  "copy vs runsc exec bash -c 'echo ok' into a container the CLI restored; ms"})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kilnd", default="build/bin/kilnd")
@@ -232,6 +281,7 @@ def main():
     ap.add_argument("--burst", type=int, default=30)
     ap.add_argument("--pool-size", type=int, default=8)
     ap.add_argument("--peer-runs", type=int, default=30)
+    ap.add_argument("--pair-runs", type=int, default=20)
     args = ap.parse_args()
     rc = 0
     start_subreaper()
@@ -266,6 +316,8 @@ def main():
                       "poolSizeAfter": pool.get("size"), "wallS": round(time.monotonic() - t0, 1),
                       "note": "create() -> echo ok via kiln's Python SDK, no image named, "
                               "loopback, 5% trimmed"})
+            if pools == "auto":
+                bench_first_exec_pair(s, rt, base, args.image_dir, args.pair_runs)
             if pools == "off":
                 bench_peer(s, args.image_dir, args.peer_runs, args.burst)
         rc = rc or s.rc
