@@ -131,6 +131,10 @@ def test_a_budget_too_small_says_memory_budget_and_creates_still_restore(daemons
     assert pool["unfilledReason"] == "memory_budget", pool
     assert metric(d.api, "kiln_pool_unfilled", snapshot=snap["id"], reason="memory_budget") == 1
     assert metric(d.api, "kiln_pool_wanted", snapshot=snap["id"]) >= 1
+    # both creates were restores, and /metrics says so
+    served = {f: metric(d.api, "kiln_pool_creates_total", snapshot=snap["id"], **{"from": f})
+              for f in ("pool", "restore")}
+    assert served == {"pool": None, "restore": 2}, served
 
 
 def test_pins_survive_a_restart_and_auto_gives_the_pool_back_to_demand(daemons):
