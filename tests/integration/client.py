@@ -4,6 +4,7 @@ One new connection per request, so it is safe to share between threads.
 """
 import http.client
 import json
+import re
 import time
 import urllib.parse
 
@@ -232,3 +233,17 @@ def issue_paths(err):
     for i in issues:
         assert isinstance(i.get("path"), str) and isinstance(i.get("message"), str), f"bad issue {i!r}"
     return [i["path"] for i in issues]
+
+
+def metric(api, name, **labels):
+    """The value of the first series of `name` in /metrics whose labels include
+    `labels` (None if there is none)."""
+    text = api.get("/metrics").body.decode()
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)(\{[^}]*\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return None

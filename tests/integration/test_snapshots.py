@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from client import assert_error
+from client import assert_error, metric
 from conftest import Sandboxes
 from counter_server import counter, start_counter
 
@@ -149,12 +149,7 @@ def _pool(api, snap_id):
 def _pool_creates(api, snap_id, served_from):
     """kiln_pool_creates_total for one snapshot: creates a pooled copy
     (served_from="pool") or a restore ("restore") served."""
-    for line in api.get("/metrics").body.decode().splitlines():
-        labels, _, value = line.partition("} ")
-        if (labels.startswith("kiln_pool_creates_total{") and f'from="{served_from}"' in labels
-                and f'snapshot="{snap_id}"' in labels):
-            return float(value)
-    return 0
+    return metric(api, "kiln_pool_creates_total", snapshot=snap_id, **{"from": served_from}) or 0
 
 
 def _wait_ready(api, snap_id, n, within=60):

@@ -4,10 +4,9 @@ idle pools back to zero, refills at a low CPU weight, pins kept across a
 restart, nothing billed for copies never handed out, and a pool that cannot
 fill saying why. Each test runs a kilnd of its own (faults_util.daemons)."""
 import json
-import re
 import time
 
-from client import Client, assert_error
+from client import Client, assert_error, metric
 from faults_util import daemons, wait_for  # noqa: F401
 
 POOL_WEIGHT = 64  # engine::kPoolCpuWeight (cpu.shares)
@@ -38,18 +37,6 @@ def pool_copies(d):
     """runsc containers that are no running sandbox: the pools' copies."""
     running = {s["id"] for s in d.api.ok("GET", "/v1/sandboxes")["data"]}
     return set(d.host.runsc_ids()) - running
-
-
-def metric(api, name, **labels):
-    text = api.get("/metrics").body.decode()
-    for line in text.splitlines():
-        m = re.match(r"^(\w+)(\{[^}]*\})? (\S+)$", line)
-        if not m or m.group(1) != name:
-            continue
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-        if all(have.get(k) == v for k, v in labels.items()):
-            return float(m.group(3))
-    return None
 
 
 def test_a_create_naming_no_image_runs_the_builtin_image_from_its_pool(daemons):
