@@ -85,6 +85,16 @@ Capacity::Result Capacity::Acquire(const std::string& key, const Shape& shape,
   if (!EverFits(shape)) return Result::kNeverFits;
   std::unique_lock lock(mu_);
   if (closed_) return Result::kNoCapacity;
+  int& waiting = waiting_per_key_[key];
+  if (limits_.key_waiting > 0 && waiting >= limits_.key_waiting) return Result::kLineFull;
+  ++waiting;
+  struct Counted {  // this Acquire stops counting however it ends
+    std::map<std::string, int>& by_key;
+    const std::string& key;
+    ~Counted() {
+      if (auto it = by_key.find(key); it != by_key.end() && --it->second <= 0) by_key.erase(it);
+    }
+  } counted{waiting_per_key_, key};
   auto me = line_.emplace(line_.end());
   me->key = key;
   me->shape = shape;

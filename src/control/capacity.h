@@ -36,6 +36,9 @@ struct CapacityLimits {
   double memory_overcommit = 1.0;  // reservations may total this many times the host's
   double cpu_overcommit = 1.0;
   int key_sandboxes = 100;  // default concurrent sandboxes per key
+  // Creates of one key that may wait in line at once (0: no cap); past it
+  // Acquire answers kLineFull at once, so one key cannot fill the line.
+  int key_waiting = 256;
   // The state disk: sandboxes' disks (diskMiB, each capped by its overlay's
   // size) may total this times disk_overcommit. 0: not counted.
   int64_t host_disk_mib = 0;
@@ -60,10 +63,11 @@ class Capacity {
   Capacity(const Capacity&) = delete;
   Capacity& operator=(const Capacity&) = delete;
 
-  enum class Result { kGranted, kNoCapacity, kQuotaExceeded, kNeverFits };
+  enum class Result { kGranted, kNoCapacity, kQuotaExceeded, kNeverFits, kLineFull };
   // Reserves room for one sandbox of `shape` for `key`, waiting until
   // `deadline` in line. kNeverFits: the shape exceeds the whole host budget.
   // On a timeout, kQuotaExceeded if the key's own limit was what held it.
+  // kLineFull (at once): the key already has key_waiting creates waiting.
   // `cancelled` gives up the place in line, e.g. when the client hung up:
   // room is never granted to nobody. It must be cheap and must not block:
   // one watcher thread polls every waiter's, twice a second, under the lock.
@@ -145,6 +149,7 @@ class Capacity {
   int running_ = 0;
   int pooled_ = 0;
   std::map<std::string, int> per_key_;
+  std::map<std::string, int> waiting_per_key_;  // Acquires of each key under way
 };
 
 }  // namespace kiln::control

@@ -337,6 +337,11 @@ Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadli
                                               std::to_string(capacity_.limits().key_sandboxes) +
                                               " sandboxes")
           .WithRetryAfter(capacity_.RetryAfterSeconds());
+    case Capacity::Result::kLineFull:
+      return Status(Code::kRateLimited, "this key already has " +
+                                            std::to_string(capacity_.limits().key_waiting) +
+                                            " creates waiting for room (--key-waiting-creates)")
+          .WithRetryAfter(capacity_.RetryAfterSeconds());
     case Capacity::Result::kNoCapacity:
       if (std::lock_guard lock(mu_); closing_) return ShuttingDown();
       return Status(Code::kNoCapacity, "the host is full; retry later or wait longer")

@@ -123,6 +123,11 @@ Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
                          "this key already runs its limit of " +
                              std::to_string(capacity_.limits().key_sandboxes) + " sandboxes")
                       .WithRetryAfter(capacity_.RetryAfterSeconds()));
+    case Capacity::Result::kLineFull:
+      return fail(Status(Code::kRateLimited,
+                         "this key already has " + std::to_string(capacity_.limits().key_waiting) +
+                             " creates or wakes waiting for room; the sandbox stays paused")
+                      .WithRetryAfter(capacity_.RetryAfterSeconds()));
     case Capacity::Result::kNoCapacity:
       return fail(Status(Code::kNoCapacity, "the host is full; the sandbox stays paused")
                       .WithRetryAfter(capacity_.RetryAfterSeconds()));

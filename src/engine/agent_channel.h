@@ -37,9 +37,10 @@ class AgentStream {
   // Sends input (stdin, file content). False if the channel is gone.
   virtual bool SendData(uint8_t channel, std::string_view data, bool end) = 0;
   // Like SendData, but never more than the agent's window ahead of what it
-  // has consumed: blocks while the window is full. For ops whose agent side
-  // announces its window (egress). False once the op answered, was
-  // cancelled or the channel is gone.
+  // has consumed: blocks while the window is full, up to a deadline (then
+  // the op is cancelled). For ops whose agent side announces its window
+  // (egress, port connections). False once the op answered, was cancelled,
+  // waited past the deadline or the channel is gone.
   virtual bool SendDataWindowed(uint8_t channel, std::string_view data, bool end) = 0;
   // Grants the agent room for `bytes` more of output (flow control).
   virtual void Ack(uint32_t bytes) = 0;

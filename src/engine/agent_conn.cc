@@ -65,7 +65,14 @@ bool AgentOp::SendDataWindowed(uint8_t channel, std::string_view data, bool end)
     size_t n;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return answered_ || credit_ > 0 || data.empty(); });
+      // An agent that grants no credit (root inside can stop it, or
+      // impersonate it and never read) does not hold the sender for good.
+      if (!cv_.wait_for(lock, std::chrono::milliseconds(AgentConnection::kWindowWaitMs),
+                        [&] { return answered_ || credit_ > 0 || data.empty(); })) {
+        lock.unlock();
+        Cancel();
+        return false;
+      }
       if (answered_) return false;
       n = std::min<uint64_t>(data.size(), credit_);
       credit_ -= n;

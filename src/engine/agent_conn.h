@@ -81,6 +81,9 @@ class AgentConnection : public AgentChannel, public std::enable_shared_from_this
   // Output past the window: what the agent read before it saw the window
   // close (a read of each of stdout and stderr, at most a frame each).
   static constexpr size_t kWindowSlack = 256u << 10;
+  // How long SendDataWindowed waits for the agent to grant credit before
+  // it gives the stream up (cancelled, false).
+  static constexpr int kWindowWaitMs = 30000;
 
   // Opens the FIFOs, starts a session and waits for the agent's sync marker.
   // `label` names the sandbox in log lines.

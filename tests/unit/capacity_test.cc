@@ -344,3 +344,31 @@ TEST(CapacityTest, AHandedOutCopyPassesItsRoomToTheKey) {
 }  // namespace
 }  // namespace capacity_test
 }  // namespace kiln::control
+
+namespace kiln::control {
+namespace capacity_test {
+namespace {
+
+TEST(CapacityTest, AKeysWaitingCreatesAreCappedAndOtherKeysStillWait) {
+  CapacityLimits l = Host(512);
+  l.key_waiting = 2;
+  Capacity c(l);
+  ASSERT_EQ(c.Acquire("a", Mib(512), Clock::now()), Capacity::Result::kGranted);
+  std::vector<std::thread> waiting;
+  for (const char* key : {"a", "a", "b"})
+    waiting.emplace_back([&c, key] { c.Acquire(key, Mib(512), Clock::now() + milliseconds(800)); });
+  ASSERT_TRUE(WaitUntil([&] { return c.stats().waiting == 3; }));
+  // A third of a's is refused at once; b's line is its own.
+  auto t0 = Clock::now();
+  EXPECT_EQ(c.Acquire("a", Mib(512), Clock::now() + std::chrono::seconds(5)),
+            Capacity::Result::kLineFull);
+  EXPECT_LT(Clock::now() - t0, milliseconds(500));
+  for (auto& t : waiting) t.join();
+  // Once they gave up, a may wait again.
+  EXPECT_EQ(c.Acquire("a", Mib(512), Clock::now() + milliseconds(20)),
+            Capacity::Result::kNoCapacity);
+}
+
+}  // namespace
+}  // namespace capacity_test
+}  // namespace kiln::control
