@@ -36,6 +36,7 @@
 #include "images/manager/image_request.h"
 #include "images/manager/image_storage.h"
 #include "images/parse/image_ref.h"
+#include "images/parse/registry_pattern.h"
 #include "store/image_catalog.h"
 #include "store/snapshot_transfer.h"
 
@@ -52,10 +53,10 @@ struct ImageManagerOptions {
   // addresses (registry_network.h); null = the system's resolver.
   egress::Resolver* resolver = nullptr;
   egress::HostAddresses* host_addresses = nullptr;
-  // --allow-registry: registries (a host name or address, any port) pulled
+  // --allow-registry: registries (a host on any port, or host:port) pulled
   // from directly, also when private or on loopback; plain HTTP for those
   // on loopback. Any other registry: HTTPS to public addresses only.
-  std::vector<std::string> allowed_registries;
+  std::vector<RegistryPattern> allowed_registries;
   uint64_t context_quota_bytes = 2ull << 30;  // --context-storage-mib, per key
 };
 

@@ -1,4 +1,5 @@
 // ImageManager: reading, naming and deleting images; contexts; registries.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -299,12 +300,8 @@ void ImageManager::ExpireContexts() {
 }
 
 bool ImageManager::RegistryAllowed(const ImageRef& ref) const {
-  std::string host = ref.Host();
-  for (std::string allowed : options_.allowed_registries) {
-    for (char& c : allowed) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!host.empty() && host == allowed) return true;
-  }
-  return false;
+  return std::any_of(options_.allowed_registries.begin(), options_.allowed_registries.end(),
+                     [&](const RegistryPattern& p) { return p.Matches(ref); });
 }
 
 std::set<LayerId> ImageManager::LayersOf(const std::string& owner) {

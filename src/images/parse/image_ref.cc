@@ -137,6 +137,17 @@ std::string ImageRef::Host() const {
   return out;
 }
 
+std::optional<int> ImageRef::Port() const {
+  std::string_view host, port;
+  if (!SplitHostPort(domain, &host, &port) || port.empty() || port.size() > 5) return std::nullopt;
+  int n = 0;
+  for (char c : port) {
+    if (!IsDigit(c)) return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
 bool ImageRef::IsLoopback() const {
   std::string_view host, port;
   if (!SplitHostPort(domain, &host, &port)) return false;

@@ -48,6 +48,8 @@ struct ImageRef {
   bool IsLoopback() const;
   // The registry's host, lower case, without its port or v6 brackets.
   std::string Host() const;
+  // The port the reference names, if it names one.
+  std::optional<int> Port() const;
   bool operator==(const ImageRef&) const = default;
 };
 // kInvalidRequest naming what is wrong (the domain, a path component, the tag,
