@@ -37,6 +37,7 @@ struct PortSettings {
   std::string url_scheme = "http";
   std::string url_port;                  // "" for the scheme's default port
   bool allow_public = false;             // --allow-public-previews
+  int relay_idle_ms = 600000;            // --relay-idle-seconds
   StreamLimiter* connections = nullptr;  // per sandbox; null: no cap
 };
 

@@ -80,8 +80,7 @@ bool ApiFront::AuthenticateTicket(Exchange& ex) {
   auto key = key_id ? keys_.Get(*key_id) : std::nullopt;
   if (!key || key->revoked_ms) {
     SetCaller(ex, Caller{});
-    std::string addr = ex.peer_address();
-    Limit("ip:" + addr, "client " + (addr.empty() ? std::string("(unknown)") : addr));
+    LimitAddress(ex);
     throw ApiError(Code::kUnauthorized,
                    "the terminal ticket is unknown, used, expired or for another sandbox: "
                    "ask for a new one (POST /v1/sandboxes/{id}/terminal-tickets)");
@@ -91,13 +90,15 @@ bool ApiFront::AuthenticateTicket(Exchange& ex) {
   return true;
 }
 
+void ApiFront::LimitAddress(const Exchange& ex) {
+  std::string addr = ex.peer_address();
+  Limit("ip:" + addr, "client " + (addr.empty() ? std::string("(unknown)") : addr));
+}
+
 void ApiFront::Authenticate(Exchange& ex) {
   // Callers without a valid key are limited by address: guessing keys
   // spends the guesser's own bucket, not anyone's key's.
-  auto by_address = [&] {
-    std::string addr = ex.peer_address();
-    Limit("ip:" + addr, "client " + (addr.empty() ? std::string("(unknown)") : addr));
-  };
+  auto by_address = [&] { LimitAddress(ex); };
   if (Unauthenticated(ex)) {
     SetCaller(ex, Caller{});
     by_address();
@@ -206,8 +207,11 @@ void ApiFront::Handle(Exchange& ex) {
   int64_t t0 = MonotonicNowMs();
   std::string route = router_.PatternFor(ex.path());
   try {
-    if (host_handler_ && host_handler_(ex)) {
+    if (host_claims_ && host_claims_(ex)) {
       route = "{port}-{id} host";
+      SetCaller(ex, Caller{});
+      LimitAddress(ex);
+      host_handler_(ex);
     } else {
       Authenticate(ex);
       Dispatch(ex);

@@ -29,9 +29,13 @@ class ApiFront {
       : router_(router), keys_(keys), idempotency_(idempotency), limiter_(limiter) {}
 
   void Handle(Exchange& ex);
-  // Requests a host-name handler claims (it answers true) are its own: a
-  // sandbox's port by {port}-{id}.{domain}, authenticated there.
-  void SetHostHandler(std::function<bool(Exchange&)> handler) {
+  // Requests `claims` says are the host handler's are its own: a sandbox's
+  // port by {port}-{id}.{domain}, or E2B's sandbox plane, authenticated
+  // there by tokens. They still take from the client address's rate
+  // bucket first, as any request without a key does.
+  void SetHostHandler(std::function<bool(const Exchange&)> claims,
+                      std::function<void(Exchange&)> handler) {
+    host_claims_ = std::move(claims);
     host_handler_ = std::move(handler);
   }
   // A vendor's front under `prefix` (E2B's "/e2b/"): where its clients put
@@ -51,6 +55,8 @@ class ApiFront {
 
  private:
   void Authenticate(Exchange& ex);
+  // 429 once the client address of a request without a key is over its rate.
+  void LimitAddress(const Exchange& ex);
   // True when `ex` is a terminal handshake that carried a ticket: its
   // caller is then the ticket's key (or it throws 401).
   bool AuthenticateTicket(Exchange& ex);
@@ -67,7 +73,8 @@ class ApiFront {
   RateLimiter* limiter_;
   const Dialect* DialectOf(const Exchange& ex) const;
 
-  std::function<bool(Exchange&)> host_handler_;
+  std::function<bool(const Exchange&)> host_claims_;
+  std::function<void(Exchange&)> host_handler_;
   std::vector<Dialect> dialects_;
   TerminalTickets* tickets_ = nullptr;
 };

@@ -7,10 +7,12 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -18,6 +20,7 @@
 #include <optional>
 #include <thread>
 
+#include "api/beast_websocket.h"
 #include "api/errors.h"
 #include "api/json_body.h"
 #include "api/request_target.h"
@@ -38,164 +41,6 @@ namespace {
 // with its checkpoint); each route that reads a body caps its own, and one
 // that does not read it closes the connection rather than drain it.
 constexpr uint64_t kMaxBody = 64ull << 30;
-
-// Beast's websocket stream, driven asynchronously by an io_context of its
-// own that Run turns on the connection's thread: other threads only post
-// to it, so the stream is only ever touched by one thread.
-class BeastWebSocket : public WebSocket {
- public:
-  // Takes a duplicate of the connection's descriptor: the HTTP side keeps
-  // its own (kilnd's drain still ends this connection by shutting it down).
-  bool Attach(const tcp& protocol, int fd) {
-    boost::system::error_code ec;
-    ws_.next_layer().assign(protocol, fd, ec);
-    if (ec) ::close(fd);
-    return !ec;
-  }
-
-  template <class Request>
-  bool Accept(const Request& req, const std::string& request_id) {
-    // The one subprotocol kiln speaks by name: a browser that offered it
-    // (with a terminal ticket beside it) fails the socket unless it is
-    // chosen. Other offers are left unanswered, as RFC 6455 allows.
-    bool terminal = false;
-    std::string_view offered(req[boost::beast::http::field::sec_websocket_protocol]);
-    for (size_t at = 0; at != std::string_view::npos;) {
-      size_t comma = offered.find(',', at);
-      std::string_view item =
-          offered.substr(at, comma == std::string_view::npos ? comma : comma - at);
-      while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-      while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-      terminal = terminal || item == "runtime.terminal.v1";
-      at = comma == std::string_view::npos ? comma : comma + 1;
-    }
-    ws_.set_option(
-        websocket::stream_base::decorator([request_id, terminal](websocket::response_type& res) {
-          res.set("x-request-id", request_id);
-          if (terminal)
-            res.set(boost::beast::http::field::sec_websocket_protocol, "runtime.terminal.v1");
-        }));
-    // No idle timeout: a terminal may sit unused for hours. The close
-    // handshake and the opening one still time out.
-    websocket::stream_base::timeout timeouts{};
-    timeouts.handshake_timeout = std::chrono::seconds(30);
-    timeouts.idle_timeout = websocket::stream_base::none();
-    timeouts.keep_alive_pings = false;
-    ws_.set_option(timeouts);
-    ws_.read_message_max(1 << 20);
-    // Each message as one frame: Beast would cut them into 4 KiB fragments,
-    // and clients that read a frame as a message (withruntime's tunnel
-    // client) then read garbage.
-    ws_.auto_fragment(false);
-    boost::system::error_code ec;
-    ws_.accept(req, ec);
-    return !ec;
-  }
-
-  void Run(const std::function<void(std::string_view, bool)>& on_message) override {
-    on_message_ = &on_message;
-    Read();
-    ioc_.run();
-    std::lock_guard lock(mu_);
-    open_ = false;
-    room_.notify_all();
-  }
-
-  bool Send(std::string data, bool binary) override {
-    std::unique_lock lock(mu_);
-    // The io thread itself (a reply from on_message) must not wait: only
-    // it makes room. So the 1 MiB bound holds for other threads only.
-    // A client that reads nothing for kSendWaitS gets no more: the sender
-    // (a terminal's output pump) must not wait on it forever.
-    if (!ioc_.get_executor().running_in_this_thread() &&
-        !room_.wait_for(lock, std::chrono::seconds(kSendWaitS),
-                        [this] { return !open_ || queued_ < kMaxQueued; })) {
-      lock.unlock();
-      net::post(ioc_, [this] { Ended(); });
-      return false;
-    }
-    if (!open_) return false;
-    queued_ += data.size();
-    lock.unlock();
-    net::post(ioc_, [this, data = std::move(data), binary]() mutable {
-      queue_.push_back(Out{std::move(data), binary, std::nullopt});
-      Write();
-    });
-    return true;
-  }
-
-  void Close(uint16_t code, const std::string& reason) override {
-    net::post(ioc_, [this, code, reason] {
-      queue_.push_back(Out{
-          "", false, websocket::close_reason(static_cast<websocket::close_code>(code), reason)});
-      Write();
-    });
-  }
-
- private:
-  static constexpr size_t kMaxQueued = 1 << 20;
-  static constexpr int kSendWaitS = 60;
-  struct Out {
-    std::string data;
-    bool binary;
-    std::optional<websocket::close_reason> close;  // a close frame instead of a message
-  };
-
-  void Read() {
-    ws_.async_read(in_, [this](boost::system::error_code ec, size_t) {
-      if (ec) return Ended();
-      std::string data = boost::beast::buffers_to_string(in_.data());
-      in_.consume(in_.size());
-      (*on_message_)(data, ws_.got_binary());
-      Read();
-    });
-  }
-
-  // One write at a time (Beast's rule); the next starts from its handler.
-  void Write() {
-    if (writing_ || queue_.empty() || closing_) return;
-    writing_ = true;
-    Out& out = queue_.front();
-    if (out.close) {
-      closing_ = true;
-      ws_.async_close(*out.close, [this](boost::system::error_code) { writing_ = false; });
-      return;
-    }
-    ws_.binary(out.binary);
-    ws_.async_write(net::buffer(out.data), [this](boost::system::error_code ec, size_t n) {
-      writing_ = false;
-      queue_.pop_front();
-      {
-        std::lock_guard lock(mu_);
-        queued_ -= n <= queued_ ? n : queued_;
-        room_.notify_all();
-      }
-      if (ec) return Ended();
-      Write();
-    });
-  }
-
-  // The peer is gone or closed: nothing more will be read or written.
-  void Ended() {
-    std::lock_guard lock(mu_);
-    open_ = false;
-    room_.notify_all();
-    boost::system::error_code ec;
-    ws_.next_layer().cancel(ec);
-  }
-
-  net::io_context ioc_;
-  websocket::stream<tcp::socket> ws_{ioc_};
-  boost::beast::flat_buffer in_;
-  const std::function<void(std::string_view, bool)>* on_message_ = nullptr;
-  std::deque<Out> queue_;  // the io thread's only
-  bool writing_ = false;
-  bool closing_ = false;
-  std::mutex mu_;  // guards open_ and queued_, shared with senders
-  std::condition_variable room_;
-  bool open_ = true;
-  size_t queued_ = 0;
-};
 
 // The socket as Beast's SyncReadStream for a request's thread, with a
 // progress deadline: a read that gets no byte for `timeout_ms` fails with
@@ -235,15 +80,25 @@ class TimedReader {
   bool* timed_out_;
 };
 
-// The socket as Beast's SyncWriteStream for a request's thread, with a
-// progress deadline: a client that stops reading its answer holds the
-// thread and the answer for at most `timeout_ms` without a byte taken,
-// then the write fails with timed_out (Asio's blocking writes wait forever).
+// The socket as Beast's SyncWriteStream for a request's thread, with
+// deadlines: a client that stops reading its answer holds the thread and
+// the answer for at most `timeout_ms` without a byte taken, and one that
+// reads slowly gets `timeout_ms` plus a second per kMinRate bytes for each
+// whole write (Arm), so a trickle cannot hold a stream for ever either.
+// Past either the write fails with timed_out (Asio's blocking writes wait
+// forever).
 class TimedWriter {
  public:
   using executor_type = tcp::socket::executor_type;
+  static constexpr size_t kMinRate = 16 * 1024;  // bytes a second
   TimedWriter(tcp::socket& sock, int timeout_ms) : sock_(sock), timeout_ms_(timeout_ms) {}
   executor_type get_executor() { return sock_.get_executor(); }
+
+  // The next write of `bytes` (all of it) must be done by its deadline.
+  void Arm(size_t bytes) {
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_) +
+                std::chrono::milliseconds(bytes * 1000 / kMinRate);
+  }
 
   template <class Buffers>
   size_t write_some(const Buffers& buffers, boost::system::error_code& ec) {
@@ -268,10 +123,17 @@ class TimedWriter {
         ec = boost::system::error_code(errno, boost::system::system_category());
         return 0;
       }
+      int wait_ms = timeout_ms_;
+      if (deadline_) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        *deadline_ - std::chrono::steady_clock::now())
+                        .count();
+        wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, timeout_ms_));
+      }
       pollfd p{sock_.native_handle(), POLLOUT, 0};
       int ready;
       do {
-        ready = ::poll(&p, 1, timeout_ms_);
+        ready = ::poll(&p, 1, wait_ms);
       } while (ready < 0 && errno == EINTR);
       if (ready == 0) {
         ec = net::error::timed_out;
@@ -290,6 +152,7 @@ class TimedWriter {
  private:
   tcp::socket& sock_;
   int timeout_ms_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
 };
 
 // What a request's thread gets from the I/O thread: the parsed headers,
@@ -301,6 +164,7 @@ struct Arrived {
   std::string& early_body;
   std::string peer;
   int body_timeout_ms;
+  WebSocketLimits websocket;
 };
 
 // The connection's socket handed to a relaying handler: bytes the parser
@@ -337,6 +201,7 @@ class BeastRawConnection : public RawConnection {
 
   bool Write(std::string_view data) override {
     boost::system::error_code ec;
+    writer_.Arm(data.size());
     net::write(writer_, net::buffer(data.data(), data.size()), ec);
     return !ec;
   }
@@ -359,7 +224,8 @@ class BeastExchange : public Exchange {
         peer_(in.peer),
         reader_(in.sock, in.body_timeout_ms, &body_timed_out_),
         writer_(in.sock, in.body_timeout_ms),
-        body_timeout_s_(in.body_timeout_ms / 1000) {
+        body_timeout_s_(in.body_timeout_ms / 1000),
+        websocket_(in.websocket) {
     const auto& req = parser_.get();
     method_ = std::string(req.method_string());
     request_id_ = "req_" + NewUuid();
@@ -434,8 +300,16 @@ class BeastExchange : public Exchange {
   }
   bool body_error() const override { return body_error_; }
 
+  // Read once; a later call with a smaller cap (a route's own, after the
+  // idempotency layer read the body under the largest) still refuses a
+  // body over it.
   json JsonBody(size_t max_bytes) override {
     if (!json_body_) json_body_ = ReadJsonBody(max_bytes);
+    if (json_body_size_ > max_bytes) {
+      keep_alive_ = false;
+      throw ApiError(Code::kPayloadTooLarge,
+                     "the JSON body is larger than " + std::to_string(max_bytes) + " bytes");
+    }
     return *json_body_;
   }
 
@@ -458,6 +332,7 @@ class BeastExchange : public Exchange {
       throw ApiError(Code::kRequestTimeout, "body: no byte of the request body arrived for " +
                                                 std::to_string(body_timeout_s_) + " s");
     if (body_error_) throw ApiError(Code::kInvalidRequest, "body: the request body ended early");
+    json_body_size_ = body.size();
     return ParseJsonBody(body);
   }
 
@@ -488,6 +363,7 @@ class BeastExchange : public Exchange {
     res.body() = std::string(body);
     res.prepare_payload();
     boost::system::error_code ec;
+    writer_.Arm(body.size() + 1024);
     http::write(writer_, res, ec);
     if (ec) keep_alive_ = false;
   }
@@ -508,6 +384,7 @@ class BeastExchange : public Exchange {
     res.chunked(true);
     http::response_serializer<http::empty_body> sr{res};
     boost::system::error_code ec;
+    writer_.Arm(4096);
     http::write_header(writer_, sr, ec);
     if (ec) keep_alive_ = false;
     return !ec;
@@ -517,6 +394,7 @@ class BeastExchange : public Exchange {
     if (!keep_alive_ && stream_broken_) return false;
     if (data.empty()) return true;
     boost::system::error_code ec;
+    writer_.Arm(data.size() + 32);
     net::write(writer_, http::make_chunk(net::buffer(data.data(), data.size())), ec);
     if (ec) {
       stream_broken_ = true;
@@ -527,6 +405,7 @@ class BeastExchange : public Exchange {
 
   void EndStream() override {
     boost::system::error_code ec;
+    writer_.Arm(32);
     if (!stream_broken_) net::write(writer_, http::make_chunk_last(), ec);
     if (ec) keep_alive_ = false;
     streaming_ = false;
@@ -554,7 +433,7 @@ class BeastExchange : public Exchange {
     boost::system::error_code ec;
     auto local = sock_.local_endpoint(ec);
     if (ec) return nullptr;
-    auto ws = std::make_unique<BeastWebSocket>();
+    auto ws = std::make_unique<BeastWebSocket>(websocket_);
     int fd = fcntl(sock_.native_handle(), F_DUPFD_CLOEXEC, 0);
     if (fd < 0 || !ws->Attach(local.protocol(), fd)) return nullptr;
     if (!ws->Accept(parser_.get(), request_id_)) return nullptr;
@@ -599,9 +478,11 @@ class BeastExchange : public Exchange {
   TimedReader reader_;
   TimedWriter writer_;
   int body_timeout_s_;
+  WebSocketLimits websocket_;
   std::string method_, path_, request_id_;
   std::vector<std::pair<std::string, std::string>> query_;
   std::optional<json> json_body_;
+  size_t json_body_size_ = 0;
   std::string sent_json_;
   bool keep_alive_ = true;
   bool responded_ = false;
@@ -808,7 +689,9 @@ class HttpServer::Impl::Conn : public std::enable_shared_from_this<Conn> {
     bool keep_alive = false;
     {
       BeastExchange ex(Arrived{sock_, buf_, *parser_, early_body_, peer_,
-                               impl_.limits.request_timeout_s * 1000});
+                               impl_.limits.request_timeout_s * 1000,
+                               WebSocketLimits{.write_timeout_s = impl_.limits.request_timeout_s,
+                                               .idle_timeout_s = impl_.limits.websocket_idle_s}});
       try {
         ex.ParseTarget();
         impl_.handler(ex);

@@ -35,7 +35,9 @@ class WebSocket {
   // writes go out meanwhile.
   virtual void Run(const std::function<void(std::string_view data, bool binary)>& on_message) = 0;
   // Queues one message. Blocks while more than 1 MiB is queued (a slow
-  // client slows the sender). False once the connection has ended.
+  // client slows the sender), up to the server's request timeout; past it,
+  // or past 1 MiB when called from on_message (a reply), the client is cut.
+  // False once the connection has ended.
   virtual bool Send(std::string data, bool binary) = 0;
   // Sends a close frame after what is queued; Run returns once the client
   // answers it (or after 30 s).
@@ -159,6 +161,9 @@ struct ServerLimits {
   // Open connections from one client address; past it that address's new
   // ones get 503 server_busy, and every other address still gets in.
   int max_connections_per_address = 2048;
+  // A WebSocket from which nothing (not even a pong to kilnd's ping at half
+  // this) arrives for this long is closed.
+  int websocket_idle_s = 60;
 };
 
 class HttpServer {

@@ -16,9 +16,6 @@ namespace http = boost::beast::http;
 
 namespace {
 
-// How long the server may go on after the client ended its side.
-constexpr int kAfterClientEndMs = 300000;
-
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -57,6 +54,31 @@ std::string WithoutCookie(const std::string& header, const std::string& name) {
   return out;
 }
 
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+bool KilnCredentialHeader(const std::string& name, const std::string& value) {
+  static const std::vector<std::string> kAlways = {"x-api-key", "x-kiln-preview-token",
+                                                   "x-runtime-preview-token", "x-access-token",
+                                                   "e2b-traffic-access-token"};
+  if (Has(kAlways, name)) return true;
+  if (name != "authorization") return false;
+  // A kiln key (or E2B's spelling of one), valid or not: a guess at another
+  // tenant's key is as much a secret to keep from the sandbox.
+  size_t space = value.find(' ');
+  if (space == std::string::npos || Lower(value.substr(0, space)) != "bearer") return false;
+  size_t at = value.find_first_not_of(' ', space);
+  std::string token = at == std::string::npos ? "" : value.substr(at);
+  return token.starts_with("kiln_") || token.starts_with("e2b_");
+}
+
+namespace {
+
 // The request head the server gets; *upgrade says whether it asks for one.
 std::string RequestHead(Exchange& ex, const ProxyRequest& r, bool* upgrade, bool* chunked) {
   http::request<http::empty_body> req;
@@ -81,9 +103,11 @@ std::string RequestHead(Exchange& ex, const ProxyRequest& r, bool* upgrade, bool
                                                      "x-forwarded-prefix"};
   for (const auto& [name, value] : ex.Headers()) {
     std::string key = Lower(name);
-    if (Has(kHopByHop, key) || Has(connection, key) || Has(r.drop_headers, key)) continue;
-    if (key == "cookie" && !r.drop_cookie.empty()) {
-      std::string kept = WithoutCookie(value, r.drop_cookie);
+    if (Has(kHopByHop, key) || Has(connection, key) || Has(r.drop_headers, key) ||
+        KilnCredentialHeader(key, value))
+      continue;
+    if (key == "cookie") {
+      std::string kept = WithoutCookie(value, kPreviewTokenCookie);
       if (!kept.empty()) req.insert(name, kept);
       continue;
     }
@@ -171,6 +195,10 @@ void ProxyHttp(Exchange& ex, const io::SandboxIo& io, const ProxyRequest& r) {
   std::unique_ptr<RawConnection> raw = ex.TakeRaw(502);
   if (!raw) throw ApiError(Code::kInternal, "this connection cannot be relayed");
 
+  // Any byte either way moves the idle deadline.
+  std::atomic<int64_t> last_byte_ms{SteadyMs()};
+  auto idle = [&] { return SteadyMs() - last_byte_ms.load() > r.idle_ms; };
+
   // The server's bytes to the client, on a thread of their own so that an
   // answer that starts before the request's body ended is not held up.
   std::atomic<bool> over{false};
@@ -178,8 +206,14 @@ void ProxyHttp(Exchange& ex, const io::SandboxIo& io, const ProxyRequest& r) {
     std::string data;
     bool end = false, first = true;
     for (;;) {
-      auto got = conn.Receive(&data, &end, -1);
+      auto got = conn.Receive(&data, &end, 1000);
+      if (got == io::PortConnection::Got::kTimeout) {
+        if (!idle()) continue;
+        conn.Cancel();
+        break;
+      }
       if (got != io::PortConnection::Got::kData) break;
+      last_byte_ms = SteadyMs();
       if (first && !data.empty()) {
         first = false;
         ex.NoteStatus(StatusOf(data));
@@ -198,9 +232,11 @@ void ProxyHttp(Exchange& ex, const io::SandboxIo& io, const ProxyRequest& r) {
   // follows it.
   std::string chunk;
   bool ok = true;
-  while (ok && ex.ReadBodyChunk(&chunk)) ok = conn.Send(chunked ? Chunk(chunk) : chunk);
+  while (ok && ex.ReadBodyChunk(&chunk)) {
+    last_byte_ms = SteadyMs();
+    ok = conn.Send(chunked ? Chunk(chunk) : chunk);
+  }
   if (ex.body_error()) {
-    conn.Cancel();
     ok = false;
   } else if (ok && chunked) {
     ok = conn.Send("0\r\n\r\n");
@@ -208,21 +244,27 @@ void ProxyHttp(Exchange& ex, const io::SandboxIo& io, const ProxyRequest& r) {
   while (ok && !over) {
     std::string data;
     auto got = raw->Read(&data, 1000);
-    if (got == RawConnection::Got::kTimeout) continue;
+    if (got == RawConnection::Got::kTimeout) {
+      if (idle()) break;
+      continue;
+    }
     if (got == RawConnection::Got::kEnded) {
-      // The client ended its side (or left: writing to it will tell). An
-      // upgraded stream passes the end on; the server still gets a while
-      // to finish, then the connection is cut.
-      if (upgrade) conn.Send("", /*end=*/true);
+      // The client ended its side. A plain request's client has left (as a
+      // reverse proxy reads it): its server is cut now, so a server that
+      // never answers holds nothing. An upgraded stream passes the end on,
+      // and its server gets a while to finish.
+      if (!upgrade) break;
+      conn.Send("", /*end=*/true);
       for (int i = 0; i < kAfterClientEndMs / 100 && !over; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       break;
     }
+    last_byte_ms = SteadyMs();
     // Past a plain request, bytes are a pipelined request: the server was
     // asked to close, so they are dropped.
     if (upgrade) ok = conn.Send(data);
   }
-  if (!ok) conn.Cancel();
+  if (!over) conn.Cancel();
   back.join();
 }
 

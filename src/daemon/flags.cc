@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "images/parse/registry_pattern.h"
+
 namespace kiln::daemon {
 
 int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, std::ostream& err) {
@@ -83,12 +85,24 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "where the local admin key is kept (default STATE_DIR/admin.key)");
   app.add_option("--request-timeout-seconds", f->request_timeout_s,
                  "a request's headers (and a JSON body) must arrive within this; a body must "
-                 "progress within it (else 408)")
+                 "progress within it (else 408); an answer, a streamed chunk or a WebSocket "
+                 "message must be taken within it (plus a second per 16 KiB), else the "
+                 "connection is cut")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
   app.add_option("--idle-timeout-seconds", f->idle_timeout_s,
                  "keep-alive connections with no request for this long are closed")
       ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--websocket-idle-seconds", f->websocket_idle_s,
+                 "a WebSocket from which nothing arrives for this long is closed; kilnd pings "
+                 "at half of it, so a client that answers pings stays up")
+      ->check(CLI::Range(2, 86400))
+      ->capture_default_str();
+  app.add_option("--key-waiting-creates", f->key_waiting_creates,
+                 "creates of one API key that may wait for room at once; past it a create "
+                 "answers 429 at once")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-connections", f->max_connections,
                  "open connections at once, idle ones included (past it: 503 server_busy)")
@@ -121,6 +135,11 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
   app.add_option("--console-dir", f->console_dir,
                  "the web console's built files, served at /ui (default: ../console from "
                  "kilnd's folder, else the repo's build/console)");
+  app.add_option("--relay-idle-seconds", f->relay_idle_s,
+                 "an HTTP request relayed into a sandbox's port (an upgraded WebSocket too) "
+                 "with no byte either way for this long is cut")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_option("--sandboxfusion-image", f->sandboxfusion_image,
                  "the image SandboxFusion's run_code runs programs in: a name or reference "
                  "resolved under the caller's key")
@@ -133,6 +152,17 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "programs SandboxFusion's front runs at once; more wait their turn, since its "
                  "timeouts are wall-clock (0: two per host CPU)")
       ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--sandboxfusion-key-concurrency", f->sandboxfusion_key_concurrency,
+                 "of those, the most one API key holds at once, so other keys find a slot "
+                 "(0: three quarters, at least 1; equal to --sandboxfusion-concurrency for a "
+                 "single trainer's key)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--sandboxfusion-queue", f->sandboxfusion_queue,
+                 "programs of one API key that may wait for a slot at once (past it: 429); a "
+                 "waiting program's body is read only once it has its slot")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--preview-domain", f->preview_domain,
                  "host names {port}-{sandbox}.DOMAIN on kilnd's listener reach a sandbox's port "
@@ -152,8 +182,13 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
   app.add_flag("--allow-public-previews", f->allow_public_previews,
                "let keys share a port publicly (no token); off, every preview needs its token");
   app.add_option("--allow-registry", f->allowed_registries,
-                 "a registry host pulled from directly though it is private or on loopback "
-                 "(plain HTTP on loopback); repeat for more. Others: HTTPS, public addresses only");
+                 "a registry pulled from directly though it is private or on loopback (plain "
+                 "HTTP on loopback): HOST (any port) or HOST:PORT ([V6]:PORT), that port only; "
+                 "repeat for more. Others: HTTPS, public addresses only")
+      ->check([](const std::string& v) -> std::string {
+        auto p = kiln::images::ParseRegistryPattern(v);
+        return p.ok() ? "" : p.status().message();
+      });
   app.add_option("--test-resolver-file", f->test_resolver_file,
                  "tests only: egress names resolved from this file, not DNS");
   app.add_flag("--version", f->version, "print kiln's version and the runsc it uses, and exit");

@@ -43,8 +43,11 @@ struct Flags {
   double rate_limit = 0;                   // requests/s per API key (and address); 0: off
   int rate_burst = 0;                      // 0: 2 x rate
   int max_streams_per_sandbox = 64;        // long-lived streams open on one sandbox
+  int websocket_idle_s = 60;               // a WebSocket with nothing from its client
+  int key_waiting_creates = 256;           // creates of one key waiting for room
   // Reaching in (ports, previews, tunnels).
   int max_port_connections = 256;            // open connections into one sandbox's ports
+  int relay_idle_s = 600;                    // a relay with no byte either way
   std::string preview_domain = "localhost";  // {port}-{id}.<this> reaches a port
   std::string preview_url;                   // how preview URLs start; default http://, listen port
   bool allow_public_previews = false;
@@ -53,6 +56,8 @@ struct Flags {
   std::string sandboxfusion_image = "sandboxfusion";
   int sandboxfusion_pool = 2;
   int sandboxfusion_concurrency = 0;
+  int sandboxfusion_key_concurrency = 0;  // 0: three quarters of the above
+  int sandboxfusion_queue = 256;          // requests of one key waiting for a slot
   // Registries pulled from directly (private or loopback ones; plain HTTP
   // on loopback): a host name or address each. Others: HTTPS to public
   // addresses only, through a network of the pull's own.

@@ -90,6 +90,7 @@ kiln::api::PortSettings PortSettingsFrom(const kiln::daemon::Flags& flags) {
   p.domain = flags.preview_domain;
   for (char& c : p.domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   p.allow_public = flags.allow_public_previews;
+  p.relay_idle_ms = flags.relay_idle_s * 1000;
   std::string url = flags.preview_url;
   if (url.empty()) {
     p.url_port = flags.listen.substr(flags.listen.rfind(':') + 1);
@@ -201,6 +202,7 @@ int main(int argc, char** argv) {
   limits.disk_overcommit = flags.disk_overcommit;
   limits.cpu_overcommit = flags.cpu_overcommit;
   limits.key_sandboxes = flags.key_sandboxes;
+  limits.key_waiting = flags.key_waiting_creates;
   try {
     if (!flags.prices.empty()) {
       std::ifstream f(flags.prices);
@@ -272,7 +274,8 @@ int main(int argc, char** argv) {
     server = std::make_unique<kiln::api::HttpServer>(
         flags.listen, [&front_ptr](kiln::api::Exchange& ex) { front_ptr->Handle(ex); },
         kiln::api::ServerLimits{flags.request_timeout_s, flags.idle_timeout_s,
-                                flags.max_connections, flags.max_connections_per_address});
+                                flags.max_connections, flags.max_connections_per_address,
+                                flags.websocket_idle_s});
     server->Listen();
   } catch (const std::exception& e) {
     kiln::LogError("cannot serve", {{"listen", flags.listen}, {"error", e.what()}});
@@ -297,7 +300,8 @@ int main(int argc, char** argv) {
   image_options.context_quota_bytes = static_cast<uint64_t>(flags.context_storage_mib) << 20;
   image_options.resolver = &egress.resolver();
   image_options.host_addresses = &egress.host_addresses();
-  image_options.allowed_registries = flags.allowed_registries;
+  for (const std::string& allowed : flags.allowed_registries)  // checked by ParseFlags
+    image_options.allowed_registries.push_back(*kiln::images::ParseRegistryPattern(allowed));
   image_options.warm_shape = kiln::Shape{static_cast<int>(kiln::contract::kVcpu.def),
                                          static_cast<int>(kiln::contract::kMemoryMiB.def),
                                          static_cast<int>(kiln::contract::kDiskMiB.def)};
@@ -343,6 +347,8 @@ int main(int argc, char** argv) {
   sandboxfusion.image = flags.sandboxfusion_image;
   sandboxfusion.pool_size = flags.sandboxfusion_pool;
   sandboxfusion.concurrency = flags.sandboxfusion_concurrency;
+  sandboxfusion.key_concurrency = flags.sandboxfusion_key_concurrency;
+  sandboxfusion.queue = flags.sandboxfusion_queue;
   kiln::api::AddSandboxFusionRoutes(router, ctx, sandboxfusion);
   auto console_files = kiln::api::ConsoleFiles::Load(flags.console_dir);
   if (!console_files.ok()) {
@@ -352,9 +358,18 @@ int main(int argc, char** argv) {
   kiln::api::AddConsoleRoutes(router, *console_files);
   kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
   kiln::api::ApiFront front(router, keys, idempotency, &rate_limiter);
-  front.SetHostHandler([&ctx](kiln::api::Exchange& ex) {
-    return kiln::api::ServeE2bSandbox(ctx, ex) || kiln::api::ServePortHost(ctx, ex);
-  });
+  front.SetHostHandler(
+      [&ctx](const kiln::api::Exchange& ex) {
+        const std::string& path = ex.path();
+        const std::string plane = kiln::api::e2b::kSandboxPrefix;
+        int port = 0;
+        std::string id;
+        return path == plane || path.starts_with(plane + "/") ||
+               kiln::api::ParsePortHost(ctx, ex.Header("Host"), &port, &id);
+      },
+      [&ctx](kiln::api::Exchange& ex) {
+        if (!kiln::api::ServeE2bSandbox(ctx, ex)) kiln::api::ServePortHost(ctx, ex);
+      });
   front.AddDialect(kiln::api::E2bDialect());
   front.AddDialect(kiln::api::SandboxFusionDialect());
   front.AcceptTerminalTickets(&terminal_tickets);

@@ -35,37 +35,45 @@ int ParsePort(const std::string& text) {
   return port;
 }
 
-// Whether `ex` may reach `port` of `s`; sets the caller.
-void Authorize(ApiContext& ctx, Exchange& ex, const control::Sandbox& s, int port) {
+// Whether `ex` may reach `port` of sandbox `id` (`s`, null if there is
+// none); sets the caller, or throws. A request with no valid credential is
+// 401 whether or not the sandbox exists, and a key that does not own it
+// gets the 404 of a missing one: the plane tells nobody which ids are
+// live. A token dies with the key that made its sandbox.
+void Authorize(ApiContext& ctx, Exchange& ex, const std::string& id, const control::Sandbox* s,
+               int port) {
   auto matches = [&](const char* header, const std::string& expected) {
     std::string given = ex.Header(header);
     return !given.empty() && ConstantTimeEquals(given, expected);
   };
-  bool allowed =
-      matches(kEnvdTokenHeader, EnvdAccessToken(ctx, s.id())) ||
-      (port != kEnvdPort && matches(kTrafficTokenHeader, TrafficAccessToken(ctx, s.id())));
+  std::optional<store::ApiKey> owner;
+  if (s) owner = ctx.keys.Get(s->spec().owner);
+  bool by_token = matches(kEnvdTokenHeader, EnvdAccessToken(ctx, id)) ||
+                  (port != kEnvdPort && matches(kTrafficTokenHeader, TrafficAccessToken(ctx, id)));
   std::optional<store::ApiKey> key;
-  if (!allowed) {
+  if (!by_token) {
     if (auto token = BearerToken(ex.Header("Authorization"))) {
       std::string spelled = KilnKeyFromE2b(*token).value_or(*token);
       key = ctx.keys.Authenticate(spelled);
-      allowed = key && (key->admin || s.spec().owner == key->id);
     }
   }
-  if (!allowed)
-    throw ApiError(Code::kUnauthorized,
-                   ex.Header(kEnvdTokenHeader).empty() && ex.Header(kTrafficTokenHeader).empty()
-                       ? "sandbox " + s.id() + " needs its access token: send " + kEnvdTokenHeader +
-                             " (envdAccessToken) or, for ports other than " +
-                             std::to_string(kEnvdPort) + ", " + kTrafficTokenHeader
-                       : "the access token is not sandbox " + s.id() + "'s");
+  auto not_found = [&] { return ApiError(Code::kNotFound, "sandbox " + id + " was not found"); };
   if (key) {
+    if (!s || !(key->admin || s->spec().owner == key->id)) throw not_found();
     SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
-  } else {
-    auto owner = ctx.keys.Get(s.spec().owner);
-    SetCaller(ex, Caller{s.spec().owner, false,
-                         owner ? owner->daily_limit_micros : std::optional<int64_t>()});
+    return;
   }
+  if (by_token && owner && !owner->revoked_ms) {
+    SetCaller(ex, Caller{s->spec().owner, false, owner->daily_limit_micros});
+    return;
+  }
+  if (by_token && !s) throw not_found();  // its holder knew it: it is gone
+  throw ApiError(Code::kUnauthorized,
+                 ex.Header(kEnvdTokenHeader).empty() && ex.Header(kTrafficTokenHeader).empty()
+                     ? "sandbox " + id + " needs its access token: send " + kEnvdTokenHeader +
+                           " (envdAccessToken) or, for ports other than " +
+                           std::to_string(kEnvdPort) + ", " + kTrafficTokenHeader
+                     : "the access token is not sandbox " + id + "'s, or its key was revoked");
 }
 
 void Relay(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
@@ -74,9 +82,9 @@ void Relay(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
   ProxyRequest req;
   req.port = t.port;
   req.target = t.target;
-  req.drop_headers = {"x-access-token", "e2b-traffic-access-token", "e2b-sandbox-id",
-                      "e2b-sandbox-port"};
+  req.drop_headers = {"e2b-sandbox-id", "e2b-sandbox-port"};
   if (BearerToken(ex.Header("Authorization"))) req.drop_headers.push_back("authorization");
+  req.idle_ms = ctx.ports.relay_idle_ms;
   req.registry = ctx.relays;
   req.registry_key = t.sandbox->id() + "|" + std::to_string(t.port);
   try {
@@ -95,8 +103,7 @@ void Serve(ApiContext& ctx, Exchange& ex, const std::string& id, SandboxTarget& 
     throw InvalidField("header." + std::string(kIdHeader), "is required: the sandbox's id");
   t.sandbox = ctx.sandboxes.Get(id);
   // E2B's clients read "was not found" as a sandbox that is gone.
-  if (!t.sandbox) throw ApiError(Code::kNotFound, "sandbox " + id + " was not found");
-  Authorize(ctx, ex, *t.sandbox, t.port);
+  Authorize(ctx, ex, id, t.sandbox.get(), t.port);
   ex.activity = control::Sandbox::Use(t.sandbox, StableNowMs());
   if (t.port == kEnvdPort)
     ServeEnvd(ctx, ex, t);

@@ -300,7 +300,8 @@ void AddPortRoutes(Router& r, ApiContext& ctx) {
     ProxyRequest req;
     req.port = port;
     req.target = TargetAfterSegments(ex.raw_target(), 5);
-    req.drop_headers = {"authorization"};
+    req.drop_headers = {"authorization"};  // the key the route was reached with
+    req.idle_ms = ctx.ports.relay_idle_ms;
     req.forwarded_prefix = "/v1/sandboxes/" + s->id() + "/ports/" + std::to_string(port);
     req.registry = ctx.relays;
     req.registry_key = s->id() + "|" + std::to_string(port);

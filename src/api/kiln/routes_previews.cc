@@ -21,7 +21,7 @@ constexpr int64_t kDayMs = 86400000;
 constexpr int64_t kMinTtlMs = 60000, kMaxTtlMs = 7 * kDayMs, kDefaultTtlMs = kDayMs;
 // Where a visitor's token may come from, besides the query of urlWithToken.
 constexpr const char* kTokenHeaders[] = {"x-kiln-preview-token", "x-runtime-preview-token"};
-constexpr char kTokenCookie[] = "kiln_preview_token";
+constexpr const char* kTokenCookie = kPreviewTokenCookie;
 constexpr char kTokenQuery[] = "kiln_preview_token";
 
 json PreviewJson(const ApiContext& ctx, const store::PreviewRecord& p,
@@ -87,19 +87,36 @@ int PreviewPort(Exchange& ex) {
   return port;
 }
 
-// The value of cookie `name` in a Cookie header ("" if none).
-std::string CookieValue(const std::string& header, const std::string& name) {
+// Every value of cookie `name` in a Cookie header, in order: a page of
+// another preview (the same site) may plant one of that name beside the
+// visitor's, so none is taken for the only one.
+std::vector<std::string> CookieValues(const std::string& header, const std::string& name) {
+  std::vector<std::string> out;
   size_t at = 0;
   while (at < header.size()) {
     size_t end = header.find(';', at);
     std::string pair = header.substr(at, end == std::string::npos ? std::string::npos : end - at);
     size_t start = pair.find_first_not_of(' ');
     if (start != std::string::npos && pair.compare(start, name.size() + 1, name + "=") == 0)
-      return pair.substr(start + name.size() + 1);
+      out.push_back(pair.substr(start + name.size() + 1));
     if (end == std::string::npos) break;
     at = end + 1;
   }
-  return "";
+  return out;
+}
+
+// Whether the browser says this request was made by another site's page,
+// another preview's among them (every preview host is one site, so
+// SameSite=Lax lets its cookies ride along), other than by following a
+// link: a cookie must not let such a request in (Fetch Metadata's
+// resource isolation). Clients that send no Sec-Fetch-* (curl) are not
+// browsers and are let in.
+bool CrossSiteSubrequest(const Exchange& ex) {
+  std::string site = ex.Header("Sec-Fetch-Site");
+  if (site != "same-site" && site != "cross-site") return false;
+  bool navigation =
+      ex.Header("Sec-Fetch-Mode") == "navigate" && (ex.method() == "GET" || ex.method() == "HEAD");
+  return !navigation;
 }
 
 // The raw target without the token's query parameter.
@@ -193,52 +210,69 @@ bool ServePortHost(ApiContext& ctx, Exchange& ex) {
   if (!ParsePortHost(ctx, ex.Header("Host"), &port, &id)) return false;
   SetCaller(ex, Caller{});
   auto s = ctx.sandboxes.Get(id);
+  auto no_preview = [&] {
+    return ApiError(Code::kNotFound,
+                    "port " + std::to_string(port) + " of sandbox " + id + " has no preview");
+  };
+  // A sandbox whose key was revoked is reached by no preview: its tokens
+  // and public links die with the key that made them.
+  std::optional<store::ApiKey> owner;
+  if (s) owner = ctx.keys.Get(s->spec().owner);
+  bool owner_live = owner && !owner->revoked_ms;
   ProxyRequest req;
   req.port = port;
-  req.drop_headers = {"x-kiln-preview-token", "x-runtime-preview-token"};
-  req.drop_cookie = kTokenCookie;
-  // A kiln key that may see the sandbox lets its holder in (and is not
-  // passed on); anything else needs the port's preview.
+  req.idle_ms = ctx.ports.relay_idle_ms;
+  // A kiln key that may see the sandbox lets its holder in; anything else
+  // needs the port's preview. Neither is passed on (port_proxy.h).
   std::optional<store::ApiKey> key;
   if (auto token = BearerToken(ex.Header("Authorization"))) key = ctx.keys.Authenticate(*token);
   if (key && s && (key->admin || s->spec().owner == key->id)) {
     SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
-    req.drop_headers.push_back("authorization");
   } else {
     std::optional<store::PreviewRecord> p;
-    if (s && ctx.previews) p = ctx.previews->Get(id, port);
-    if (!p)
-      throw ApiError(Code::kNotFound,
-                     "port " + std::to_string(port) + " of sandbox " + id + " has no preview");
+    if (s && ctx.previews && owner_live) p = ctx.previews->Get(id, port);
+    if (!p) throw no_preview();
     if (!p->is_public) {
       std::string token;
       for (const char* h : kTokenHeaders)
         if (token.empty()) token = ex.Header(h);
       std::optional<std::string> from_query = ex.Query(kTokenQuery);
       if (token.empty() && from_query) token = *from_query;
-      if (token.empty()) token = CookieValue(ex.Header("Cookie"), kTokenCookie);
+      bool from_cookie = false;
+      if (token.empty()) {
+        std::vector<std::string> cookies = CookieValues(ex.Header("Cookie"), kTokenCookie);
+        for (const std::string& c : cookies)
+          if (store::PreviewStore::TokenValid(*p, c, NowMs())) token = c;
+        if (token.empty() && !cookies.empty()) token = cookies.front();
+        from_cookie = !token.empty();
+      }
       if (!store::PreviewStore::TokenValid(*p, token, NowMs()))
         throw ApiError(Code::kUnauthorized, token.empty()
                                                 ? "this preview is private: send its token in "
                                                   "x-kiln-preview-token, or open its urlWithToken"
                                                 : "the preview token is wrong, expired or rotated");
+      if (from_cookie && CrossSiteSubrequest(ex))
+        throw ApiError(
+            Code::kForbidden,
+            "a request from another site's page (Sec-Fetch-Site: " + ex.Header("Sec-Fetch-Site") +
+                ") is not let in by the preview's cookie: send the token in "
+                "x-kiln-preview-token");
       bool upgrade = IsWebSocketUpgrade(ex.Header("Upgrade"), ex.Header("Connection"));
       if (from_query && !upgrade && (ex.method() == "GET" || ex.method() == "HEAD")) {
         // The link's token becomes a cookie of this host name, and the
         // address bar loses it.
         size_t dot = token.find('.');
         int64_t max_age = (std::stoll(token.substr(0, dot)) - NowMs()) / 1000;
+        std::string secure = ctx.ports.url_scheme == "https" ? "; Secure" : "";
         ex.SendBytes(302, "", "text/plain",
                      {{"Location", WithoutTokenQuery(ex.raw_target())},
                       {"Set-Cookie", std::string(kTokenCookie) + "=" + token +
-                                         "; Path=/; HttpOnly; SameSite=Lax; Max-Age=" +
-                                         std::to_string(max_age)}});
+                                         "; Path=/; HttpOnly; SameSite=Lax" + secure +
+                                         "; Max-Age=" + std::to_string(max_age)}});
         return true;
       }
     }
-    auto owner = ctx.keys.Get(s->spec().owner);
-    SetCaller(ex, Caller{s->spec().owner, false,
-                         owner ? owner->daily_limit_micros : std::optional<int64_t>()});
+    SetCaller(ex, Caller{s->spec().owner, false, owner->daily_limit_micros});
   }
   ex.activity = control::Sandbox::Use(s, StableNowMs());
   io::SandboxIo io = RunningIo(ctx, ex, *s);

@@ -18,6 +18,7 @@
 #include "common/base64.h"
 #include "common/contract.h"
 #include "common/time.h"
+#include "control/fair_slots.h"
 #include "images/manager/image_manager.h"
 #include "interpreter/interpreter.h"
 
@@ -35,58 +36,37 @@ constexpr int kSfLeaseSlack = 120;
 
 Handler WrapSf(Handler handler) { return AnswerErrorsWith(std::move(handler), SendError); }
 
-// At most `limit` programs at once; the rest wait in arrival order (a
-// ticket queue), giving up when their client leaves.
-class ProgramSlots {
- public:
-  explicit ProgramSlots(int limit) : limit_(std::max(1, limit)) {}
-
-  // A slot held until the handle goes; null if the client left first.
-  std::shared_ptr<void> Take(Exchange& ex) {
-    std::unique_lock lock(mu_);
-    uint64_t ticket = next_ticket_++;
-    while (ticket != serving_ || running_ >= limit_) {
-      if (ex.ClientGone()) {
-        gone_.insert(ticket);
-        Skip();
-        cv_.notify_all();
-        return nullptr;
-      }
-      cv_.wait_for(lock, std::chrono::milliseconds(200));
-    }
-    ++serving_;
-    Skip();
-    ++running_;
-    cv_.notify_all();
-    // Non-null (the caller tests it); the deleter frees the slot, not `this`.
-    return std::shared_ptr<void>(this, [this](void*) {
-      std::lock_guard lock(mu_);
-      --running_;
-      cv_.notify_all();
-    });
-  }
-
- private:
-  // Moves past tickets whose clients left while they waited.
-  void Skip() {
-    while (gone_.erase(serving_)) ++serving_;
-  }
-
-  const int limit_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t next_ticket_ = 0, serving_ = 0;
-  int running_ = 0;
-  std::set<uint64_t> gone_;
-};
-
-// What the front's routes share: the pools it sized, and its program slots.
+// What the front's routes share: the pools it sized, and its program slots
+// (control/fair_slots.h: a share per key, a line per key).
 struct FrontState {
-  explicit FrontState(int concurrency) : slots(concurrency) {}
+  explicit FrontState(control::FairSlots::Options slots_options) : slots(slots_options) {}
   std::mutex mu;
   std::set<std::string> images;  // pools sized
-  ProgramSlots slots;
+  control::FairSlots slots;
 };
+
+// The caller's slot, taken before its body is read: a waiting request holds
+// its connection and what the server read of its body ahead (64 KiB at
+// most), never the body. Throws past the key's line or when the client left.
+std::shared_ptr<void> TakeSlot(FrontState& pools, Exchange& ex) {
+  std::shared_ptr<void> slot;
+  const std::string& key = CallerOf(ex).key_id;
+  switch (pools.slots.Take(
+      key, [&ex] { return ex.ClientGone(); }, &slot)) {
+    case control::FairSlots::Result::kGranted:
+      return slot;
+    case control::FairSlots::Result::kQueueFull:
+      throw ApiError(Status(Code::kRateLimited,
+                            "key " + key + " has " +
+                                std::to_string(pools.slots.options().queue_per_key) +
+                                " programs waiting for a slot already (--sandboxfusion-queue): "
+                                "retry once some have answered")
+                         .WithRetryAfter(1));
+    case control::FairSlots::Result::kGaveUp:
+      break;
+  }
+  throw ApiError(Code::kNoCapacity, "the client left while its program waited");
+}
 
 std::string InWorkDir(const std::string& path) {
   return path.front() == '/' ? path : std::string(kWorkDir) + "/" + path;
@@ -204,10 +184,9 @@ struct Leased {
 };
 
 Leased LaunchOne(ApiContext& ctx, const SandboxFusionOptions& options, FrontState& pools,
-                 Exchange& ex, double steps) {
+                 Exchange& ex, std::shared_ptr<void> slot, double steps) {
   Leased out;
-  out.slot = pools.slots.Take(ex);
-  if (!out.slot) throw ApiError(Code::kNoCapacity, "the client left while its program waited");
+  out.slot = std::move(slot);
   auto launched = ctx.launcher.Launch(LaunchFor(ctx, ex, options, steps));
   if (!launched.ok() && launched.status().code() == Code::kImageNotFound)
     throw ApiError(Code::kImageNotFound,
@@ -250,6 +229,7 @@ std::map<std::string, std::string> FetchFiles(const io::SandboxIo& box,
 
 void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, FrontState& pools,
              Exchange& ex) {
+  std::shared_ptr<void> slot = TakeSlot(pools, ex);
   ReadResult read = ReadRunCode(ex.JsonBody(24u << 20));
   if (!read.unknown_language.empty()) {
     std::string names;
@@ -263,7 +243,8 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, FrontState& p
                                              "': " + req.language->refused));
   Plan plan = PlanFor(req);
 
-  Leased leased = LaunchOne(ctx, options, pools, ex, req.compile_timeout + req.run_timeout);
+  Leased leased =
+      LaunchOne(ctx, options, pools, ex, std::move(slot), req.compile_timeout + req.run_timeout);
   const std::shared_ptr<control::Sandbox>& sandbox = leased.sandbox;
   io::SandboxIo box = RunningIo(ctx, ex, *sandbox);
 
@@ -310,8 +291,9 @@ void RunCode(ApiContext& ctx, const SandboxFusionOptions& options, FrontState& p
 // Failed without cells; else Success with every cell's output and error.
 void RunJupyter(ApiContext& ctx, const SandboxFusionOptions& options, FrontState& pools,
                 Exchange& ex) {
+  std::shared_ptr<void> slot = TakeSlot(pools, ex);
   RunJupyterRequest req = ReadRunJupyter(ex.JsonBody(24u << 20));
-  Leased leased = LaunchOne(ctx, options, pools, ex, req.total_timeout);
+  Leased leased = LaunchOne(ctx, options, pools, ex, std::move(slot), req.total_timeout);
   io::SandboxIo box = RunningIo(ctx, ex, *leased.sandbox);
   if (std::string err = WriteFiles(box, req.files); !err.empty())
     return ex.SendJson(
@@ -390,7 +372,11 @@ void AddSandboxFusionRoutes(Router& r, ApiContext& ctx, SandboxFusionOptions opt
   auto shared = std::make_shared<SandboxFusionOptions>(std::move(options));
   if (shared->concurrency <= 0)
     shared->concurrency = 2 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  auto pools = std::make_shared<FrontState>(shared->concurrency);
+  int per_key = shared->key_concurrency > 0
+                    ? std::min(shared->key_concurrency, shared->concurrency)
+                    : std::max(1, shared->concurrency - shared->concurrency / 4);
+  auto pools = std::make_shared<FrontState>(control::FairSlots::Options{
+      .limit = shared->concurrency, .per_key = per_key, .queue_per_key = shared->queue});
   r.Add("POST", "/sandboxfusion/{key}/run_code", WrapSf([&ctx, shared, pools](Exchange& ex) {
           sandboxfusion::RunCode(ctx, *shared, *pools, ex);
         }));

@@ -39,12 +39,16 @@ struct SandboxFusionOptions {
   // Warm copies of that image kept restored ahead (its warm copy's pool),
   // set on the first request that launches it; 0 leaves the pool alone.
   int pool_size = 2;
-  // Programs run at once by this front (all keys); more wait their turn,
-  // in arrival order. SandboxFusion's timeouts are wall-clock: 64 compiles
-  // at once on 2 cores pushed correct programs past compile_timeout and
-  // run_timeout, so a program waits for a slot rather than for a core.
+  // Programs run at once by this front (all keys); more wait their turn
+  // (control/fair_slots.h). SandboxFusion's timeouts are wall-clock: 64
+  // compiles at once on 2 cores pushed correct programs past compile_timeout
+  // and run_timeout, so a program waits for a slot rather than for a core.
   // 0: two per host CPU.
   int concurrency = 0;
+  // Of those, the most one key holds (0: three quarters, at least 1), and
+  // how many of one key's requests may wait.
+  int key_concurrency = 0;
+  int queue = 256;
 };
 
 // Registers /sandboxfusion/{key}/... (run_code, run_jupyter, v1/ping and a
