@@ -83,7 +83,6 @@ void Relay(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
   req.port = t.port;
   req.target = t.target;
   req.drop_headers = {"e2b-sandbox-id", "e2b-sandbox-port"};
-  if (BearerToken(ex.Header("Authorization"))) req.drop_headers.push_back("authorization");
   req.idle_ms = ctx.ports.relay_idle_ms;
   req.registry = ctx.relays;
   req.registry_key = t.sandbox->id() + "|" + std::to_string(t.port);
