@@ -484,9 +484,10 @@ def test_shutdown_with_creates_in_line_leaves_nothing_behind(daemons):
 @SERIAL
 def test_ten_thousand_queued_creates_neither_crash_nor_stall(daemons):
     # One client address fans out 10,000 connections: past the default
-    # --max-connections-per-address (2048), as an operator would set it for a trainer.
+    # --max-connections-per-address (2048) and --key-waiting-creates (256), as an operator
+    # would set them for a trainer.
     d = daemons("--host-memory-mib", "512", "--memory-overcommit", "1",
-                "--max-connections-per-address", "12000")
+                "--max-connections-per-address", "12000", "--key-waiting-creates", "12000")
     api = d.api
     held = api.create(vcpu=1, memoryMiB=512)
     body = json.dumps({"vcpu": 1, "memoryMiB": 512}).encode()
