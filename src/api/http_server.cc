@@ -80,25 +80,17 @@ class TimedReader {
   bool* timed_out_;
 };
 
-// The socket as Beast's SyncWriteStream for a request's thread, with
-// deadlines: a client that stops reading its answer holds the thread and
-// the answer for at most `timeout_ms` without a byte taken, and one that
-// reads slowly gets `timeout_ms` plus a second per kMinRate bytes for each
-// whole write (Arm), so a trickle cannot hold a stream for ever either.
-// Past either the write fails with timed_out (Asio's blocking writes wait
-// forever).
+// The socket as Beast's SyncWriteStream for a request's thread, with a
+// progress deadline: a client that stops reading its answer holds the
+// thread and the answer for at most `timeout_ms` without a byte taken,
+// then the write fails with timed_out (Asio's blocking writes wait forever).
+// Progress, not a rate: a write waits while the kernel's send buffer
+// (megabytes on loopback) drains at the client's pace.
 class TimedWriter {
  public:
   using executor_type = tcp::socket::executor_type;
-  static constexpr size_t kMinRate = 16 * 1024;  // bytes a second
   TimedWriter(tcp::socket& sock, int timeout_ms) : sock_(sock), timeout_ms_(timeout_ms) {}
   executor_type get_executor() { return sock_.get_executor(); }
-
-  // The next write of `bytes` (all of it) must be done by its deadline.
-  void Arm(size_t bytes) {
-    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_) +
-                std::chrono::milliseconds(bytes * 1000 / kMinRate);
-  }
 
   template <class Buffers>
   size_t write_some(const Buffers& buffers, boost::system::error_code& ec) {
@@ -123,17 +115,10 @@ class TimedWriter {
         ec = boost::system::error_code(errno, boost::system::system_category());
         return 0;
       }
-      int wait_ms = timeout_ms_;
-      if (deadline_) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        *deadline_ - std::chrono::steady_clock::now())
-                        .count();
-        wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, timeout_ms_));
-      }
       pollfd p{sock_.native_handle(), POLLOUT, 0};
       int ready;
       do {
-        ready = ::poll(&p, 1, wait_ms);
+        ready = ::poll(&p, 1, timeout_ms_);
       } while (ready < 0 && errno == EINTR);
       if (ready == 0) {
         ec = net::error::timed_out;
@@ -152,7 +137,6 @@ class TimedWriter {
  private:
   tcp::socket& sock_;
   int timeout_ms_;
-  std::optional<std::chrono::steady_clock::time_point> deadline_;
 };
 
 // What a request's thread gets from the I/O thread: the parsed headers,
@@ -201,7 +185,6 @@ class BeastRawConnection : public RawConnection {
 
   bool Write(std::string_view data) override {
     boost::system::error_code ec;
-    writer_.Arm(data.size());
     net::write(writer_, net::buffer(data.data(), data.size()), ec);
     return !ec;
   }
@@ -363,7 +346,6 @@ class BeastExchange : public Exchange {
     res.body() = std::string(body);
     res.prepare_payload();
     boost::system::error_code ec;
-    writer_.Arm(body.size() + 1024);
     http::write(writer_, res, ec);
     if (ec) keep_alive_ = false;
   }
@@ -384,7 +366,6 @@ class BeastExchange : public Exchange {
     res.chunked(true);
     http::response_serializer<http::empty_body> sr{res};
     boost::system::error_code ec;
-    writer_.Arm(4096);
     http::write_header(writer_, sr, ec);
     if (ec) keep_alive_ = false;
     return !ec;
@@ -394,7 +375,6 @@ class BeastExchange : public Exchange {
     if (!keep_alive_ && stream_broken_) return false;
     if (data.empty()) return true;
     boost::system::error_code ec;
-    writer_.Arm(data.size() + 32);
     net::write(writer_, http::make_chunk(net::buffer(data.data(), data.size())), ec);
     if (ec) {
       stream_broken_ = true;
@@ -405,7 +385,6 @@ class BeastExchange : public Exchange {
 
   void EndStream() override {
     boost::system::error_code ec;
-    writer_.Arm(32);
     if (!stream_broken_) net::write(writer_, http::make_chunk_last(), ec);
     if (ec) keep_alive_ = false;
     streaming_ = false;

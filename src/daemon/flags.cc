@@ -85,8 +85,8 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
                  "where the local admin key is kept (default STATE_DIR/admin.key)");
   app.add_option("--request-timeout-seconds", f->request_timeout_s,
                  "a request's headers (and a JSON body) must arrive within this; a body must "
-                 "progress within it (else 408); an answer, a streamed chunk or a WebSocket "
-                 "message must be taken within it (plus a second per 16 KiB), else the "
+                 "progress within it (else 408); an answer, a streamed chunk or a relayed byte "
+                 "must progress within it and a WebSocket message go out within it, else the "
                  "connection is cut")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
@@ -160,8 +160,9 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   app.add_option("--sandboxfusion-queue", f->sandboxfusion_queue,
-                 "programs of one API key that may wait for a slot at once (past it: 429); a "
-                 "waiting program's body is read only once it has its slot")
+                 "programs of one API key that may wait for a slot at once (past it: 504 "
+                 "rate_limited with Retry-After, which verl retries); a waiting program's body "
+                 "is read only once it has its slot")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--preview-domain", f->preview_domain,
