@@ -117,9 +117,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if path and os.path.exists(path):
         figures = [line for line in Path(path).read_text().splitlines() if line.strip()]
         if figures:
-            terminalreporter.section("a neighbour's exec p50 during each attack (idle / during, ms)")
+            terminalreporter.section("figures of each attack: a neighbour's exec p50 (idle / during, "
+                                     "ms), or kilnd's RSS (MiB) and threads (reach-in attacks)")
             for line in figures:
-                terminalreporter.write_line("NEIGHBOUR " + line)
+                terminalreporter.write_line(("REACH-IN " if '"rssGrowthMiB"' in line else "NEIGHBOUR ") + line)
         os.unlink(path)
     for note in _notes:
         terminalreporter.write_line(f"kilnd: {note}", red=True)
