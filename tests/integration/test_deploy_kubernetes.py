@@ -611,13 +611,13 @@ def test_probes_use_the_route_kilnd_serves_without_a_key():
 
 
 def test_the_documented_count_is_the_one_in_the_manifests():
-    """README's worked example of the rule names the same figures as the manifests."""
+    """The manual's worked example of the rule names the same figures as the manifests."""
     _, _, _, c = Deploy(DEPLOY).kilnd()
     flags = effective(c)
     shape = contract_shape()
     count = sandbox_capacity(flags, shape["vcpu"][2], shape["memoryMiB"][2])
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### Kubernetes"):]
+    guide = (REPO / "docs" / "guide.md").read_text()
+    section = guide[guide.index("\n## Kubernetes\n") + 1:]
     assert f"= {count}" in section[:section.index("\n## ")], count
 
 
