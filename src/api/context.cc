@@ -106,11 +106,10 @@ control::Deadline PreferWaitDeadline(const Exchange& ex) {
   return now + std::chrono::seconds(std::min<int64_t>(seconds, 120));
 }
 
-void CheckSpendingLimit(ApiContext& ctx, const Caller& caller) {
-  ThrowIfError(ctx.launcher.CheckSpendingLimit(caller.key_id, caller.daily_limit_micros));
+launch::Payer PayerOf(const Exchange& ex) {
+  const Caller& caller = CallerOf(ex);
+  return {caller.key_id, caller.daily_limit_micros};
 }
-
-void CheckSpendingLimit(ApiContext& ctx, Exchange& ex) { CheckSpendingLimit(ctx, CallerOf(ex)); }
 
 io::SandboxIo RunningIo(ApiContext& ctx, Exchange& ex, const control::Sandbox& s) {
   const Caller& caller = CallerOf(ex);

@@ -95,11 +95,9 @@ std::shared_ptr<void> OpenPortConnection(ApiContext& ctx, const control::Sandbox
 // woken first when its autoWake is on; else ApiError sandbox_paused or
 // not_running.
 io::SandboxIo RunningIo(ApiContext& ctx, Exchange& ex, const control::Sandbox& s);
-// 402 spending_limit_reached once the caller's key spent its daily limit.
-void CheckSpendingLimit(ApiContext& ctx, Exchange& ex);
-// The daily spending limit, checked before anything that starts sandboxes
-// or lengthens a lease (create, fork, extend, wake, an autoWake).
-void CheckSpendingLimit(ApiContext& ctx, const Caller& caller);
+// Who pays for what `ex` starts (launch::Launcher's Fork, Wake, Extend
+// check its spending limit): the caller's key.
+launch::Payer PayerOf(const Exchange& ex);
 
 // {port}-{sandbox} of a Host header under the ports' domain; false if the
 // host is not one.

@@ -23,6 +23,27 @@ Status Launcher::CheckSpendingLimit(const std::string& key_id,
   return Status::Ok();
 }
 
+Result<control::ForkResult> Launcher::Fork(const std::shared_ptr<control::Sandbox>& source,
+                                           const control::ForkOptions& options,
+                                           control::Deadline deadline, const Payer& payer) {
+  if (Status s = CheckSpendingLimit(payer.key_id, payer.daily_limit_micros); !s.ok()) return s;
+  return sandboxes_.Fork(source, options, deadline);
+}
+
+Status Launcher::Wake(const std::shared_ptr<control::Sandbox>& sandbox,
+                      std::optional<int> lease_seconds, control::Deadline deadline,
+                      const Payer& payer) {
+  if (Status s = CheckSpendingLimit(payer.key_id, payer.daily_limit_micros); !s.ok()) return s;
+  return sandboxes_.Wake(sandbox, lease_seconds, deadline);
+}
+
+Result<int64_t> Launcher::Extend(const std::shared_ptr<control::Sandbox>& sandbox, int64_t seconds,
+                                 const Payer& payer) {
+  if (seconds > 0)
+    if (Status s = CheckSpendingLimit(payer.key_id, payer.daily_limit_micros); !s.ok()) return s;
+  return sandboxes_.Extend(sandbox, seconds);
+}
+
 Result<Launched> Launcher::Reuse(std::shared_ptr<control::Sandbox> holder,
                                  const LaunchRequest& request) {
   Launched out;

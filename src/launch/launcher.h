@@ -6,6 +6,10 @@
 // Launched it gets back; it never talks to images, the engine or the
 // agent's protocol to make a sandbox.
 //
+// The other calls that start billing or lengthen it -- fork, wake, extend
+// -- go through here too, so the spending rule is written once: a front
+// never checks it itself.
+//
 // The model is Firecracker's VmmAction and containerd's services: the API
 // is an adapter, the operation lives once below it.
 #pragma once
@@ -54,6 +58,12 @@ struct Launched {
   nlohmann::json start;
 };
 
+// Who pays for what a call starts: the caller's key and its daily limit.
+struct Payer {
+  std::string key_id;
+  std::optional<int64_t> daily_limit_micros;  // nullopt: none
+};
+
 class Launcher {
  public:
   // `images` may be null (a kilnd serving no images).
@@ -61,8 +71,20 @@ class Launcher {
 
   Result<Launched> Launch(LaunchRequest request);
 
+  // control::SandboxManager's Fork, Wake and Extend under the payer's
+  // spending limit (a refusal is kSpendingLimitReached, and nothing starts).
+  // Extend checks it only when the lease grows.
+  Result<control::ForkResult> Fork(const std::shared_ptr<control::Sandbox>& source,
+                                   const control::ForkOptions& options, control::Deadline deadline,
+                                   const Payer& payer);
+  Status Wake(const std::shared_ptr<control::Sandbox>& sandbox, std::optional<int> lease_seconds,
+              control::Deadline deadline, const Payer& payer);
+  Result<int64_t> Extend(const std::shared_ptr<control::Sandbox>& sandbox, int64_t seconds,
+                         const Payer& payer);
+
   // kSpendingLimitReached if `key_id` spent its daily limit in the last 24
-  // hours; every call that starts billing (create, wake) checks it.
+  // hours; every call that starts billing (create, fork, wake, extend, an
+  // autoWake) checks it.
   Status CheckSpendingLimit(const std::string& key_id, std::optional<int64_t> daily_limit_micros);
 
  private:

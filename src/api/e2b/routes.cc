@@ -60,8 +60,7 @@ void SetLease(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sand
   int64_t left_ms = s->expires_ms() - StableNowMs();
   auto delta_s = static_cast<int64_t>(std::llround((seconds * 1000.0 - left_ms) / 1000.0));
   if (delta_s == 0 || (delta_s < 0 && !may_shorten)) return;
-  if (delta_s > 0) CheckSpendingLimit(ctx, ex);
-  ValueOrThrow(ctx.sandboxes.Extend(s, delta_s));
+  ValueOrThrow(ctx.launcher.Extend(s, delta_s, PayerOf(ex)));
 }
 
 void Create(ApiContext& ctx, Exchange& ex) {
@@ -115,11 +114,10 @@ void Create(ApiContext& ctx, Exchange& ex) {
 // or what it had.
 void Resume(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sandbox>& s,
             const ConnectRequest& c) {
-  CheckSpendingLimit(ctx, ex);
   std::optional<int> lease;
   if (c.timeout_seconds)
     lease = std::max<int>(*c.timeout_seconds, static_cast<int>(contract::kTimeoutSeconds.min));
-  ThrowIfError(ctx.sandboxes.Wake(s, lease, CreateDeadline(ex)));
+  ThrowIfError(ctx.launcher.Wake(s, lease, CreateDeadline(ex), PayerOf(ex)));
   if (c.timeout_seconds && *c.timeout_seconds < *lease)
     SetLease(ctx, ex, s, *c.timeout_seconds, true);
 }
@@ -196,8 +194,8 @@ void Fork(ApiContext& ctx, Exchange& ex) {
   f.Finish();
   control::ForkOptions opts;
   opts.count = static_cast<int>(count.value_or(1));
-  CheckSpendingLimit(ctx, ex);
-  control::ForkResult forked = ctx.sandboxes.Fork(s, opts, CreateDeadline(ex));
+  control::ForkResult forked =
+      ValueOrThrow(ctx.launcher.Fork(s, opts, CreateDeadline(ex), PayerOf(ex)));
   if (forked.copies.empty()) throw ApiError(forked.status);
   json results = json::array();
   for (const auto& c : forked.copies) {

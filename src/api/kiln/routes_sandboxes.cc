@@ -146,8 +146,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     auto seconds = f.Int("seconds", contract::kExtendSeconds.min, contract::kExtendSeconds.max);
     if (!seconds && !f.has("seconds")) f.Issue("seconds", "is required");
     f.Finish();
-    CheckSpendingLimit(ctx, ex);
-    ValueOrThrow(ctx.sandboxes.Extend(s, *seconds));
+    ValueOrThrow(ctx.launcher.Extend(s, *seconds, PayerOf(ex)));
     ex.SendJson(200, SandboxJson(*s));
   });
 
@@ -213,11 +212,10 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
     if (f.has("timeoutSeconds"))
       timeout = static_cast<int>(f.Int("timeoutSeconds", contract::kTimeoutSeconds));
     f.Finish();
-    CheckSpendingLimit(ctx, ex);
     // Waits for room like a create (Prefer: wait), at least a minute.
     auto deadline = std::max(PreferWaitDeadline(ex),
                              std::chrono::steady_clock::now() + std::chrono::seconds(60));
-    ThrowIfError(ctx.sandboxes.Wake(s, timeout, deadline));
+    ThrowIfError(ctx.launcher.Wake(s, timeout, deadline, PayerOf(ex)));
     ex.SendJson(200, SandboxJson(*s));
   });
 

@@ -92,8 +92,8 @@ void AddSnapshotRoutes(Router& r, ApiContext& ctx) {
     f.String("funding", 16);  // accepted: a local daemon has no trial
     opts.network = ReadNetworkField(f);
     f.Finish();
-    CheckSpendingLimit(ctx, ex);
-    control::ForkResult forked = ctx.sandboxes.Fork(s, opts, PreferWaitDeadline(ex));
+    control::ForkResult forked =
+        ValueOrThrow(ctx.launcher.Fork(s, opts, PreferWaitDeadline(ex), PayerOf(ex)));
     json list = json::array();
     for (const auto& c : forked.copies) list.push_back(SandboxJson(*c));
     if (!forked.status.ok()) {

@@ -82,8 +82,7 @@ void SetTtl(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sandbo
     throw InvalidField("body.ttl_seconds", "kiln leases only lengthen: this sandbox has " +
                                                std::to_string(left_s) + " s left");
   if (seconds <= left_s) return;
-  CheckSpendingLimit(ctx, ex);
-  ValueOrThrow(ctx.sandboxes.Extend(s, seconds - left_s));
+  ValueOrThrow(ctx.launcher.Extend(s, seconds - left_s, PayerOf(ex)));
 }
 
 void Lifecycle(ApiContext& ctx, Exchange& ex) {
@@ -134,8 +133,7 @@ void AddLifecycleRoutes(Router& r, ApiContext& ctx) {
     FieldReader(ex.JsonBody()).Finish();
     // PandaStack's wake of a running sandbox does nothing, and says so.
     if (s->state() != control::SandboxState::kRunning) {
-      CheckSpendingLimit(ctx, ex);
-      ThrowIfError(ctx.sandboxes.Wake(s, std::nullopt, CreateDeadline(ex)));
+      ThrowIfError(ctx.launcher.Wake(s, std::nullopt, CreateDeadline(ex), PayerOf(ex)));
     }
     ex.SendJson(200, Present(ctx, *s));
   });

@@ -31,8 +31,8 @@ std::vector<std::shared_ptr<control::Sandbox>> Fork(ApiContext& ctx, Exchange& e
   opts.labels = req.metadata.value_or(s->spec().labels);
   if (opts.labels.size() < static_cast<size_t>(contract::kLabelsMax))
     opts.labels.emplace("fork_parent_id", s->id());
-  CheckSpendingLimit(ctx, ex);
-  control::ForkResult forked = ctx.sandboxes.Fork(s, opts, CreateDeadline(ex));
+  control::ForkResult forked =
+      ValueOrThrow(ctx.launcher.Fork(s, opts, CreateDeadline(ex), PayerOf(ex)));
   if (!forked.status.ok()) {
     for (const auto& c : forked.copies) ctx.sandboxes.Delete(c->id());
     throw ApiError(Status(forked.status.code(), forked.status.message() + " (the " +
