@@ -9,18 +9,14 @@
 #include <thread>
 
 #include "api/errors.h"
+#include "common/strings.h"
+#include "common/time.h"
 
 namespace kiln::api {
 
 namespace http = boost::beast::http;
 
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // The comma-separated tokens of a header value, lowercased and trimmed.
 std::vector<std::string> Tokens(const std::string& value) {
@@ -29,7 +25,7 @@ std::vector<std::string> Tokens(const std::string& value) {
   std::string item;
   while (std::getline(in, item, ',')) {
     size_t a = item.find_first_not_of(" \t"), b = item.find_last_not_of(" \t");
-    if (a != std::string::npos) out.push_back(Lower(item.substr(a, b - a + 1)));
+    if (a != std::string::npos) out.push_back(AsciiLower(item.substr(a, b - a + 1)));
   }
   return out;
 }
@@ -54,12 +50,6 @@ std::string WithoutCookie(const std::string& header, const std::string& name) {
   return out;
 }
 
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 bool KilnCredentialHeader(const std::string& name, const std::string& value) {
@@ -71,7 +61,7 @@ bool KilnCredentialHeader(const std::string& name, const std::string& value) {
   // A kiln key (or E2B's spelling of one), valid or not: a guess at another
   // tenant's key is as much a secret to keep from the sandbox.
   size_t space = value.find(' ');
-  if (space == std::string::npos || Lower(value.substr(0, space)) != "bearer") return false;
+  if (space == std::string::npos || AsciiLower(value.substr(0, space)) != "bearer") return false;
   size_t at = value.find_first_not_of(' ', space);
   std::string token = at == std::string::npos ? "" : value.substr(at);
   return token.starts_with("kiln_") || token.starts_with("e2b_");
@@ -102,7 +92,7 @@ std::string RequestHead(Exchange& ex, const ProxyRequest& r, bool* upgrade, bool
                                                      "x-forwarded-proto",
                                                      "x-forwarded-prefix"};
   for (const auto& [name, value] : ex.Headers()) {
-    std::string key = Lower(name);
+    std::string key = AsciiLower(name);
     if (Has(kHopByHop, key) || Has(connection, key) || Has(r.drop_headers, key) ||
         KilnCredentialHeader(key, value))
       continue;
@@ -196,8 +186,8 @@ void ProxyHttp(Exchange& ex, const io::SandboxIo& io, const ProxyRequest& r) {
   if (!raw) throw ApiError(Code::kInternal, "this connection cannot be relayed");
 
   // Any byte either way moves the idle deadline.
-  std::atomic<int64_t> last_byte_ms{SteadyMs()};
-  auto idle = [&] { return SteadyMs() - last_byte_ms.load() > r.idle_ms; };
+  std::atomic<int64_t> last_byte_ms{MonotonicNowMs()};
+  auto idle = [&] { return MonotonicNowMs() - last_byte_ms.load() > r.idle_ms; };
 
   // The server's bytes to the client, on a thread of their own so that an
   // answer that starts before the request's body ended is not held up.
@@ -213,7 +203,7 @@ void ProxyHttp(Exchange& ex, const io::SandboxIo& io, const ProxyRequest& r) {
         break;
       }
       if (got != io::PortConnection::Got::kData) break;
-      last_byte_ms = SteadyMs();
+      last_byte_ms = MonotonicNowMs();
       if (first && !data.empty()) {
         first = false;
         ex.NoteStatus(StatusOf(data));
@@ -233,7 +223,7 @@ void ProxyHttp(Exchange& ex, const io::SandboxIo& io, const ProxyRequest& r) {
   std::string chunk;
   bool ok = true;
   while (ok && ex.ReadBodyChunk(&chunk)) {
-    last_byte_ms = SteadyMs();
+    last_byte_ms = MonotonicNowMs();
     ok = conn.Send(chunked ? Chunk(chunk) : chunk);
   }
   if (ex.body_error()) {
@@ -259,7 +249,7 @@ void ProxyHttp(Exchange& ex, const io::SandboxIo& io, const ProxyRequest& r) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       break;
     }
-    last_byte_ms = SteadyMs();
+    last_byte_ms = MonotonicNowMs();
     // Past a plain request, bytes are a pipelined request: the server was
     // asked to close, so they are dropped.
     if (upgrade) ok = conn.Send(data);

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/ids.h"
+#include "common/strings.h"
 
 namespace kiln::api {
 
@@ -18,12 +19,6 @@ std::string NewToken() {
     token += hex;
   }
   return token;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace
@@ -68,7 +63,7 @@ size_t TerminalTickets::outstanding() const {
 std::optional<std::string> TicketOfProtocols(std::string_view header) {
   while (!header.empty()) {
     size_t comma = header.find(',');
-    std::string_view item = Trim(header.substr(0, comma));
+    std::string_view item = TrimBlanks(header.substr(0, comma));
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     if (item.starts_with(kTicketPrefix) && item.size() > kTicketPrefix.size())
       return std::string(item.substr(kTicketPrefix.size()));

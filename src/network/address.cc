@@ -1,4 +1,5 @@
 #include "network/address.h"
+#include "common/strings.h"
 
 #include <arpa/inet.h>
 
@@ -31,12 +32,6 @@ bool SamePrefix(const Address& x, const Address& y, int prefix) {
   MaskTo(&mx, prefix);
   MaskTo(&my, prefix);
   return mx.bytes == my.bytes;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-  return out;
 }
 
 std::optional<Address> ParseV6(const std::string& s) {
@@ -196,7 +191,7 @@ Address Unmapped(const Address& a) {
 std::optional<Address> ParseIpLiteral(std::string_view host) {
   // A NUL would end the C string that inet_pton/inet_aton read before the text does.
   if (host.empty() || host.find('\0') != std::string_view::npos) return std::nullopt;
-  std::string s = Lower(host);
+  std::string s = AsciiLower(host);
   if (s.front() == '[') {
     if (s.size() < 2 || s.back() != ']') return std::nullopt;
     s = s.substr(1, s.size() - 2);
@@ -225,7 +220,7 @@ Result<std::string> NormalizeHost(std::string_view host) {
     if (c == '/') return fail("contains '/'");
     if (c == '@') return fail("contains '@'");
   }
-  std::string s = Lower(host);
+  std::string s = AsciiLower(host);
   if (s.front() == '[') {
     std::string inner = s.size() >= 2 && s.back() == ']' ? s.substr(1, s.size() - 2) : "";
     if (inner.find(':') == std::string::npos || !ParseIpLiteral(inner)) {

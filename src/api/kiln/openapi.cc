@@ -1,4 +1,5 @@
 #include "api/kiln/openapi.h"
+#include "common/strings.h"
 
 #include <cctype>
 #include <memory>
@@ -19,15 +20,6 @@ constexpr const char* kMethods[] = {"get",     "put",  "post",  "delete",
                                     "options", "head", "patch", "trace"};
 
 // Router methods are upper case ("GET"), OpenAPI's keys lower case ("get").
-std::string ToLower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string ToUpper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // The {name} parameters of a router pattern: "/v1/x/{id}:exec" names "id".
 std::vector<std::string> PathParams(const std::string& pattern) {
@@ -75,19 +67,19 @@ json OpenApiDocument(const Router& router) {
     std::string method = route.substr(0, space);
     std::string pattern = route.substr(space + 1);
     if (method == "*") {  // any method: each documented one is routed
-      for (const char* m : kMethods) routed.insert(ToUpper(m) + " " + pattern);
+      for (const char* m : kMethods) routed.insert(AsciiUpper(m) + " " + pattern);
       if (!paths.contains(pattern)) paths[pattern]["get"] = Undocumented("GET", pattern);
       continue;
     }
     json& item = paths[pattern];
-    std::string key = ToLower(method);
+    std::string key = AsciiLower(method);
     if (!item.contains(key)) item[key] = Undocumented(method, pattern);
   }
   json unrouted = json::array();
   for (const auto& [pattern, item] : paths.items()) {
     for (const char* m : kMethods) {
       if (!item.contains(m) || item[m].value("x-kiln-undocumented", false)) continue;
-      std::string route = ToUpper(m) + " " + pattern;
+      std::string route = AsciiUpper(m) + " " + pattern;
       if (!routed.count(route)) unrouted.push_back(route);
     }
   }

@@ -1,4 +1,5 @@
 #include "api/kiln/terminal.h"
+#include "common/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,13 +14,6 @@ std::string Range() { return "must be an integer from 1 to " + std::to_string(kT
 
 bool InRange(const json& v) {
   return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kTerminalMaxCells;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 }  // namespace
@@ -105,8 +99,8 @@ std::string TerminalErrorFrame(const Status& status) {
 }
 
 bool IsWebSocketUpgrade(std::string_view upgrade, std::string_view connection) {
-  if (Lower(upgrade) != "websocket") return false;
-  std::string conn = Lower(connection);
+  if (AsciiLower(upgrade) != "websocket") return false;
+  std::string conn = AsciiLower(connection);
   size_t start = 0;
   while (start <= conn.size()) {
     size_t end = conn.find(',', start);

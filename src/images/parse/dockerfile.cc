@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "common/strings.h"
 #include "images/parse/dockerfile_lex.h"
 
 namespace kiln::images {
@@ -22,16 +23,6 @@ bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' ||
 std::string_view TrimLeft(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
   return s;
-}
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
 }
 std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 bool StartsWith(std::string_view s, std::string_view prefix) {
@@ -156,8 +147,8 @@ class Parser {
       std::string_view text = logical.text;
       size_t name_end = 0;
       while (name_end < text.size() && !IsSpace(text[name_end])) ++name_end;
-      instruction_ = Upper(text.substr(0, name_end));
-      std::string name = Lower(instruction_);
+      instruction_ = AsciiUpper(text.substr(0, name_end));
+      std::string name = AsciiLower(instruction_);
       std::string_view rest = TrimLeft(text.substr(name_end));
       if (++count > limits_.max_steps) {
         return Error("more than " + std::to_string(limits_.max_steps) +
@@ -177,7 +168,7 @@ class Parser {
     }
     for (const PendingFrom& p : pending_) {
       for (const Stage& stage : file_.stages) {
-        if (stage.index > p.stage && stage.name == Lower(p.from)) {
+        if (stage.index > p.stage && stage.name == AsciiLower(p.from)) {
           line_ = p.line;
           instruction_ = p.instruction;
           return Error("COPY --from=" + p.from + " names a later stage (line " +
@@ -330,7 +321,7 @@ class Parser {
       }
     }
     std::vector<std::string> words = SplitRaw(rest, escape_);
-    if (words.size() != 1 && !(words.size() == 3 && Lower(words[1]) == "as")) {
+    if (words.size() != 1 && !(words.size() == 3 && AsciiLower(words[1]) == "as")) {
       return Error("FROM takes an image and an optional AS name (FROM image [AS name])");
     }
     auto image = WordProcessor(escape_, MetaLookup()).Word(words[0]);
@@ -345,7 +336,7 @@ class Parser {
     stage.line = line_;
     stage.base = *image;
     if (words.size() == 3) {
-      std::string name = Lower(words[2]);
+      std::string name = AsciiLower(words[2]);
       if (!ValidStageName(name)) {
         return Error("invalid stage name " + Quote(words[2]) +
                      ": a letter, then letters, digits, '-', '_' or '.'");
@@ -358,7 +349,7 @@ class Parser {
       }
       stage.name = name;
     }
-    std::string base = Lower(stage.base);
+    std::string base = AsciiLower(stage.base);
     for (const Stage& other : file_.stages) {
       if (other.name == base) stage.base_stage = other.index;
     }
@@ -560,7 +551,7 @@ class Parser {
       copy->from_stage = std::stoi(from);
       return Status::Ok();
     }
-    std::string name = Lower(from);
+    std::string name = AsciiLower(from);
     if (current.name == name) {
       return Error(instruction_ + " --from=" + from + " names the stage it is in");
     }
@@ -593,7 +584,7 @@ class Parser {
     for (const std::string& word : *words) {
       size_t slash = word.find('/');
       std::string ports = word.substr(0, slash);
-      std::string proto = slash == std::string::npos ? "tcp" : Lower(word.substr(slash + 1));
+      std::string proto = slash == std::string::npos ? "tcp" : AsciiLower(word.substr(slash + 1));
       size_t dash = ports.find('-');
       std::string low = ports.substr(0, dash);
       std::string high = dash == std::string::npos ? low : ports.substr(dash + 1);
@@ -683,7 +674,7 @@ Result<std::vector<int>> StagesFor(const Dockerfile& file,
   if (file.stages.empty()) return Status(Code::kInvalidRequest, "the Dockerfile has no stages");
   int start = static_cast<int>(file.stages.size()) - 1;
   if (target) {
-    std::string wanted = Lower(*target);
+    std::string wanted = AsciiLower(*target);
     auto it = std::find_if(file.stages.begin(), file.stages.end(),
                            [&](const Stage& s) { return s.name == wanted; });
     if (it == file.stages.end()) {

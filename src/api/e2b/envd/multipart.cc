@@ -1,5 +1,6 @@
 // A streaming multipart/form-data reader (see multipart.h).
 #include "api/e2b/envd/multipart.h"
+#include "common/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,26 +11,13 @@ namespace {
 
 constexpr size_t kMaxBoundary = 70;  // RFC 2046
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // `value; a=b; c="d \" e"` as its first item and its parameters (names
 // lowercased, quoted strings unquoted). False when a quoted string is not
 // closed.
 bool SplitParams(std::string_view s, std::string* first,
                  std::map<std::string, std::string>* params) {
   size_t semi = s.find(';');
-  *first = Lower(Trim(s.substr(0, semi)));
+  *first = AsciiLower(TrimBlanks(s.substr(0, semi)));
   while (semi != std::string_view::npos) {
     s.remove_prefix(semi + 1);
     size_t eq = s.find('=');
@@ -38,9 +26,9 @@ bool SplitParams(std::string_view s, std::string* first,
       semi = next_semi;  // a parameter without a value: skipped
       continue;
     }
-    std::string name = Lower(Trim(s.substr(0, eq)));
+    std::string name = AsciiLower(TrimBlanks(s.substr(0, eq)));
     s.remove_prefix(eq + 1);
-    s = Trim(s);
+    s = TrimBlanks(s);
     std::string value;
     if (!s.empty() && s.front() == '"') {
       size_t i = 1;
@@ -53,7 +41,7 @@ bool SplitParams(std::string_view s, std::string* first,
       semi = s.find(';');
     } else {
       semi = s.find(';');
-      value = std::string(Trim(s.substr(0, semi)));
+      value = std::string(TrimBlanks(s.substr(0, semi)));
     }
     (*params)[name] = value;
   }
@@ -183,8 +171,8 @@ Status MultipartReader::ParseHeaders(std::string_view block, Part* part) const {
     size_t colon = line.find(':');
     if (colon == std::string_view::npos)
       return Status(Code::kInvalidRequest, "multipart: a part's header line has no ':'");
-    std::string name = Lower(Trim(line.substr(0, colon)));
-    std::string_view value = Trim(line.substr(colon + 1));
+    std::string name = AsciiLower(TrimBlanks(line.substr(0, colon)));
+    std::string_view value = TrimBlanks(line.substr(colon + 1));
     if (name == "content-disposition") {
       std::string type;
       std::map<std::string, std::string> params;
