@@ -4,7 +4,7 @@ against images and imports.
 
 A neighbour sandbox is measured during each attack: the median of 10 `true`
 execs before and during. The figures are printed as one `NEIGHBOUR {json}`
-line per attack (README "Bad input and hostile code" records a run of them);
+line per attack (docs/guide.md, "Bad input and hostile code", records a run of them);
 they are not timed assertions -- the suite asserts that the neighbour kept
 answering and that kilnd stayed alive and healthy.
 """
@@ -67,15 +67,6 @@ def under_attack(api, kilnd, neighbour, name, attack, settle=0.3):
     return box.get("result")
 
 
-def wait_stopped(api, sid, within=30.0):
-    """The sandbox's record once it is stopped; fails after `within` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        info = api.sandbox(sid)
-        if info["state"] == "stopped" or time.monotonic() > deadline:
-            assert info["state"] == "stopped", f"still {info['state']} after {within} s: {info}"
-            return info
-        time.sleep(0.2)
 
 
 def rss_kib(pid):

@@ -8,7 +8,6 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -18,6 +17,7 @@ import pytest
 
 from client import Client
 from host import Host, runsc_of
+from lib.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("KILN_BIN_DIR") or REPO / "build" / "bin")
@@ -131,12 +131,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             terminalreporter.write_line(line)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Daemon:
     def __init__(self, url, state_dir, proc, log_path):
         self.url, self.state_dir, self.proc, self.log_path = url, Path(state_dir), proc, log_path
@@ -162,7 +156,7 @@ def start_kilnd(state_dir, *extra_args, port=None, log_path=None, loopback_regis
     """Starts a kilnd on `state_dir` and waits until it is healthy. Returns a
     Daemon with its admin key; raises RuntimeError if it does not come up.
     `netns`: a network namespace (`ip netns`) to run it in, listening on `address`."""
-    port = port or _free_port()
+    port = port or free_port()
     log_path = Path(log_path or str(state_dir) + ".log")
     log = open(log_path, "ab")
     registries = LOOPBACK_REGISTRIES if loopback_registries else ()

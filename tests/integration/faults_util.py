@@ -5,7 +5,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -24,30 +23,6 @@ def runsc():
     return _runsc[0]
 
 
-def wait_for(pred, within, what, every=0.2):
-    """Polls pred() until it returns something truthy; returns that value."""
-    deadline = time.monotonic() + within
-    while True:
-        v = pred()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"timed out after {within} s waiting for {what}"
-        time.sleep(every)
-
-
-def wait_stopped(api, sid, within=15):
-    """Polls until the sandbox is stopped; returns its info."""
-    box = {}
-
-    def stopped():
-        box["info"] = api.sandbox(sid)
-        return box["info"]["state"] == "stopped"
-
-    try:
-        wait_for(stopped, within, f"sandbox {sid} to stop")
-    except AssertionError as e:
-        raise AssertionError(f"{e}: last seen {box.get('info')!r}") from None
-    return box["info"]
 
 
 def cmdline(pid):

@@ -11,20 +11,15 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tarfile
 import time
 import urllib.request
 from pathlib import Path
 
+from lib.net import free_port
+
 BUSYBOX = "/bin/busybox"  # busybox-static
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(*argv, **kw):
@@ -39,7 +34,7 @@ class Registry:
 
     def __init__(self, root, htpasswd=None):
         self.root = Path(root)
-        self.port = _free_port()
+        self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         self.data = self.root / "data"
         self.data.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""kilnd under abuse (README "Limits under abuse"): slowloris clients, thousands of
+"""kilnd under abuse (docs/guide.md, "Limits under abuse"): slowloris clients, thousands of
 idle keep-alive connections, a key flooding past its rate limit, too many streams
 on one sandbox, and a sandbox that floods its agent's channel from thousands of
 processes. Each case measures an honest client's latency in the same test, idle

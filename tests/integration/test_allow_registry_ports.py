@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from client import Client
-from conftest import BIN_DIR, IMAGE_DIR, _free_port, start_kilnd, stop_kilnd
+from conftest import BIN_DIR, IMAGE_DIR, start_kilnd, stop_kilnd
+from lib.net import free_port
 from oci import Registry, image_config, layer
 from test_images import build
 
@@ -30,7 +31,7 @@ def test_kilnd_refuses_a_bad_allow_registry(tmp_path, value):
     `--allow-registry` spelled as something that is neither HOST, HOST:PORT nor [v6]:PORT.
     Checks: kilnd does not start: it exits non-zero, naming --allow-registry (a kilnd that
     answers /v1/health took the value and fails the test at once)."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "kilnd.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(BIN_DIR / "kilnd"), "--listen", f"127.0.0.1:{port}", "--state-dir",

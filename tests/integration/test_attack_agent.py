@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from attacks import FORGE, PTRACE_AGENT, neighbour, rss_kib, under_attack, wait_stopped  # noqa: F401
+from attacks import FORGE, PTRACE_AGENT, neighbour, rss_kib, under_attack  # noqa: F401
+from lib.waits import wait_stopped
 from conftest import start_kilnd, stop_kilnd
 from escape_common import quote
 

@@ -17,7 +17,7 @@ import pytest
 
 from client import Client
 from conftest import REPO, start_kilnd, stop_kilnd
-from faults_util import wait_for
+from lib.waits import wait_for
 
 VENV_PY = Path("/opt/kiln/console-venv/bin/python")
 DRIVER = Path(__file__).with_name("console_driver.py")

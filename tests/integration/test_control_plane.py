@@ -18,6 +18,7 @@ import pytest
 from client import Client, assert_error
 from conftest import BIN_DIR, start_kilnd, stop_kilnd
 from host import Host, runsc_of
+from lib.waits import wait_for
 
 # Most tests here run a kilnd of their own and time nothing, so they share
 # make test's parallel part; the three that time a queue, meter CPU against
@@ -72,11 +73,6 @@ def metric(api, name, labels=""):
     return None
 
 
-def wait_for(pred, within, what):
-    deadline = time.monotonic() + within
-    while not pred():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 # --- 1. durable state: kill -9 under load, restart, re-adopt ---------------

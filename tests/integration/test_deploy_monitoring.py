@@ -16,7 +16,6 @@ the rules, and must answer every dashboard query with data.
 import json
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -29,6 +28,7 @@ from test_images import wait_image
 import yaml
 
 from conftest import REPO, Sandboxes
+from lib.net import free_port
 
 DASHBOARD = REPO / "deploy" / "grafana" / "kiln.json"
 RULES = REPO / "deploy" / "prometheus" / "kiln-alerts.yml"
@@ -312,12 +312,6 @@ def readme_prometheus_config():
     return configs[0]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Prometheus:
     """A real Prometheus scraping kilnd with the README's scrape config, every
     second, and evaluating the alert rules."""
@@ -335,7 +329,7 @@ class Prometheus:
         config["rule_files"] = [str(RULES)]
         config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
         (root / "prometheus.yml").write_text(yaml.safe_dump(config))
-        self.url = f"http://127.0.0.1:{_free_port()}"
+        self.url = f"http://127.0.0.1:{free_port()}"
         self.log = root / "prometheus.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(

@@ -14,7 +14,8 @@ import pytest
 
 from client import assert_error
 from conftest import stop_kilnd
-from faults_util import cmdline, runsc, daemons, run_kilnd_expecting_exit, sha256, wait_stopped  # noqa: F401
+from faults_util import cmdline, runsc, daemons, run_kilnd_expecting_exit, sha256  # noqa: F401
+from lib.waits import wait_stopped
 
 # Alone, after the parallel part of make test (conftest.py: serial).
 pytestmark = pytest.mark.serial

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from faults_util import daemons, kill9, orphans, restart, wait_for  # noqa: F401
+from faults_util import daemons, kill9, orphans, restart  # noqa: F401
+from lib.waits import wait_for
 from host import find_paths
 from oci import Registry, build_image, busybox_rootfs
 from test_images import wait_image

@@ -1,6 +1,6 @@
 """Graders the policy cannot touch: sudo: false (issue 14, item 8).
 
-The recipe (README, "Graders"): the trainer holds the key; it installs the
+The recipe (docs/guide.md, "Graders the policy cannot touch"): the trainer holds the key; it installs the
 grader as root (exec user "root", which nothing inside the sandbox can ask
 for), root-owned and mode 0500; the sandbox runs with sudo: false, so the
 sandbox user can neither read, change nor run it; the trainer runs it as

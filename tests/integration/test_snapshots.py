@@ -175,7 +175,7 @@ def test_warm_pool(api, sandboxes, prepared, host):
         listed_before = {s["id"] for s in api.ok("GET", "/v1/sandboxes")["data"]}
         # Copies wait running, never frozen: a copy frozen by the cgroup
         # freezer and thawed at hand-out lost its agent inside gVisor in
-        # about 1 of 230 hand-outs (docs/design.md, Warm pool).
+        # about 1 of 230 hand-outs (docs/notes/2026-12-03-warm-pools.md).
         waiting = on_disk() - listed_before - others
         assert len(waiting) == 2, waiting
         for c in waiting:

@@ -7,7 +7,8 @@ import json
 import time
 
 from client import Client, assert_error, metric
-from faults_util import daemons, wait_for  # noqa: F401
+from faults_util import daemons  # noqa: F401
+from lib.waits import wait_for
 
 POOL_WEIGHT = 64  # engine::kPoolCpuWeight (cpu.shares)
 
