@@ -43,8 +43,8 @@ setup-console: setup-node
 # it, and the sanitized tree is shared with the fuzz targets). Unity builds,
 # one unit per library (batch size 0): a unit's time here is mostly the
 # optimizer and code generator on nlohmann-json and Beast templates, which
-# every unit instantiates again, so fewer units cost less (docs/design.md
-# "Build"). Line tables only: enough for backtraces, perf and sanitizer
+# every unit instantiates again, so fewer units cost less
+# (docs/notes/2026-12-02-build-and-setup.md). Line tables only: enough for backtraces, perf and sanitizer
 # reports, and full DWARF cost a tenth of each compile.
 CMAKE     := CC=clang-14 CXX=clang++-14 cmake -S . -G Ninja -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0
 RELEASE   := -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG"
@@ -139,7 +139,7 @@ bench: setup ray-env e2b-env playwright-env build
 	$(PY) sdk/python/bench_overhead.py --kilnd $(BUILD)/bin/kilnd
 	/opt/kiln/ray-venv/bin/python bench/ray_bench.py --kilnd $(BUILD)/bin/kilnd
 
-# Bounded load against one kilnd for SOAK_MINUTES (README "Soak"), restarted
+# Bounded load against one kilnd for SOAK_MINUTES (docs/guide.md, "Soak"), restarted
 # once with SIGTERM and once with kill -9; fails on errors or resource growth.
 SOAK_MINUTES ?= 30
 soak: setup build

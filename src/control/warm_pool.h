@@ -46,7 +46,7 @@ struct WarmPoolOptions {
   // Every restored copy (pooled, direct, forked) forks and reaps a child
   // before it is used, which takes part of its first process's cost; the
   // next PID is then one past the source's (kilnd --warm-copies, off by
-  // default: docs/design.md, "The first process in a restored copy").
+  // default: docs/notes/2026-12-03-first-command.md).
   bool warm_copies = false;
 };
 

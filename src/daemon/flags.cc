@@ -76,7 +76,7 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
   app.add_option("--key-sandbox-limit", f->key_sandboxes, "sandboxes one API key may run at once")
       ->check(CLI::Range(1, 1 << 30))
       ->capture_default_str();
-  app.add_option("--prices", f->prices, "JSON price table (docs in README: Metering and cost)")
+  app.add_option("--prices", f->prices, "JSON price table (docs/guide.md, Metering and cost)")
       ->check(CLI::ExistingFile);
   app.add_option("--meter-interval-ms", f->meter_interval_ms, "how often sandboxes are metered")
       ->check(CLI::Range(100, 3600000))

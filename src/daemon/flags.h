@@ -35,7 +35,7 @@ struct Flags {
   std::string prices;  // JSON price table file
   int meter_interval_ms = 5000;
   std::string admin_key_file;  // default <state_dir>/admin.key
-  // Limits under abuse (README: Limits under abuse).
+  // Limits under abuse (docs/guide.md, "Limits under abuse").
   int request_timeout_s = 30;              // headers + start of body; body progress
   int idle_timeout_s = 60;                 // keep-alive connections with no request
   int max_connections = 16384;             // open connections, idle ones included

@@ -1,5 +1,5 @@
 // Test-only: an agent channel carried in-process, for testing the control
-// plane and the egress gate without a sandbox (see docs/design.md, "Testing
+// plane and the egress gate without a sandbox (see docs/guide.md, "Testing
 // the core without root").
 //
 // kilnd's side is the engine::AgentChannel / AgentStream interface; the

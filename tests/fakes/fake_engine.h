@@ -1,6 +1,6 @@
 // Test-only: an isolation engine that keeps its sandboxes in memory, for
 // testing the control plane without root, runsc or a kernel (see
-// docs/design.md, "Testing the core without root").
+// docs/guide.md, "Testing the core without root").
 //
 // After LevelDB's FaultInjectionTestEnv: the real interface, with knobs a
 // test turns to make the next calls fail, slow restores down, leave

@@ -1,4 +1,4 @@
-// Small helpers the fuzz targets share (tests/fuzz; see README "Fuzzing").
+// Small helpers the fuzz targets share (tests/fuzz; see docs/guide.md, "Fuzzing").
 #pragma once
 
 #include <stdlib.h>
