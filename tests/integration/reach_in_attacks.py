@@ -32,6 +32,7 @@ import pytest
 
 from client import Client
 from conftest import start_kilnd, stop_kilnd
+from lib.waits import wait_for
 
 MiB = 1 << 20
 GROWTH_BOUND_MIB = 64       # kilnd's RSS may grow this much during an attack
@@ -416,13 +417,7 @@ class Reach:
 
 def until(what, check, within, every=0.2):
     """check()'s first true value, polled every `every` s; fails after `within` s."""
-    deadline = time.monotonic() + within
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what}: not within {within} s"
-        time.sleep(every)
+    return wait_for(check, within, what, every)
 
 
 @pytest.fixture(scope="module")

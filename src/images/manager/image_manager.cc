@@ -1,5 +1,6 @@
 #include "images/manager/image_manager.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/digest.h"
@@ -194,6 +195,16 @@ std::vector<ImageRecord> ImageManager::LoadAll(const std::optional<std::string>&
 void ImageManager::Save(const ImageRecord& record) { catalog_.Update(record); }
 
 Result<ImageRecord> ImageManager::Submit(ImageRequest req) {
+  {
+    // One key cannot fill the line every key's builds wait in.
+    std::lock_guard lock(mu_);
+    auto mine = std::count_if(queue_.begin(), queue_.end(),
+                              [&](const auto& job) { return job->request.owner == req.owner; });
+    if (mine >= kQueuedPerKey)
+      return Status(Code::kRateLimited, "this key has " + std::to_string(kQueuedPerKey) +
+                                            " builds queued already: retry once some have run")
+          .WithRetryAfter(5);
+  }
   std::string id = NewUuid();
   if (req.name.empty()) {
     // An unnamed image is addressed by its id: its name is the id (shown as
@@ -301,13 +312,28 @@ void ImageManager::Worker(std::stop_token stop) {
       std::unique_lock lock(mu_);
       cv_.wait(lock, stop, [&] { return !queue_.empty(); });
       if (stop.stop_requested()) return;
-      job = queue_.front();
-      queue_.pop_front();
+      // The oldest build of the key running the fewest, and of those the
+      // key served longest ago: keys take turns, so one that queued many
+      // does not hold up another's one.
+      auto turn = [&](const std::shared_ptr<Job>& j) {
+        const std::string& key = j->request.owner;
+        auto running = building_.find(key);
+        auto served = last_served_.find(key);
+        return std::pair(running == building_.end() ? 0 : running->second,
+                         served == last_served_.end() ? -1 : served->second);
+      };
+      auto next = std::min_element(queue_.begin(), queue_.end(),
+                                   [&](const auto& a, const auto& b) { return turn(a) < turn(b); });
+      job = *next;
+      queue_.erase(next);
+      ++building_[job->request.owner];
+      last_served_[job->request.owner] = ++served_;
     }
     RunJob(job);
     bool idle;
     {
       std::lock_guard lock(mu_);
+      if (--building_[job->request.owner] <= 0) building_.erase(job->request.owner);
       jobs_.erase(job->image_id);
       if (auto it = logs_.find(job->image_id); it != logs_.end()) {
         it->second->Close();  // RunJob has; a log kept must say the build ended

@@ -237,7 +237,14 @@ class ImageManager : private BuildHost {
 
   std::mutex mu_;
   std::condition_variable_any cv_;
+  // Builds waiting for a worker; a worker takes the oldest of the key with
+  // the fewest running, the key served longest ago first, and a key queues
+  // at most kQueuedPerKey.
+  static constexpr int kQueuedPerKey = 64;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::map<std::string, int> building_;         // running builds by key
+  std::map<std::string, int64_t> last_served_;  // by key: when a worker last took its build
+  int64_t served_ = 0;
   std::map<std::string, std::shared_ptr<Job>> jobs_;  // queued or running, by image id
   std::map<std::string, std::shared_ptr<BuildLog>> logs_;
   // The logs of the last few ended builds read (newest last): a client
