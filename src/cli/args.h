@@ -20,6 +20,11 @@ struct FlagSpec {
   // For shell completion: the values it offers ("a b c"), or kFileValue.
   std::string choices;
   char short_name = 0;  // -t for --tag (only a few verbs use one)
+  // For help (help.h): what the value is called ("N", "K=V", "on|off") and
+  // what the flag does, its further lines indented under the first. A flag
+  // with no help shares the next flag's entry ("--trial, --paid  ...").
+  std::string value_name;
+  std::string help;
 };
 
 inline constexpr std::string_view kFileValue = "<file>";

@@ -15,16 +15,11 @@
 namespace kiln::cli {
 namespace {
 
-constexpr std::string_view kExitNotes =
-    "Exit status: the command's own; 124 if it ran out of time; 128+N if signal N\n"
-    "killed it; 130 after Ctrl-C; 1 when kiln itself fails (message on stderr).\n";
-
-constexpr std::string_view kCommonOptions =
-    "  --json            print the daemon's JSON answer; errors as JSON on stderr\n"
-    "  --quiet           no progress line on stderr\n"
-    "  --help            show this help\n";
-
-constexpr std::size_t kHelpColumn = 20;  // where `kiln --help` starts a command's text
+std::vector<std::string> TopFlagNames() {
+  std::vector<std::string> names;
+  for (const auto& f : TopFlags()) names.push_back(f.name);
+  return names;
+}
 
 std::vector<std::string> NamesOf(const std::vector<Verb>& verbs) {
   std::vector<std::string> names;
@@ -142,83 +137,9 @@ Invocation ParseGroup(const Group& group, const std::vector<std::string>& args, 
   return ParseVerb(&group, *verb, std::move(rest), std::move(inv));
 }
 
-// "  NAME ...  text" with the text's further lines under its first.
-std::string HelpEntry(std::string_view synopsis, std::string_view text) {
-  std::string line = "  " + std::string(synopsis);
-  // A synopsis too long for the column gets its text on the next line.
-  if (line.size() + 1 > kHelpColumn) line += "\n";
-  const std::size_t used = line.back() == '\n' ? 0 : line.size();
-  line.append(kHelpColumn - used, ' ');
-  for (char c : text) {
-    line += c;
-    if (c == '\n') line.append(kHelpColumn, ' ');
-  }
-  return line + "\n";
-}
-
 }  // namespace
 
 bool WantsJson(const std::vector<std::string>& args) { return HasFlag(args, "--json"); }
-
-std::string TopHelp() {
-  std::string commands_text;
-  for (const auto& c : Commands()) commands_text += HelpEntry(c.synopsis, c.brief);
-  return "Usage: kiln COMMAND [ARGS...]\n"
-         "\n"
-         "kiln is the command-line client of kilnd, the kiln sandbox daemon.\n"
-         "\n"
-         "Commands:\n" +
-         commands_text +
-         "\n"
-         "Options:\n"
-         "  --json            print the daemon's JSON answers; errors as JSON on stderr\n"
-         "  --quiet           no progress line on stderr (there is none off a terminal)\n"
-         "  --help            show help; works after any verb too\n"
-         "  --version         print kiln's version\n"
-         "\n"
-         "Environment:\n"
-         "  KILN_API_URL      daemon address (default " +
-         std::string(kDefaultApiUrl) +
-         ")\n"
-         "  KILN_API_KEY      sent as `Authorization: Bearer KEY` when set\n"
-         "  RUNTIME_API_KEY   the key to send when KILN_API_KEY is unset\n"
-         "  KILN_ADMIN_KEY_FILE\n"
-         "                    else the key in this file, when readable (default\n"
-         "                    " +
-         std::string(kDefaultAdminKeyFile) +
-         ": the local admin key kilnd creates)\n"
-         "\n"
-         "Example:\n"
-         "  kiln server &\n"
-         "  kiln sandbox run -- python3 -c 'print(6 * 7)'\n"
-         "  source <(kiln completion bash)   # tab completion in this shell\n";
-}
-
-std::string GroupHelp(const Group& group) {
-  const std::string name(group.name);
-  std::string out = "Usage: kiln " + name + " VERB [OPTIONS] [ARGS]\n\nVerbs:\n";
-  for (const auto& v : group.verbs()) {
-    std::string line = "  " + std::string(v.synopsis);
-    // A synopsis too long for the column gets its brief on the next line.
-    if (line.size() >= 40) line += "\n";
-    line.append(line.size() < 40 ? 40 - line.size() : 40, ' ');
-    out += line + std::string(v.brief) + "\n";
-  }
-  out += "\nEvery verb takes --json, --quiet and --help; `kiln " + name +
-         " VERB --help` lists its options.\n";
-  out += std::string(group.notes);
-  return out;
-}
-
-std::string SandboxHelp() { return GroupHelp(SandboxGroup()); }
-
-std::string VerbHelp(const Group* group, const Verb& verb) {
-  std::string out = "Usage: " + PrefixOf(group) + std::string(verb.synopsis) + "\n\n" +
-                    std::string(verb.summary) + "\n\nOptions:\n" + std::string(verb.details) +
-                    std::string(kCommonOptions);
-  if (verb.takes_command) out += "\n" + std::string(kExitNotes);
-  return out;
-}
 
 Invocation ParseCommandLine(const std::vector<std::string>& args) {
   Invocation inv;
@@ -254,9 +175,8 @@ Invocation ParseCommandLine(const std::vector<std::string>& args) {
   }
   if (word.starts_with("-")) {
     std::string_view bare = std::string_view(word).substr(word.find_first_not_of('-'));
-    throw UsageError(
-        "unknown flag " + word + DidYouMean(bare, {"json", "quiet", "help", "version"}, "--"),
-        "see `kiln --help`");
+    throw UsageError("unknown flag " + word + DidYouMean(bare, TopFlagNames(), "--"),
+                     "see `kiln --help`");
   }
   throw UsageError("unknown command '" + word + "'" + DidYouMean(word, names), "see `kiln --help`");
 }

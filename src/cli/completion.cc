@@ -1,6 +1,6 @@
 #include "cli/completion.h"
 
-#include "cli/cli.h"
+#include "cli/command_table.h"
 #include "cli/commands.h"
 #include "cli/errors.h"
 #include "cli/output.h"
@@ -68,6 +68,13 @@ std::string Join(const std::vector<std::string>& words) {
   return out;
 }
 
+// "--json --quiet --help".
+std::string FlagWords(const std::vector<FlagSpec>& flags) {
+  std::vector<std::string> words;
+  for (const auto& f : flags) words.push_back("--" + f.name);
+  return Join(words);
+}
+
 // A case pattern for a verb and its aliases, with `suffix` after each:
 // `"sandbox ls --state"|"sandbox list --state"`.
 std::string VerbPattern(std::string_view group, std::string_view verb, std::string_view suffix) {
@@ -128,12 +135,12 @@ std::string BashCompletionScript() {
   Script script;
   std::vector<std::string> names;
   for (const auto& c : Commands()) names.emplace_back(c.name);
-  script.AddGroup("", names, "--json --quiet --help --version");
+  script.AddGroup("", names, FlagWords(TopFlags()));
   for (const auto& c : Commands()) {
     if (c.group) {
       std::vector<std::string> verbs;
       for (const auto& v : c.group->verbs()) verbs.emplace_back(v.name);
-      script.AddGroup(c.name, verbs, "--json --quiet --help");
+      script.AddGroup(c.name, verbs, FlagWords(CommonFlags()));
       for (const auto& v : c.group->verbs()) script.AddVerb(c.name, v);
     } else if (c.verb) {
       script.AddVerb("", *c.verb);

@@ -1,5 +1,5 @@
-// Shell completion generated from the command table (cli.h), so it never
-// falls behind the commands: `kiln completion bash`.
+// Shell completion generated from the command table (command_table.h), so
+// it never falls behind the commands: `kiln completion bash`.
 #pragma once
 
 #include <string>
