@@ -29,4 +29,19 @@ inline std::string_view TrimBlanks(std::string_view s) {
   return s;
 }
 
+// `s` without the characters of `chars` at its start, its end, or both: for
+// text whose blanks are more than spaces and tabs (a Dockerfile's words also
+// part at '\r', '\v' and '\f'; a .dockerignore line drops a CRLF's '\r').
+inline std::string_view TrimLeft(std::string_view s, std::string_view chars) {
+  while (!s.empty() && chars.find(s.front()) != std::string_view::npos) s.remove_prefix(1);
+  return s;
+}
+inline std::string_view TrimRight(std::string_view s, std::string_view chars) {
+  while (!s.empty() && chars.find(s.back()) != std::string_view::npos) s.remove_suffix(1);
+  return s;
+}
+inline std::string_view Trim(std::string_view s, std::string_view chars) {
+  return TrimRight(TrimLeft(s, chars), chars);
+}
+
 }  // namespace kiln

@@ -15,6 +15,7 @@
 #include "common/unique_fd.h"
 #include "images/context/safe_path.h"
 #include "images/context/tar_extract.h"
+#include "images/layers/layer_writer.h"
 
 namespace kiln::images {
 namespace {
@@ -224,34 +225,12 @@ struct Owner {
   uint32_t uid = 0, gid = 0;
 };
 
-Status RemoveAt(int dir_fd, const std::string& name, const std::string& path, int depth = 0) {
-  if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) return Status::Ok();
-  if (errno != EISDIR && errno != EPERM) return FsError("remove", path, errno);
-  if (depth > kMaxDepth) return FsError("remove", path, ELOOP);
-  UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return FsError("remove", path, errno);
-  Result<std::vector<std::string>> names = ListDir(fd.get(), path);
-  if (!names.ok()) return names.status();
-  for (const std::string& child : *names) {
-    if (Status s = RemoveAt(fd.get(), child, path + "/" + child, depth + 1); !s.ok()) return s;
-  }
-  if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) return FsError("remove", path, errno);
-  return Status::Ok();
-}
-
-// Clears `name` in `dir_fd` for a new entry; a directory stays if `keep_dir`.
-Status MakeRoom(int dir_fd, const std::string& name, const std::string& path, bool keep_dir) {
-  struct stat st;
-  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Status::Ok();
-  if (keep_dir && S_ISDIR(st.st_mode)) return Status::Ok();
-  return RemoveAt(dir_fd, name, path);
-}
-
-// Writes one COPY step's layer (images/layers/layer_writer.h's LayerWriter unpacks a tar).
-class CopyLayerWriter {
+// One COPY's matches written into its layer by the layers library's writer
+// (images/layers/layer_writer.h), with Docker's owners and modes.
+class Copier {
  public:
-  CopyLayerWriter(const CopySpec& spec, const std::string& parent_root, int layer_fd)
-      : spec_(spec), parent_root_(parent_root), layer_fd_(layer_fd) {
+  Copier(const CopySpec& spec, const std::string& parent_root, int layer_fd)
+      : spec_(spec), parent_root_(parent_root), writer_(no_unpack_options_, layer_fd) {
     if (spec.chown) owner_ = {spec.chown->first, spec.chown->second};
   }
 
@@ -259,48 +238,39 @@ class CopyLayerWriter {
   // missing: as in parent_root where it exists there, else 0755 and the
   // COPY's owner.
   Result<UniqueFd> EnsureDir(const std::string& path) {
-    UniqueFd cur(::fcntl(layer_fd_, F_DUPFD_CLOEXEC, 0));
-    std::string so_far;
-    for (const std::string& part : PathParts(path)) {
-      so_far += "/" + part;
-      int fd = ::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0 && errno == ENOENT) {
-        struct stat pst;
-        bool in_parent = LstatInRoot(parent_root_, so_far, &pst) && S_ISDIR(pst.st_mode);
-        if (::mkdirat(cur.get(), part.c_str(), 0700) != 0 && errno != EEXIST) {
-          return FsError("mkdir", so_far, errno);
-        }
-        fd = ::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-          if (in_parent) {
-            internal::ChownIfRoot(fd, nullptr, pst.st_uid, pst.st_gid);
-            ::fchmod(fd, pst.st_mode & 07777);
-            timespec times[2] = {{0, UTIME_OMIT}, pst.st_mtim};
-            ::futimens(fd, times);
-          } else {
-            internal::ChownIfRoot(fd, nullptr, owner_.uid, owner_.gid);
-            ::fchmod(fd, 0755);
-          }
-        }
+    LayerWriter::DirWalk walk;
+    walk.made = [this](const std::string& rel) {
+      const std::string in_image = "/" + rel;
+      LayerNode node;
+      node.type = S_IFDIR;
+      struct stat pst;
+      if (LstatInRoot(parent_root_, in_image, &pst) && S_ISDIR(pst.st_mode)) {
+        node.uid = pst.st_uid;
+        node.gid = pst.st_gid;
+        node.mode = pst.st_mode & 07777;
+        node.mtime = pst.st_mtim;
+      } else {
+        node.uid = owner_.uid;
+        node.gid = owner_.gid;
+        node.mode = 0755;
       }
-      if (fd < 0) {
-        if (errno == ENOTDIR || errno == ELOOP) {
-          return Status(Code::kInvalidRequest,
-                        "COPY destination " + so_far + " is not a directory in this step",
-                        {{"path", so_far}});
-        }
-        return FsError("open", so_far, errno);
-      }
-      cur.reset(fd);
-    }
-    return cur;
+      return node;
+    };
+    walk.blocked = [](const std::string& rel) {
+      const std::string in_image = "/" + rel;
+      return Status(Code::kInvalidRequest,
+                    "COPY destination " + in_image + " is not a directory in this step",
+                    {{"path", in_image}});
+    };
+    return writer_.OpenDir(CleanPath(path).substr(1), true, path, walk);
   }
 
   // Writes one match's tree: its root goes to `name` in `dir_fd`, or, for a
   // directory match copied by contents, into `dir_fd` itself (name empty).
+  // The match's directories get their modes and mtimes once it is written.
   Status Copy(const std::string& match, int dir_fd, const std::string& name,
               const std::string& dest_path) {
-    std::vector<Frame> stack;
+    std::vector<UniqueFd> stack;  // the directories being written into, innermost last
     Visitor v;
     auto target = [&](const std::string& rel, int* parent, std::string* leaf, std::string* path) {
       if (rel.empty()) {
@@ -308,37 +278,25 @@ class CopyLayerWriter {
         *leaf = name;
         *path = dest_path;
       } else {
-        *parent = stack.back().fd.get();
+        *parent = stack.back().get();
         *leaf = SplitLast(rel).second;
         *path = Join(dest_path, rel);
       }
     };
     v.dir = [&](const std::string& rel, const struct stat& st, int) -> Status {
+      if (rel.empty() && name.empty()) {  // contents into dest itself
+        stack.emplace_back(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+        return Status::Ok();
+      }
       int parent;
       std::string leaf, path;
       target(rel, &parent, &leaf, &path);
-      if (rel.empty() && name.empty()) {  // contents into dest itself
-        stack.push_back({UniqueFd(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0)), {0, UTIME_OMIT}, 0});
-        return Status::Ok();
-      }
-      if (Status s = MakeRoom(parent, leaf, path, true); !s.ok()) return s;
-      if (::mkdirat(parent, leaf.c_str(), 0700) != 0 && errno != EEXIST) {
-        return FsError("mkdir", path, errno);
-      }
-      UniqueFd fd(::openat(parent, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!fd) return FsError("open", path, errno);
-      internal::ChownIfRoot(fd.get(), nullptr, owner_.uid, owner_.gid);
-      // The mode waits for leave(): a 0640 directory must still take its children.
-      mode_t mode = spec_.chmod ? *spec_.chmod & 07777 : st.st_mode & 07777;
-      stack.push_back({std::move(fd), st.st_mtim, mode});
+      Result<UniqueFd> fd = writer_.Put(parent, leaf, path, NodeOf(S_IFDIR, st));
+      if (!fd.ok()) return fd.status();
+      stack.push_back(std::move(*fd));
       return Status::Ok();
     };
     v.leave = [&]() -> Status {
-      timespec times[2] = {{0, UTIME_OMIT}, stack.back().mtime};
-      if (times[1].tv_nsec != UTIME_OMIT) {  // not for dest itself
-        ::fchmod(stack.back().fd.get(), stack.back().mode);
-        ::futimens(stack.back().fd.get(), times);
-      }
       stack.pop_back();
       return Status::Ok();
     };
@@ -347,15 +305,9 @@ class CopyLayerWriter {
       std::string leaf, path;
       target(rel, &parent, &leaf, &path);
       if (spec_.add && rel.empty() && internal::IsTarArchive(in)) return Extract(in, path);
-      if (Status s = MakeRoom(parent, leaf, path, false); !s.ok()) return s;
-      UniqueFd out(::openat(parent, leaf.c_str(),
-                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (!out) return FsError("create", path, errno);
-      if (Status s = CopyData(in, out.get(), path); !s.ok()) return s;
-      internal::ChownIfRoot(out.get(), nullptr, owner_.uid, owner_.gid);
-      ::fchmod(out.get(), spec_.chmod ? *spec_.chmod & 07777 : st.st_mode & 07777);
-      timespec times[2] = {{0, UTIME_OMIT}, st.st_mtim};
-      ::futimens(out.get(), times);
+      auto data = [&](int out) { return CopyData(in, out, path); };
+      Result<UniqueFd> done = writer_.Put(parent, leaf, path, NodeOf(S_IFREG, st), data);
+      if (!done.ok()) return done.status();
       ++stats_.files;
       return Status::Ok();
     };
@@ -363,16 +315,15 @@ class CopyLayerWriter {
       int parent;
       std::string leaf, path;
       target(rel, &parent, &leaf, &path);
-      if (Status s = MakeRoom(parent, leaf, path, false); !s.ok()) return s;
-      if (::symlinkat(to.c_str(), parent, leaf.c_str()) != 0)
-        return FsError("symlink", path, errno);
-      internal::ChownIfRoot(parent, leaf.c_str(), owner_.uid, owner_.gid);
-      timespec times[2] = {{0, UTIME_OMIT}, st.st_mtim};
-      ::utimensat(parent, leaf.c_str(), times, AT_SYMLINK_NOFOLLOW);
+      LayerNode node = NodeOf(S_IFLNK, st);
+      node.link_target = to;
+      Result<UniqueFd> done = writer_.Put(parent, leaf, path, node);
+      if (!done.ok()) return done.status();
       ++stats_.files;
       return Status::Ok();
     };
-    return Walker(spec_, v).Match(match);
+    if (Status s = Walker(spec_, v).Match(match); !s.ok()) return s;
+    return writer_.FinishDirs();
   }
 
   CopyStats stats() const { return stats_; }
@@ -381,11 +332,17 @@ class CopyLayerWriter {
   void SetArchiveDest(std::string dir) { archive_dest_ = std::move(dir); }
 
  private:
-  struct Frame {
-    UniqueFd fd;
-    timespec mtime;
-    mode_t mode;
-  };
+  // What COPY makes of a source entry: the COPY's owner (root without
+  // --chown), the source's mode unless --chmod (a symlink has none), its mtime.
+  LayerNode NodeOf(mode_t type, const struct stat& st) const {
+    LayerNode node;
+    node.type = type;
+    node.uid = owner_.uid;
+    node.gid = owner_.gid;
+    node.mode = spec_.chmod ? *spec_.chmod & 07777 : st.st_mode & 07777;
+    node.mtime = st.st_mtim;
+    return node;
+  }
 
   Status Extract(int tar_fd, const std::string& path) {
     Result<UniqueFd> dir = EnsureDir(archive_dest_.empty() ? path : archive_dest_);
@@ -442,7 +399,8 @@ class CopyLayerWriter {
 
   const CopySpec& spec_;
   const std::string& parent_root_;
-  int layer_fd_;
+  const UnpackOptions no_unpack_options_{};  // the writer's; Put reads none of them
+  LayerWriter writer_;
   Owner owner_;
   CopyStats stats_;
   std::string archive_dest_;
@@ -581,7 +539,7 @@ Result<CopyStats> ApplyCopy(const CopySpec& spec, const std::string& parent_root
     dest = *unfollowed;
   }
 
-  CopyLayerWriter writer(spec, parent_root, layer.get());
+  Copier writer(spec, parent_root, layer.get());
   if (spec.add) writer.SetArchiveDest(dest);
   for (const std::string& match : *matches) {
     struct stat mst;

@@ -10,7 +10,9 @@
 // usr/bin) is resolved inside parent_root, as it would be in the container.
 //
 // The layer directory holds files with their final owners and modes, ready
-// to be diffed into a layer. Thread-compatible.
+// to be stored as a layer; they are written by the layers library's
+// LayerWriter (images/layers/layer_writer.h), as unpacked layers are.
+// Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -71,11 +73,12 @@ struct CopyStats {
 // created (mode 0755, owner root, or the chown owner for dirs COPY creates,
 // as Docker does); parents that exist in parent_root are recreated in the
 // layer with their mode, owner and mtime there, so the layer does not change
-// them. Files keep their mode (and mtime) unless chmod (which applies to
-// copied directories too); owner root:root unless chown. Symlinks in the
-// sources are copied as symlinks, never followed; devices and fifos are
-// skipped. Errors as CopySourcesDigest, plus kInvalidArchive from an ADD
-// archive and kIoError/kNoSpace naming the path.
+// them (but for the mtime of one the copy then writes into, which becomes
+// the time of the write). Files keep their mode (and mtime) unless chmod
+// (which applies to copied directories too); owner root:root unless chown.
+// Symlinks in the sources are copied as symlinks, never followed; devices
+// and fifos are skipped. Errors as CopySourcesDigest, plus kInvalidArchive
+// from an ADD archive and kIoError/kNoSpace naming the path.
 Result<CopyStats> ApplyCopy(const CopySpec& spec, const std::string& parent_root,
                             const std::string& layer_dir);
 

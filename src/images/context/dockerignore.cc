@@ -2,7 +2,8 @@
 
 #include <cstdint>
 
-#include "images/context/safe_path.h"
+#include "common/strings.h"
+#include "images/parse/image_path.h"
 
 namespace kiln::images {
 namespace {
@@ -114,15 +115,8 @@ class Matcher {
   std::vector<int8_t> memo_;
 };
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+// What a pattern line is trimmed of: blanks and a CRLF file's '\r'.
+constexpr std::string_view kPatternBlanks = " \t\r";
 
 }  // namespace
 
@@ -153,12 +147,12 @@ Result<DockerIgnore> DockerIgnore::Parse(std::string_view text) {
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     ++line_no;
     if (!line.empty() && line.front() == '#') continue;
-    line = Trim(line);
+    line = Trim(line, kPatternBlanks);
     if (line.empty()) continue;
     Pattern pattern;
     if (line.front() == '!') {
       pattern.exception = true;
-      line = Trim(line.substr(1));
+      line = Trim(line.substr(1), kPatternBlanks);
     }
     auto bad = [&](std::string_view why) {
       return Status(Code::kInvalidRequest,

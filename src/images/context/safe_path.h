@@ -4,15 +4,15 @@
 // a directory may be a symlink to "../../..". Reading them with the host's
 // path resolution would read the host. OpenInRoot uses openat2's
 // RESOLVE_IN_ROOT, which makes `root` the "/" of every lookup, "..", absolute
-// symlinks included, so nothing outside `root` can be reached.
+// symlinks included, so nothing outside `root` can be reached. The lexical
+// path helpers (CleanPath and its kin) are images/parse/image_path.h's.
 #pragma once
 
 #include <string>
-#include <string_view>
-#include <vector>
 
 #include "common/status.h"
 #include "common/unique_fd.h"
+#include "images/parse/image_path.h"  // CleanPath, PathParts, EscapesRoot
 
 namespace kiln::images {
 
@@ -23,16 +23,5 @@ namespace kiln::images {
 // component is missing or not a directory, kIoError otherwise; both name the
 // path.
 Result<UniqueFd> OpenInRoot(const std::string& root, const std::string& path, int flags);
-
-// Cleans an in-image path lexically: "a/./b/../c" -> "/a/c"; ".." above the
-// root stays at "/"; the result is always absolute, without a trailing "/".
-std::string CleanPath(std::string_view path);
-
-// The components of CleanPath(path): "/a/./b/" -> {"a", "b"}; "/" -> {}.
-std::vector<std::string> PathParts(std::string_view path);
-
-// True if `path`, read relative to a root, climbs above it ("../x",
-// "a/../../x"), which CleanPath would silently clamp.
-bool EscapesRoot(std::string_view path);
 
 }  // namespace kiln::images

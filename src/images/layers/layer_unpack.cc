@@ -41,7 +41,7 @@ Result<LayerStats> Unpack(const std::string& tar_path, int root, const UnpackOpt
                   "layer " + tar_path + ": diff id is " + stats.diff_id + ", expected " +
                       *options.expected_diff_id,
                   {{"path", tar_path}});
-  if (Status s = writer.FinishDirTimes(); !s.ok()) return s;
+  if (Status s = writer.FinishDirs(); !s.ok()) return s;
   return stats;
 }
 

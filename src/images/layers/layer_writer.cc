@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/xattr.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "images/layers/fs_tree.h"
@@ -23,6 +24,29 @@ Status Invalid(const std::string& message, const std::string& entry) {
   return Status(Code::kInvalidImage, message, {{"path", entry}});
 }
 
+// What a tar entry's header says of it: its atime is its own, else its mtime.
+LayerNode NodeOfEntry(archive_entry* e) {
+  LayerNode node;
+  node.type = archive_entry_filetype(e);
+  node.mode = archive_entry_perm(e) & 07777;
+  node.uid = static_cast<uid_t>(archive_entry_uid(e));
+  node.gid = static_cast<gid_t>(archive_entry_gid(e));
+  node.mtime = {archive_entry_mtime(e), archive_entry_mtime_nsec(e)};
+  node.atime = archive_entry_atime_is_set(e)
+                   ? timespec{archive_entry_atime(e), archive_entry_atime_nsec(e)}
+                   : node.mtime;
+  const char* target = archive_entry_symlink(e);
+  node.link_target = target ? target : "";
+  return node;
+}
+
+// The key FinishDirs finds a directory again by: `path` cleaned and
+// relative (Entry's paths are already; Put's may be absolute in-image ones).
+std::string DirKey(const std::string& path) {
+  std::string relative = path.substr(std::min(path.find_first_not_of('/'), path.size()));
+  return CleanLayerPath(relative).value_or(relative);
+}
+
 }  // namespace
 
 bool HasPathPrefix(const std::string& path, const std::string& prefix) {
@@ -31,8 +55,8 @@ bool HasPathPrefix(const std::string& path, const std::string& prefix) {
           path[prefix.size()] == '/');
 }
 
-Result<UniqueFd> LayerWriter::OpenParent(const std::string& dir, bool create,
-                                         const std::string& entry) {
+Result<UniqueFd> LayerWriter::OpenDir(const std::string& dir, bool create, const std::string& entry,
+                                      const DirWalk& walk) {
   UniqueFd cur(::fcntl(root_, F_DUPFD_CLOEXEC, 0));
   if (!cur) return FsError("dup for", entry, errno);
   std::string walked;
@@ -48,14 +72,25 @@ Result<UniqueFd> LayerWriter::OpenParent(const std::string& dir, bool create,
       if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST)
         return FsError("mkdir", walked, errno);
       next = OpenDirAt(cur.get(), comp);
-      // Whatever the daemon's umask, an implied directory is 0755.
-      if (next) ::fchmod(next.get(), 0755);
+      if (next && walk.made) {
+        LayerNode node = walk.made(walked);
+        if (root_user_ && ::fchown(next.get(), node.uid, node.gid) != 0)
+          return FsError("chown", walked, errno);
+        if (::fchmod(next.get(), node.mode & 07777) != 0) return FsError("chmod", walked, errno);
+        timespec times[2] = {node.atime, node.mtime};
+        if ((times[0].tv_nsec != UTIME_OMIT || times[1].tv_nsec != UTIME_OMIT) &&
+            ::futimens(next.get(), times) != 0)
+          return FsError("utimensat", walked, errno);
+      } else if (next) {
+        ::fchmod(next.get(), 0755);  // whatever the daemon's umask
+      }
     }
     if (!next) {
       int err = errno;
       struct stat st;
       if ((err == ELOOP || err == ENOTDIR) &&
           ::fstatat(cur.get(), comp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (walk.blocked) return walk.blocked(walked);
         if (S_ISLNK(st.st_mode))
           return Invalid("entry " + entry + " goes through the symlink " + walked, entry);
         return Invalid("entry " + entry + ": " + walked + " is not a directory", entry);
@@ -136,33 +171,82 @@ Status LayerWriter::SetXattrs(archive_entry* e, int parent, const std::string& n
   return Status::Ok();
 }
 
-// `fd` is the open file or directory, or -1 for symlinks and fifos.
-Status LayerWriter::SetMetadata(archive_entry* e, int parent, const std::string& name, int fd,
-                                const std::string& entry) {
-  bool is_link = archive_entry_filetype(e) == AE_IFLNK;
+Status LayerWriter::SetMetadata(const LayerNode& node, archive_entry* xattrs, int parent,
+                                const std::string& name, int fd, const std::string& entry) {
+  bool is_link = node.type == S_IFLNK;
   if (root_user_) {
-    uid_t uid = static_cast<uid_t>(archive_entry_uid(e));
-    gid_t gid = static_cast<gid_t>(archive_entry_gid(e));
-    int rc = fd >= 0 ? ::fchown(fd, uid, gid)
-                     : ::fchownat(parent, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW);
+    int rc = fd >= 0 ? ::fchown(fd, node.uid, node.gid)
+                     : ::fchownat(parent, name.c_str(), node.uid, node.gid, AT_SYMLINK_NOFOLLOW);
     if (rc != 0) return FsError("chown", entry, errno);
   }
   if (!is_link) {
-    mode_t mode = archive_entry_perm(e) & 07777;
+    mode_t mode = node.mode & 07777;
     int rc = fd >= 0 ? ::fchmod(fd, mode) : ::fchmodat(parent, name.c_str(), mode, 0);
     if (rc != 0) return FsError("chmod", entry, errno);
   }
-  if (Status s = SetXattrs(e, parent, name, is_link ? -1 : fd, entry); !s.ok()) return s;
-  struct timespec times[2];
-  times[1] = {archive_entry_mtime(e), archive_entry_mtime_nsec(e)};
-  times[0] = archive_entry_atime_is_set(e)
-                 ? timespec{archive_entry_atime(e), archive_entry_atime_nsec(e)}
-                 : times[1];
-  if (archive_entry_filetype(e) == AE_IFDIR) return Status::Ok();  // set by FinishDirTimes
+  if (xattrs) {
+    if (Status s = SetXattrs(xattrs, parent, name, is_link ? -1 : fd, entry); !s.ok()) return s;
+  }
+  if (node.type == S_IFDIR) return Status::Ok();  // set by FinishDirs
+  timespec times[2] = {node.atime, node.mtime};
   int rc = fd >= 0 ? ::futimens(fd, times)
                    : ::utimensat(parent, name.c_str(), times, AT_SYMLINK_NOFOLLOW);
   if (rc != 0) return FsError("utimensat", entry, errno);
   return Status::Ok();
+}
+
+Status LayerWriter::Place(int parent, const std::string& name, const std::string& path,
+                          const LayerNode& node, archive_entry* xattrs,
+                          const std::function<Status(int fd)>& write_data) {
+  if (Status s = Replace(parent, name, false, path); !s.ok()) return s;
+  switch (node.type) {
+    case S_IFREG: {
+      UniqueFd fd(::openat(parent, name.c_str(),
+                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+      if (!fd) return FsError("create", path, errno);
+      if (write_data) {
+        if (Status s = write_data(fd.get()); !s.ok()) return s;
+      }
+      return SetMetadata(node, xattrs, parent, name, fd.get(), path);
+    }
+    case S_IFLNK:
+      if (::symlinkat(node.link_target.c_str(), parent, name.c_str()) != 0)
+        return FsError("symlink", path, errno);
+      return SetMetadata(node, xattrs, parent, name, -1, path);
+    case S_IFIFO:
+      if (::mkfifoat(parent, name.c_str(), 0600) != 0) return FsError("mkfifo", path, errno);
+      return SetMetadata(node, xattrs, parent, name, -1, path);
+    default:
+      return Invalid("entry " + path + " has an unsupported type", path);
+  }
+}
+
+Result<UniqueFd> LayerWriter::PlaceDir(int parent, const std::string& name, const std::string& path,
+                                       const LayerNode& node, archive_entry* xattrs,
+                                       bool mode_last) {
+  if (Status s = Replace(parent, name, true, path); !s.ok()) return s;
+  if (::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST)
+    return FsError("mkdir", path, errno);
+  UniqueFd fd = OpenDirAt(parent, name);
+  if (!fd) return FsError("open", path, errno);
+  DirFinish& finish = dirs_[DirKey(path)];
+  finish.mode = mode_last ? std::optional<mode_t>(node.mode & 07777) : std::nullopt;
+  finish.times[0] = node.atime;
+  finish.times[1] = node.mtime;
+  if (!mode_last) {
+    if (Status s = SetMetadata(node, xattrs, parent, name, fd.get(), path); !s.ok()) return s;
+  } else if (root_user_ && ::fchown(fd.get(), node.uid, node.gid) != 0) {
+    return FsError("chown", path, errno);
+  }
+  return fd;
+}
+
+Result<UniqueFd> LayerWriter::Put(int parent, const std::string& name, const std::string& path,
+                                  const LayerNode& node,
+                                  const std::function<Status(int fd)>& write_data) {
+  if (node.type == S_IFDIR) return PlaceDir(parent, name, path, node, nullptr, true);
+  if (Status s = Place(parent, name, path, node, nullptr, write_data); !s.ok()) return s;
+  return UniqueFd();
 }
 
 Status LayerWriter::MakeWhiteout(int parent, const std::string& name, const std::string& entry) {
@@ -191,7 +275,7 @@ Status LayerWriter::HardLink(archive_entry* e, int parent, const std::string& na
   for (const std::string& prefix : options_.skip_prefixes)
     if (HasPathPrefix(*target, prefix)) return Status::Ok();
   auto [tdir, tname] = SplitPath(*target);
-  auto tparent = OpenParent(tdir, false, entry);
+  auto tparent = OpenDir(tdir, false, entry);
   if (!tparent.ok()) return tparent.status();
   struct stat st;
   if (::fstatat(tparent->get(), tname.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -218,40 +302,31 @@ Status LayerWriter::Entry(LayerTarReader& reader, archive_entry* e) {
       return Status::Ok();
     }
   }
+  LayerNode node = NodeOfEntry(e);
   if (path.empty()) {  // the root itself: only its metadata
-    if (archive_entry_filetype(e) != AE_IFDIR)
+    if (node.type != AE_IFDIR)
       return Invalid("the layer's root entry is not a directory", raw_path);
-    dir_times_[""][1] = {archive_entry_mtime(e), archive_entry_mtime_nsec(e)};
-    dir_times_[""][0] = dir_times_[""][1];
-    return SetMetadata(e, -1, "", root_, ".");
+    dirs_[""] = DirFinish{std::nullopt, {node.mtime, node.mtime}};
+    return SetMetadata(node, e, -1, "", root_, ".");
   }
   auto [dir, name] = SplitPath(path);
-  auto parent_or = OpenParent(dir, true, path);
+  auto parent_or = OpenDir(dir, true, path);
   if (!parent_or.ok()) return parent_or.status();
   int parent = parent_or->get();
 
   if (archive_entry_hardlink(e)) return HardLink(e, parent, name, path);
 
-  switch (archive_entry_filetype(e)) {
+  switch (node.type) {
     case AE_IFREG: {
-      if (Status s = Replace(parent, name, false, path); !s.ok()) return s;
-      UniqueFd fd(::openat(parent, name.c_str(),
-                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (!fd) return FsError("create", path, errno);
-      if (Status s = WriteFile(reader, e, fd.get(), path); !s.ok()) return s;
+      auto data = [&](int fd) { return WriteFile(reader, e, fd, path); };
+      if (Status s = Place(parent, name, path, node, e, data); !s.ok()) return s;
       ++(name.rfind(".wh.", 0) == 0 ? stats_.whiteouts : stats_.files);
-      return SetMetadata(e, parent, name, fd.get(), path);
+      return Status::Ok();
     }
     case AE_IFDIR: {
-      if (Status s = Replace(parent, name, true, path); !s.ok()) return s;
-      if (::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST)
-        return FsError("mkdir", path, errno);
-      UniqueFd fd = OpenDirAt(parent, name);
-      if (!fd) return FsError("open", path, errno);
-      auto& times = dir_times_[path];
-      times[1] = {archive_entry_mtime(e), archive_entry_mtime_nsec(e)};
-      times[0] = times[1];
-      if (Status s = SetMetadata(e, parent, name, fd.get(), path); !s.ok()) return s;
+      node.atime = node.mtime;  // what FinishDirs gives a directory of a tar
+      Result<UniqueFd> fd = PlaceDir(parent, name, path, node, e, false);
+      if (!fd.ok()) return fd.status();
       const char* key;
       const void* value;
       size_t size;
@@ -261,24 +336,15 @@ Status LayerWriter::Entry(LayerTarReader& reader, archive_entry* e) {
         opaque |= std::string_view(key) == "trusted.overlay.opaque" && size >= 1 &&
                   static_cast<const char*>(value)[0] == 'y';
       if (!opaque) return Status::Ok();
-      UniqueFd marker(::openat(fd.get(), kOpaqueWhiteout,
+      UniqueFd marker(::openat(fd->get(), kOpaqueWhiteout,
                                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
       if (!marker) return FsError("create opaque marker in", path, errno);
       ++stats_.whiteouts;
       return Status::Ok();
     }
-    case AE_IFLNK: {
-      if (Status s = Replace(parent, name, false, path); !s.ok()) return s;
-      const char* target = archive_entry_symlink(e);
-      if (::symlinkat(target ? target : "", parent, name.c_str()) != 0)
-        return FsError("symlink", path, errno);
-      return SetMetadata(e, parent, name, -1, path);
-    }
-    case AE_IFIFO: {
-      if (Status s = Replace(parent, name, false, path); !s.ok()) return s;
-      if (::mkfifoat(parent, name.c_str(), 0600) != 0) return FsError("mkfifo", path, errno);
-      return SetMetadata(e, parent, name, -1, path);
-    }
+    case AE_IFLNK:
+    case AE_IFIFO:
+      return Place(parent, name, path, node, e, nullptr);
     case AE_IFCHR:
       if (archive_entry_rdevmajor(e) == 0 && archive_entry_rdevminor(e) == 0) {
         whiteout_devices_.insert(path);
@@ -294,12 +360,19 @@ Status LayerWriter::Entry(LayerTarReader& reader, archive_entry* e) {
   }
 }
 
-Status LayerWriter::FinishDirTimes() {
-  for (auto& [path, times] : dir_times_) {
-    // A later entry may have replaced the directory; then its time is moot.
-    auto fd = OpenParent(path, false, path);
+Status LayerWriter::FinishDirs() {
+  std::map<std::string, DirFinish> dirs = std::move(dirs_);
+  dirs_.clear();
+  // A path sorts before every path under it: backwards, each directory
+  // comes after what it holds, which a mode without search permission
+  // would close to the walk.
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    const auto& [path, finish] = *it;
+    // A later entry may have replaced the directory; then its metadata is moot.
+    auto fd = OpenDir(path, false, path);
     if (!fd.ok()) continue;
-    if (::futimens(fd->get(), times) != 0) return FsError("utimensat", path, errno);
+    if (finish.mode && ::fchmod(fd->get(), *finish.mode) != 0) return FsError("chmod", path, errno);
+    if (::futimens(fd->get(), finish.times) != 0) return FsError("utimensat", path, errno);
   }
   return Status::Ok();
 }

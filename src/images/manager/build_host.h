@@ -2,7 +2,7 @@
 // more: the layer store, pins and the store's quota, the key's step cache,
 // its images, uploaded contexts and registry access, and a RUN in a
 // sandbox. ImageManager is the real one; a unit test fakes it
-// (tests/unit/images_builder_test.cc). The builder never sees the
+// (tests/unit/images/manager/builder_test.cc). The builder never sees the
 // manager's catalog, the control plane, the engine or the agent's protocol.
 #pragma once
 

@@ -1,30 +1,18 @@
 #include "images/manager/builder.h"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
-#include "common/base64.h"
-#include "common/digest.h"
-#include "common/json_bounded.h"
-#include "common/log.h"
-#include "common/subprocess.h"
-#include "common/time.h"
-#include "common/unique_fd.h"
 #include "images/context/build_context.h"
 #include "images/context/copy_step.h"
 #include "images/context/dockerignore.h"
 #include "images/context/image_users.h"
 #include "images/context/safe_path.h"
 #include "images/layers/flatten.h"
-#include "images/manager/registry_network.h"
 #include "images/parse/recipe.h"
-#include "network/address.h"
 
 namespace kiln::images {
 
@@ -51,11 +39,11 @@ void SetEnv(std::vector<std::string>& env, const std::string& key, const std::st
   env.push_back(key + "=" + value);
 }
 
+}  // namespace
+
 // A FROM that names its registry ("localhost:5000/app", "docker.io/python"):
 // anything else is a kiln image, and an unknown one is image_not_found
 // rather than a surprise trip to a registry.
-}  // namespace
-
 bool IsRegistryRef(const std::string& text) {
   size_t slash = text.find('/');
   if (slash == std::string::npos) return false;
@@ -96,7 +84,8 @@ Builder::Builder(BuildHost& host, const ImageRequest& request, std::string image
       log_(std::move(log)),
       cancelled_(cancelled),
       deadline_(std::chrono::steady_clock::now() +
-                std::chrono::seconds(request.build.timeout_seconds)) {}
+                std::chrono::seconds(request.build.timeout_seconds)),
+      cache_(host, request.owner, request.cache) {}
 
 Status Builder::CheckTime() const {
   if (cancelled_)
@@ -123,16 +112,14 @@ Status Builder::CheckSize(const BuiltImage& st) const {
   return host_.CheckStoreQuota();
 }
 
-std::optional<LayerId> Builder::Cached(const std::string& key) {
-  if (!req_.cache) return std::nullopt;
-  auto text = host_.CachedStep(req_.owner, key);
-  std::optional<LayerId> layer = text ? LayerId::Parse(*text) : std::nullopt;
-  if (!layer || !host_.Layers().Layer(*layer)) return std::nullopt;
-  return layer;
-}
-
-void Builder::CacheLayer(const std::string& key, const LayerId& layer) {
-  host_.CacheStep(req_.owner, key, layer);
+bool Builder::TakeCached(BuiltImage& st, const std::string& key) {
+  std::optional<LayerId> hit = cache_.Find(key);
+  if (!hit) return false;
+  Say("cached");
+  ++steps_cached_;
+  host_.PinLayer(*hit);
+  st.layers.push_back(*hit);
+  return true;
 }
 
 Result<BuiltImage> Builder::Run() {
@@ -142,6 +129,9 @@ Result<BuiltImage> Builder::Run() {
     std::string dir;
     ~Cleanup() { (void)RemoveTree(dir); }
   } cleanup{tmp_dir_};
+  puller_.emplace(PullContext{
+      host_, req_.owner, tmp_dir_, static_cast<uint64_t>(req_.build.max_image_mib) << 20, deadline_,
+      cancelled_, [this] { return CheckTime(); }, [this](const std::string& line) { Say(line); }});
 
   Result<BuiltImage> built = Status(Code::kInternal, "no source");
   if (req_.source == ImageSource::kImage) {
@@ -314,231 +304,22 @@ Result<BuiltImage> Builder::BaseOf(const Stage& stage, const std::vector<BuiltIm
   return Pull(*ref);
 }
 
-struct Builder::Skopeo {
-  std::string binary;
-  std::unique_ptr<RegistryNetwork> net;  // null: direct (an allowed registry)
-  ProcessOutput Run(const std::vector<std::string>& argv, int timeout_ms, size_t max_bytes) {
-    return net ? net->Run(argv, timeout_ms, max_bytes) : RunProcess(argv, timeout_ms, max_bytes);
-  }
-  pid_t Spawn(const std::vector<std::string>& argv, int err_fd) {
-    return net ? net->Spawn(argv, -1, -1, err_fd) : SpawnProcess(argv, -1, -1, err_fd);
-  }
-  // What the proxy refused, for the pull's error.
-  std::string Refused() const {
-    std::string out;
-    for (const auto& r : net ? net->refusals() : std::vector<std::string>{})
-      out += (out.empty() ? "" : "; ") + r;
-    return out;
-  }
-};
-
 Result<BuiltImage> Builder::Pull(const ImageRef& ref) {
-  std::string layout = tmp_dir_ + "/pull-" + std::to_string(++pulls_);
-  RegistryAccess access = host_.Registry(req_.owner, ref);
-  std::vector<std::string> args = {access.skopeo,   "copy",  "--retry-times",   "0",
-                                   "--override-os", "linux", "--override-arch", "amd64"};
-  Skopeo skopeo;
-  skopeo.binary = access.skopeo;
-  bool allowed = access.allowed;
-  if (!allowed) {
-    // An address literal that is refused says so here: skopeo (Go) dials
-    // loopback directly, past the proxy, and would only report a refused
-    // connection on the namespace's own loopback.
-    std::string refused = ref.Host() == "localhost" ? "loopback" : "";
-    if (auto literal = network::ParseIpLiteral(ref.Host()))
-      refused = network::RefusedCategory(*literal);
-    if (!refused.empty())
-      return Status(Code::kRegistryError,
-                    "cannot pull " + ref.String() + ": " + ref.domain + " is a " + refused +
-                        " address, refused (an operator allows a registry with --allow-registry)",
-                    json{{"ref", ref.String()}});
-  }
-  if (!allowed) {
-    RegistryNetwork::Options o;
-    o.resolver = access.resolver;
-    o.host = access.host_addresses;
-    Result<std::unique_ptr<RegistryNetwork>> net = RegistryNetwork::Open(o);
-    if (!net.ok()) return net.status();
-    skopeo.net = std::move(*net);
-  }
-  bool plain_http = allowed && ref.IsLoopback();
-  if (plain_http) args.push_back("--src-tls-verify=false");
-  std::string authfile;
-  if (const auto& cred = access.credential) {
-    authfile = tmp_dir_ + "/auth.json";
-    std::string pair = cred->username + ":" + cred->password;
-    // Made 0600 by the open itself: never readable by others, not even
-    // between a create and a chmod.
-    UniqueFd f(
-        ::open(authfile.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!f ||
-        !WriteAll(f.get(), json{{"auths", {{ref.domain, {{"auth", Base64Encode(pair)}}}}}}.dump()))
-      return Status(Code::kIoError, "cannot write the pull's credentials file");
-    args.insert(args.end(), {"--src-authfile", authfile});
-  } else {
-    args.push_back("--src-no-creds");
-  }
-  args.push_back("docker://" + ref.String());
-  args.push_back("oci:" + layout + ":kiln");
-  held_ = host_.HeldLayers(req_.owner);
-  Result<std::optional<BuiltImage>> stored = AlreadyStored(ref, authfile, skopeo);
-  if (!stored.ok() || *stored) {
-    if (!authfile.empty()) fs::remove(authfile);
-    if (!stored.ok()) return stored.status();
-    return **stored;
-  }
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  deadline_ - std::chrono::steady_clock::now())
-                  .count();
-  int64_t t0 = MonotonicNowMs();
-  // skopeo's stderr to a file, and a watcher that kills it when the build
-  // is deleted or kilnd stops: a pull must not hold either up.
-  std::string err_path = tmp_dir_ + "/skopeo.err";
-  int status = -1;
-  {
-    UniqueFd err(::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    pid_t pid = skopeo.Spawn(args, err.get());
-    if (pid < 0) return Status(Code::kInternal, "cannot run " + args[0]);
-    std::atomic<bool> over{false};
-    std::jthread watcher([&] {
-      while (!over) {
-        if (cancelled_) {
-          ::kill(pid, SIGKILL);
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      }
-    });
-    status = WaitProcess(pid, static_cast<int>(std::max<int64_t>(1000, left)));
-    over = true;
-  }
-  if (!authfile.empty()) fs::remove(authfile);
-  if (Status t = CheckTime(); !t.ok()) return t;
-  if (status != 0) {
-    std::string why;
-    {
-      std::ifstream f(err_path);
-      std::string line;
-      while (std::getline(f, line))
-        if (!line.empty()) why = line;  // skopeo's last word is its reason
-    }
-    if (why.empty()) why = "skopeo failed (status " + std::to_string(status) + ")";
-    if (status == -1) why = "no answer within the build's timeout";
-    json details{{"ref", ref.String()}};
-    if (std::string refused = skopeo.Refused(); !refused.empty()) {
-      why = "kiln refused its connection to " + refused;
-      details["refused"] = refused;
-    }
-    return Status(Code::kRegistryError, "cannot pull " + ref.String() + ": " + why, details);
-  }
-  Result<OciImage> oci = ReadOciLayout(layout);
-  if (!oci.ok()) return oci.status();
-  Say("pulled " + ref.String() + " (" + oci->manifest_digest + ", " +
-      std::to_string(oci->layers.size()) + " layers) in " + std::to_string(MonotonicNowMs() - t0) +
-      " ms");
+  Result<PulledImage> pulled = puller_->Pull(ref);
+  if (!pulled.ok()) return pulled.status();
+  steps_run_ += pulled->layers_unpacked;
   BuiltImage b;
-  b.config = oci->config;
-  b.manifest_digest = oci->manifest_digest;
-  uint64_t max = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
-  for (const auto& layer : oci->layers) {
-    if (Status t = CheckTime(); !t.ok()) return t;
-    LayerId id = LayerId::Of(layer.diff_id);
-    std::string shown = layer.diff_id.hex().substr(0, 12);
-    // A layer the requester holds is not unpacked again. Any other is, even
-    // when the store has one of that diff id: unpacking is what proves the
-    // blob is that layer (a registry may name another tenant's diff id in
-    // its config); AddLayerTar then keeps the stored one.
-    if (held_.count(id) && host_.Layers().Layer(id)) {
-      Say("layer " + shown + ": already stored");
-    } else {
-      UnpackOptions opts;
-      opts.expected_blob_sha256 = layer.digest.hex();
-      opts.expected_diff_id = layer.diff_id.hex();
-      opts.max_bytes = max;
-      Result<LayerInfo> added = host_.Layers().AddLayerTar(layer.blob_path, opts);
-      if (!added.ok()) return added.status();
-      ++steps_run_;
-      held_.insert(id);
-      Say("layer " + shown + ": " + std::to_string(added->bytes) + " bytes, " +
-          std::to_string(added->files) + " files");
-    }
-    host_.PinLayer(id);
-    b.layers.push_back(id);
-    if (Status q = host_.CheckStoreQuota(); !q.ok()) return q;
-  }
-  (void)RemoveTree(layout);
+  b.layers = std::move(pulled->layers);
+  b.config = std::move(pulled->config);
+  b.manifest_digest = std::move(pulled->manifest_digest);
   return b;
-}
-
-Result<std::optional<BuiltImage>> Builder::AlreadyStored(const ImageRef& ref,
-                                                         const std::string& authfile,
-                                                         Skopeo& skopeo) {
-  // skopeo copy fetches every blob into a fresh layout, stored or not; an
-  // image whose layers the requester holds needs only its manifest and
-  // config. What the registry sends is untrusted: bounded, hashed, and
-  // parsed as a whole pull's would be.
-  std::vector<std::string> base = {skopeo.binary, "inspect", "--raw", "--retry-times", "0"};
-  if (!skopeo.net && ref.IsLoopback()) base.push_back("--tls-verify=false");
-  if (authfile.empty()) {
-    base.push_back("--no-creds");
-  } else {
-    base.insert(base.end(), {"--authfile", authfile});
-  }
-  std::vector<std::string> manifest_args = base, config_args = base;
-  manifest_args.push_back("docker://" + ref.String());
-  config_args.insert(config_args.end(), {"--config", "docker://" + ref.String()});
-  constexpr size_t kMaxMetadata = 4u << 20;
-  ProcessOutput manifest = skopeo.Run(manifest_args, 30000, kMaxMetadata);
-  if (!manifest.ok()) return std::optional<BuiltImage>();  // the copy will say why
-  std::optional<json> m = ParseJsonBounded(manifest.out);
-  // An index (several platforms) goes the long way: the copy picks one.
-  if (!m || !m->is_object() || m->contains("manifests")) return std::optional<BuiltImage>();
-  std::string manifest_digest = Sha256Digest::Of(manifest.out).str();
-  ProcessOutput config = skopeo.Run(config_args, 30000, kMaxMetadata);
-  if (!config.ok()) return std::optional<BuiltImage>();
-  const json config_digest = (*m).value("config", json::object()).value("digest", json());
-  if (config_digest != Sha256Digest::Of(config.out).str())
-    return Status(Code::kInvalidImage,
-                  "the registry's config for " + ref.String() + " does not match its digest",
-                  json{{"field", "config.digest"}});
-  std::string why;
-  std::optional<json> c = ParseJsonBounded(config.out, &why);
-  if (!c) return Status(Code::kInvalidImage, "config " + why, json{{"field", "config"}});
-  Result<OciImage> image = ParseImageManifest(*m, manifest_digest, *c);
-  if (!image.ok()) return image.status();
-  BuiltImage b;
-  for (const OciLayer& l : image->layers) {
-    LayerId id = LayerId::Of(l.diff_id);
-    if (!held_.count(id) || !host_.Layers().Layer(id)) return std::optional<BuiltImage>();
-    b.layers.push_back(id);
-  }
-  for (const auto& l : b.layers) host_.PinLayer(l);
-  b.config = image->config;
-  b.manifest_digest = manifest_digest;
-  Say("every layer of " + ref.String() + " is stored: only its manifest and config fetched");
-  return std::optional<BuiltImage>(std::move(b));
 }
 
 Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   const std::vector<std::string>& argv = run.command.argv;  // a shell form comes with its SHELL
-  std::string parent = ImageStorage::ChainId(st.layers).hex();
-  std::string key = Sha256Hex(json{
-      {"op", "run"},
-      {"parent", parent},
-      {"argv", argv},
-      {"env", st.config.env},
-      {"args", run.build_args},
-      {"user", st.config.user},
-      {"workdir", st.config.working_dir},
-      {"network",
-       req_.network.ToJson()}}.dump());
-  if (auto hit = Cached(key)) {
-    Say("cached");
-    ++steps_cached_;
-    host_.PinLayer(*hit);
-    st.layers.push_back(*hit);
-    return Status::Ok();
-  }
+  std::string key =
+      RunStepKey(ImageStorage::ChainId(st.layers).hex(), run, st.config, req_.network);
+  if (TakeCached(st, key)) return Status::Ok();
   Result<std::string> root = host_.Layers().EnsureRoot(st.layers);
   if (!root.ok()) return root.status();
   Result<RunAs> run_as = RunAsOf(*root, st.config);
@@ -591,7 +372,7 @@ Status Builder::RunStep(BuiltImage& st, const RunInstr& run, const Step& step) {
   fs::remove(tar);
   if (!layer.ok()) return layer.status();
   host_.PinLayer(layer->id);
-  CacheLayer(key, layer->id);
+  cache_.Store(key, layer->id);
   ++steps_run_;
   st.layers.push_back(layer->id);
   return Status::Ok();
@@ -648,21 +429,8 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   }
   Result<std::string> digest = CopySourcesDigest(spec);
   if (!digest.ok()) return digest.status();
-  std::string key = Sha256Hex(json{
-      {"op", copy.add ? "add" : "copy"},
-      {"parent", ImageStorage::ChainId(st.layers).hex()},
-      {"dest", spec.dest},
-      {"sources", *digest},
-      {"chown", copy.chown.value_or("")},
-      {"chmod", copy.chmod ? *copy.chmod
-                           : -1}}.dump());
-  if (auto hit = Cached(key)) {
-    Say("cached");
-    ++steps_cached_;
-    host_.PinLayer(*hit);
-    st.layers.push_back(*hit);
-    return Status::Ok();
-  }
+  std::string key = CopyStepKey(ImageStorage::ChainId(st.layers).hex(), copy, spec.dest, *digest);
+  if (TakeCached(st, key)) return Status::Ok();
   std::string layer_dir = tmp_dir_ + "/copy-" + std::to_string(*step_);
   Result<CopyStats> copied = ApplyCopy(spec, *parent_root, layer_dir);
   if (!copied.ok()) {
@@ -672,7 +440,7 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   Result<LayerInfo> layer = host_.Layers().AddLayerDir(layer_dir, *LayerId::Parse(key));
   if (!layer.ok()) return layer.status();
   host_.PinLayer(layer->id);
-  CacheLayer(key, layer->id);
+  cache_.Store(key, layer->id);
   ++steps_run_;
   st.layers.push_back(layer->id);
   return Status::Ok();
@@ -684,10 +452,7 @@ Status Builder::WorkdirStep(BuiltImage& st, const Step& step) {
   if (!root.ok()) return root.status();
   if (OpenInRoot(*root, st.config.working_dir, O_RDONLY | O_DIRECTORY).ok()) return Status::Ok();
   // Docker creates a WORKDIR that does not exist: a layer of one directory.
-  LayerId key = *LayerId::Parse(Sha256Hex(json{
-      {"op", "workdir"},
-      {"parent", ImageStorage::ChainId(st.layers).hex()},
-      {"path", st.config.working_dir}}.dump()));
+  LayerId key = WorkdirLayerId(ImageStorage::ChainId(st.layers).hex(), st.config.working_dir);
   if (host_.Layers().Layer(key)) {
     st.layers.push_back(key);
     host_.PinLayer(key);

@@ -6,7 +6,8 @@
 // the engine's ExportUpper (runsc's rootfs-upper tar) and stored as a
 // layer. COPY and ADD write their layer on the host. Every step that makes
 // a layer is cached by content: the parent chain, the instruction with the
-// environment it sees, and the digest of what it copies.
+// environment it sees, and the digest of what it copies (build_cache.h).
+// Registry images are pulled by an ImagePuller (image_puller.h).
 #pragma once
 
 #include <atomic>
@@ -14,15 +15,16 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "common/run_as.h"
 #include "common/status.h"
 #include "images/layers/oci_layout.h"
+#include "images/manager/build_cache.h"
 #include "images/manager/build_host.h"
 #include "images/manager/build_log.h"
+#include "images/manager/image_puller.h"
 #include "images/manager/image_request.h"
 #include "images/parse/dockerfile.h"
 #include "images/parse/image_ref.h"
@@ -59,25 +61,13 @@ class Builder {
   Result<BuiltImage> BaseOf(const Stage& stage, const std::vector<BuiltImage>& done,
                             const std::map<int, int>& stage_slot);
   Result<BuiltImage> Pull(const ImageRef& ref);
-  // How skopeo reaches the registry: directly for one --allow-registry
-  // names, else through a RegistryNetwork (null until a pull opens one).
-  struct Skopeo;
-  // The image from its manifest and config alone when every layer of it is
-  // stored already and held by the requester (one of its images or
-  // snapshots has it: a digest alone proves nothing); nullopt to pull it
-  // whole. A manifest or config that is malformed is an error naming the
-  // field, as in a whole pull.
-  Result<std::optional<BuiltImage>> AlreadyStored(const ImageRef& ref, const std::string& authfile,
-                                                  Skopeo& skopeo);
   Status RunStep(BuiltImage& st, const RunInstr& run, const Step& step);
   Status CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step,
                   const std::string& context_dir, const std::vector<BuiltImage>& done,
                   const std::map<int, int>& stage_slot);
   Status WorkdirStep(BuiltImage& st, const Step& step);
-  // A step key's layer in the requester's own cache, if caching is on and
-  // the layer is still there.
-  std::optional<LayerId> Cached(const std::string& key);
-  void CacheLayer(const std::string& key, const LayerId& layer);
+  // True if the cache has `key`'s layer: then it is pinned and put on `st`.
+  bool TakeCached(BuiltImage& st, const std::string& key);
   Status CheckTime() const;
   Status CheckSize(const BuiltImage& st) const;
   void Say(const std::string& text) { log_->Line("system", step_, text); }
@@ -92,9 +82,9 @@ class Builder {
   int steps_total_ = 0;
   int steps_cached_ = 0;
   int steps_run_ = 0;
-  int pulls_ = 0;
   std::string tmp_dir_;
-  std::set<LayerId> held_;  // the requester's layers, read once per build
+  StepCache cache_;
+  std::optional<ImagePuller> puller_;  // from Run(), once tmp_dir_ exists
 };
 
 }  // namespace kiln::images

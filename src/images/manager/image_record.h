@@ -2,7 +2,7 @@
 // command, build limits, labels), where its build is (ImageState) and what
 // it made (layers, config, user, warm copy). store::ImageCatalog keeps it
 // as JSON (to_json/from_json below; the key names are the stored format,
-// read back by a restarted kilnd); api/presenters.cc renders it as
+// read back by a restarted kilnd); api/kiln/presenters.cc renders it as
 // ImageInfo. The parts the API also shows (`config`, `start`, `build`) are
 // stored in the API's own spelling (ConfigJson, StartJson, BuildJson).
 #pragma once

@@ -4,21 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strings.h"
+
 namespace kiln::images::dockerfile_internal {
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
-
-std::string_view TrimLeft(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  return s;
-}
-std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 Status LineError(int line, std::string message) {
   return Status(Code::kInvalidRequest,
@@ -29,22 +21,21 @@ Status LineError(int line, std::string message) {
 // "# key=value" at the top of the file: the key lower-cased and the value, or
 // nullopt when the line is not shaped as a directive.
 std::optional<std::pair<std::string, std::string>> AsDirective(std::string_view line) {
-  line = TrimLeft(line);
+  line = TrimLeft(line, kWordSpace);
   if (line.empty() || line.front() != '#') return std::nullopt;
-  line = TrimLeft(line.substr(1));
+  line = TrimLeft(line.substr(1), kWordSpace);
   size_t k = 0;
   while (k < line.size() && (IsNameChar(line[k]))) ++k;
   if (k == 0) return std::nullopt;
-  std::string key(line.substr(0, k));
-  std::string_view rest = TrimLeft(line.substr(k));
+  std::string key = AsciiLower(line.substr(0, k));
+  std::string_view rest = TrimLeft(line.substr(k), kWordSpace);
   if (rest.empty() || rest.front() != '=') return std::nullopt;
-  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return std::make_pair(key, std::string(TrimRight(TrimLeft(rest.substr(1)))));
+  return std::make_pair(key, std::string(Trim(rest.substr(1), kWordSpace)));
 }
 
 // Strips a trailing escape char (plus trailing whitespace): true when the line continues.
 bool StripContinuation(std::string_view* line, char escape) {
-  std::string_view t = TrimRight(*line);
+  std::string_view t = TrimRight(*line, kWordSpace);
   if (!t.empty() && t.back() == escape) {
     *line = t.substr(0, t.size() - 1);
     return true;
@@ -92,19 +83,19 @@ Result<Lines> SplitLines(std::string_view text) {
   }
 
   for (; i < physical.size(); ++i) {
-    std::string_view first = TrimLeft(physical[i]);
+    std::string_view first = TrimLeft(physical[i], kWordSpace);
     if (first.empty() || first.front() == '#') continue;
     LogicalLine logical{static_cast<int>(i) + 1, {}};
     bool more = StripContinuation(&first, out.escape);
     logical.text.append(first);
     while (more && i + 1 < physical.size()) {
       std::string_view next = physical[++i];
-      std::string_view trimmed = TrimLeft(next);
+      std::string_view trimmed = TrimLeft(next, kWordSpace);
       if (trimmed.empty() || trimmed.front() == '#') continue;  // skipped inside continuations
       more = StripContinuation(&next, out.escape);
       logical.text.append(next);
     }
-    logical.text = std::string(TrimRight(logical.text));
+    logical.text = std::string(TrimRight(logical.text, kWordSpace));
     if (!logical.text.empty()) out.lines.push_back(std::move(logical));
   }
   return out;
@@ -175,7 +166,7 @@ Result<std::vector<std::string>> WordProcessor::Process(std::string_view text, b
     } else if (c == '$') {
       started = true;
       if (Status s = Expand(text, &i, &word); !s.ok()) return s;
-    } else if (split && (IsSpace(c) || c == '\n')) {
+    } else if (split && (IsWordSpace(c) || c == '\n')) {
       finish();
       ++i;
     } else {
@@ -265,6 +256,56 @@ Status WordProcessor::Expand(std::string_view text, size_t* i, std::string* out)
   return Status::Ok();
 }
 
+std::vector<Flag> ExtractFlags(std::string_view* rest) {
+  std::vector<Flag> flags;
+  while (true) {
+    std::string_view s = TrimLeft(*rest, kWordSpace);
+    if (!s.starts_with("--")) {
+      *rest = s;
+      return flags;
+    }
+    size_t end = 0;
+    char quote = 0;
+    for (; end < s.size(); ++end) {
+      if (quote) {
+        if (s[end] == quote) quote = 0;
+      } else if (s[end] == '"' || s[end] == '\'') {
+        quote = s[end];
+      } else if (IsWordSpace(s[end])) {
+        break;
+      }
+    }
+    std::string_view word = s.substr(2, end - 2);
+    *rest = s.substr(end);
+    Flag flag;
+    size_t eq = word.find('=');
+    flag.name = std::string(word.substr(0, eq));
+    if (eq != std::string_view::npos) {
+      std::string_view value = word.substr(eq + 1);
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+          value.back() == value.front()) {
+        value = value.substr(1, value.size() - 2);
+      }
+      flag.value = std::string(value);
+    }
+    flags.push_back(std::move(flag));
+  }
+}
+
+bool HasHeredoc(std::string_view text) {
+  for (size_t pos = text.find("<<"); pos != std::string_view::npos;
+       pos = text.find("<<", pos + 2)) {
+    if (pos > 0 && !IsWordSpace(text[pos - 1])) continue;
+    size_t i = pos + 2;
+    if (i < text.size() && text[i] == '-') ++i;
+    if (i < text.size() && (text[i] == '"' || text[i] == '\'')) ++i;
+    if (i < text.size() && (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<std::string> SplitRaw(std::string_view text, char escape) {
   std::vector<std::string> words;
   std::string word;
@@ -280,7 +321,7 @@ std::vector<std::string> SplitRaw(std::string_view text, char escape) {
     } else if (c == '\'' || c == '"') {
       quote = c;
       word += c;
-    } else if (IsSpace(c)) {
+    } else if (IsWordSpace(c)) {
       if (!word.empty()) words.push_back(std::move(word));
       word.clear();
     } else {

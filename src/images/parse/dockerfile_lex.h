@@ -1,7 +1,7 @@
 // The lexical layer of the Dockerfile parser (dockerfile.h): parser directives,
-// logical lines, and shell-like words with variable expansion. Internal to
-// kiln_images_parse; errors carry a bare message that dockerfile.cc prefixes
-// with the line.
+// logical lines, an instruction's leading --flags, and shell-like words with
+// variable expansion and quoting. Internal to kiln_images_parse; errors carry
+// a bare message that the parser (dockerfile_parser.h) prefixes with the line.
 #pragma once
 
 #include <functional>
@@ -14,6 +14,11 @@
 #include "common/status.h"
 
 namespace kiln::images::dockerfile_internal {
+
+// What separates the words of a line: blanks, '\r', '\v' and '\f' (a
+// newline ends the line instead).
+inline constexpr std::string_view kWordSpace = " \t\r\v\f";
+inline bool IsWordSpace(char c) { return kWordSpace.find(c) != std::string_view::npos; }
 
 // One instruction: its first physical line and its text with continuations
 // joined (escape char and newline removed, comment lines inside skipped).
@@ -51,6 +56,29 @@ class WordProcessor {
   char escape_;
   Lookup lookup_;
 };
+
+// `word` in single quotes, as messages show a word as written.
+inline std::string Quote(std::string_view word) { return "'" + std::string(word) + "'"; }
+
+// True for one or more ASCII digits (a stage index, a port).
+inline bool AllDigits(std::string_view s) {
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return !s.empty();
+}
+
+// One of an instruction's leading "--name[=value]" words (RUN --network=none);
+// quotes around the value are removed, nothing is expanded.
+struct Flag {
+  std::string name;
+  std::optional<std::string> value;
+};
+// The flags at the start of *rest; *rest is left at the first other word.
+std::vector<Flag> ExtractFlags(std::string_view* rest);
+
+// True if `text` holds a heredoc start (<<EOF, <<-EOF, <<"EOF") at the start
+// of a word: kiln refuses heredocs rather than run them as shell text.
+bool HasHeredoc(std::string_view text);
 
 // Splits at unquoted whitespace without processing (ENV/LABEL's k=v words).
 std::vector<std::string> SplitRaw(std::string_view text, char escape);

@@ -2,11 +2,11 @@
 
 #include <arpa/inet.h>
 
-#include <cctype>
 #include <cstring>
 #include <vector>
 
 #include "common/path_ids.h"
+#include "common/strings.h"
 
 namespace kiln::images {
 namespace {
@@ -132,9 +132,7 @@ std::string ImageRef::Host() const {
   std::string_view host, port;
   if (!SplitHostPort(domain, &host, &port)) return "";
   if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  std::string out(host);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+  return AsciiLower(host);
 }
 
 std::optional<int> ImageRef::Port() const {

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/strings.h"
+
 namespace kiln::images {
 
 namespace {
@@ -42,8 +44,7 @@ bool IsHostName(std::string_view s) {
 }  // namespace
 
 Result<RegistryPattern> ParseRegistryPattern(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string lower = AsciiLower(text);
   RegistryPattern p;
   std::string_view rest;
   if (!lower.empty() && lower.front() == '[') {
