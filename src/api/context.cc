@@ -65,11 +65,9 @@ std::shared_ptr<void> OpenPortConnection(ApiContext& ctx, const control::Sandbox
 }
 
 store::SnapshotRecord FindSnapshot(ApiContext& ctx, const Exchange& ex, const std::string& id) {
-  auto rec = ctx.sandboxes.FindSnapshot(id);
-  auto scope = OwnerScope(ex);
   // An image's warm copy is the image's, reached through the image.
-  if (!rec || rec->hidden() || (scope && rec->owner != *scope))
-    throw ApiError(Code::kSnapshotNotFound, "snapshot " + id + " not found");
+  auto rec = ctx.sandboxes.snapshots().FindVisible(id, OwnerScope(ex), control::SnapshotUse::kRead);
+  if (!rec) throw ApiError(Code::kSnapshotNotFound, "snapshot " + id + " not found");
   return *rec;
 }
 
@@ -79,9 +77,8 @@ std::optional<FrontImage> FindFrontImage(ApiContext& ctx, const Exchange& ex,
   auto scope = OwnerScope(ex);
   if (auto own = ctx.images->Resolve(ref, scope); own.ok()) return FrontImage{own->id, false};
   if (!scope) return std::nullopt;  // an admin's lookup above saw every key's
-  // Admin keys, oldest first: the local admin key (kilnd's own) wins.
-  for (const store::ApiKey& key : ctx.keys.List()) {
-    if (!key.admin || key.revoked_ms) continue;
+  // The operator's keys, oldest first: the local admin key (kilnd's own) wins.
+  for (const store::ApiKey& key : ctx.keys.Operators()) {
     if (auto theirs = ctx.images->Resolve(ref, key.id); theirs.ok())
       return FrontImage{theirs->id, true};
   }
@@ -104,6 +101,32 @@ control::Deadline PreferWaitDeadline(const Exchange& ex) {
   }
   if (seconds < 0) throw InvalidField("header.Prefer", "wait must be a whole number of seconds");
   return now + std::chrono::seconds(std::min<int64_t>(seconds, 120));
+}
+
+control::Deadline RoomDeadline(const Exchange& ex, std::chrono::seconds room_wait) {
+  return std::max(PreferWaitDeadline(ex), std::chrono::steady_clock::now() + room_wait);
+}
+
+launch::LaunchRequest LaunchFor(Exchange& ex, control::SandboxSpec spec,
+                                std::chrono::seconds room_wait) {
+  const Caller& caller = CallerOf(ex);
+  launch::LaunchRequest req;
+  req.spec = std::move(spec);
+  req.spec.owner = caller.key_id;
+  req.scope = OwnerScope(ex);
+  req.daily_limit_micros = caller.daily_limit_micros;
+  req.deadline = room_wait.count() > 0 ? RoomDeadline(ex, room_wait) : PreferWaitDeadline(ex);
+  req.cancelled = [&ex] { return ex.ClientGone(); };
+  return req;
+}
+
+void LaunchFrontImage(ApiContext& ctx, const Exchange& ex, const std::string& ref,
+                      launch::LaunchRequest& req) {
+  req.image = ref;
+  if (auto found = FindFrontImage(ctx, ex, ref)) {
+    req.image = found->id;
+    if (found->operators) req.scope = std::nullopt;
+  }
 }
 
 launch::Payer PayerOf(const Exchange& ex) {

@@ -4,6 +4,7 @@
 // the spending limit and the way into a running sandbox (io).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,12 +14,12 @@
 #include "api/router.h"
 #include "api/stream_limit.h"
 #include "api/terminal_tickets.h"
+#include "control/egress_log.h"
+#include "control/keys.h"
+#include "control/previews.h"
 #include "control/sandbox_manager.h"
 #include "io/service.h"
 #include "launch/launcher.h"
-#include "store/egress_log_store.h"
-#include "store/key_store.h"
-#include "store/preview_store.h"
 
 namespace kiln::images {
 class ImageManager;
@@ -36,7 +37,6 @@ struct PortSettings {
   // "http://" + host + ":7070/" by default (kilnd's listener).
   std::string url_scheme = "http";
   std::string url_port;                  // "" for the scheme's default port
-  bool allow_public = false;             // --allow-public-previews
   int relay_idle_ms = 600000;            // --relay-idle-seconds
   StreamLimiter* connections = nullptr;  // per sandbox; null: no cap
 };
@@ -44,17 +44,21 @@ struct PortSettings {
 // A preview's URL: scheme://{port}-{sandbox}.{domain}[:port]/.
 std::string PreviewUrl(const PortSettings& ports, const std::string& sandbox_id, int port);
 
+// The services a front's routes call, and nothing else: no store is
+// reached from a route (each rule lives in the service that owns it).
 struct ApiContext {
   control::SandboxManager& sandboxes;
-  launch::Launcher& launcher;  // every front's creates (launch/launcher.h)
-  io::Service& io;             // every front's I/O into a sandbox (io/service.h)
-  store::KeyStore& keys;
-  store::EgressLogStore& egress_log;
-  images::ImageManager* images = nullptr;   // null: no image routes (unit tests)
-  StreamLimiter* streams = nullptr;         // null: streams are not capped
-  store::PreviewStore* previews = nullptr;  // null: no previews (unit tests)
+  launch::Launcher& launcher;              // every front's creates (launch/launcher.h)
+  io::Service& io;                         // every front's I/O into a sandbox (io/service.h)
+  control::Keys& keys;                     // API keys, and what dies with one (control/keys.h)
+  const control::EgressLog& egress_log;    // sandboxes' egress logs, by page
+  images::ImageManager* images = nullptr;  // null: no image routes (unit tests)
+  StreamLimiter* streams = nullptr;        // null: streams are not capped
+  control::Previews* previews = nullptr;   // null: no previews (unit tests)
   PortSettings ports;
-  RelayRegistry* relays = nullptr;  // open port connections, to cut on a preview's end
+  // Open port connections, registered by the relays (kilnd's previews
+  // service cuts them when a preview narrows or ends).
+  RelayRegistry* relays = nullptr;
   // Signs E2B's per-sandbox access tokens (SecretBox::Derive); "" refuses
   // every token.
   std::string sandbox_token_key;
@@ -83,6 +87,24 @@ std::optional<FrontImage> FindFrontImage(ApiContext& ctx, const Exchange& ex,
 
 // The `Prefer: wait=N` header as a deadline (N capped at 120 s; none = now).
 control::Deadline PreferWaitDeadline(const Exchange& ex);
+// The later of PreferWaitDeadline and now + `room_wait`: how long a vendor
+// front's create, fork or wake waits for room before its refusal hands the
+// retry to the client.
+control::Deadline RoomDeadline(const Exchange& ex, std::chrono::seconds room_wait);
+
+// A launch for `ex`'s caller, the one way every front fills one: `spec`
+// owned by the caller's key, images and snapshots seen under its scope
+// (OwnerScope), its key's daily spending limit, the deadline
+// RoomDeadline(ex, room_wait) (PreferWaitDeadline for none), cancelled when
+// the client hangs up. The front then names what to boot.
+launch::LaunchRequest LaunchFor(Exchange& ex, control::SandboxSpec spec,
+                                std::chrono::seconds room_wait = std::chrono::seconds(0));
+// Has `req` boot the front's image `ref` as `ex`'s caller reaches it
+// (FindFrontImage): the key's own, else the operator's, which is launched
+// unscoped (the key does not own it); else `ref` itself, which the launch
+// then answers image_not_found for.
+void LaunchFrontImage(ApiContext& ctx, const Exchange& ex, const std::string& ref,
+                      launch::LaunchRequest& req);
 // A slot for one long-lived stream on `s` (exec stream, output follow,
 // terminal, download), held until the returned handle goes; 429
 // too_many_streams, naming the cap, when its streams are at the cap.

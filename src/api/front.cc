@@ -38,7 +38,8 @@ bool Retryable(int status, const std::string& body) {
   return code == "no_capacity" || code == "quota_exceeded";
 }
 
-void SendError(Exchange& ex, const ApiError& e) {
+// kiln's own error answer (api/errors.h), with Retry-After.
+void SendKilnError(Exchange& ex, const ApiError& e) {
   if (ex.responded()) return;
   if (e.status().retry_after_s() > 0)
     ex.extra_headers.emplace_back("Retry-After", std::to_string(e.status().retry_after_s()));
@@ -106,13 +107,14 @@ void ApiFront::Authenticate(Exchange& ex) {
   }
   if (AuthenticateTicket(ex)) return;
   const Dialect* dialect = DialectOf(ex);
-  auto token = dialect ? dialect->key(ex) : BearerToken(ex.Header("Authorization"));
+  bool own_key = dialect && dialect->key;
+  auto token = own_key ? dialect->key(ex) : BearerToken(ex.Header("Authorization"));
   if (!token) {
     SetCaller(ex, Caller{});
     by_address();
     throw ApiError(Code::kUnauthorized,
                    "missing API key: send " +
-                       (dialect ? dialect->key_hint : std::string("Authorization: Bearer KEY")));
+                       (own_key ? dialect->key_hint : std::string("Authorization: Bearer KEY")));
   }
   auto key = keys_.Authenticate(*token);
   if (!key) {
@@ -163,9 +165,9 @@ void ApiFront::DispatchOnce(Exchange& ex, const std::string& idempotency_key) {
     }
   };
   try {
-    router_.Dispatch(ex);
+    RunRoute(ex);
   } catch (const ApiError& e) {
-    SendError(ex, e);
+    AnswerError(ex, e, false);
   } catch (...) {
     ex.before_answer = nullptr;
     if (!settled) idempotency_.Abandon(key_id, idempotency_key);
@@ -182,7 +184,7 @@ void ApiFront::Dispatch(Exchange& ex) {
   bool relayed = ex.path().find("/ports/") != std::string::npos &&
                  router_.PatternFor(ex.path()).find("/ports/{port}") != std::string::npos;
   if (idem.empty() || ex.method() == "GET" || relayed) {
-    router_.Dispatch(ex);
+    RunRoute(ex);
     return;
   }
   static const std::regex kKey("[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}");
@@ -197,10 +199,28 @@ void ApiFront::Dispatch(Exchange& ex) {
   std::string type = ex.Header("Content-Type");
   bool json_body = type.empty() || type.starts_with("application/json");
   if (ex.method() == "PUT" || !json_body) {
-    router_.Dispatch(ex);
+    RunRoute(ex);
     return;
   }
   DispatchOnce(ex, idem);
+}
+
+void ApiFront::RunRoute(Exchange& ex) const {
+  const Handler& route = router_.HandlerFor(ex);
+  try {
+    route(ex);
+  } catch (const ApiError& e) {
+    AnswerError(ex, e, true);
+  }
+}
+
+void ApiFront::AnswerError(Exchange& ex, const ApiError& e, bool from_route) const {
+  const Dialect* d = DialectOf(ex);
+  if (d && (from_route || d->errors == Dialect::Errors::kAll)) {
+    d->send_error(ex, e.status());
+  } else {
+    SendKilnError(ex, e);
+  }
 }
 
 void ApiFront::Handle(Exchange& ex) {
@@ -217,10 +237,7 @@ void ApiFront::Handle(Exchange& ex) {
       Dispatch(ex);
     }
   } catch (const ApiError& e) {
-    if (const Dialect* d = DialectOf(ex); d && !ex.responded())
-      d->send_error(ex, e.status());
-    else
-      SendError(ex, e);
+    AnswerError(ex, e, false);
   }
   double seconds = static_cast<double>(MonotonicNowMs() - t0) / 1000.0;
   int status = ex.status();
@@ -245,16 +262,6 @@ void ApiFront::Handle(Exchange& ex) {
                       {"status", status},
                       {"keyId", CallerOf(ex).key_id},
                       {"ms", MonotonicNowMs() - t0}});
-}
-
-Handler AnswerErrorsWith(Handler handler, void (*send_error)(Exchange&, const Status&)) {
-  return [handler = std::move(handler), send_error](Exchange& ex) {
-    try {
-      handler(ex);
-    } catch (const ApiError& e) {
-      send_error(ex, e.status());
-    }
-  };
 }
 
 }  // namespace kiln::api

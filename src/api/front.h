@@ -1,7 +1,7 @@
 // What every request goes through before and after its route's handler:
 // authentication (Bearer API key), per-caller rate limits, idempotent
-// replays, error answers (with Retry-After), one structured log line, and
-// request metrics.
+// replays, error answers (with Retry-After) in the shape of the front that
+// owns the request, one structured log line, and request metrics.
 #pragma once
 
 #include <functional>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "api/errors.h"
 #include "api/rate_limit.h"
 #include "api/router.h"
 #include "api/terminal_tickets.h"
@@ -39,14 +40,26 @@ class ApiFront {
     host_handler_ = std::move(handler);
   }
   // A vendor's front under `prefix` (E2B's "/e2b/"): where its clients put
-  // the key, and the shape its clients read errors in.
+  // the key, and the shape its clients read errors in. Each vendor front
+  // has exactly one (E2bDialect, PandaStackDialect, SandboxFusionDialect);
+  // kiln's own shape (api/errors.h) answers the requests no dialect owns.
+  // A front's routes only throw ApiError: its dialect is the one place
+  // their shape is chosen.
   struct Dialect {
-    std::string prefix;
+    std::string prefix;  // the requests it owns: those whose path starts with it
     // The kiln key the request carries, spelled as kiln spells it; nullopt
-    // when it carries none.
+    // when it carries none. Unset: kiln's own, Authorization: Bearer.
     std::function<std::optional<std::string>(const Exchange&)> key;
-    std::string key_hint;  // where to send it: "X-API-Key: e2b_..."
+    std::string key_hint;  // where to send it: "X-API-Key: e2b_..."; "" with kiln's key
+    // Answers `s` in the front's shape; nothing if an answer already began.
     std::function<void(Exchange&, const Status&)> send_error;
+    // Which errors of its requests it answers: all of them, or only those
+    // its routes throw. With kRoutes, the refusals made before a route runs
+    // (a missing or unknown key, a rate limit, a bad or reused
+    // Idempotency-Key, no such route) keep kiln's shape, as PandaStack's
+    // client has always read them.
+    enum class Errors { kAll, kRoutes };
+    Errors errors = Errors::kAll;
   };
   void AddDialect(Dialect dialect) { dialects_.push_back(std::move(dialect)); }
   // Terminal WebSockets without an Authorization header may then offer a
@@ -62,10 +75,16 @@ class ApiFront {
   bool AuthenticateTicket(Exchange& ex);
   // 429 rate_limited (with Retry-After) once `who` is over its rate.
   void Limit(const std::string& who, const std::string& what);
-  // Runs the route; ApiErrors become their answer here, so that they can be
-  // stored for replay like any other.
   void Dispatch(Exchange& ex);
   void DispatchOnce(Exchange& ex, const std::string& idempotency_key);
+  // Runs the route. An ApiError it throws is answered here, in its
+  // dialect's shape, so that an idempotent request stores that answer for
+  // replay like any other; routing's own refusals (404, 405) go on up.
+  void RunRoute(Exchange& ex) const;
+  // Answers `e` in the shape of the dialect that owns `ex` (kiln's if none
+  // does, or if the dialect answers only its routes' errors and `e` is not
+  // one of them).
+  void AnswerError(Exchange& ex, const ApiError& e, bool from_route) const;
 
   const Router& router_;
   store::KeyStore& keys_;
@@ -78,9 +97,5 @@ class ApiFront {
   std::vector<Dialect> dialects_;
   TerminalTickets* tickets_ = nullptr;
 };
-
-// `handler`, with an ApiError it throws answered by `send_error`: a vendor
-// front's routes answer in the error shape its clients read.
-Handler AnswerErrorsWith(Handler handler, void (*send_error)(Exchange&, const Status&));
 
 }  // namespace kiln::api

@@ -58,7 +58,9 @@ bool Router::Match(const Route& r, const std::vector<std::string>& segs,
   return true;
 }
 
-void Router::Dispatch(Exchange& ex) const {
+void Router::Dispatch(Exchange& ex) const { HandlerFor(ex)(ex); }
+
+const Handler& Router::HandlerFor(Exchange& ex) const {
   auto segs = Split(ex.path());
   bool path_known = false;
   for (const auto& r : routes_) {
@@ -67,8 +69,7 @@ void Router::Dispatch(Exchange& ex) const {
     path_known = true;
     if (r.method != ex.method() && r.method != "*") continue;
     ex.params = std::move(params);
-    r.handler(ex);
-    return;
+    return r.handler;
   }
   if (path_known)
     throw ApiError(Code::kMethodNotAllowed, ex.method() + " is not allowed on " + ex.path());

@@ -15,6 +15,10 @@ class Router {
   void Add(const std::string& method, const std::string& pattern, Handler handler);
   // Runs the matching handler; 404 route_not_found / 405 method_not_allowed.
   void Dispatch(Exchange& ex) const;
+  // The matching handler, its path parameters set in `ex.params`; throws
+  // as Dispatch does when none matches. ApiFront tells a route's errors
+  // from routing's own by it.
+  const Handler& HandlerFor(Exchange& ex) const;
   // "GET /v1/sandboxes" ... for the OpenAPI check and docs.
   std::vector<std::string> Routes() const;
   // The pattern that `path` matches under any method, or "unmatched": a

@@ -1,6 +1,6 @@
 // The API contract's defaults and bounds, written once. kilnd validates
-// requests with them, the CLI prints them, and tests/unit/contract_test.cc
-// checks each against src/api/openapi.json (and the SDKs' tests check theirs
+// requests with them, the CLI prints them, and tests/unit/common/contract_test.cc
+// checks each against src/api/kiln/openapi.json (and the SDKs' tests check theirs
 // against the same file), so the document and the code cannot drift apart.
 #pragma once
 

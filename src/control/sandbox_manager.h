@@ -1,11 +1,17 @@
 // The table of sandboxes and their lifecycle: create (after capacity
-// admits it), find, stop, delete; stop at lease end or when a sandbox dies
-// on its own; meter what each one uses; and, after a daemon restart,
-// re-adopt the sandboxes that kept running.
+// admits it), snapshot, pause and wake, fork, find, stop, delete; stop at
+// lease end or when a sandbox dies on its own; meter what each one uses;
+// and, after a daemon restart, re-adopt the sandboxes that kept running.
 //
 // Every lifecycle change is written to the durable sandbox table before it
 // is answered, so a kill -9 of kilnd at any moment leaves a record of every
 // sandbox it may have started.
+//
+// It owns the two things a lifecycle change touches besides the table and
+// hands them out by accessor: the snapshot catalogue with its warm pools
+// (snapshots(): a capture adds to it, a create takes its copies, a pause
+// keeps its checkpoint there) and the usage ledger (usage(): every stop,
+// pause and wake ends a metered interval there).
 #pragma once
 
 #include <chrono>
@@ -22,6 +28,8 @@
 #include "control/capacity.h"
 #include "control/metering.h"
 #include "control/sandbox.h"
+#include "control/snapshot_catalogue.h"
+#include "control/usage_ledger.h"
 #include "control/warm_pool.h"
 #include "engine/engine.h"
 #include "store/sandbox_store.h"
@@ -164,25 +172,11 @@ class SandboxManager {
   ForkResult Fork(const std::shared_ptr<Sandbox>& source, const ForkOptions& options,
                   Deadline deadline);
 
-  // Snapshots and their warm pools.
-  std::optional<store::SnapshotRecord> FindSnapshot(const std::string& id) const;
-  std::vector<store::SnapshotRecord> ListSnapshots() const;  // oldest first
-  PoolStatus SnapshotPool(const std::string& id);
-  std::map<std::string, PoolStatus> Pools();  // by snapshot id
-  // Keeps `size` ready copies of the snapshot (0 = none).
-  // Pins a snapshot's pool at `size`; nullopt gives it back to demand.
-  void ResizePool(const std::string& id, std::optional<int> size);
-  const WarmPoolOptions& pool_options() const { return options_.pool; }
-  // Deletes a snapshot and its pool; copies already handed out keep running.
-  bool DeleteSnapshot(const std::string& id);
-  // Where snapshots are kept, for moving them between hosts
-  // (store/snapshot_transfer.h).
-  store::SnapshotStore& snapshot_store() { return snapshots_; }
-  // The daemon's base image root: what a snapshot without an image ran on.
-  const std::string& base_rootfs() const { return rootfs_; }
-  // A snapshot just imported into the store: metered from now and given the
-  // default pool, like a fresh capture.
-  void SnapshotImported(const store::SnapshotRecord& record);
+  // The snapshots, who may see which, and their warm pools.
+  SnapshotCatalogue& snapshots() { return catalogue_; }
+  const SnapshotCatalogue& snapshots() const { return catalogue_; }
+  // What keys spent: the ledger the meters write to.
+  UsageLedger& usage() { return ledger_; }
 
   std::shared_ptr<Sandbox> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Sandbox>> List(const ListFilter& filter) const;
@@ -217,15 +211,10 @@ class SandboxManager {
   // Meters every running sandbox and stored snapshot now; with flush_all,
   // writes every pending ledger row (before usage is read).
   void MeterAll(bool flush_all = false);
-  // What a key spent since `since_ms`: the ledger plus rows not yet written.
-  double SpentMicrosSince(const std::string& key_id, int64_t since_ms);
-  // The ledger's totals (see store::UsageStore::Totals); call MeterAll(true)
-  // first to include what running sandboxes used until now.
-  std::vector<store::UsageStore::Total> UsageTotals(int64_t from_ms, int64_t to_ms,
-                                                    const std::string& group_by,
-                                                    const std::optional<std::string>& owner);
 
  private:
+  static constexpr size_t kKeepStopped = 1000;  // stopped sandboxes still listed
+
   void Recover();
   // What a restart does with a sandbox that was pausing, paused or resuming
   // (kill -9 mid-way): it ends running or paused, never lost.
@@ -265,35 +254,26 @@ class SandboxManager {
   // The same for a paused sandbox: its checkpoint's bytes at the snapshot
   // rate since the last reading.
   store::UsageRow MeterPaused(Sandbox& sandbox, int64_t now_ms);
-  // Ledger rows wait in memory (one per sandbox or snapshot) until they
-  // span kLedgerRowMs, the sandbox stops, or usage is read.
-  void Accumulate(const store::UsageRow& row);
-  // Writes the pending rows that are due (all of them with `all`; only that
-  // sandbox's with `only_id`).
-  void Flush(int64_t now_ms, bool all, const std::string& only_id = "");
   void LeaseLoop(std::stop_token stop);
   void MeterLoop(std::stop_token stop);
 
   engine::Engine& engine_;
   const std::string rootfs_;
-  store::SnapshotStore& snapshots_;
+  store::SnapshotStore& snapshots_;  // catalogue_.store(): captures and checkpoints
   store::SandboxStore& records_;
-  store::UsageStore& usage_;
   Capacity& capacity_;
   egress::EgressService* egress_;
   const ManagerOptions options_;
-  WarmPool pool_;
+  SnapshotCatalogue catalogue_;
+  UsageLedger ledger_;
   mutable std::mutex mu_;
   std::mutex meter_mu_;  // one reading at a time, so no interval is billed twice
-  std::mutex pending_mu_;
-  std::map<std::string, store::UsageRow> pending_;  // by sandbox or snapshot id
   std::map<std::string, std::shared_ptr<Sandbox>> sandboxes_;
   std::vector<std::string> order_;  // creation order, for listing
   std::map<std::string, DeletedSandbox> deleted_;
-  std::map<std::string, int64_t> snapshot_metered_ms_;  // snapshot id -> last metered
-  std::condition_variable_any cv_;                      // wakes the lease and meter threads
-  bool closing_ = false;                                // Shutdown began: no more creates
-  int creating_ = 0;  // creates past the capacity line, not yet answered
+  std::condition_variable_any cv_;  // wakes the lease and meter threads
+  bool closing_ = false;            // Shutdown began: no more creates
+  int creating_ = 0;                // creates past the capacity line, not yet answered
   std::condition_variable created_cv_;
   int background_stops_ = 0;  // StopInBackground threads still running
   std::condition_variable background_cv_;

@@ -1,7 +1,8 @@
 // Pause and wake: a paused sandbox is a checkpoint on disk (a hidden
 // snapshot) and its record; nothing of it runs and it holds no capacity.
 // Also what pauses or stops sandboxes on their own: lease end, idle time,
-// paused expiry and cost caps.
+// paused expiry and cost caps. What a restart does with a paused sandbox:
+// sandbox_recover.cc.
 #include <algorithm>
 #include <system_error>
 
@@ -66,21 +67,18 @@ Status SandboxManager::Pause(const std::shared_ptr<Sandbox>& sandbox, const std:
   }
   // The last CPU reading while its cgroup exists; from now on only the
   // checkpoint's bytes are billed.
-  Accumulate(MeterOne(*sandbox, StableNowMs()));
+  ledger_.Accumulate(MeterOne(*sandbox, StableNowMs()));
   if (auto gate = sandbox->TakeGate()) gate->Close();
   int64_t now = StableNowMs();
   sandbox->MarkPaused(captured->id, reason, now,
                       sandbox->spec().persistent ? 0 : kPausedRetentionMs);
-  {
-    std::lock_guard lock(mu_);
-    snapshot_metered_ms_[captured->id] = now;
-  }
+  catalogue_.MarkMetered(captured->id, now);
   // Recorded paused before anything is torn down: a kill -9 from here on
   // leaves a paused sandbox, and the next kilnd removes what still runs.
   Save(*sandbox);
   engine_.Destroy(sandbox->id());
   capacity_.Release(sandbox->spec().owner, sandbox->spec().shape);
-  Flush(StableNowMs(), false, sandbox->id());
+  ledger_.FlushOne(sandbox->id());
   LogInfo("sandbox paused", {{"event", "sandbox.paused"},
                              {"sandboxId", sandbox->id()},
                              {"reason", reason},
@@ -152,7 +150,7 @@ Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
   std::shared_ptr<engine::AgentChannel> conn = std::move(*started);
   int64_t now = StableNowMs();
   // The paused interval's storage, then CPU from the new cgroup's zero.
-  Accumulate(MeterPaused(*sandbox, now));
+  ledger_.Accumulate(MeterPaused(*sandbox, now));
   Meter m = sandbox->meter();
   m.cpu_ns = engine_.GetUsage(sandbox->id()).cpu_ns;
   m.at_ms = now;
@@ -166,11 +164,8 @@ Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
   // leaves a running sandbox (re-adopted) and an orphan checkpoint (dropped).
   Save(*sandbox);
   snapshots_.Delete(rec.checkpoint);
-  {
-    std::lock_guard lock(mu_);
-    snapshot_metered_ms_.erase(rec.checkpoint);
-  }
-  Flush(StableNowMs(), false, sandbox->id());
+  catalogue_.ForgetMetered(rec.checkpoint);
+  ledger_.FlushOne(sandbox->id());
   LogInfo("sandbox woken", {{"event", "sandbox.woken"},
                             {"sandboxId", sandbox->id()},
                             {"wakeMs", MonotonicNowMs() - t0}});
@@ -230,67 +225,6 @@ void SandboxManager::EnforceLifetimes(int64_t now) {
         StopInBackground(s, "lifetime_cap");
     }
   }
-}
-
-bool SandboxManager::RecoverPaused(const std::shared_ptr<Sandbox>& s) {
-  SandboxRecord r = s->Record();
-  // Caught pausing or resuming: if it still runs, it runs (re-adopted);
-  // otherwise it is paused, if its checkpoint is whole.
-  if (r.state != SandboxState::kPaused) {
-    auto attached = engine_.Attach(s->id(), s->spec().shape);
-    if (attached.ok()) {
-      std::shared_ptr<engine::AgentChannel> conn = std::move(*attached);
-      capacity_.Adopt(s->spec().owner, s->spec().shape);
-      Watch(s, conn);
-      s->MarkResumed(std::move(conn), StableNowMs(),
-                     std::max<int64_t>(r.expires_ms - StableNowMs(), 60000));
-      Save(*s);
-      LogInfo("re-adopted a sandbox caught pausing or waking",
-              {{"event", "sandbox.adopted"}, {"sandboxId", s->id()}});
-      return true;
-    }
-    if (r.state == SandboxState::kResuming) {
-      s->MarkWakeFailed();
-    } else {
-      // Pausing with nothing left running: the capture never got recorded.
-      s->MarkStopping("host_lost");
-      s->MarkStopped(StableNowMs());
-      Save(*s);
-      LogWarn("sandbox lost while pausing", {{"event", "sandbox.lost"}, {"sandboxId", s->id()}});
-      return false;
-    }
-  }
-  r = s->Record();
-  auto checkpoint = snapshots_.Get(r.checkpoint);
-  if (!checkpoint || checkpoint->paused_sandbox != s->id()) {
-    s->MarkStopping("host_lost");
-    s->MarkStopped(StableNowMs());
-    Save(*s);
-    LogWarn("paused sandbox lost its checkpoint",
-            {{"event", "sandbox.lost"}, {"sandboxId", s->id()}});
-    return false;
-  }
-  Save(*s);
-  {
-    std::lock_guard lock(mu_);
-    snapshot_metered_ms_[r.checkpoint] = StableNowMs();
-  }
-  LogInfo("kept a paused sandbox", {{"event", "sandbox.kept_paused"}, {"sandboxId", s->id()}});
-  return false;
-}
-
-void SandboxManager::DropOrphanCheckpoints() {
-  for (const auto& snap : snapshots_.List()) {
-    if (snap.paused_sandbox.empty()) continue;
-    auto s = Get(snap.paused_sandbox);
-    if (s && s->state() == SandboxState::kPaused && s->Record().checkpoint == snap.id) continue;
-    LogInfo("removing a pause checkpoint no sandbox holds",
-            {{"snapshotId", snap.id}, {"sandboxId", snap.paused_sandbox}});
-    snapshots_.Delete(snap.id);
-  }
-  // A fork's own capture outlives its fork only if kilnd died mid-fork.
-  for (const auto& snap : snapshots_.List())
-    if (snap.temporary) snapshots_.Delete(snap.id);
 }
 
 }  // namespace kiln::control

@@ -22,9 +22,8 @@
 #include "api/e2b/e2b.h"
 #include "api/front.h"
 #include "api/http_server.h"
+#include "api/kiln/kiln.h"
 #include "api/kiln/openapi.h"
-#include "api/kiln/routes.h"
-#include "api/kiln/routes_keys.h"
 #include "api/pandastack/pandastack.h"
 #include "api/sandboxfusion/sandboxfusion.h"
 #include "api/stream_limit.h"
@@ -35,8 +34,12 @@
 #include "common/subprocess.h"
 #include "common/time.h"
 #include "common/unique_fd.h"
+#include "control/egress_log.h"
+#include "control/keys.h"
+#include "control/previews.h"
 #include "control/sandbox_manager.h"
 #include "daemon/flags.h"
+#include "daemon/process_metrics.h"
 #include "egress/egress.h"
 #include "engine/runsc_engine.h"
 #include "images/manager/image_manager.h"
@@ -89,7 +92,6 @@ kiln::api::PortSettings PortSettingsFrom(const kiln::daemon::Flags& flags) {
   kiln::api::PortSettings p;
   p.domain = flags.preview_domain;
   for (char& c : p.domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  p.allow_public = flags.allow_public_previews;
   p.relay_idle_ms = flags.relay_idle_s * 1000;
   std::string url = flags.preview_url;
   if (url.empty()) {
@@ -314,33 +316,27 @@ int main(int argc, char** argv) {
     return launcher.CheckSpendingLimit(key, limit);
   });
   kiln::api::StreamLimiter port_connections(flags.max_port_connections);
-  kiln::store::PreviewStore previews(*db);
   kiln::api::RelayRegistry relays;
+  // The services the fronts call in place of the stores (api/context.h).
+  kiln::control::Keys key_service(keys);
+  kiln::control::EgressLog egress_pages(egress_log);
+  kiln::store::PreviewStore preview_store(*db);
+  kiln::control::Previews previews(
+      preview_store, key_service,
+      {flags.allow_public_previews, [&relays](const std::string& sandbox_id, int port) {
+         relays.Cut(sandbox_id + "|" + std::to_string(port));
+       }});
   kiln::api::TerminalTickets terminal_tickets;
-  kiln::api::ApiContext ctx{sandboxes, launcher, io, keys, egress_log, &images, &streams};
+  kiln::api::ApiContext ctx{sandboxes, launcher, io, key_service, egress_pages, &images, &streams};
   ctx.tickets = &terminal_tickets;
   ctx.previews = &previews;
   ctx.relays = &relays;
   ctx.sandbox_token_key = secrets->Derive("e2b sandbox access tokens");
   ctx.ports = PortSettingsFrom(flags);
   ctx.ports.connections = &port_connections;
+  kiln::daemon::AddProcessCollectors();  // GET /metrics shows them beside the routes' own
   kiln::api::Router router;
-  kiln::api::AddSandboxRoutes(router, ctx);
-  kiln::api::AddExecRoutes(router, ctx);
-  kiln::api::AddProcessRoutes(router, ctx);
-  kiln::api::AddInterpreterRoutes(router, ctx);
-  kiln::api::AddTerminalRoutes(router, ctx);
-  kiln::api::AddFileRoutes(router, ctx);
-  kiln::api::AddWatchRoutes(router, ctx);
-  kiln::api::AddSnapshotRoutes(router, ctx);
-  kiln::api::AddSnapshotTransferRoutes(router, ctx);
-  kiln::api::AddNetworkRoutes(router, ctx);
-  kiln::api::AddPortRoutes(router, ctx);
-  kiln::api::AddPreviewRoutes(router, ctx);
-  kiln::api::AddKeyRoutes(router, ctx);
-  kiln::api::AddImageRoutes(router, ctx);
-  kiln::api::AddUsageRoutes(router, ctx);
-  kiln::api::AddMetricsRoutes(router, ctx);
+  kiln::api::v1::AddKilnRoutes(router, ctx);
   kiln::api::AddPandaStackRoutes(router, ctx);
   kiln::api::AddE2bRoutes(router, ctx);
   kiln::api::SandboxFusionOptions sandboxfusion;
@@ -356,7 +352,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   kiln::api::AddConsoleRoutes(router, *console_files);
-  kiln::api::AddOpenApiRoutes(router);  // last: it documents the routes above
+  kiln::api::v1::AddOpenApiRoutes(router);  // last: it documents every front's routes
   kiln::api::ApiFront front(router, keys, idempotency, &rate_limiter);
   front.SetHostHandler(
       [&ctx](const kiln::api::Exchange& ex) {
@@ -368,9 +364,11 @@ int main(int argc, char** argv) {
                kiln::api::ParsePortHost(ctx, ex.Header("Host"), &port, &id);
       },
       [&ctx](kiln::api::Exchange& ex) {
-        if (!kiln::api::ServeE2bSandbox(ctx, ex)) kiln::api::ServePortHost(ctx, ex);
+        if (!kiln::api::ServeE2bSandbox(ctx, ex)) kiln::api::v1::ServePortHost(ctx, ex);
       });
+  // Each vendor front's one error shape and key spelling (kiln's own: the rest).
   front.AddDialect(kiln::api::E2bDialect());
+  front.AddDialect(kiln::api::PandaStackDialect());
   front.AddDialect(kiln::api::SandboxFusionDialect());
   front.AcceptTerminalTickets(&terminal_tickets);
   front_ptr = &front;

@@ -14,7 +14,7 @@ Launcher::Launcher(control::SandboxManager& sandboxes, images::ImageManager* ima
 Status Launcher::CheckSpendingLimit(const std::string& key_id,
                                     std::optional<int64_t> daily_limit_micros) {
   if (!daily_limit_micros) return Status::Ok();
-  double spent = sandboxes_.SpentMicrosSince(key_id, StableNowMs() - 86400000);
+  double spent = sandboxes_.usage().SpentMicrosSince(key_id, StableNowMs() - 86400000);
   if (spent >= static_cast<double>(*daily_limit_micros))
     return Status(Code::kSpendingLimitReached,
                   "this key spent " + std::to_string(static_cast<int64_t>(spent)) +
@@ -89,9 +89,9 @@ Result<Launched> Launcher::Launch(LaunchRequest request) {
   if (spec.snapshot) {
     // Another key's snapshot, or an image's warm copy (reached through its
     // image), is not found.
-    auto rec = sandboxes_.FindSnapshot(*spec.snapshot);
-    if (!rec || rec->hidden() || (request.scope && rec->owner != *request.scope))
-      return Status(Code::kSnapshotNotFound, "snapshot " + *spec.snapshot + " not found");
+    auto rec = sandboxes_.snapshots().FindVisible(*spec.snapshot, request.scope,
+                                                  control::SnapshotUse::kRead);
+    if (!rec) return Status(Code::kSnapshotNotFound, "snapshot " + *spec.snapshot + " not found");
     // A disk copy boots fresh: its image's start command runs again, as at
     // the image's own cold boot (an image deleted since has none to run).
     if (rec->mode == store::SnapshotMode::kDisk && rec->image && images_) {

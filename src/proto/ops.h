@@ -108,7 +108,7 @@ inline constexpr std::string_view kWatchStop = "watch.stop";
 // Every watch kept, running or ended, oldest first; answers WatchList.
 inline constexpr std::string_view kWatchList = "watch.list";
 
-// Every name above (each must be unique: tests/unit/ops_test.cc checks).
+// Every name above (each must be unique: tests/unit/proto/ops_test.cc checks).
 inline constexpr std::array kAllOps = {
     kExec,      kPing,       kOom,        kFileRead,   kFileWrite,  kFileList,     kFileStat,
     kFileMkdir, kFileRemove, kFileRename, kArchiveGet, kArchivePut, kProcStart,    kProcList,

@@ -52,7 +52,7 @@ struct TransferLayer {
   // kiln's built-in base image (never sent: the receiver has its own, which
   // must be the same), or empty for a layer sent as a tar:
   std::string base;
-  std::string sha256;  // of the layer's tar (images/layer_export.h)
+  std::string sha256;  // of the layer's tar (images/layers/layer_export.h)
   uint64_t size = 0;   // the tar's length
   // Writes exactly `size` bytes of the tar; false if `write` did or the
   // layer could not be read.
@@ -66,7 +66,7 @@ struct ImportedRoot {
 };
 
 // Where an import puts the image layers it receives: the image store
-// (images/image_transfer.cc), behind an interface so the store needs no
+// (images/manager/image_transfer.cc), behind an interface so the store needs no
 // images code and its tests can fake one. A layer is only ever named by the
 // sha256 the import computed of the bytes it received, never by a name the
 // tar gives: a tar cannot plant content under a digest another tenant's

@@ -20,10 +20,11 @@
 #include "api/front.h"
 #include "api/json_body.h"
 #include "api/kiln/routes.h"
-#include "api/kiln/routes_keys.h"
 #include "api/request_target.h"
 #include "api/sandboxfusion/sandboxfusion.h"
 #include "control/capacity.h"
+#include "control/egress_log.h"
+#include "control/keys.h"
 #include "control/sandbox_manager.h"
 #include "fakes/fake_engine.h"
 #include "fuzz_util.h"
@@ -138,16 +139,16 @@ struct World {
         });
       }
     });
-    api::AddSandboxRoutes(router, ctx);
-    api::AddExecRoutes(router, ctx);
-    api::AddProcessRoutes(router, ctx);
-    api::AddFileRoutes(router, ctx);
-    api::AddSnapshotRoutes(router, ctx);
-    api::AddSnapshotTransferRoutes(router, ctx);
-    api::AddNetworkRoutes(router, ctx);
-    api::AddKeyRoutes(router, ctx);
-    api::AddUsageRoutes(router, ctx);
-    api::AddMetricsRoutes(router, ctx);
+    api::v1::AddSandboxRoutes(router, ctx);
+    api::v1::AddExecRoutes(router, ctx);
+    api::v1::AddProcessRoutes(router, ctx);
+    api::v1::AddFileRoutes(router, ctx);
+    api::v1::AddSnapshotRoutes(router, ctx);
+    api::v1::AddSnapshotTransferRoutes(router, ctx);
+    api::v1::AddNetworkRoutes(router, ctx);
+    api::v1::AddKeyRoutes(router, ctx);
+    api::v1::AddUsageRoutes(router, ctx);
+    api::v1::AddMetricsRoutes(router, ctx);
     // SandboxFusion's run_code body and its key in the path (no images here:
     // a body that reads well is refused at its launch).
     api::AddSandboxFusionRoutes(router, ctx, api::SandboxFusionOptions{});
@@ -170,7 +171,7 @@ struct World {
   void Tidy() {
     for (const auto& s : manager->List(control::ListFilter{}))
       if (s != fixture && s->state() != control::SandboxState::kStopped) manager->Stop(s, "fuzz");
-    for (const auto& snap : manager->ListSnapshots()) manager->DeleteSnapshot(snap.id);
+    for (const auto& snap : manager->snapshots().List()) manager->snapshots().Delete(snap.id);
   }
 
   static constexpr const char* kAgentOps[] = {
@@ -188,6 +189,8 @@ struct World {
   store::KeyStore keys{db};
   store::IdempotencyStore idempotency{db};
   store::EgressLogStore egress_log{db};
+  control::Keys key_service{keys};
+  control::EgressLog egress_pages{egress_log};
   control::Capacity capacity{Roomy()};
   std::unique_ptr<control::SandboxManager> manager = std::make_unique<control::SandboxManager>(
       control::ManagerDeps{engine, "/fake/rootfs", snapshots, records, usage, capacity, nullptr},
@@ -196,7 +199,7 @@ struct World {
   io::Service io{[this](const std::string& key, std::optional<int64_t> limit) {
     return launcher.CheckSpendingLimit(key, limit);
   }};
-  api::ApiContext ctx{*manager, launcher, io, keys, egress_log, nullptr};
+  api::ApiContext ctx{*manager, launcher, io, key_service, egress_pages, nullptr};
   api::Router router;
   std::unique_ptr<api::ApiFront> front;
   std::string secret;

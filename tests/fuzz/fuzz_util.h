@@ -1,8 +1,6 @@
 // Small helpers the fuzz targets share (tests/fuzz; see docs/guide.md, "Fuzzing").
 #pragma once
 
-#include <stdlib.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -10,25 +8,15 @@
 #include <string_view>
 #include <vector>
 
+#include "unit/support/temp_dir.h"
+
 namespace kiln::fuzz {
 
-// A directory for the process's lifetime, removed at exit.
-class TempDir {
+// A fresh directory, removed when it goes: the unit tests' TempDir (it
+// throws if it cannot be made), named kiln-fuzz-*.
+class TempDir : public testutil::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-fuzz-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : testutil::TempDir("kiln-fuzz") {}
 };
 
 inline void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {

@@ -52,10 +52,10 @@ std::string TrafficAccessToken(const ApiContext& ctx, const std::string& sandbox
 // E2B's error body, {"code": http_status, "message": ...}, and the status.
 nlohmann::json ErrorBody(int http_status, const Status& s);
 int HttpStatus(const Status& s);
-// Answers `s` in E2B's shape; nothing if an answer already began.
+// Answers `s` in E2B's shape; nothing if an answer already began. The
+// control plane's routes throw and E2bDialect answers with this; the
+// sandbox plane, which no prefix owns, answers with it itself.
 void SendError(Exchange& ex, const Status& s);
-// The handler, its ApiErrors answered in E2B's shape.
-Handler Wrap(Handler handler);
 
 }  // namespace e2b
 }  // namespace kiln::api

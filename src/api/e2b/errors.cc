@@ -54,8 +54,6 @@ void SendError(Exchange& ex, const Status& s) {
   ex.SendJson(status, ErrorBody(status, s));
 }
 
-Handler Wrap(Handler handler) { return AnswerErrorsWith(std::move(handler), SendError); }
-
 }  // namespace e2b
 
 ApiFront::Dialect E2bDialect() {

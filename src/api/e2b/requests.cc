@@ -192,6 +192,26 @@ void ReadPause(const json& raw_body) {
   f.Finish();
 }
 
+ForkRequest ReadFork(const json& body) {
+  FieldReader f(body);
+  auto timeout = f.Int("timeout", 1, contract::kTimeoutSeconds.max);
+  auto count = f.Int("count", contract::kForkCount.min, contract::kForkCount.max);
+  f.Finish();
+  ForkRequest r;
+  if (timeout) r.timeout = static_cast<int>(*timeout);
+  r.count = static_cast<int>(count.value_or(1));
+  return r;
+}
+
+control::SnapshotOptions ReadSnapshot(const json& body) {
+  FieldReader f(body);
+  control::SnapshotOptions opts;
+  if (auto v = f.String("name", contract::kSnapshotNameMax)) opts.name = *v;
+  if (auto memory = f.Bool("memory"); memory && !*memory) opts.mode = store::SnapshotMode::kDisk;
+  f.Finish();
+  return opts;
+}
+
 std::vector<std::pair<std::string, std::string>> ParseMetadataFilter(const std::string& text) {
   if (text.size() > request_fields::kMetadataFilterMax)
     throw InvalidField(

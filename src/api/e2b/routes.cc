@@ -23,8 +23,9 @@ std::string TemplateIdOf(ApiContext& ctx, const control::SandboxRecord& r) {
   // E2B's do (its snapshots are templates); an image's warm copy or a
   // fork's own capture is how kiln started it, not what the caller chose.
   if (r.spec.snapshot) {
-    auto snap = ctx.sandboxes.FindSnapshot(*r.spec.snapshot);
-    if (snap && !snap->hidden() && !snap->temporary) return snap->id;
+    if (auto snap = ctx.sandboxes.snapshots().FindVisible(*r.spec.snapshot, std::nullopt,
+                                                          control::SnapshotUse::kOrigin))
+      return snap->id;
   }
   if (!r.spec.image || !ctx.images) return kBaseTemplate;
   auto rec = ctx.images->Get(*r.spec.image, r.spec.owner);
@@ -36,9 +37,7 @@ SandboxExtras ExtrasOf(ApiContext& ctx, const control::SandboxRecord& r) {
                        TrafficAccessToken(ctx, r.id), StableNowMs()};
 }
 
-control::Deadline CreateDeadline(const Exchange& ex) {
-  return std::max(PreferWaitDeadline(ex), std::chrono::steady_clock::now() + kRoomWait);
-}
+control::Deadline CreateDeadline(const Exchange& ex) { return RoomDeadline(ex, kRoomWait); }
 
 namespace sandbox_routes {
 namespace {
@@ -65,26 +64,16 @@ void SetLease(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sand
 
 void Create(ApiContext& ctx, Exchange& ex) {
   CreateRequest parsed = ReadCreate(ex.JsonBody());
-  launch::LaunchRequest req;
-  req.spec = std::move(parsed.spec);
-  req.spec.owner = CallerOf(ex).key_id;
-  req.scope = OwnerScope(ex);
+  launch::LaunchRequest req = LaunchFor(ex, std::move(parsed.spec), kRoomWait);
   // E2B's snapshots are templates: a snapshot of the key's by id starts a copy.
-  auto snap = ctx.sandboxes.FindSnapshot(parsed.template_id);
-  if (snap && !snap->hidden() && !snap->temporary && (!req.scope || snap->owner == *req.scope))
+  if (auto snap = ctx.sandboxes.snapshots().FindVisible(parsed.template_id, req.scope,
+                                                        control::SnapshotUse::kTaken))
     req.spec.snapshot = snap->id;
   else
     req.image = parsed.template_id;
   // The interpreter's template may be the operator's, shared by every key.
-  if (req.image && parsed.template_id == kInterpreterTemplate) {
-    if (auto found = FindFrontImage(ctx, ex, parsed.template_id)) {
-      req.image = found->id;
-      if (found->operators) req.scope = std::nullopt;
-    }
-  }
-  req.daily_limit_micros = CallerOf(ex).daily_limit_micros;
-  req.deadline = CreateDeadline(ex);
-  req.cancelled = [&ex] { return ex.ClientGone(); };
+  if (req.image && parsed.template_id == kInterpreterTemplate)
+    LaunchFrontImage(ctx, ex, parsed.template_id, req);
   auto launched = ctx.launcher.Launch(std::move(req));
   if (!launched.ok() && launched.status().code() == Code::kImageNotFound) {
     std::string how =
@@ -187,19 +176,15 @@ void List(ApiContext& ctx, Exchange& ex, bool paged) {
 
 void Fork(ApiContext& ctx, Exchange& ex) {
   auto s = FindLive(ctx, ex);
-  json body = ex.JsonBody();
-  FieldReader f(body);
-  auto timeout = f.Int("timeout", 1, contract::kTimeoutSeconds.max);
-  auto count = f.Int("count", contract::kForkCount.min, contract::kForkCount.max);
-  f.Finish();
+  ForkRequest req = ReadFork(ex.JsonBody());
   control::ForkOptions opts;
-  opts.count = static_cast<int>(count.value_or(1));
+  opts.count = req.count;
   control::ForkResult forked =
       ValueOrThrow(ctx.launcher.Fork(s, opts, CreateDeadline(ex), PayerOf(ex)));
   if (forked.copies.empty()) throw ApiError(forked.status);
   json results = json::array();
   for (const auto& c : forked.copies) {
-    if (timeout) SetLease(ctx, ex, c, static_cast<int>(*timeout), true);
+    if (req.timeout) SetLease(ctx, ex, c, *req.timeout, true);
     results.push_back({{"sandbox", CreatedJson(c->Record(), ExtrasOf(ctx, c->Record()))}});
   }
   // The copies that did not start: one error each, in E2B's shape.
@@ -211,63 +196,63 @@ void Fork(ApiContext& ctx, Exchange& ex) {
 void SendNoContent(Exchange& ex) { ex.SendBytes(204, "", "application/json"); }
 
 void AddSandboxRoutes(Router& r, ApiContext& ctx) {
-  Handler create = Wrap([&ctx](Exchange& ex) { Create(ctx, ex); });
+  Handler create = [&ctx](Exchange& ex) { Create(ctx, ex); };
   r.Add("POST", "/e2b/sandboxes", create);
   r.Add("POST", "/e2b/v2/sandboxes", create);
-  r.Add("GET", "/e2b/sandboxes", Wrap([&ctx](Exchange& ex) { List(ctx, ex, false); }));
-  r.Add("GET", "/e2b/v2/sandboxes", Wrap([&ctx](Exchange& ex) { List(ctx, ex, true); }));
+  r.Add("GET", "/e2b/sandboxes", [&ctx](Exchange& ex) { List(ctx, ex, false); });
+  r.Add("GET", "/e2b/v2/sandboxes", [&ctx](Exchange& ex) { List(ctx, ex, true); });
 
-  r.Add("GET", "/e2b/sandboxes/{id}", Wrap([&ctx](Exchange& ex) {
-          auto s = FindLive(ctx, ex);
-          control::SandboxRecord rec = s->Record();
-          ex.SendJson(200, DetailJson(rec, ExtrasOf(ctx, rec)));
-        }));
+  r.Add("GET", "/e2b/sandboxes/{id}", [&ctx](Exchange& ex) {
+    auto s = FindLive(ctx, ex);
+    control::SandboxRecord rec = s->Record();
+    ex.SendJson(200, DetailJson(rec, ExtrasOf(ctx, rec)));
+  });
 
-  r.Add("DELETE", "/e2b/sandboxes/{id}", Wrap([&ctx](Exchange& ex) {
-          auto s = FindLive(ctx, ex);
-          if (!ctx.sandboxes.Delete(s->id(), OwnerScope(ex)))
-            throw ApiError(Code::kNotFound, "sandbox " + s->id() + " was not found");
-          SendNoContent(ex);
-        }));
+  r.Add("DELETE", "/e2b/sandboxes/{id}", [&ctx](Exchange& ex) {
+    auto s = FindLive(ctx, ex);
+    if (!ctx.sandboxes.Delete(s->id(), OwnerScope(ex)))
+      throw ApiError(Code::kNotFound, "sandbox " + s->id() + " was not found");
+    SendNoContent(ex);
+  });
 
-  r.Add("POST", "/e2b/sandboxes/{id}/timeout", Wrap([&ctx](Exchange& ex) {
-          auto s = FindLive(ctx, ex);
-          SetLease(ctx, ex, s, ReadTimeout(ex.JsonBody()), true);
-          SendNoContent(ex);
-        }));
+  r.Add("POST", "/e2b/sandboxes/{id}/timeout", [&ctx](Exchange& ex) {
+    auto s = FindLive(ctx, ex);
+    SetLease(ctx, ex, s, ReadTimeout(ex.JsonBody()), true);
+    SendNoContent(ex);
+  });
 
-  r.Add("POST", "/e2b/sandboxes/{id}/refreshes", Wrap([&ctx](Exchange& ex) {
-          auto s = FindLive(ctx, ex);
-          SetLease(ctx, ex, s, ReadRefresh(ex.JsonBody()), false);
-          SendNoContent(ex);
-        }));
+  r.Add("POST", "/e2b/sandboxes/{id}/refreshes", [&ctx](Exchange& ex) {
+    auto s = FindLive(ctx, ex);
+    SetLease(ctx, ex, s, ReadRefresh(ex.JsonBody()), false);
+    SendNoContent(ex);
+  });
 
   // E2B's pause is kiln's: a checkpoint on disk, memory kept, that frees
   // the sandbox's memory and CPU until a connect or resume restores it.
-  r.Add("POST", "/e2b/sandboxes/{id}/pause", Wrap([&ctx](Exchange& ex) {
-          auto s = FindLive(ctx, ex);
-          ReadPause(ex.JsonBody());
-          control::SandboxState st = s->state();
-          if (st == control::SandboxState::kPaused || st == control::SandboxState::kPausing)
-            throw ApiError(Code::kNotRunning, "sandbox " + s->id() + " is already paused");
-          ex.activity.reset();  // a pause is not activity that keeps it awake
-          ThrowIfError(ctx.sandboxes.Pause(s, "requested"));
-          SendNoContent(ex);
-        }));
+  r.Add("POST", "/e2b/sandboxes/{id}/pause", [&ctx](Exchange& ex) {
+    auto s = FindLive(ctx, ex);
+    ReadPause(ex.JsonBody());
+    control::SandboxState st = s->state();
+    if (st == control::SandboxState::kPaused || st == control::SandboxState::kPausing)
+      throw ApiError(Code::kNotRunning, "sandbox " + s->id() + " is already paused");
+    ex.activity.reset();  // a pause is not activity that keeps it awake
+    ThrowIfError(ctx.sandboxes.Pause(s, "requested"));
+    SendNoContent(ex);
+  });
 
-  r.Add("POST", "/e2b/sandboxes/{id}/resume",
-        Wrap([&ctx](Exchange& ex) { Connect(ctx, ex, true); }));
-  Handler connect = Wrap([&ctx](Exchange& ex) { Connect(ctx, ex, false); });
+  r.Add("POST", "/e2b/sandboxes/{id}/resume", [&ctx](Exchange& ex) { Connect(ctx, ex, true); });
+  Handler connect = [&ctx](Exchange& ex) { Connect(ctx, ex, false); };
   r.Add("POST", "/e2b/sandboxes/{id}/connect", connect);
   r.Add("POST", "/e2b/v2/sandboxes/{id}/connect", connect);
-  r.Add("POST", "/e2b/sandboxes/{id}/fork", Wrap([&ctx](Exchange& ex) { Fork(ctx, ex); }));
+  r.Add("POST", "/e2b/sandboxes/{id}/fork", [&ctx](Exchange& ex) { Fork(ctx, ex); });
 }
 
-// Whatever else is asked under /e2b: E2B's error shape, 501 naming a
-// feature kiln lacks, else 404. Registered after every served route.
+// Whatever else is asked under /e2b: 501 naming a feature kiln lacks, else
+// 404 (in E2B's shape, as every error here: E2bDialect). Registered after
+// every served route.
 void AddRefusals(Router& r) {
   r.Add("*", "/e2b/{rest...}",
-        [](Exchange& ex) { SendError(ex, Unsupported(ex.method(), ex.path())); });
+        [](Exchange& ex) { throw ApiError(Unsupported(ex.method(), ex.path())); });
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // reads E2B's bodies and queries into kiln's requests, presenters.cc renders
 // kiln's sandboxes, images and snapshots in E2B's shapes, routes*.cc serve
 // them (see e2b.h). Pure functions here are unit-tested
-// (tests/unit/e2b_control_test.cc).
+// (tests/unit/api/e2b/control_test.cc).
 #pragma once
 
 #include <chrono>
@@ -61,6 +61,14 @@ int ReadTimeout(const nlohmann::json& body);
 int ReadRefresh(const nlohmann::json& body);
 // POST /sandboxes/{id}/pause: {memory?, requireHealthyGuest?}.
 void ReadPause(const nlohmann::json& body);
+// POST /sandboxes/{id}/fork: {timeout?, count?}.
+struct ForkRequest {
+  std::optional<int> timeout;  // seconds; the copies' lease (nullopt: the source's)
+  int count = 1;
+};
+ForkRequest ReadFork(const nlohmann::json& body);
+// POST /sandboxes/{id}/snapshots: {name?, memory?} (memory false: a disk snapshot).
+control::SnapshotOptions ReadSnapshot(const nlohmann::json& body);
 
 // GET /sandboxes and /v2/sandboxes, the query read.
 struct ListQuery {

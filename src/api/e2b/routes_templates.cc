@@ -29,15 +29,8 @@ images::ImageRecord FindTemplate(ApiContext& ctx, Exchange& ex, const std::strin
 
 // The key's snapshots E2B's clients may see, newest first.
 std::vector<store::SnapshotRecord> VisibleSnapshots(ApiContext& ctx, const Exchange& ex) {
-  auto scope = OwnerScope(ex);
-  std::vector<store::SnapshotRecord> out;
-  auto all = ctx.sandboxes.ListSnapshots();
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    if (it->hidden() || it->temporary) continue;
-    if (scope && it->owner != *scope) continue;
-    out.push_back(*it);
-  }
-  return out;
+  auto all = ctx.sandboxes.snapshots().ListVisible(OwnerScope(ex), control::SnapshotUse::kTaken);
+  return {all.rbegin(), all.rend()};
 }
 
 }  // namespace
@@ -46,72 +39,66 @@ std::vector<store::SnapshotRecord> VisibleSnapshots(ApiContext& ctx, const Excha
 void AddTemplateRoutes(Router& r, ApiContext& ctx) {
   using template_routes::FindTemplate;
   using template_routes::VisibleSnapshots;
-  r.Add("GET", "/e2b/templates", Wrap([&ctx](Exchange& ex) {
-          json items = json::array();
-          if (ctx.images) {
-            // Every version of an image is one template: its name.
-            std::set<std::string> seen;
-            for (const auto& rec :
-                 ctx.images->List(OwnerScope(ex), std::nullopt, images::ImageState::kReady))
-              if (seen.insert(rec.name).second) items.push_back(TemplateJson(rec));
-          }
-          ex.SendJson(200, items);
-        }));
+  r.Add("GET", "/e2b/templates", [&ctx](Exchange& ex) {
+    json items = json::array();
+    if (ctx.images) {
+      // Every version of an image is one template: its name.
+      std::set<std::string> seen;
+      for (const auto& rec :
+           ctx.images->List(OwnerScope(ex), std::nullopt, images::ImageState::kReady))
+        if (seen.insert(rec.name).second) items.push_back(TemplateJson(rec));
+    }
+    ex.SendJson(200, items);
+  });
 
-  r.Add("GET", "/e2b/templates/aliases/{alias}", Wrap([&ctx](Exchange& ex) {
-          auto rec = FindTemplate(ctx, ex, ex.params["alias"]);
-          ex.SendJson(200, json{{"templateID", rec.name},
-                                {"public", rec.source == images::ImageSource::kBuiltin}});
-        }));
+  r.Add("GET", "/e2b/templates/aliases/{alias}", [&ctx](Exchange& ex) {
+    auto rec = FindTemplate(ctx, ex, ex.params["alias"]);
+    ex.SendJson(200, json{{"templateID", rec.name},
+                          {"public", rec.source == images::ImageSource::kBuiltin}});
+  });
 
-  r.Add("GET", "/e2b/templates/{id}", Wrap([&ctx](Exchange& ex) {
-          json t = TemplateJson(FindTemplate(ctx, ex, ex.params["id"]));
-          t["builds"] = json::array();
-          ex.SendJson(200, t);
-        }));
+  r.Add("GET", "/e2b/templates/{id}", [&ctx](Exchange& ex) {
+    json t = TemplateJson(FindTemplate(ctx, ex, ex.params["id"]));
+    t["builds"] = json::array();
+    ex.SendJson(200, t);
+  });
 
   // E2B's SDKs delete a snapshot as a template (delete_snapshot).
-  r.Add("DELETE", "/e2b/templates/{id}", Wrap([&ctx](Exchange& ex) {
-          const std::string& id = ex.params["id"];
-          auto snap = ctx.sandboxes.FindSnapshot(id);
-          auto scope = OwnerScope(ex);
-          if (snap && !snap->hidden() && (!scope || snap->owner == *scope)) {
-            ctx.sandboxes.DeleteSnapshot(snap->id);
-            ex.SendBytes(204, "", "application/json");
-            return;
-          }
-          // A template the key sees is a kiln image: deleting it is kiln's
-          // images API's; anything else is not the key's to name.
-          FindTemplate(ctx, ex, id);
-          throw ApiError(Code::kNotSupported,
-                         "template deletion is not offered by kiln's E2B front: delete kiln "
-                         "images with DELETE /v1/images/{id} or `kiln image rm`",
-                         json{{"feature", "template deletion"}});
-        }));
+  r.Add("DELETE", "/e2b/templates/{id}", [&ctx](Exchange& ex) {
+    const std::string& id = ex.params["id"];
+    auto snap =
+        ctx.sandboxes.snapshots().FindVisible(id, OwnerScope(ex), control::SnapshotUse::kRead);
+    if (snap) {
+      ctx.sandboxes.snapshots().Delete(snap->id);
+      ex.SendBytes(204, "", "application/json");
+      return;
+    }
+    // A template the key sees is a kiln image: deleting it is kiln's
+    // images API's; anything else is not the key's to name.
+    FindTemplate(ctx, ex, id);
+    throw ApiError(Code::kNotSupported,
+                   "template deletion is not offered by kiln's E2B front: delete kiln "
+                   "images with DELETE /v1/images/{id} or `kiln image rm`",
+                   json{{"feature", "template deletion"}});
+  });
 
-  r.Add("POST", "/e2b/sandboxes/{id}/snapshots", Wrap([&ctx](Exchange& ex) {
-          auto s = FindSandbox(ctx, ex);
-          json body = ex.JsonBody();
-          FieldReader f(body);
-          control::SnapshotOptions opts;
-          if (auto v = f.String("name", contract::kSnapshotNameMax)) opts.name = *v;
-          if (auto memory = f.Bool("memory"); memory && !*memory)
-            opts.mode = store::SnapshotMode::kDisk;
-          f.Finish();
-          ex.SendJson(201, SnapshotInfoJson(ValueOrThrow(ctx.sandboxes.Snapshot(s, opts))));
-        }));
+  r.Add("POST", "/e2b/sandboxes/{id}/snapshots", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    control::SnapshotOptions opts = ReadSnapshot(ex.JsonBody());
+    ex.SendJson(201, SnapshotInfoJson(ValueOrThrow(ctx.sandboxes.Snapshot(s, opts))));
+  });
 
-  r.Add("GET", "/e2b/snapshots", Wrap([&ctx](Exchange& ex) {
-          auto source = ex.Query("sandboxID");
-          auto name = ex.Query("name");
-          json list = json::array();
-          for (const auto& rec : VisibleSnapshots(ctx, ex)) {
-            if (source && rec.source_sandbox_id != *source) continue;
-            if (name && rec.name != *name) continue;
-            list.push_back(SnapshotInfoJson(rec));
-          }
-          ex.SendJson(200, list);
-        }));
+  r.Add("GET", "/e2b/snapshots", [&ctx](Exchange& ex) {
+    auto source = ex.Query("sandboxID");
+    auto name = ex.Query("name");
+    json list = json::array();
+    for (const auto& rec : VisibleSnapshots(ctx, ex)) {
+      if (source && rec.source_sandbox_id != *source) continue;
+      if (name && rec.name != *name) continue;
+      list.push_back(SnapshotInfoJson(rec));
+    }
+    ex.SendJson(200, list);
+  });
 }
 
 }  // namespace kiln::api::e2b

@@ -46,8 +46,8 @@ void Authorize(ApiContext& ctx, Exchange& ex, const std::string& id, const contr
     std::string given = ex.Header(header);
     return !given.empty() && ConstantTimeEquals(given, expected);
   };
-  std::optional<store::ApiKey> owner;
-  if (s) owner = ctx.keys.Get(s->spec().owner);
+  std::optional<store::ApiKey> owner;  // live: a token dies with the key that made its sandbox
+  if (s) owner = ctx.keys.Live(s->spec().owner);
   bool by_token = matches(kEnvdTokenHeader, EnvdAccessToken(ctx, id)) ||
                   (port != kEnvdPort && matches(kTrafficTokenHeader, TrafficAccessToken(ctx, id)));
   std::optional<store::ApiKey> key;
@@ -63,7 +63,7 @@ void Authorize(ApiContext& ctx, Exchange& ex, const std::string& id, const contr
     SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
     return;
   }
-  if (by_token && owner && !owner->revoked_ms) {
+  if (by_token && owner) {
     SetCaller(ex, Caller{s->spec().owner, false, owner->daily_limit_micros});
     return;
   }

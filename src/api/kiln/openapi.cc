@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 using nlohmann::json;
 
@@ -101,4 +101,4 @@ void AddOpenApiRoutes(Router& r) {
   });
 }
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

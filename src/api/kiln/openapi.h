@@ -1,4 +1,4 @@
-// kilnd's OpenAPI 3 document: src/api/openapi.json, compiled in, checked
+// kilnd's OpenAPI 3 document: src/api/kiln/openapi.json, compiled in, checked
 // against the router it is served from.
 #pragma once
 
@@ -6,10 +6,10 @@
 
 #include "api/router.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
-// The text of src/api/openapi.json (generated into the build at configure
-// time).
+// The text of src/api/kiln/openapi.json (generated into the build at
+// configure time).
 extern const char kOpenApiJson[];
 
 // The embedded document, info.version set to kilnd's, plus what the router
@@ -19,8 +19,8 @@ extern const char kOpenApiJson[];
 // when there is none).
 nlohmann::json OpenApiDocument(const Router& router);
 
-// GET /v1/openapi.json. Register it after every other route: the document is
-// built from `r` at the first request and then kept.
+// GET /v1/openapi.json. Register it after every front's routes (daemon/main.cc
+// does): the document is built from `r` at the first request and then kept.
 void AddOpenApiRoutes(Router& r);
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

@@ -1,14 +1,16 @@
+// kiln's presenters (presenters.h): lists, sandboxes, snapshots and pools,
+// network, keys, previews, the host.
 #include "api/kiln/presenters.h"
 
-#include "api/utf8.h"
+#include <algorithm>
+
 #include "common/time.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 using nlohmann::json;
 
 namespace {
-json TimeOrNull(int64_t ms) { return ms ? json(FormatTime(ms)) : json(nullptr); }
 
 // The reference's coarse `status` beside the fine `state`.
 std::string_view CoarseStatus(control::SandboxState state) {
@@ -28,11 +30,16 @@ std::string_view CoarseStatus(control::SandboxState state) {
   }
   return "stopped";
 }
-template <typename T>
-json OrNull(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+
 }  // namespace
+
+json TimeOrNull(int64_t ms) { return ms ? json(FormatTime(ms)) : json(nullptr); }
+
+json ListJson(json data) { return json{{"data", std::move(data)}}; }
+
+json PageJson(json data, const std::optional<std::string>& next_cursor) {
+  return json{{"data", std::move(data)}, {"nextCursor", OrNull(next_cursor)}};
+}
 
 json SandboxJson(const control::SandboxRecord& r) {
   const control::SandboxSpec& spec = r.spec;
@@ -88,6 +95,25 @@ json DeletedSandboxJson(const control::DeletedSandbox& d) {
               {"chargedMicros", static_cast<int64_t>(r.meter.micros)}};
 }
 
+json SandboxesJson(const std::vector<std::shared_ptr<control::Sandbox>>& sandboxes) {
+  json list = json::array();
+  for (const auto& s : sandboxes) list.push_back(SandboxJson(*s));
+  return list;
+}
+
+json LaunchedJson(const launch::Launched& launched) {
+  json answer = SandboxJson(*launched.sandbox);
+  answer["reused"] = launched.reused;
+  if (!launched.start.is_null()) answer["start"] = launched.start;
+  return answer;
+}
+
+json ForkJson(json copies, json kept_snapshot) {
+  json answer{{"sandboxes", std::move(copies)}};
+  if (!kept_snapshot.is_null()) answer["snapshot"] = std::move(kept_snapshot);
+  return answer;
+}
+
 json NetworkPolicyJson(const control::SandboxRecord& r) {
   json j = r.network.ToJson();
   j["sandboxId"] = r.id;
@@ -97,6 +123,21 @@ json NetworkPolicyJson(const control::SandboxRecord& r) {
   j["enforcedVersion"] = r.network_version;
   j["updatedAt"] = FormatTime(r.network_updated_ms);
   return j;
+}
+
+json EgressEntryJson(const store::EgressEntry& e) {
+  return json{{"id", std::to_string(e.seq)},
+              {"time", FormatTime(e.start_ms)},
+              {"method", e.method},
+              {"host", e.host},
+              {"address", e.address.empty() ? json(nullptr) : json(e.address)},
+              {"port", e.port},
+              {"verdict", e.verdict},
+              {"bytesOut", e.bytes_out},
+              {"bytesIn", e.bytes_in},
+              {"durationMs", e.duration_ms},
+              {"open", e.open},
+              {"closedBy", e.closed_by.empty() ? json(nullptr) : json(e.closed_by)}};
 }
 
 namespace {
@@ -157,83 +198,6 @@ json DeletedSnapshotJson(const store::SnapshotRecord& r, int64_t deleted_ms) {
   return out;
 }
 
-json ImageJson(const images::ImageRecord& r, const control::PoolStatus& warm_pool) {
-  json pool = PoolJson(warm_pool);
-  return json{{"id", r.id},
-              {"kind", "image"},
-              {"name", r.name == r.id ? json(nullptr) : json(r.name)},  // unnamed
-              {"version", r.version},
-              {"tags", r.tags},
-              {"labels", r.labels},
-              {"state", images::ImageStateName(r.state)},
-              {"source", images::SourceName(r.source)},
-              {"ref", OrNull(r.ref)},
-              {"digest", OrNull(r.digest)},
-              {"sizeBytes", r.size_bytes},
-              {"layers", r.layers.size()},
-              {"stepsTotal", r.steps_total},
-              {"stepsCached", r.steps_cached},
-              {"stepsRun", r.steps_run.value_or(0)},
-              {"config", r.config ? images::ConfigJson(*r.config) : json(nullptr)},
-              {"start", r.start ? images::StartJson(*r.start) : json(nullptr)},
-              {"sudo", r.sudo},
-              {"build", r.build ? images::BuildJson(*r.build) : json(nullptr)},
-              {"pool", pool},
-              {"warm", r.warm_snapshot.has_value()},
-              {"error", r.error},
-              {"createdAt", TimeOrNull(r.created_ms)},
-              {"readyAt", TimeOrNull(r.ready_ms)},
-              {"endedAt", TimeOrNull(r.ended_ms)}};
-}
-
-json FileEntryJson(const io::FileEntry& e) {
-  json j{{"name", e.name}, {"path", e.path}, {"type", io::TypeName(e.type)},
-         {"size", e.size}, {"mode", e.mode}, {"modifiedAt", FormatTime(e.modified_ms)},
-         {"uid", e.uid},   {"gid", e.gid}};
-  if (e.symlink_target) j["symlinkTarget"] = *e.symlink_target;
-  return j;
-}
-
-json FileStatJson(const io::FileStat& stat) {
-  json j = stat.exists ? FileEntryJson(stat.entry) : json{{"path", stat.entry.path}};
-  j["exists"] = stat.exists;
-  return j;
-}
-
-json ProcessJson(const io::ProcessInfo& p) {
-  return json{{"id", p.id},
-              {"kind", "process"},
-              {"pid", p.pid},
-              {"state", io::StateName(p.state)},
-              {"exitCode", OrNull(p.exit_code)},
-              {"signal", OrNull(p.signal)},
-              {"command", p.command},
-              {"argv", p.argv},
-              {"cwd", p.cwd},
-              {"stdinOpen", p.stdin_open},
-              {"stdinOffset", p.stdin_offset},
-              {"timeoutMs", p.timeout_ms},
-              {"startedAt", FormatTime(p.started_ms)},
-              {"endedAt", p.ended_ms ? json(FormatTime(*p.ended_ms)) : json(nullptr)},
-              {"outputBytes", p.output_bytes},
-              {"firstOffset", p.first_offset},
-              {"pty", p.pty ? json{{"cols", p.pty->cols}, {"rows", p.pty->rows}} : json(nullptr)}};
-}
-
-json OutputPageJson(const io::OutputPage& page) {
-  json chunks = json::array();
-  for (const auto& c : page.chunks)
-    chunks.push_back(json{{"offset", c.offset},
-                          {"stream", io::StreamName(c.stream)},
-                          {"data", SanitizeUtf8(c.data)}});
-  return json{{"chunks", chunks},
-              {"nextCursor", page.next_cursor},
-              {"firstOffset", page.first_offset},
-              {"droppedBytes", page.dropped_bytes},
-              {"complete", page.complete},
-              {"state", io::StateName(page.process.state)}};
-}
-
 json ApiKeyJson(const store::ApiKey& k) {
   return json{
       {"id", k.id},
@@ -244,44 +208,141 @@ json ApiKeyJson(const store::ApiKey& k) {
       {"revokedAt", k.revoked_ms ? json(FormatTime(*k.revoked_ms)) : json(nullptr)}};
 }
 
-json WatchJson(const io::WatchInfo& w) {
-  const io::WatchSpec& spec = w.spec;
-  return json{{"id", spec.id},
-              {"path", spec.path},
-              {"recursive", spec.recursive},
-              {"events", spec.events},
-              {"include", spec.include},
-              {"exclude", spec.exclude},
-              {"batchMs", spec.batch_ms},
-              {"timeoutMs", spec.timeout_ms},
-              {"maxWatches", spec.max_watches},
-              {"watchedDirs", w.watched},
-              {"cursor", w.cursor},
-              {"firstCursor", w.first_cursor},
-              {"state", w.running ? "running" : "ended"},
-              {"endReason", w.end_reason ? json(*w.end_reason) : json(nullptr)},
-              {"startedAt", FormatTime(w.started_ms)},
-              {"endedAt", w.ended_ms ? json(FormatTime(*w.ended_ms)) : json(nullptr)}};
+json NewApiKeyJson(const store::ApiKey& key, const std::string& secret) {
+  json out = ApiKeyJson(key);
+  out["secret"] = secret;
+  return out;
 }
 
-json WatchEventJson(const io::WatchEvent& e) {
-  json j{{"type", e.type}, {"path", e.path}, {"isDir", e.is_dir}};
-  if (e.old_path) j["oldPath"] = *e.old_path;
-  if (e.count > 1) j["count"] = e.count;
-  return j;
-}
-
-json WatchNoticeJson(const io::WatchNotice& n) {
-  json j{{"k", n.kind}};
-  if (n.kind == "overflow") {
-    j["dropped"] = n.dropped;
-    j["reason"] = n.reason;
-  } else if (n.kind == "limit") {
-    j["watches"] = n.watches;
-  } else if (!n.reason.empty()) {
-    j["reason"] = n.reason;
+json PreviewJson(const PortSettings& ports, const store::PreviewRecord& p,
+                 std::optional<int64_t> expiry_ms) {
+  std::string url = PreviewUrl(ports, p.sandbox_id, p.port);
+  json j = {{"id", p.id},
+            {"sandboxId", p.sandbox_id},
+            {"port", p.port},
+            {"visibility", p.is_public ? "public" : "private"},
+            {"url", url},
+            {"token", nullptr},
+            {"tokenExpiresAt", nullptr},
+            {"urlWithToken", url},
+            {"disabled", false},
+            {"embedOrigins", json::array()},
+            {"createdAt", FormatTime(p.created_ms)}};
+  if (!p.is_public) {
+    int64_t expiry = expiry_ms.value_or(NowMs() + p.ttl_ms);
+    std::string token = control::Previews::Token(p, expiry);
+    j["token"] = token;
+    j["tokenExpiresAt"] = FormatTime(expiry);
+    j["urlWithToken"] = url + "?" + kPreviewTokenQuery + "=" + token;
   }
   return j;
 }
 
-}  // namespace kiln::api
+json DeletedPreviewJson(const store::PreviewRecord& p) {
+  return json{{"id", p.id}, {"sandboxId", p.sandbox_id}, {"port", p.port}, {"deleted", true}};
+}
+
+json HealthJson(const control::EngineInfo& e, const control::WarmPoolOptions& pools) {
+  return json{{"ok", true},
+              {"version", KILN_VERSION},
+              {"time", FormatTime(NowMs())},
+              {"engine",
+               {{"name", e.name},
+                {"version", e.version},
+                {"pinnedVersion", e.pinned_version},
+                {"pinned", e.pinned()}}},
+              {"pools", PoolBudgetJson(pools)}};
+}
+
+json LimitsJson(int64_t used_micros, std::optional<int64_t> limit_micros) {
+  json daily = {{"limitMicros", nullptr},
+                {"usedMicros", used_micros},
+                {"remainingMicros", nullptr},
+                {"window", "24h"}};
+  if (limit_micros) {
+    daily["limitMicros"] = *limit_micros;
+    daily["remainingMicros"] = std::max<int64_t>(0, *limit_micros - used_micros);
+  }
+  return json{{"access", "full"}, {"daily", daily}, {"trial", nullptr}};
+}
+
+json CapacityJson(const control::Capacity::Stats& st, const control::CapacityLimits& lim,
+                  json pools) {
+  int64_t mem_budget = lim.memory_budget_mib();
+  double vcpu_budget = lim.vcpu_budget();
+  int64_t disk_budget = lim.disk_budget_mib();
+  bool disk_counted = disk_budget != INT64_MAX;
+  return json{
+      {"running", st.running},
+      {"queued", st.waiting},
+      {"pooled", st.pooled},
+      {"memoryMiB",
+       {{"budget", mem_budget},
+        {"reserved", st.reserved_memory_mib},
+        {"free", std::max<int64_t>(0, mem_budget - st.reserved_memory_mib)}}},
+      {"vcpus",
+       {{"budget", vcpu_budget},
+        {"reserved", st.reserved_vcpus},
+        {"free", std::max(0.0, vcpu_budget - st.reserved_vcpus)}}},
+      {"diskMiB",
+       {{"budget", disk_counted ? json(disk_budget) : json(nullptr)},
+        {"reserved", st.reserved_disk_mib},
+        {"free", disk_counted ? json(std::max<int64_t>(0, disk_budget - st.reserved_disk_mib))
+                              : json(nullptr)}}},
+      {"pools", std::move(pools)}};
+}
+
+json CapacityPoolJson(const std::string& snapshot_id, const control::PoolStatus& pool) {
+  return json{{"kind", "snapshot"},
+              {"id", snapshot_id},
+              {"size", pool.size},
+              {"ready", pool.ready},
+              {"memoryBytes", pool.memory_bytes}};
+}
+
+json UsageTotalsJson(const std::vector<store::UsageStore::Total>& totals) {
+  json data = json::array();
+  double cpu = 0, gib_hours = 0, gb_months = 0, micros = 0;
+  for (const auto& t : totals) {
+    data.push_back({{"group", t.group},
+                    {"cpuSeconds", t.cpu_seconds},
+                    {"gibHours", t.gib_hours},
+                    {"gbMonths", t.gb_months},
+                    {"costMicros", static_cast<int64_t>(t.micros + 0.5)},
+                    {"sandboxes", t.sandboxes}});
+    cpu += t.cpu_seconds;
+    gib_hours += t.gib_hours;
+    gb_months += t.gb_months;
+    micros += t.micros;
+  }
+  json total = {{"cpuSeconds", cpu},
+                {"gibHours", gib_hours},
+                {"gbMonths", gb_months},
+                {"costMicros", static_cast<int64_t>(micros + 0.5)}};
+  return json{{"data", std::move(data)}, {"total", std::move(total)}};
+}
+
+json UsageJson(int64_t from_ms, int64_t to_ms, std::optional<int64_t> bucket_ms,
+               const std::string& group_by, json prices, const json& totals, json buckets) {
+  json answer{{"from", FormatTime(from_ms)},
+              {"to", FormatTime(to_ms)},
+              {"groupBy", group_by.empty() ? json(nullptr) : json(group_by)},
+              {"unit", "micros"},
+              {"prices", std::move(prices)},
+              {"data", totals["data"]},
+              {"total", totals["total"]}};
+  if (bucket_ms) {
+    answer["bucketSeconds"] = *bucket_ms / 1000;
+    answer["buckets"] = std::move(buckets);
+  }
+  return answer;
+}
+
+json UsageBucketJson(int64_t from_ms, int64_t to_ms, const json& totals) {
+  return json{{"from", FormatTime(from_ms)},
+              {"to", FormatTime(to_ms)},
+              {"data", totals["data"]},
+              {"total", totals["total"]}};
+}
+
+}  // namespace kiln::api::v1

@@ -1,9 +1,10 @@
-// POST /v1/images: the body, field by field, into an images::ImageRequest.
-#include "api/kiln/image_fields.h"
+// kiln's requests (requests.h) for images: POST /v1/images field by field
+// into an images::ImageRequest, tags, registry credentials, build contexts
+// and the build log's query.
+#include "api/context.h"
+#include "api/kiln/requests.h"
 
-#include "api/kiln/routes.h"
-
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 using nlohmann::json;
 
@@ -193,4 +194,75 @@ images::ImageRequest ReadImageRequest(const json& body, const std::string& owner
   return req;
 }
 
-}  // namespace kiln::api
+namespace {
+
+// A body of one required string member, `name`.
+std::string ReadOneString(const json& body, const std::string& name, size_t max_len) {
+  FieldReader f(body);
+  auto value = f.String(name, max_len);
+  if (!value) f.Issue(name, "is required");
+  f.Finish();
+  return *value;
+}
+
+}  // namespace
+
+std::string ReadTag(const json& body) { return ReadOneString(body, "tag", 128); }
+
+store::RegistryCredential ReadRegistry(const json& body) {
+  FieldReader f(body);
+  store::RegistryCredential c;
+  auto registry = f.String("registry", 255);
+  auto username = f.String("username", 255);
+  auto password = f.String("password", 8192);
+  if (!registry || registry->empty()) f.Issue("registry", "is required (host[:port])");
+  if (!username) f.Issue("username", "is required");
+  if (!password) f.Issue("password", "is required");
+  f.Finish();
+  c.registry = *registry;
+  c.username = *username;
+  c.password = *password;
+  if (c.registry.find('/') != std::string::npos)
+    throw InvalidField("body.registry", "is a host[:port], without a scheme or path");
+  return c;
+}
+
+std::string ReadRegistryDelete(const json& body) { return ReadOneString(body, "registry", 255); }
+
+DigestsAsked ReadDigestsAsked(const json& body) {
+  FieldReader f(body);
+  DigestsAsked asked;
+  auto digests = f.StringList("digests", 1000);
+  if (!digests) f.Issue("digests", "is required: [\"sha256:<hex>\", ...]");
+  for (size_t i = 0; digests && i < digests->size(); ++i) {
+    std::optional<Sha256Digest> d = DigestText((*digests)[i]);
+    if (!d) {
+      f.Issue("digests[" + std::to_string(i) + "]", "must be \"sha256:<64 lowercase hex>\"");
+    } else {
+      asked.digests.push_back(*d);
+      asked.spelled.emplace(*d, (*digests)[i]);
+    }
+  }
+  f.Finish();
+  return asked;
+}
+
+Sha256Digest ReadContextDigest(Exchange& ex, bool chunk) {
+  std::optional<Sha256Digest> digest = Sha256Digest::FromHex(ex.params["digest"]);
+  if (!digest)
+    throw InvalidField("path.digest",
+                       chunk ? "must be 64 lowercase hex digits (the body's sha256)"
+                             : "must be sha256:<64 lowercase hex> (the body's sha256)");
+  return *digest;
+}
+
+ImageLogQuery ReadImageLogQuery(Exchange& ex) {
+  ImageLogQuery q;
+  q.after = QueryInt(ex, "after", 0, INT64_MAX, 0);
+  q.limit = QueryInt(ex, "limit", 1, 10000, 1000);
+  auto follow = ex.Query("follow");
+  q.follow = follow && (*follow == "true" || *follow == "1");
+  return q;
+}
+
+}  // namespace kiln::api::v1

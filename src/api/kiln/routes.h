@@ -1,55 +1,45 @@
-// kiln's own front: the /v1 routes, grouped by resource, and the readers
-// of body members several of them share.
+// Inside kiln's own front (kiln.h): the /v1 routes by resource, one
+// routes_*.cc each, all registered by AddKilnRoutes (routes.cc) in the
+// order below. Each handler reads its request (requests.h), calls one
+// service of ApiContext and renders the answer (presenters.h).
 #pragma once
 
-#include <map>
-#include <optional>
-#include <string>
-
 #include "api/context.h"
-#include "api/validate.h"
-#include "io/types.h"
-#include "network/policy.h"
+#include "api/router.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
+// /v1/health, /v1/sandboxes and a sandbox's lifecycle (routes_sandboxes.cc).
 void AddSandboxRoutes(Router& r, ApiContext& ctx);
+// POST /v1/sandboxes/{id}:exec (routes_exec.cc).
 void AddExecRoutes(Router& r, ApiContext& ctx);
+// /v1/sandboxes/{id}/processes (routes_processes.cc).
 void AddProcessRoutes(Router& r, ApiContext& ctx);
 // /v1/sandboxes/{id}/interpreter:run and .../interpreter/contexts (routes_interpreter.cc).
 void AddInterpreterRoutes(Router& r, ApiContext& ctx);
-// GET /v1/sandboxes/{id}/terminal, a WebSocket (routes_terminal.cc).
+// GET /v1/sandboxes/{id}/terminal, a WebSocket, and its tickets (routes_terminal.cc).
 void AddTerminalRoutes(Router& r, ApiContext& ctx);
+// /v1/sandboxes/{id}/files (routes_files.cc).
 void AddFileRoutes(Router& r, ApiContext& ctx);
 // /v1/sandboxes/{id}/files/watches (routes_watches.cc).
 void AddWatchRoutes(Router& r, ApiContext& ctx);
+// Snapshots, their pools, forks (routes_snapshots.cc).
 void AddSnapshotRoutes(Router& r, ApiContext& ctx);
-// GET /v1/snapshots/{id}/archive, POST /v1/snapshots:import.
+// GET /v1/snapshots/{id}/archive, POST /v1/snapshots:import (routes_snapshot_transfer.cc).
 void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx);
+// A sandbox's egress rules and log (routes_network.cc).
 void AddNetworkRoutes(Router& r, ApiContext& ctx);
 // A sandbox's ports: HTTP by path and the tunnel WebSocket (routes_ports.cc).
 void AddPortRoutes(Router& r, ApiContext& ctx);
-// Previews, and requests by host name {port}-{id}.{domain} (routes_previews.cc).
+// Previews (routes_previews.cc, which also serves the host names, kiln.h).
 void AddPreviewRoutes(Router& r, ApiContext& ctx);
-// Serves `ex` if its Host names a sandbox's port; false if it does not.
-bool ServePortHost(ApiContext& ctx, Exchange& ex);
-// A `network` body member (create, fork) as egress rules; issues go to `f`.
-std::optional<network::Policy> ReadNetworkField(FieldReader& f);
-// A `labels` body member (create, snapshot, fork) within the contract's bounds.
-std::optional<std::map<std::string, std::string>> ReadLabels(FieldReader& f);
-// A `:pool` body: `{"size": N}` pins the pool (returned), `{"auto": true}`
-// gives it back to demand (nullopt). Exactly one of them; issues go to `f`.
-std::optional<int> ReadPoolSize(FieldReader& f);
-
+// /v1/keys, admin keys only (routes_keys.cc).
+void AddKeyRoutes(Router& r, ApiContext& ctx);
+// /v1/images, build contexts, registry credentials (routes_images.cc).
 void AddImageRoutes(Router& r, ApiContext& ctx);
+// /v1/usage, /v1/limits, /v1/capacity (routes_usage.cc).
 void AddUsageRoutes(Router& r, ApiContext& ctx);
+// GET /metrics, admin keys only (routes_metrics.cc).
 void AddMetricsRoutes(Router& r, ApiContext& ctx);
 
-// A sandbox name's characters ([A-Za-z0-9._-]+; the length is the caller's).
-bool ValidSandboxName(const std::string& name);
-
-// Reads argv/command, env, user, cwd of a command body (io puts the
-// sandbox's env under the command's).
-void ReadCommandFields(FieldReader& f, const control::Sandbox& s, io::Command* command);
-
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

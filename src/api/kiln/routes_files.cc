@@ -1,17 +1,13 @@
 // Files: /v1/sandboxes/{id}/files/{content,list,stat,archive} and
 // files:{mkdir,remove,rename}.
-#include <algorithm>
-#include <optional>
-
 #include "api/errors.h"
 #include "api/kiln/presenters.h"
+#include "api/kiln/requests.h"
 #include "api/kiln/routes.h"
-#include "api/validate.h"
-#include "common/contract.h"
 #include "common/digest.h"
 #include "images/context/dockerignore.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 using nlohmann::json;
 
@@ -81,52 +77,6 @@ void ReadContent(ApiContext& ctx, const control::Sandbox& s, Exchange& ex,
   ex.SendBytes(200, data, "application/octet-stream", headers);
 }
 
-// A required absolute path field of a JSON body.
-std::string BodyPath(FieldReader& f, const std::string& name) {
-  auto path = f.String(name, contract::kPathMax);
-  if (!path) {
-    f.Issue(name, "is required");
-  } else if (path->empty() || (*path)[0] != '/') {
-    f.Issue(name, "must be an absolute path");
-  }
-  return path.value_or("");
-}
-
-// A whole decimal integer query parameter in [min, max], or nullopt when absent.
-std::optional<int64_t> QueryInt(Exchange& ex, const std::string& name, int64_t min, int64_t max) {
-  auto text = ex.Query(name);
-  if (!text) return std::nullopt;
-  int64_t v = min - 1;
-  try {
-    size_t used = 0;
-    v = std::stoll(*text, &used);
-    if (used != text->size()) v = min - 1;
-  } catch (...) {
-  }
-  if (v < min || v > max)
-    throw InvalidField("query." + name, "must be an integer from " + std::to_string(min) + " to " +
-                                            std::to_string(max));
-  return v;
-}
-
-// What GET …/files/list keeps of the sandbox's listing: entries whose path
-// below the listed folder matches `glob`, not hidden ones unless `hidden`,
-// at most `limit`.
-struct ListFilter {
-  std::optional<std::string> glob;
-  bool hidden = true;
-  std::optional<int64_t> limit;
-};
-
-// How deep a glob reaches: a "**" anywhere means as deep as allowed, else
-// one level per path segment.
-int GlobDepth(std::string_view glob) {
-  if (glob.find("**") != std::string_view::npos) return contract::kListDepth.max;
-  int segments = 1;
-  for (char c : glob) segments += c == '/';
-  return std::min<int>(segments, contract::kListDepth.max);
-}
-
 // `path` relative to the listed folder `base` ("a/b.txt"); empty for the
 // folder itself or a path outside it.
 std::string_view RelativeTo(std::string_view base, std::string_view path) {
@@ -148,14 +98,6 @@ bool HasHiddenSegment(std::string_view rel) {
   return false;
 }
 
-int ParseMode(Exchange& ex) {
-  auto m = ex.Query("mode");
-  if (!m) return 0644;
-  bool ok = !m->empty() && m->size() <= 4 && m->find_first_not_of("01234567") == std::string::npos;
-  if (!ok) throw InvalidField("query.mode", "must be an octal mode such as 644 or 0755");
-  return std::stoi(*m, nullptr, 8);
-}
-
 }  // namespace
 
 void AddFileRoutes(Router& r, ApiContext& ctx) {
@@ -168,7 +110,7 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
   r.Add("PUT", "/v1/sandboxes/{id}/files/content", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     std::string path = QueryPath(ex);
-    int mode = ParseMode(ex);
+    int mode = ReadFileMode(ex);
     if (auto n = ex.content_length(); n && *n > kMaxFile)
       throw ApiError(Code::kPayloadTooLarge,
                      "files are at most 256 MiB; use files/archive for trees");
@@ -176,48 +118,26 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
     uint64_t sent = PumpBody(ex, file, kMaxFile);
     if (ValueOrThrow(file.Finish()) != sent)
       throw ApiError(Code::kInternal, "size mismatch writing " + path);
-    ex.SendJson(200, json{{"path", path}, {"size", sent}});
+    ex.SendJson(200, FileWrittenJson(path, sent));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/files/list", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    std::string path = QueryPath(ex);
-    ListFilter filter;
-    if (auto g = ex.Query("glob")) {
-      std::string_view glob = *g;
-      while (glob.substr(0, 2) == "./") glob.remove_prefix(2);
-      if (glob.empty() || glob.size() > static_cast<size_t>(contract::kGlobMax) ||
-          glob.front() == '/' || !images::ValidGlob(glob))
-        throw InvalidField("query.glob",
-                           "must be a relative pattern such as *.py or **/*.csv, with every [ "
-                           "closed and no trailing backslash");
-      filter.glob = std::string(glob);
-    }
-    if (auto h = ex.Query("hidden")) {
-      if (*h != "true" && *h != "false")
-        throw InvalidField("query.hidden", "must be true or false");
-      filter.hidden = *h == "true";
-    }
-    filter.limit = QueryInt(ex, "limit", 1, contract::kListLimitMax);
-    auto depth = QueryInt(ex, "depth", contract::kListDepth.min, contract::kListDepth.max);
-    int levels = depth         ? static_cast<int>(*depth)
-                 : filter.glob ? GlobDepth(*filter.glob)
-                               : static_cast<int>(contract::kListDepth.def);
+    FileListQuery q = ReadFileList(ex);
     json data = json::array();
     bool truncated = false;
-    for (const auto& e : ValueOrThrow(RunningIo(ctx, ex, *s).List(path, levels))) {
-      std::string_view rel = RelativeTo(path, e.path);
-      if (!filter.hidden && HasHiddenSegment(rel)) continue;
-      if (filter.glob && !images::GlobMatch(*filter.glob, rel)) continue;
-      if (filter.limit && data.size() >= static_cast<size_t>(*filter.limit)) {
+    for (const auto& e : ValueOrThrow(RunningIo(ctx, ex, *s).List(q.path, q.levels))) {
+      std::string_view rel = RelativeTo(q.path, e.path);
+      if (!q.hidden && HasHiddenSegment(rel)) continue;
+      if (q.glob && !images::GlobMatch(*q.glob, rel)) continue;
+      if (q.limit && data.size() >= static_cast<size_t>(*q.limit)) {
         truncated = true;
         break;
       }
       data.push_back(FileEntryJson(e));
     }
-    json answer{{"data", std::move(data)}};
-    if (filter.limit) answer["truncated"] = truncated;
-    ex.SendJson(200, answer);
+    ex.SendJson(200,
+                FileListJson(std::move(data), q.limit ? std::optional(truncated) : std::nullopt));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/files/stat", [&ctx](Exchange& ex) {
@@ -228,35 +148,23 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/sandboxes/{id}/files:mkdir", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    std::string path = BodyPath(f, "path");
-    bool parents = f.Bool("parents").value_or(true);
-    f.Finish();
-    ex.SendJson(200, FileEntryJson(ValueOrThrow(RunningIo(ctx, ex, *s).Mkdir(path, parents))));
+    MkdirRequest req = ReadMkdir(ex.JsonBody());
+    ex.SendJson(200,
+                FileEntryJson(ValueOrThrow(RunningIo(ctx, ex, *s).Mkdir(req.path, req.parents))));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:remove", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    std::string path = BodyPath(f, "path");
-    bool recursive = f.Bool("recursive").value_or(false);
-    f.Finish();
-    bool removed = ValueOrThrow(RunningIo(ctx, ex, *s).Remove(path, recursive));
+    RemoveRequest req = ReadRemove(ex.JsonBody());
+    bool removed = ValueOrThrow(RunningIo(ctx, ex, *s).Remove(req.path, req.recursive));
     ex.SendJson(200, json{{"removed", removed}});
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/files:rename", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    std::string from = BodyPath(f, "from");
-    std::string to = BodyPath(f, "to");
-    bool overwrite = f.Bool("overwrite").value_or(false);
-    f.Finish();
-    ex.SendJson(200,
-                FileEntryJson(ValueOrThrow(RunningIo(ctx, ex, *s).Rename(from, to, overwrite))));
+    RenameRequest req = ReadRename(ex.JsonBody());
+    ex.SendJson(200, FileEntryJson(ValueOrThrow(
+                         RunningIo(ctx, ex, *s).Rename(req.from, req.to, req.overwrite))));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/files/archive", [&ctx](Exchange& ex) {
@@ -303,8 +211,8 @@ void AddFileRoutes(Router& r, ApiContext& ctx) {
       throw ApiError(Code::kUploadIncomplete, "the sandbox took " +
                                                   std::to_string(done.exit.stdin_bytes) + " of " +
                                                   std::to_string(sent) + " bytes");
-    ex.SendJson(200, json{{"path", path}, {"bytes", sent}});
+    ex.SendJson(200, ArchiveUnpackedJson(path, sent));
   });
 }
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

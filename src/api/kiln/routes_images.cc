@@ -7,17 +7,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 
 #include "api/auth.h"
 #include "api/errors.h"
-#include "api/kiln/image_fields.h"
+#include "api/kiln/errors.h"
 #include "api/kiln/presenters.h"
+#include "api/kiln/requests.h"
 #include "api/kiln/routes.h"
-#include "common/time.h"
 #include "images/manager/image_manager.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 using nlohmann::json;
 
@@ -34,40 +33,23 @@ images::ImageManager& Images(ApiContext& ctx) {
 // ImageInfo of `record`, with its warm copy's pool.
 json Present(ApiContext& ctx, const images::ImageRecord& record) {
   control::PoolStatus pool;
-  if (record.warm_snapshot) pool = ctx.sandboxes.SnapshotPool(*record.warm_snapshot);
+  if (record.warm_snapshot) pool = ctx.sandboxes.snapshots().PoolOf(*record.warm_snapshot);
   return ImageJson(record, pool);
-}
-
-json RegistryJson(const store::RegistryCredential& c) {
-  return json{
-      {"registry", c.registry}, {"username", c.username}, {"createdAt", FormatTime(c.created_ms)}};
 }
 
 // :tag and :untag, {tag}.
 void TagRoute(ApiContext& ctx, Exchange& ex, bool add) {
-  json body = ex.JsonBody();
-  FieldReader f(body);
-  auto tag = f.String("tag", 128);
-  if (!tag) f.Issue("tag", "is required");
-  f.Finish();
+  std::string tag = ReadTag(ex.JsonBody());
   images::ImageManager& m = Images(ctx);
   auto scope = OwnerScope(ex);
-  ex.SendJson(200, Present(ctx, ValueOrThrow(add ? m.Tag(ex.params["id"], *tag, scope)
-                                                 : m.Untag(ex.params["id"], *tag, scope))));
+  ex.SendJson(200, Present(ctx, ValueOrThrow(add ? m.Tag(ex.params["id"], tag, scope)
+                                                 : m.Untag(ex.params["id"], tag, scope))));
 }
-
-}  // namespace
-
-namespace {
 
 // PUT /v1/images/context/...: the body streamed to a file (at most
 // kMaxContext), then checked and kept as the key's.
 void PutContext(ApiContext& ctx, Exchange& ex, bool chunk) {
-  std::optional<Sha256Digest> digest = Sha256Digest::FromHex(ex.params["digest"]);
-  if (!digest)
-    throw InvalidField("path.digest",
-                       chunk ? "must be 64 lowercase hex digits (the body's sha256)"
-                             : "must be sha256:<64 lowercase hex> (the body's sha256)");
+  Sha256Digest digest = ReadContextDigest(ex, chunk);
   if (auto n = ex.content_length(); n && *n > kMaxContext)
     throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
                    json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
@@ -103,13 +85,9 @@ void PutContext(ApiContext& ctx, Exchange& ex, bool chunk) {
     }
   }
   images::ContextUpload up =
-      ValueOrThrow(Images(ctx).PutContext(CallerOf(ex).key_id, *digest, path, chunk));
-  ex.SendJson(200, json{{"digest", up.digest}, {"sizeBytes", up.size_bytes}});
+      ValueOrThrow(Images(ctx).PutContext(CallerOf(ex).key_id, digest, path, chunk));
+  ex.SendJson(200, ContextUploadJson(up));
 }
-
-}  // namespace
-
-namespace {
 
 // GET …/logs?follow=true asked for NDJSON (the reference client's
 // follow_logs): {type: line, seq, ...} per line as it is written, then
@@ -130,29 +108,23 @@ void FollowLogStream(ApiContext& ctx, Exchange& ex, int64_t after) {
   auto end = std::chrono::steady_clock::now() + kLogStreamMs;
   for (;;) {
     for (const images::LogLine& l : page.lines) {
-      json event = l;
-      event["type"] = "line";
-      event["seq"] = l.n;
-      if (!line(event)) return;
+      if (!line(BuildLogLineEventJson(l))) return;
     }
     after = page.next_after;
     if (page.done) {
       Result<images::ImageRecord> rec = Images(ctx).Get(id, scope);
-      if (rec.ok()) line(json{{"type", "done"}, {"image", Present(ctx, *rec)}});
+      if (rec.ok()) line(BuildLogDoneEventJson(Present(ctx, *rec)));
       return ex.EndStream();
     }
     auto now = std::chrono::steady_clock::now();
     if (now >= end || ex.ClientGone()) {
-      line(json{{"type", "continue"}, {"after", after}});
+      line(BuildLogContinueEventJson(after));
       return ex.EndStream();
     }
     Result<images::LogPage> next =
         Images(ctx).Logs(id, scope, after, 1000, std::min(end, now + std::chrono::seconds(1)));
     if (!next.ok()) {
-      line(
-          json{{"type", "error"},
-               {"error",
-                {{"code", CodeName(next.status().code())}, {"message", next.status().message()}}}});
+      line(StreamErrorJson(CodeName(next.status().code()), next.status().message()));
       return ex.EndStream();
     }
     page = std::move(*next);
@@ -186,7 +158,7 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
         data.push_back(Present(ctx, rec));
       }
     }
-    ex.SendJson(200, json{{"data", data}, {"nextCursor", nullptr}});
+    ex.SendJson(200, PageJson(std::move(data), std::nullopt));
   });
 
   r.Add("GET", "/v1/images/resolve", [&ctx](Exchange& ex) {
@@ -199,25 +171,11 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
     json data = json::array();
     for (const auto& c : Images(ctx).Registries(CallerOf(ex).key_id))
       data.push_back(RegistryJson(c));
-    ex.SendJson(200, json{{"data", data}});
+    ex.SendJson(200, ListJson(std::move(data)));
   });
 
   r.Add("POST", "/v1/images/registries", [&ctx](Exchange& ex) {
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    store::RegistryCredential c;
-    auto registry = f.String("registry", 255);
-    auto username = f.String("username", 255);
-    auto password = f.String("password", 8192);
-    if (!registry || registry->empty()) f.Issue("registry", "is required (host[:port])");
-    if (!username) f.Issue("username", "is required");
-    if (!password) f.Issue("password", "is required");
-    f.Finish();
-    c.registry = *registry;
-    c.username = *username;
-    c.password = *password;
-    if (c.registry.find('/') != std::string::npos)
-      throw InvalidField("body.registry", "is a host[:port], without a scheme or path");
+    store::RegistryCredential c = ReadRegistry(ex.JsonBody());
     std::string owner = CallerOf(ex).key_id;
     auto have = Images(ctx).Registries(owner);
     bool known = std::any_of(have.begin(), have.end(),
@@ -228,38 +186,18 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("POST", "/v1/images/registries:delete", [&ctx](Exchange& ex) {
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    auto registry = f.String("registry", 255);
-    if (!registry) f.Issue("registry", "is required");
-    f.Finish();
-    if (!Images(ctx).DeleteRegistry(CallerOf(ex).key_id, *registry))
-      throw ApiError(Code::kNotFound, "no credential for registry " + *registry);
-    ex.SendJson(200, json{{"registry", *registry}, {"deleted", true}});
+    std::string registry = ReadRegistryDelete(ex.JsonBody());
+    if (!Images(ctx).DeleteRegistry(CallerOf(ex).key_id, registry))
+      throw ApiError(Code::kNotFound, "no credential for registry " + registry);
+    ex.SendJson(200, RegistryDeletedJson(registry));
   });
 
   r.Add("POST", "/v1/images/context/missing", [&ctx](Exchange& ex) {
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    auto digests = f.StringList("digests", 1000);
-    if (!digests) f.Issue("digests", "is required: [\"sha256:<hex>\", ...]");
-    std::vector<Sha256Digest> parsed;
-    std::map<Sha256Digest, std::string> asked;  // answered in the caller's own spelling
-    for (size_t i = 0; digests && i < digests->size(); ++i) {
-      std::optional<Sha256Digest> d = Sha256Digest::Parse((*digests)[i]);
-      if (!d) d = Sha256Digest::FromHex((*digests)[i]);
-      if (!d) {
-        f.Issue("digests[" + std::to_string(i) + "]", "must be \"sha256:<64 lowercase hex>\"");
-      } else {
-        parsed.push_back(*d);
-        asked.emplace(*d, (*digests)[i]);
-      }
-    }
-    f.Finish();
-    json missing = json::array();
-    for (const auto& d : Images(ctx).MissingContexts(CallerOf(ex).key_id, parsed))
-      missing.push_back(asked.at(d));
-    ex.SendJson(200, json{{"missing", missing}});
+    DigestsAsked asked = ReadDigestsAsked(ex.JsonBody());
+    std::vector<std::string> missing;
+    for (const auto& d : Images(ctx).MissingContexts(CallerOf(ex).key_id, asked.digests))
+      missing.push_back(asked.spelled.at(d));
+    ex.SendJson(200, MissingContextsJson(missing));
   });
 
   // A whole context at sha256:<hex>; a chunk of one (Runtime's client) at <hex>.
@@ -270,8 +208,7 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/images:prune", [&ctx](Exchange& ex) {
     FieldReader(ex.JsonBody()).Finish();
-    if (!CallerOf(ex).admin)
-      throw ApiError(Code::kForbidden, "pruning the host's image storage needs the admin key");
+    RequireAdmin(ex, "pruning the host's image storage needs the admin key");
     ex.SendJson(200, Images(ctx).Prune());
   });
 
@@ -280,22 +217,15 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("GET", "/v1/images/{id}/logs", [&ctx](Exchange& ex) {
-    int64_t after = QueryInt(ex, "after", 0, INT64_MAX, 0);
-    int64_t limit = QueryInt(ex, "limit", 1, 10000, 1000);
-    auto follow = ex.Query("follow");
-    bool following = follow && (*follow == "true" || *follow == "1");
-    if (following && ex.Header("Accept").find("application/x-ndjson") != std::string::npos)
-      return FollowLogStream(ctx, ex, after);
+    ImageLogQuery q = ReadImageLogQuery(ex);
+    if (q.follow && ex.Header("Accept").find("application/x-ndjson") != std::string::npos)
+      return FollowLogStream(ctx, ex, q.after);
     std::optional<std::chrono::steady_clock::time_point> until;
-    if (following) until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    images::LogPage page = ValueOrThrow(Images(ctx).Logs(ex.params["id"], OwnerScope(ex), after,
-                                                         static_cast<size_t>(limit), until));
+    if (q.follow) until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    images::LogPage page = ValueOrThrow(Images(ctx).Logs(ex.params["id"], OwnerScope(ex), q.after,
+                                                         static_cast<size_t>(q.limit), until));
     images::ImageRecord rec = ValueOrThrow(Images(ctx).Get(ex.params["id"], OwnerScope(ex)));
-    ex.SendJson(200, json{{"lines", page.lines},
-                          {"nextAfter", page.next_after},
-                          {"state", images::ImageStateName(rec.state)},
-                          {"truncated", page.truncated},
-                          {"done", page.done}});
+    ex.SendJson(200, BuildLogPageJson(page, rec.state));
   });
 
   r.Add("POST", "/v1/images/{id}:tag", [&ctx](Exchange& ex) { TagRoute(ctx, ex, true); });
@@ -308,14 +238,11 @@ void AddImageRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("POST", "/v1/images/{id}:pool", [&ctx](Exchange& ex) {
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    std::optional<int> size = ReadPoolSize(f);
-    f.Finish();
+    std::optional<int> size = ReadPool(ex.JsonBody());
     ex.SendJson(
         200,
         PoolJson(ValueOrThrow(Images(ctx).Pool(ex.params["id"], OwnerScope(ex), size, !size))));
   });
 }
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

@@ -1,12 +1,10 @@
 // GET /metrics: Prometheus text for operators (admin keys).
-#include "api/auth.h"
 #include "api/errors.h"
+#include "api/kiln/errors.h"
 #include "api/kiln/routes.h"
-#include "common/heap.h"
 #include "common/metrics.h"
-#include "store/db.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 namespace {
 
@@ -63,11 +61,13 @@ void AddCollectors(ApiContext& ctx) {
   });
   metrics::Describe("kiln_pool_ready", "gauge", "Ready, never-used copies in a snapshot's pool.");
   metrics::AddCollector("kiln_pool_ready", [&ctx](const metrics::Emit& emit) {
-    for (const auto& [id, st] : ctx.sandboxes.Pools()) emit({{"snapshot", id}}, st.ready);
+    for (const auto& [id, st] : ctx.sandboxes.snapshots().Pools())
+      emit({{"snapshot", id}}, st.ready);
   });
   metrics::Describe("kiln_pool_target", "gauge", "Target size of a snapshot's pool.");
   metrics::AddCollector("kiln_pool_target", [&ctx](const metrics::Emit& emit) {
-    for (const auto& [id, st] : ctx.sandboxes.Pools()) emit({{"snapshot", id}}, st.size);
+    for (const auto& [id, st] : ctx.sandboxes.snapshots().Pools())
+      emit({{"snapshot", id}}, st.size);
   });
   metrics::Describe("kiln_pool_creates_total", "counter",
                     "Creates from a snapshot (an image's warm copy included) at its shape, by "
@@ -76,25 +76,26 @@ void AddCollectors(ApiContext& ctx) {
                     "Host memory held by pooled copies (their shapes count against capacity).");
   metrics::AddCollector("kiln_pool_memory_bytes", [&ctx](const metrics::Emit& emit) {
     double total = 0;
-    for (const auto& [id, st] : ctx.sandboxes.Pools())
+    for (const auto& [id, st] : ctx.sandboxes.snapshots().Pools())
       total += static_cast<double>(st.memory_bytes);
     emit({}, total);
   });
   metrics::Describe("kiln_pool_memory_budget_bytes", "gauge",
                     "Memory that demand-sized warm pools may hold together (0: off).");
   metrics::AddCollector("kiln_pool_memory_budget_bytes", [&ctx](const metrics::Emit& emit) {
-    const control::WarmPoolOptions& o = ctx.sandboxes.pool_options();
+    const control::WarmPoolOptions& o = ctx.sandboxes.snapshots().pool_options();
     emit({}, o.adaptive ? static_cast<double>(o.sizer.budget_bytes) : 0.0);
   });
   metrics::Describe("kiln_pool_wanted", "gauge",
                     "Copies a snapshot's pool is asked for (its demand, or its pin).");
   metrics::AddCollector("kiln_pool_wanted", [&ctx](const metrics::Emit& emit) {
-    for (const auto& [id, st] : ctx.sandboxes.Pools()) emit({{"snapshot", id}}, st.wanted);
+    for (const auto& [id, st] : ctx.sandboxes.snapshots().Pools())
+      emit({{"snapshot", id}}, st.wanted);
   });
   metrics::Describe("kiln_pool_unfilled", "gauge",
                     "1 for a pool holding fewer copies than wanted, labelled with why.");
   metrics::AddCollector("kiln_pool_unfilled", [&ctx](const metrics::Emit& emit) {
-    for (const auto& [id, st] : ctx.sandboxes.Pools())
+    for (const auto& [id, st] : ctx.sandboxes.snapshots().Pools())
       if (!st.unfilled_reason.empty()) emit({{"snapshot", id}, {"reason", st.unfilled_reason}}, 1);
   });
   metrics::Describe("kiln_key_memory_mib", "gauge",
@@ -106,18 +107,8 @@ void AddCollectors(ApiContext& ctx) {
         by_key[s->spec().owner] += s->spec().shape.memory_mib;
     for (const auto& [key, mib] : by_key) emit({{"key", key}}, static_cast<double>(mib));
   });
-  metrics::Describe("kiln_daemon_heap_bytes", "gauge",
-                    "kilnd's malloc heap: in use, and freed but still held.");
-  metrics::AddCollector("kiln_daemon_heap_bytes", [](const metrics::Emit& emit) {
-    heap::Stats h = heap::Read();
-    emit({{"kind", "in_use"}}, static_cast<double>(h.in_use_bytes));
-    emit({{"kind", "free"}}, static_cast<double>(h.free_bytes));
-  });
-  metrics::Describe("kiln_daemon_sqlite_bytes", "gauge",
-                    "Memory SQLite holds in kilnd (page cache, statements).");
-  metrics::AddCollector("kiln_daemon_sqlite_bytes", [](const metrics::Emit& emit) {
-    emit({}, static_cast<double>(store::Db::MemoryUsed()));
-  });
+  // kilnd's own gauges as a process (kiln_daemon_*) are the daemon's:
+  // daemon/process_metrics.h.
   metrics::Describe("kiln_http_request_seconds", "histogram", "HTTP request latency by route.");
   metrics::Describe("kiln_http_errors_total", "counter", "Error answers by code.");
   metrics::Describe("kiln_operation_seconds", "histogram",
@@ -137,9 +128,9 @@ void AddCollectors(ApiContext& ctx) {
 void AddMetricsRoutes(Router& r, ApiContext& ctx) {
   AddCollectors(ctx);
   r.Add("GET", "/metrics", [](Exchange& ex) {
-    if (!CallerOf(ex).admin) throw ApiError(Code::kForbidden, "/metrics needs an admin key");
+    RequireAdmin(ex, "/metrics needs an admin key");
     ex.SendBytes(200, metrics::Render(), "text/plain; version=0.0.4");
   });
 }
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

@@ -6,38 +6,22 @@
 // the sandbox's port-connection slots while it is open.
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 
 #include "api/errors.h"
+#include "api/kiln/requests.h"
 #include "api/kiln/routes.h"
 #include "api/kiln/terminal.h"
 #include "common/time.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 using nlohmann::json;
 
 namespace {
-
-// A port as the API takes it: digits only, 1-65535.
-std::optional<int> ParsePort(std::string_view s) {
-  int port = 0;
-  if (s.empty() || s.size() > 5) return std::nullopt;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), port);
-  if (ec != std::errc() || end != s.data() + s.size() || port < 1 || port > 65535)
-    return std::nullopt;
-  return port;
-}
-
-int PortParam(Exchange& ex, const std::string& field) {
-  auto port = ParsePort(ex.params["port"]);
-  if (!port) throw InvalidField(field, "must be a port number from 1 to 65535");
-  return *port;
-}
 
 // ---- The tunnel: one WebSocket, many TCP streams ----
 
@@ -294,7 +278,7 @@ void AddPortRoutes(Router& r, ApiContext& ctx) {
   // the server sees.
   auto by_path = [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    int port = PortParam(ex, "path.port");
+    int port = ReadPortParam(ex);
     io::SandboxIo io = RunningIo(ctx, ex, *s);
     auto slot = OpenPortConnection(ctx, *s);
     ProxyRequest req;
@@ -328,4 +312,4 @@ void AddPortRoutes(Router& r, ApiContext& ctx) {
   });
 }
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

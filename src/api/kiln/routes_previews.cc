@@ -3,88 +3,36 @@
 // kilnd allows it, public. Requests to those host names are served here too
 // (ServePortHost): with a kiln key, a preview's token, or nothing for a
 // public one, then relayed like any port request (api/port_proxy.h).
-#include <algorithm>
-#include <cctype>
-
 #include "api/errors.h"
+#include "api/kiln/kiln.h"
+#include "api/kiln/presenters.h"
+#include "api/kiln/requests.h"
 #include "api/kiln/routes.h"
 #include "api/kiln/terminal.h"
 #include "common/time.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kDayMs = 86400000;
-constexpr int64_t kMinTtlMs = 60000, kMaxTtlMs = 7 * kDayMs, kDefaultTtlMs = kDayMs;
 // Where a visitor's token may come from, besides the query of urlWithToken.
 constexpr const char* kTokenHeaders[] = {"x-kiln-preview-token", "x-runtime-preview-token"};
 constexpr const char* kTokenCookie = kPreviewTokenCookie;
-constexpr char kTokenQuery[] = "kiln_preview_token";
+constexpr const char* kTokenQuery = kPreviewTokenQuery;
 
-json PreviewJson(const ApiContext& ctx, const store::PreviewRecord& p,
-                 std::optional<int64_t> expiry_ms) {
-  std::string url = PreviewUrl(ctx.ports, p.sandbox_id, p.port);
-  json j = {{"id", p.id},
-            {"sandboxId", p.sandbox_id},
-            {"port", p.port},
-            {"visibility", p.is_public ? "public" : "private"},
-            {"url", url},
-            {"token", nullptr},
-            {"tokenExpiresAt", nullptr},
-            {"urlWithToken", url},
-            {"disabled", false},
-            {"embedOrigins", json::array()},
-            {"createdAt", FormatTime(p.created_ms)}};
-  if (!p.is_public) {
-    int64_t expiry = expiry_ms.value_or(NowMs() + p.ttl_ms);
-    std::string token = store::PreviewStore::Token(p, expiry);
-    j["token"] = token;
-    j["tokenExpiresAt"] = FormatTime(expiry);
-    j["urlWithToken"] = url + "?" + kTokenQuery + "=" + token;
-  }
-  return j;
-}
-
-// A token's expiry from ttlSeconds / expiresAt (the earlier bound wins).
-std::optional<int64_t> ReadExpiry(std::optional<int64_t> ttl_s,
-                                  const std::optional<std::string>& expires_at,
-                                  const std::string& where) {
-  std::optional<int64_t> expiry;
-  if (ttl_s) expiry = NowMs() + *ttl_s * 1000;
-  if (expires_at) {
-    auto at = ParseTime(*expires_at);
-    if (!at || *at <= NowMs() || *at > NowMs() + kMaxTtlMs)
-      throw InvalidField(where + ".expiresAt", "must be an RFC 3339 time in the next 7 days");
-    expiry = expiry ? std::min(*expiry, *at) : *at;
-  }
-  return expiry;
-}
-
-store::PreviewStore& Previews(ApiContext& ctx) {
+control::Previews& Previews(ApiContext& ctx) {
   if (!ctx.previews) throw ApiError(Code::kNotSupported, "previews are not served here");
   return *ctx.previews;
 }
 
 store::PreviewRecord FindPreview(ApiContext& ctx, const control::Sandbox& s, int port) {
-  auto p = Previews(ctx).Get(s.id(), port);
+  auto p = Previews(ctx).Find(s.id(), port);
   if (!p)
     throw ApiError(Code::kNotFound,
                    "port " + std::to_string(port) + " of sandbox " + s.id() + " has no preview");
   return *p;
-}
-
-int PreviewPort(Exchange& ex) {
-  const std::string& v = ex.params["port"];
-  int port = 0;
-  bool digits = !v.empty() && v.size() <= 5 &&
-                std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (digits) port = std::stoi(v);
-  if (port < 1 || port > 65535)
-    throw InvalidField("path.port", "must be a port number from 1 to 65535");
-  return port;
 }
 
 // Every value of cookie `name` in a Cookie header, in order: a page of
@@ -141,66 +89,42 @@ std::string WithoutTokenQuery(const std::string& raw) {
 void AddPreviewRoutes(Router& r, ApiContext& ctx) {
   r.Add("POST", "/v1/sandboxes/{id}/previews", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);  // another key's sandbox is 404 before its fields
-    json body = ex.JsonBody();
-    FieldReader f(body);
-    auto port = f.Int("port", 1, 65535);
-    if (!port && !f.has("port")) f.Issue("body.port", "is required");
-    auto visibility = f.String("visibility", 16);
-    if (visibility && *visibility != "private" && *visibility != "public")
-      f.Issue("body.visibility", "must be private or public");
-    auto ttl_s = f.Int("ttlSeconds", kMinTtlMs / 1000, kMaxTtlMs / 1000);
-    auto expires_at = f.String("expiresAt", 64);
-    if (auto origins = f.StringList("embedOrigins", 16); origins && !origins->empty())
-      f.Issue("body.embedOrigins",
-              "kiln does not restrict which sites may frame a preview: leave it empty");
-    f.Finish();
-    bool is_public = visibility && *visibility == "public";
-    if (is_public && !ctx.ports.allow_public)
-      throw ApiError(Code::kForbidden,
-                     "body.visibility: public previews are off on this kilnd (start it with "
-                     "--allow-public-previews); share it privately, with its token");
-    auto expiry = ReadExpiry(ttl_s, expires_at, "body");
-    int64_t ttl_ms = ttl_s ? *ttl_s * 1000 : kDefaultTtlMs;
-    auto p = Previews(ctx).Put(s->id(), static_cast<int>(*port), is_public, ttl_ms);
-    // Made public: whoever holds a token of it now holds nothing more. Made
-    // private: the open connections of anyone without a token end.
-    if (!is_public) ctx.relays->Cut(s->id() + "|" + std::to_string(*port));
-    ex.SendJson(200, PreviewJson(ctx, p, expiry));
+    PreviewRequest req = ReadPreview(ex.JsonBody());
+    ThrowIfError(Previews(ctx).MayShare(req.is_public));  // refused before the expiry is read
+    auto expiry = ReadPreviewExpiry(req.ttl_s, req.expires_at, "body");
+    auto p = ValueOrThrow(Previews(ctx).Share(s->id(), req.port, req.is_public, req.ttl_ms));
+    ex.SendJson(200, PreviewJson(ctx.ports, p, expiry));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/previews", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     json data = json::array();
-    for (const auto& p : Previews(ctx).List(s->id())) data.push_back(PreviewJson(ctx, p, {}));
-    ex.SendJson(200, json{{"data", data}});
+    for (const auto& p : Previews(ctx).List(s->id()))
+      data.push_back(PreviewJson(ctx.ports, p, std::nullopt));
+    ex.SendJson(200, ListJson(std::move(data)));
   });
 
   r.Add("GET", "/v1/sandboxes/{id}/previews/{port}", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    int port = PreviewPort(ex);
-    std::optional<int64_t> ttl_s;
-    if (ex.Query("ttlSeconds"))
-      ttl_s = QueryInt(ex, "ttlSeconds", kMinTtlMs / 1000, kMaxTtlMs / 1000, 0);
-    auto expiry = ReadExpiry(ttl_s, ex.Query("expiresAt"), "query");
-    ex.SendJson(200, PreviewJson(ctx, FindPreview(ctx, *s, port), expiry));
+    int port = ReadPortParam(ex);
+    auto expiry = ReadPreviewExpiryQuery(ex);
+    ex.SendJson(200, PreviewJson(ctx.ports, FindPreview(ctx, *s, port), expiry));
   });
 
   r.Add("POST", "/v1/sandboxes/{id}/previews/{port}:rotate", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    int port = PreviewPort(ex);
+    int port = ReadPortParam(ex);
     FindPreview(ctx, *s, port);
     Previews(ctx).Rotate(s->id(), port);
-    ctx.relays->Cut(s->id() + "|" + std::to_string(port));
-    ex.SendJson(200, PreviewJson(ctx, FindPreview(ctx, *s, port), {}));
+    ex.SendJson(200, PreviewJson(ctx.ports, FindPreview(ctx, *s, port), std::nullopt));
   });
 
   r.Add("DELETE", "/v1/sandboxes/{id}/previews/{port}", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    int port = PreviewPort(ex);
+    int port = ReadPortParam(ex);
     auto p = FindPreview(ctx, *s, port);
-    Previews(ctx).Delete(s->id(), port);
-    ctx.relays->Cut(s->id() + "|" + std::to_string(port));
-    ex.SendJson(200, json{{"id", p.id}, {"sandboxId", s->id()}, {"port", port}, {"deleted", true}});
+    Previews(ctx).Revoke(s->id(), port);
+    ex.SendJson(200, DeletedPreviewJson(p));
   });
 }
 
@@ -214,11 +138,6 @@ bool ServePortHost(ApiContext& ctx, Exchange& ex) {
     return ApiError(Code::kNotFound,
                     "port " + std::to_string(port) + " of sandbox " + id + " has no preview");
   };
-  // A sandbox whose key was revoked is reached by no preview: its tokens
-  // and public links die with the key that made them.
-  std::optional<store::ApiKey> owner;
-  if (s) owner = ctx.keys.Get(s->spec().owner);
-  bool owner_live = owner && !owner->revoked_ms;
   ProxyRequest req;
   req.port = port;
   req.idle_ms = ctx.ports.relay_idle_ms;
@@ -229,9 +148,12 @@ bool ServePortHost(ApiContext& ctx, Exchange& ex) {
   if (key && s && (key->admin || s->spec().owner == key->id)) {
     SetCaller(ex, Caller{key->id, key->admin, key->daily_limit_micros});
   } else {
-    std::optional<store::PreviewRecord> p;
-    if (s && ctx.previews && owner_live) p = ctx.previews->Get(id, port);
-    if (!p) throw no_preview();
+    // A sandbox whose key was revoked is reached by no preview: its tokens
+    // and public links die with the key that made them.
+    std::optional<control::Previews::Entrance> entrance;
+    if (s && ctx.previews) entrance = ctx.previews->Enter(id, s->spec().owner, port);
+    if (!entrance) throw no_preview();
+    const store::PreviewRecord* p = &entrance->preview;
     if (!p->is_public) {
       std::string token;
       for (const char* h : kTokenHeaders)
@@ -240,13 +162,11 @@ bool ServePortHost(ApiContext& ctx, Exchange& ex) {
       if (token.empty() && from_query) token = *from_query;
       bool from_cookie = false;
       if (token.empty()) {
-        std::vector<std::string> cookies = CookieValues(ex.Header("Cookie"), kTokenCookie);
-        for (const std::string& c : cookies)
-          if (store::PreviewStore::TokenValid(*p, c, NowMs())) token = c;
-        if (token.empty() && !cookies.empty()) token = cookies.front();
+        token = control::Previews::PickToken(*p, CookieValues(ex.Header("Cookie"), kTokenCookie),
+                                             NowMs());
         from_cookie = !token.empty();
       }
-      if (!store::PreviewStore::TokenValid(*p, token, NowMs()))
+      if (!control::Previews::TokenValid(*p, token, NowMs()))
         throw ApiError(Code::kUnauthorized, token.empty()
                                                 ? "this preview is private: send its token in "
                                                   "x-kiln-preview-token, or open its urlWithToken"
@@ -272,7 +192,7 @@ bool ServePortHost(ApiContext& ctx, Exchange& ex) {
         return true;
       }
     }
-    SetCaller(ex, Caller{s->spec().owner, false, owner->daily_limit_micros});
+    SetCaller(ex, Caller{s->spec().owner, false, entrance->owner.daily_limit_micros});
   }
   ex.activity = control::Sandbox::Use(s, StableNowMs());
   io::SandboxIo io = RunningIo(ctx, ex, *s);
@@ -284,4 +204,4 @@ bool ServePortHost(ApiContext& ctx, Exchange& ex) {
   return true;
 }
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

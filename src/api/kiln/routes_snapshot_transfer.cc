@@ -1,51 +1,28 @@
-// Moving snapshots between hosts: GET /v1/snapshots/{id}/archive streams a
-// snapshot as a tar (store/snapshot_transfer.h), POST /v1/snapshots:import
-// takes one, checks every checksum and lists it as the importing key's;
-// GET /v1/images:layers names the image layers an import here can skip.
+// Moving snapshots between hosts, over control::SnapshotTransferService:
+// GET /v1/snapshots/{id}/archive streams a snapshot as a tar
+// (store/snapshot_transfer.h), POST /v1/snapshots:import takes one, checks
+// every checksum and lists it as the importing key's; GET /v1/images:layers
+// names the image layers an import here can skip.
 #include <algorithm>
-#include <filesystem>
 #include <set>
 
 #include "api/auth.h"
 #include "api/errors.h"
 #include "api/kiln/presenters.h"
 #include "api/kiln/routes.h"
-#include "api/validate.h"
 #include "common/thread_nice.h"
-#include "common/time.h"
+#include "control/snapshot_transfer_service.h"
 #include "images/manager/image_manager.h"
-#include "store/snapshot_transfer.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 using nlohmann::json;
 
 namespace {
 
-// An image's layers travel in the tar too; the disk (507) and the image
-// storage quota bound it before this does.
-constexpr uint64_t kMaxImport = 64ull << 30;
-
-store::TransferHost Host(ApiContext& ctx) {
-  return {ctx.sandboxes.EngineInfo().version,
-          std::filesystem::path(ctx.sandboxes.base_rootfs()).filename().string()};
-}
-
-// Labels and network rules under the same rules as a create's body.
-Status CheckRecord(const store::SnapshotRecord& rec) {
-  json probe = {{"labels", rec.labels}};
-  if (!rec.network.is_null()) probe["network"] = rec.network;
-  try {
-    FieldReader f(probe);
-    ReadLabels(f);
-    ReadNetworkField(f);
-    f.Finish();
-  } catch (const ApiError& e) {
-    return Status(Code::kInvalidArchive, "kiln-snapshot.json: record: " + e.status().message(),
-                  e.status().details());
-  }
-  return Status::Ok();
-}
+// The service over this kilnd's snapshots and, when it keeps images, their
+// layers (images::ImageManager is the control::SnapshotLayers).
+control::SnapshotTransferService Transfer(ApiContext& ctx) { return {ctx.sandboxes, ctx.images}; }
 
 bool IsTarType(const std::string& content_type) {
   std::string type = content_type.substr(0, content_type.find(';'));
@@ -81,11 +58,7 @@ void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/snapshots/{id}/archive", [&ctx](Exchange& ex) {
     auto rec = FindSnapshot(ctx, ex, ex.params["id"]);
     std::set<std::string> skip = SkipLayers(ex);
-    std::vector<store::TransferLayer> layers;
-    if ((rec.image || !rec.rootfs.empty()) && ctx.images)
-      layers = ValueOrThrow(ctx.images->TransferLayers(rec));
-    auto tar = ValueOrThrow(store::SnapshotExport::Prepare(ctx.sandboxes.snapshot_store(), rec,
-                                                           Host(ctx), std::move(layers), skip));
+    auto tar = ValueOrThrow(Transfer(ctx).Export(rec, skip));
     if (!ex.BeginStream(200, "application/x-tar",
                         {{"x-content-length", std::to_string(tar.size())},
                          {"content-disposition", "attachment; filename=\"" + rec.id + ".tar\""}}))
@@ -102,29 +75,27 @@ void AddSnapshotTransferRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/v1/images:layers", [&ctx](Exchange& ex) {
     if (!CallerOf(ex).admin)
       throw ApiError(Code::kForbidden, "listing the host's image layers needs the admin key");
-    ex.SendJson(200,
-                json{{"layers", ctx.images ? ctx.images->TransferableLayers() : json::array()}});
+    ex.SendJson(200, json{{"layers", Transfer(ctx).TransferableLayers()}});
   });
 
   r.Add("POST", "/v1/snapshots:import", [&ctx](Exchange& ex) {
     if (!IsTarType(ex.Header("Content-Type")))
       throw InvalidField("header.Content-Type",
                          "must be application/x-tar (a tar from GET /v1/snapshots/{id}/archive)");
-    if (auto n = ex.content_length(); n && *n > kMaxImport)
-      throw ApiError(Code::kPayloadTooLarge, "an imported snapshot's tar is at most 64 GiB");
-    store::ImportRequest request{
-        CallerOf(ex).key_id, Host(ctx), StableNowMs(), CheckRecord,
-        ctx.images ? ctx.images->NewLayerSink(CallerOf(ex).key_id) : nullptr};
-    store::SnapshotImport import(ctx.sandboxes.snapshot_store(), std::move(request));
-    ScopedThreadNice below_sandboxes(10);  // checksums and unpacking on this thread
-    auto result = import.Run([&ex](std::string* chunk) { return ex.ReadBodyChunk(chunk); });
-    if (ex.body_error())
-      throw ApiError(Code::kInvalidArchive, "body: the upload ended early (the tar is truncated)");
-    store::ImportResult done = ValueOrThrow(std::move(result));
-    if (done.created) ctx.sandboxes.SnapshotImported(done.record);
+    // A body cut short is answered as such, whatever the tar's reader made
+    // of its end (the import is undone).
+    auto body = [&ex](std::string* chunk) {
+      if (ex.ReadBodyChunk(chunk)) return true;
+      if (ex.body_error())
+        throw ApiError(Code::kInvalidArchive,
+                       "body: the upload ended early (the tar is truncated)");
+      return false;
+    };
+    store::ImportResult done =
+        ValueOrThrow(Transfer(ctx).Import(CallerOf(ex).key_id, ex.content_length(), body));
     ex.SendJson(done.created ? 201 : 200,
-                SnapshotJson(done.record, ctx.sandboxes.SnapshotPool(done.record.id)));
+                SnapshotJson(done.record, ctx.sandboxes.snapshots().PoolOf(done.record.id)));
   });
 }
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

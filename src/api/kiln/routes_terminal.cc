@@ -2,8 +2,8 @@
 //
 // The session is a background process on a pseudo-terminal (a process
 // started with pty), new or attached by processId. Binary frames are
-// terminal bytes both ways; text frames are JSON (api/terminal.h). Keys go
-// in by ProcessWrite, one per client frame, on the connection's thread;
+// terminal bytes both ways; text frames are JSON (api/kiln/terminal.h).
+// Keys go in by ProcessWrite, one per client frame, on the connection's thread;
 // output comes out by a long poll on the process's output cursor
 // (ProcessOutput), on a second thread, answered by the agent as soon as the
 // terminal writes. So an echo costs two agent round trips, and nothing
@@ -14,13 +14,15 @@
 
 #include "api/auth.h"
 #include "api/errors.h"
+#include "api/kiln/presenters.h"
+#include "api/kiln/requests.h"
 #include "api/kiln/routes.h"
 #include "api/kiln/terminal.h"
 #include "api/terminal_tickets.h"
 #include "api/validate.h"
 #include "common/time.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 namespace {
 
@@ -78,36 +80,23 @@ class TerminalSession {
   void Open() {
     auto sandbox = FindSandbox(ctx_, ex_);
     io_.emplace(RunningIo(ctx_, ex_, *sandbox));
-    std::optional<io::TerminalSize> size;
-    if (ex_.Query("cols") || ex_.Query("rows"))
-      size = io::TerminalSize{
-          .cols = static_cast<int>(QueryInt(ex_, "cols", 1, kTerminalMaxCells, 80)),
-          .rows = static_cast<int>(QueryInt(ex_, "rows", 1, kTerminalMaxCells, 24))};
-    if (auto user = ex_.Query("user"); user && *user != "sandbox")
-      throw InvalidField("query.user",
-                         "must be sandbox: the terminal runs as the sandbox's user (use sudo)");
-    if (auto pid = ex_.Query("processId")) {
-      if (ex_.Query("command") || ex_.Query("cwd"))
-        throw InvalidField("query.processId", "give either processId or command/cwd, not both");
+    TerminalQuery q = ReadTerminalQuery(ex_);
+    if (const auto& pid = q.process_id) {
       io::ProcessInfo info = ValueOrThrow(io_->ProcessGet(*pid));
       if (!info.pty)
         throw ApiError(Code::kInvalidRequest,
                        "process " + *pid + " has no terminal (start it with pty)");
-      if (size && info.state == io::ProcessState::kRunning)
-        ValueOrThrow(io_->ProcessResize(*pid, *size));
+      if (q.size && info.state == io::ProcessState::kRunning)
+        ValueOrThrow(io_->ProcessResize(*pid, *q.size));
       id_ = info.id;
       uint64_t end = info.output_bytes;
       cursor_ = std::max(info.first_offset, end > kAttachReplay ? end - kAttachReplay : 0);
       return;
     }
     io::ProcessSpec req;  // io puts the sandbox's env under it
-    if (auto command = ex_.Query("command"); command && !command->empty()) {
-      if (command->find('\0') != std::string::npos)
-        throw InvalidField("query.command", "must not contain a NUL byte");
-      req.command.command = *command;
-    }
-    if (ex_.Query("cwd")) req.command.cwd = QueryPath(ex_, "cwd");
-    req.pty = size.value_or(kDefaultTerminalSize);
+    req.command.command = q.command;
+    req.command.cwd = q.cwd;
+    req.pty = q.size.value_or(kDefaultTerminalSize);
     req.stdin_pipe = true;
     io::ProcessInfo info = ValueOrThrow(io_->ProcessStart(req));
     id_ = info.id;
@@ -182,9 +171,7 @@ void AddTerminalRoutes(Router& r, ApiContext& ctx) {
     FieldReader(ex.JsonBody(1024)).Finish();  // {} or nothing: no fields yet
     auto ticket =
         ValueOrThrow(ctx.tickets->Issue(CallerOf(ex).key_id, sandbox->id(), StableNowMs()));
-    ex.SendJson(201, nlohmann::json{{"ticket", ticket.token},
-                                    {"sandboxId", sandbox->id()},
-                                    {"expiresAt", FormatTime(ticket.expires_at_ms)}});
+    ex.SendJson(201, TerminalTicketJson(ticket, sandbox->id()));
   });
   r.Add("GET", "/v1/sandboxes/{id}/terminal", [&ctx](Exchange& ex) {
     if (!IsWebSocketUpgrade(ex.Header("Upgrade"), ex.Header("Connection")))
@@ -204,4 +191,4 @@ void AddTerminalRoutes(Router& r, ApiContext& ctx) {
   });
 }
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

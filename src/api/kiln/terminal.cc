@@ -1,10 +1,12 @@
 #include "api/kiln/terminal.h"
+
+#include "api/kiln/errors.h"
 #include "common/strings.h"
 
 #include <algorithm>
 #include <cctype>
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 using nlohmann::json;
 
@@ -92,9 +94,7 @@ std::string TerminalExitFrame(const io::ProcessInfo& info) {
 }
 
 std::string TerminalErrorFrame(const Status& status) {
-  return json{
-      {"type", "error"},
-      {"error", {{"code", std::string(CodeName(status.code()))}, {"message", status.message()}}}}
+  return StreamErrorJson(CodeName(status.code()), status.message())
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -114,4 +114,4 @@ bool IsWebSocketUpgrade(std::string_view upgrade, std::string_view connection) {
   return false;
 }
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

@@ -14,7 +14,7 @@
 #include "common/status.h"
 #include "io/types.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 
 // A window is 1..1000 cells each way: a bound on what a client may ask the
 // agent to lay out, far past any real screen.
@@ -46,4 +46,4 @@ std::string TerminalErrorFrame(const Status& status);
 // Upgrade: websocket and a Connection header listing "upgrade".
 bool IsWebSocketUpgrade(std::string_view upgrade, std::string_view connection);
 
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

@@ -1,9 +1,11 @@
 // PandaStack's errors: {"error": "message"} (what its client shows), with
-// kiln's code beside it; and the refusals of the features kiln lacks.
+// kiln's code beside it; the front's dialect; and the refusals of the
+// features kiln lacks.
 #include <array>
 #include <utility>
 
 #include "api/errors.h"
+#include "api/front.h"
 #include "api/pandastack/pandastack.h"
 
 namespace kiln::api::pandastack {
@@ -22,6 +24,14 @@ int HttpStatus(Code code) {
     default:
       return api::HttpStatus(code);
   }
+}
+
+void SendError(Exchange& ex, const Status& s) {
+  if (ex.responded()) return;  // a stream already began; it ends as it can
+  int status = HttpStatus(s.code());
+  int retry = s.retry_after_s() > 0 ? s.retry_after_s() : s.code() == Code::kNoCapacity ? 5 : 0;
+  if (retry > 0) ex.extra_headers.emplace_back("Retry-After", std::to_string(retry));
+  ex.SendJson(status, ErrorBody(s));
 }
 
 json ErrorBody(const Status& s) {
@@ -91,3 +101,17 @@ Status Unsupported(const std::string& method, const std::string& path) {
 }
 
 }  // namespace kiln::api::pandastack
+
+namespace kiln::api {
+
+ApiFront::Dialect PandaStackDialect() {
+  ApiFront::Dialect d;
+  d.prefix = std::string(pandastack::kPrefix) + "/";
+  // The client sends a kiln key as kiln's do (Authorization: Bearer), and
+  // reads kiln's shape for what is refused before a route runs.
+  d.send_error = [](Exchange& ex, const Status& s) { pandastack::SendError(ex, s); };
+  d.errors = ApiFront::Dialect::Errors::kRoutes;
+  return d;
+}
+
+}  // namespace kiln::api

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/context.h"
+#include "api/front.h"
 #include "api/router.h"
 #include "common/status.h"
 #include "control/sandbox_record.h"
@@ -25,6 +26,10 @@ namespace kiln::api {
 // Registers every /pandastack/v1 route, refusals of the features kiln does
 // not offer included (registered last, after the served routes).
 void AddPandaStackRoutes(Router& r, ApiContext& ctx);
+// Errors of its routes in PandaStack's shape ({"error": message, "code"});
+// the key is kiln's Bearer, and the refusals before a route runs (a
+// missing key, a rate limit) keep kiln's shape.
+ApiFront::Dialect PandaStackDialect();
 
 namespace pandastack {
 
@@ -62,6 +67,9 @@ struct ForkRequest {
 };
 ForkRequest ReadFork(const nlohmann::json& body, bool tree);
 
+// POST /sandboxes/{id}/snapshots: {name?}.
+control::SnapshotOptions ReadSnapshot(const nlohmann::json& body);
+
 // What a sandbox answer needs beyond its record.
 struct SandboxExtras {
   std::string template_name;                 // the image's name
@@ -81,6 +89,9 @@ nlohmann::json FileInfoJson(const io::FileEntry& e);
 // A template from kiln's image record (ImageManager::List's items).
 nlohmann::json TemplateJson(const images::ImageRecord& image);
 
+// Answers `s` in PandaStack's shape (with Retry-After when it clears on
+// its own); nothing if an answer already began.
+void SendError(Exchange& ex, const Status& s);
 // The HTTP status PandaStack's client expects for a kiln code: kiln's own,
 // but no_capacity is 503 with Retry-After (the client retries creates on
 // it) and not_supported is 501.

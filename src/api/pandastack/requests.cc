@@ -72,6 +72,14 @@ LifecycleChange ReadLifecycle(const json& body) {
   return c;
 }
 
+control::SnapshotOptions ReadSnapshot(const json& body) {
+  FieldReader f(body);
+  control::SnapshotOptions opts;
+  if (auto v = f.String("name", contract::kSnapshotNameMax)) opts.name = *v;
+  f.Finish();
+  return opts;
+}
+
 ForkRequest ReadFork(const json& body, bool tree) {
   FieldReader f(body);
   ForkRequest r;

@@ -1,4 +1,4 @@
-// PandaStack's sandbox routes under /pandastack/v1 (see api/pandastack.h):
+// PandaStack's sandbox routes under /pandastack/v1 (see api/pandastack/pandastack.h):
 // create, get, list, kill, hibernate/pause, wake/resume, lifecycle, and the
 // refusals. Exec and files: routes_pandastack_io.cc; snapshots, forks and
 // templates: routes_pandastack_copies.cc.
@@ -16,16 +16,6 @@ namespace kiln::api::pandastack {
 
 using nlohmann::json;
 
-void SendError(Exchange& ex, const Status& s) {
-  if (ex.responded()) return;  // a stream already began; it ends as it can
-  int status = HttpStatus(s.code());
-  int retry = s.retry_after_s() > 0 ? s.retry_after_s() : s.code() == Code::kNoCapacity ? 5 : 0;
-  if (retry > 0) ex.extra_headers.emplace_back("Retry-After", std::to_string(retry));
-  ex.SendJson(status, ErrorBody(s));
-}
-
-Handler Wrap(Handler handler) { return AnswerErrorsWith(std::move(handler), SendError); }
-
 std::string TemplateName(ApiContext& ctx, const std::optional<std::string>& image,
                          const std::string& owner) {
   if (!image || !ctx.images) return "base";
@@ -39,8 +29,9 @@ json Present(ApiContext& ctx, const control::Sandbox& s) {
   // Only a snapshot of the key's own counts: an image's warm copy or a
   // fork's own capture is how kiln started it, not what the caller chose.
   if (r.spec.snapshot) {
-    auto snap = ctx.sandboxes.FindSnapshot(*r.spec.snapshot);
-    if (snap && !snap->hidden() && !snap->temporary) extras.from_snapshot = snap->id;
+    if (auto snap = ctx.sandboxes.snapshots().FindVisible(*r.spec.snapshot, std::nullopt,
+                                                          control::SnapshotUse::kOrigin))
+      extras.from_snapshot = snap->id;
   }
   return SandboxJson(r, extras);
 }
@@ -48,26 +39,20 @@ json Present(ApiContext& ctx, const control::Sandbox& s) {
 control::Deadline CreateDeadline(const Exchange& ex) {
   // Wait a little for room (well inside the client's 30 s timeout); past
   // that the 503 + Retry-After hands the retry to the client.
-  return std::max(PreferWaitDeadline(ex), std::chrono::steady_clock::now() + kRoomWait);
+  return RoomDeadline(ex, kRoomWait);
 }
 
 namespace {
 
 void Create(ApiContext& ctx, Exchange& ex) {
   CreateRequest parsed = ReadCreate(ex.JsonBody());
-  launch::LaunchRequest req;
-  req.spec = std::move(parsed.spec);
-  req.spec.owner = CallerOf(ex).key_id;
+  launch::LaunchRequest req = LaunchFor(ex, std::move(parsed.spec), kRoomWait);
   if (!req.spec.snapshot) {
     req.image = parsed.template_name;
     // PandaStack's own default template, which kiln lacks, is kiln's
     // built-in image unless the key made an image of that name.
     if (parsed.template_name == kClientDefaultTemplate) req.image_fallback = "base";
   }
-  req.scope = OwnerScope(ex);
-  req.daily_limit_micros = CallerOf(ex).daily_limit_micros;
-  req.deadline = CreateDeadline(ex);
-  req.cancelled = [&ex] { return ex.ClientGone(); };
   launch::Launched launched = ValueOrThrow(ctx.launcher.Launch(std::move(req)));
   ex.SendJson(200, Present(ctx, *launched.sandbox));
 }
@@ -98,37 +83,37 @@ void Lifecycle(ApiContext& ctx, Exchange& ex) {
 }
 
 void AddLifecycleRoutes(Router& r, ApiContext& ctx) {
-  r.Add("POST", "/pandastack/v1/sandboxes", Wrap([&ctx](Exchange& ex) { Create(ctx, ex); }));
+  r.Add("POST", "/pandastack/v1/sandboxes", [&ctx](Exchange& ex) { Create(ctx, ex); });
 
-  r.Add("GET", "/pandastack/v1/sandboxes", Wrap([&ctx](Exchange& ex) {
-          control::ListFilter filter;
-          filter.owner = OwnerScope(ex);
-          json items = json::array();
-          for (const auto& s : ctx.sandboxes.List(filter)) items.push_back(Present(ctx, *s));
-          ex.SendJson(200, json{{"items", items}});
-        }));
+  r.Add("GET", "/pandastack/v1/sandboxes", [&ctx](Exchange& ex) {
+    control::ListFilter filter;
+    filter.owner = OwnerScope(ex);
+    json items = json::array();
+    for (const auto& s : ctx.sandboxes.List(filter)) items.push_back(Present(ctx, *s));
+    ex.SendJson(200, json{{"items", items}});
+  });
 
   r.Add("GET", "/pandastack/v1/sandboxes/{id}",
-        Wrap([&ctx](Exchange& ex) { ex.SendJson(200, Present(ctx, *FindSandbox(ctx, ex))); }));
+        [&ctx](Exchange& ex) { ex.SendJson(200, Present(ctx, *FindSandbox(ctx, ex))); });
 
-  r.Add("DELETE", "/pandastack/v1/sandboxes/{id}", Wrap([&ctx](Exchange& ex) {
-          auto deleted = ctx.sandboxes.Delete(ex.params["id"], OwnerScope(ex));
-          if (!deleted) throw NotFound("sandbox " + ex.params["id"]);
-          ex.SendJson(200, json{{"id", deleted->record.id}, {"status", "deleted"}});
-        }));
+  r.Add("DELETE", "/pandastack/v1/sandboxes/{id}", [&ctx](Exchange& ex) {
+    auto deleted = ctx.sandboxes.Delete(ex.params["id"], OwnerScope(ex));
+    if (!deleted) throw NotFound("sandbox " + ex.params["id"]);
+    ex.SendJson(200, json{{"id", deleted->record.id}, {"status", "deleted"}});
+  });
 
   // PandaStack's hibernate and pause are one thing in kiln: a checkpoint on
   // disk that frees memory and CPU; any later call wakes it (autoWake).
-  Handler pause = Wrap([&ctx](Exchange& ex) {
+  Handler pause = [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     FieldReader(ex.JsonBody()).Finish();
     ex.activity.reset();  // a pause is not activity that keeps it awake
     ThrowIfError(ctx.sandboxes.Pause(s, "requested"));
     ex.SendJson(200, Present(ctx, *s));
-  });
+  };
   r.Add("POST", "/pandastack/v1/sandboxes/{id}/hibernate", pause);
   r.Add("POST", "/pandastack/v1/sandboxes/{id}/pause", pause);
-  Handler wake = Wrap([&ctx](Exchange& ex) {
+  Handler wake = [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     FieldReader(ex.JsonBody()).Finish();
     // PandaStack's wake of a running sandbox does nothing, and says so.
@@ -136,38 +121,38 @@ void AddLifecycleRoutes(Router& r, ApiContext& ctx) {
       ThrowIfError(ctx.launcher.Wake(s, std::nullopt, CreateDeadline(ex), PayerOf(ex)));
     }
     ex.SendJson(200, Present(ctx, *s));
-  });
+  };
   r.Add("POST", "/pandastack/v1/sandboxes/{id}/wake", wake);
   r.Add("POST", "/pandastack/v1/sandboxes/{id}/resume", wake);
 
-  r.Add("GET", "/pandastack/v1/sandboxes/{id}/lifecycle", Wrap([&ctx](Exchange& ex) {
-          auto s = FindSandbox(ctx, ex);
-          ex.SendJson(200, LifecycleJson(s->Record(), StableNowMs()));
-        }));
+  r.Add("GET", "/pandastack/v1/sandboxes/{id}/lifecycle", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    ex.SendJson(200, LifecycleJson(s->Record(), StableNowMs()));
+  });
   r.Add("PATCH", "/pandastack/v1/sandboxes/{id}/lifecycle",
-        Wrap([&ctx](Exchange& ex) { Lifecycle(ctx, ex); }));
+        [&ctx](Exchange& ex) { Lifecycle(ctx, ex); });
 
   // preview_urls: the ports shared with kiln's previews (POST
   // /v1/sandboxes/{id}/previews), each at its URL.
-  r.Add("GET", "/pandastack/v1/sandboxes/{id}/ports", Wrap([&ctx](Exchange& ex) {
-          auto s = FindSandbox(ctx, ex);
-          json ports = json::array();
-          if (ctx.previews) {
-            for (const auto& p : ctx.previews->List(s->id()))
-              ports.push_back({{"port", p.port},
-                               {"url", PreviewUrl(ctx.ports, s->id(), p.port)},
-                               {"visibility", p.is_public ? "public" : "private"}});
-          }
-          ex.SendJson(200, json{{"ports", ports}});
-        }));
+  r.Add("GET", "/pandastack/v1/sandboxes/{id}/ports", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    json ports = json::array();
+    if (ctx.previews) {
+      for (const auto& p : ctx.previews->List(s->id()))
+        ports.push_back({{"port", p.port},
+                         {"url", PreviewUrl(ctx.ports, s->id(), p.port)},
+                         {"visibility", p.is_public ? "public" : "private"}});
+    }
+    ex.SendJson(200, json{{"ports", ports}});
+  });
 }
 
-// Whatever else is asked under the prefix: refused in PandaStack's shape,
-// naming the feature. The router has no wildcard, so every depth the
-// client's paths reach is registered, after the served routes (a route
-// matches in registration order).
+// Whatever else is asked under the prefix: refused in PandaStack's shape
+// (PandaStackDialect), naming the feature. The router has no wildcard, so
+// every depth the client's paths reach is registered, after the served
+// routes (a route matches in registration order).
 void AddRefusals(Router& r) {
-  Handler refuse = [](Exchange& ex) { SendError(ex, Unsupported(ex.method(), ex.path())); };
+  Handler refuse = [](Exchange& ex) { throw ApiError(Unsupported(ex.method(), ex.path())); };
   r.Add("GET", "/pandastack/v1/{a}", refuse);
   r.Add("POST", "/pandastack/v1/{a}", refuse);
   r.Add("PUT", "/pandastack/v1/{a}", refuse);

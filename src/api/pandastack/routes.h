@@ -1,4 +1,4 @@
-// What the PandaStack front's route files share (src/api/routes_pandastack*.cc).
+// What the PandaStack front's route files share (src/api/pandastack/routes*.cc).
 #pragma once
 
 #include <chrono>
@@ -15,11 +15,6 @@ namespace kiln::api::pandastack {
 // How long a create, fork or wake waits for room before answering 503.
 inline constexpr std::chrono::seconds kRoomWait{15};
 
-// Answers `s` in PandaStack's shape (with Retry-After when it clears on
-// its own); nothing if an answer already began.
-void SendError(Exchange& ex, const Status& s);
-// The handler, its ApiErrors answered in PandaStack's shape.
-Handler Wrap(Handler handler);
 // The name of the image `image` (an id); "base" for kiln's default.
 // The name of `image` as `owner` sees it (its own images and the built-in
 // one; any other id is shown as the id).

@@ -97,7 +97,7 @@ void ExecStream(Exchange& ex, io::ExecStream& run, const ExecRequest& req) {
 }
 
 Handler Exec(ApiContext& ctx, bool stream) {
-  return Wrap([&ctx, stream](Exchange& ex) {
+  return [&ctx, stream](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
     ExecRequest req = ReadExec(ex.JsonBody(contract::kCommandMax + 4096));
     // A JSON answer keeps kiln's cap per stream; a stream has none.
@@ -112,7 +112,7 @@ Handler Exec(ApiContext& ctx, bool stream) {
       ExecJson(ex, sandbox, req);
     }
     ctx.sandboxes.CommandFinished(s);
-  });
+  };
 }
 
 void ReadFile(Exchange& ex, const io::SandboxIo& sandbox, const std::string& path) {
@@ -170,27 +170,27 @@ void AddIoRoutes(Router& r, ApiContext& ctx) {
   r.Add("POST", "/pandastack/v1/sandboxes/{id}/exec", Exec(ctx, false));
   r.Add("POST", "/pandastack/v1/sandboxes/{id}/exec/stream", Exec(ctx, true));
 
-  r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs", Wrap([&ctx](Exchange& ex) {
-          auto s = FindSandbox(ctx, ex);
-          auto stream_slot = OpenStream(ctx, *s);
-          ReadFile(ex, RunningIo(ctx, ex, *s), QueryPath(ex));
-        }));
-  r.Add("PUT", "/pandastack/v1/sandboxes/{id}/fs", Wrap([&ctx](Exchange& ex) {
-          auto s = FindSandbox(ctx, ex);
-          std::string path = QueryPath(ex);
-          ex.SendJson(200, WriteFile(ex, RunningIo(ctx, ex, *s), path));
-        }));
-  r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs/dir", Wrap([&ctx](Exchange& ex) {
-          auto s = FindSandbox(ctx, ex);
-          ex.SendJson(200, ListDir(RunningIo(ctx, ex, *s), QueryPath(ex)));
-        }));
-  r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs/stat", Wrap([&ctx](Exchange& ex) {
-          auto s = FindSandbox(ctx, ex);
-          std::string path = QueryPath(ex);
-          io::FileStat st = ValueOrThrow(RunningIo(ctx, ex, *s).Stat(path));
-          if (!st.exists) throw ApiError(Code::kFileNotFound, path + ": no such file or directory");
-          ex.SendJson(200, FileInfoJson(st.entry));
-        }));
+  r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    auto stream_slot = OpenStream(ctx, *s);
+    ReadFile(ex, RunningIo(ctx, ex, *s), QueryPath(ex));
+  });
+  r.Add("PUT", "/pandastack/v1/sandboxes/{id}/fs", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    std::string path = QueryPath(ex);
+    ex.SendJson(200, WriteFile(ex, RunningIo(ctx, ex, *s), path));
+  });
+  r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs/dir", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    ex.SendJson(200, ListDir(RunningIo(ctx, ex, *s), QueryPath(ex)));
+  });
+  r.Add("GET", "/pandastack/v1/sandboxes/{id}/fs/stat", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    std::string path = QueryPath(ex);
+    io::FileStat st = ValueOrThrow(RunningIo(ctx, ex, *s).Stat(path));
+    if (!st.exists) throw ApiError(Code::kFileNotFound, path + ": no such file or directory");
+    ex.SendJson(200, FileInfoJson(st.entry));
+  });
 }
 
 }  // namespace kiln::api::pandastack

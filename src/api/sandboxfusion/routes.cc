@@ -34,8 +34,6 @@ constexpr std::chrono::seconds kSfRoomWait{5};
 // Seconds of lease past the two steps (launch, files, fetch, delete).
 constexpr int kSfLeaseSlack = 120;
 
-Handler WrapSf(Handler handler) { return AnswerErrorsWith(std::move(handler), SendError); }
-
 // What the front's routes share: the pools it sized, and its program slots
 // (control/fair_slots.h: a share per key, a line per key).
 struct FrontState {
@@ -137,11 +135,9 @@ std::optional<StepResult> RunStep(Exchange& ex, const io::SandboxIo& sandbox,
 }
 
 // The launch request for one program of the caller's.
-launch::LaunchRequest LaunchFor(ApiContext& ctx, Exchange& ex, const SandboxFusionOptions& options,
-                                double steps) {
-  launch::LaunchRequest launch;
-  control::SandboxSpec& spec = launch.spec;
-  spec.owner = CallerOf(ex).key_id;
+launch::LaunchRequest ProgramLaunch(ApiContext& ctx, Exchange& ex,
+                                    const SandboxFusionOptions& options, double steps) {
+  control::SandboxSpec spec;
   spec.timeout_seconds = std::clamp(static_cast<int>(std::ceil(steps)) + kSfLeaseSlack,
                                     static_cast<int>(contract::kTimeoutSeconds.min),
                                     static_cast<int>(contract::kTimeoutSeconds.max));
@@ -149,16 +145,8 @@ launch::LaunchRequest LaunchFor(ApiContext& ctx, Exchange& ex, const SandboxFusi
   spec.pausable = false;
   spec.auto_wake = false;
   spec.labels["kiln.front"] = "sandboxfusion";
-  launch.image = options.image;
-  launch.scope = OwnerScope(ex);
-  if (auto found = FindFrontImage(ctx, ex, options.image)) {
-    launch.image = found->id;
-    if (found->operators) launch.scope = std::nullopt;
-  }
-  launch.daily_limit_micros = CallerOf(ex).daily_limit_micros;
-  launch.deadline =
-      std::max(PreferWaitDeadline(ex), std::chrono::steady_clock::now() + kSfRoomWait);
-  launch.cancelled = [&ex] { return ex.ClientGone(); };
+  launch::LaunchRequest launch = LaunchFor(ex, std::move(spec), kSfRoomWait);
+  LaunchFrontImage(ctx, ex, options.image, launch);
   return launch;
 }
 
@@ -187,7 +175,7 @@ Leased LaunchOne(ApiContext& ctx, const SandboxFusionOptions& options, FrontStat
                  Exchange& ex, std::shared_ptr<void> slot, double steps) {
   Leased out;
   out.slot = std::move(slot);
-  auto launched = ctx.launcher.Launch(LaunchFor(ctx, ex, options, steps));
+  auto launched = ctx.launcher.Launch(ProgramLaunch(ctx, ex, options, steps));
   if (!launched.ok() && launched.status().code() == Code::kImageNotFound)
     throw ApiError(Code::kImageNotFound,
                    "no language image '" + options.image +
@@ -368,7 +356,6 @@ namespace kiln::api {
 
 void AddSandboxFusionRoutes(Router& r, ApiContext& ctx, SandboxFusionOptions options) {
   using sandboxfusion::FrontState;
-  using sandboxfusion::WrapSf;
   auto shared = std::make_shared<SandboxFusionOptions>(std::move(options));
   if (shared->concurrency <= 0)
     shared->concurrency = 2 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -377,23 +364,22 @@ void AddSandboxFusionRoutes(Router& r, ApiContext& ctx, SandboxFusionOptions opt
                     : std::max(1, shared->concurrency - shared->concurrency / 4);
   auto pools = std::make_shared<FrontState>(control::FairSlots::Options{
       .limit = shared->concurrency, .per_key = per_key, .queue_per_key = shared->queue});
-  r.Add("POST", "/sandboxfusion/{key}/run_code", WrapSf([&ctx, shared, pools](Exchange& ex) {
-          sandboxfusion::RunCode(ctx, *shared, *pools, ex);
-        }));
+  r.Add("POST", "/sandboxfusion/{key}/run_code",
+        [&ctx, shared, pools](Exchange& ex) { sandboxfusion::RunCode(ctx, *shared, *pools, ex); });
   r.Add("GET", "/sandboxfusion/{key}/v1/ping",
-        WrapSf([](Exchange& ex) { ex.SendJson(200, nlohmann::json("pong")); }));
-  r.Add("POST", "/sandboxfusion/{key}/run_jupyter", WrapSf([&ctx, shared, pools](Exchange& ex) {
-          sandboxfusion::RunJupyter(ctx, *shared, *pools, ex);
-        }));
-  // Anything else under the prefix, in SandboxFusion's shape; the message
-  // names the route, never the path (which holds the key).
-  r.Add("*", "/sandboxfusion/{key}/{rest...}", WrapSf([](Exchange& ex) {
-          sandboxfusion::SendError(
-              ex, Status(Code::kRouteNotFound,
-                         "kiln's SandboxFusion front serves POST run_code, POST run_jupyter "
-                         "and GET v1/ping (" +
-                             ex.method() + " is not one of them here)"));
-        }));
+        [](Exchange& ex) { ex.SendJson(200, nlohmann::json("pong")); });
+  r.Add("POST", "/sandboxfusion/{key}/run_jupyter", [&ctx, shared, pools](Exchange& ex) {
+    sandboxfusion::RunJupyter(ctx, *shared, *pools, ex);
+  });
+  // Anything else under the prefix, in SandboxFusion's shape (as every
+  // error here: SandboxFusionDialect); the message names the route, never
+  // the path (which holds the key).
+  r.Add("*", "/sandboxfusion/{key}/{rest...}", [](Exchange& ex) {
+    throw ApiError(Code::kRouteNotFound,
+                   "kiln's SandboxFusion front serves POST run_code, POST run_jupyter "
+                   "and GET v1/ping (" +
+                       ex.method() + " is not one of them here)");
+  });
 }
 
 }  // namespace kiln::api

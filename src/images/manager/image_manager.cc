@@ -482,12 +482,12 @@ json ImageManager::CollectGarbage(bool cache, bool contexts) {
   std::set<std::string> used_roots;
   for (const auto& s : sandboxes_.List(control::ListFilter{}))
     if (!s->spec().rootfs.empty()) used_roots.insert(fs::path(s->spec().rootfs).filename());
-  for (const auto& snap : sandboxes_.ListSnapshots()) {
+  for (const auto& snap : sandboxes_.snapshots().List()) {
     if (snap.image) used_images.insert(*snap.image);
     if (!snap.rootfs.empty()) used_roots.insert(fs::path(snap.rootfs).filename());
   }
   std::set<std::string> keep_layers, keep_roots = used_roots;
-  for (const auto& snap : sandboxes_.ListSnapshots())  // an imported root's layers
+  for (const auto& snap : sandboxes_.snapshots().List())  // an imported root's layers
     keep_layers.insert(snap.layers.begin(), snap.layers.end());
   for (const ImageRecord& rec : LoadAll(std::nullopt, std::nullopt, std::nullopt)) {
     bool live = rec.state != ImageState::kDeleted || used_images.count(rec.id);

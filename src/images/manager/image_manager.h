@@ -28,6 +28,7 @@
 #include "common/shape.h"
 #include "common/status.h"
 #include "control/sandbox_manager.h"
+#include "control/snapshot_transfer_service.h"
 #include "egress/resolver.h"
 #include "engine/engine.h"
 #include "images/manager/build_host.h"
@@ -77,7 +78,7 @@ struct ContextUpload {
   uint64_t size_bytes = 0;
 };
 
-class ImageManager : private BuildHost {
+class ImageManager : private BuildHost, public control::SnapshotLayers {
  public:
   // Registers the built-in image, marks builds a stopped daemon left
   // unfinished as failed, and starts the build workers.
@@ -167,15 +168,17 @@ class ImageManager : private BuildHost {
   // until it is ready; the create answer's `start`.
   nlohmann::json StartIn(const std::shared_ptr<control::Sandbox>& sandbox, const StartSpec& start);
 
-  // Moving snapshots of images between hosts (image_transfer.cc): the
+  // Moving snapshots of images between hosts (image_transfer.cc, for
+  // control::SnapshotTransferService): the
   // layers an export of `snapshot` sends (each layer's export digest is
   // computed once and kept), kNotSupported if they are gone.
-  Result<std::vector<store::TransferLayer>> TransferLayers(const store::SnapshotRecord& snapshot);
+  Result<std::vector<store::TransferLayer>> TransferLayers(
+      const store::SnapshotRecord& snapshot) override;
   // Where an import by `owner` puts the layers it receives; the layers it
   // may leave out are those `owner` holds (LayersOf).
-  std::unique_ptr<store::LayerSink> NewLayerSink(const std::string& owner);
+  std::unique_ptr<store::LayerSink> NewLayerSink(const std::string& owner) override;
   // [{sha256, bytes}]: the layer digests an import here can skip.
-  nlohmann::json TransferableLayers();
+  nlohmann::json TransferableLayers() override;
 
  private:
   // A build queued or running.

@@ -116,7 +116,7 @@ Result<ImageRecord> ImageManager::Delete(const std::string& id,
   record.state = ImageState::kDeleting;
   Save(record);
   for (const auto& tag : record.tags) catalog_.Untag(record.owner, record.name, tag);
-  if (record.warm_snapshot) sandboxes_.DeleteSnapshot(*record.warm_snapshot);
+  if (record.warm_snapshot) sandboxes_.snapshots().Delete(*record.warm_snapshot);
   record.state = ImageState::kDeleted;
   record.ended_ms = NowMs();
   record.tags.clear();
@@ -155,8 +155,8 @@ Result<control::PoolStatus> ImageManager::Pool(const std::string& id,
                                               std::string(ImageStateName(rec->state)) + ")");
   }
   const std::string& snap = *rec->warm_snapshot;
-  if (sizing) sandboxes_.ResizePool(snap, size);
-  return sandboxes_.SnapshotPool(snap);
+  if (sizing) sandboxes_.snapshots().ResizePool(snap, size);
+  return sandboxes_.snapshots().PoolOf(snap);
 }
 
 std::string ImageManager::UploadPath() { return storage_.TempPath("upload"); }
@@ -310,7 +310,7 @@ std::set<LayerId> ImageManager::LayersOf(const std::string& owner) {
     held.insert(builtin->layers.begin(), builtin->layers.end());
   for (const ImageRecord& r : LoadAll(owner, std::nullopt, std::nullopt))
     held.insert(r.layers.begin(), r.layers.end());
-  for (const auto& snap : sandboxes_.ListSnapshots()) {
+  for (const auto& snap : sandboxes_.snapshots().List()) {
     if (snap.owner != owner) continue;
     for (const auto& l : snap.layers)
       if (std::optional<LayerId> id = LayerId::Parse(l)) held.insert(*id);

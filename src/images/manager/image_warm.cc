@@ -212,7 +212,7 @@ Result<ImageLaunch> ImageManager::ForSandbox(const std::string& ref,
   l.start = r.start;
   l.sudo = r.sudo;
   if (r.warm_snapshot) {
-    if (shape == options_.warm_shape && sandboxes_.FindSnapshot(*r.warm_snapshot))
+    if (shape == options_.warm_shape && sandboxes_.snapshots().Find(*r.warm_snapshot))
       l.warm_snapshot = r.warm_snapshot;
     l.warm_start = r.warm.is_null() ? json::object() : r.warm;
   } else if (r.source == ImageSource::kBuiltin) {
