@@ -1,7 +1,5 @@
 #include "fakes/fake_engine.h"
 
-#include <stdlib.h>
-
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -256,17 +254,6 @@ bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds time
     if (std::chrono::steady_clock::now() >= deadline) return pred();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-}
-
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/kiln-fake-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
 }
 
 }  // namespace kiln::fakes

@@ -13,17 +13,16 @@ import multiprocessing
 import os
 import resource
 import selectors
-import shutil
 import socket
 import statistics
-import tempfile
 import threading
 import time
 
 import pytest
 
 from client import Client
-from conftest import start_kilnd, stop_kilnd
+from lib.kilnd import OwnKilnds, own_kilnd
+from lib.waits import poll_until
 
 # Alone, after the parallel part of make test (conftest.py: serial).
 pytestmark = pytest.mark.serial
@@ -59,15 +58,6 @@ def thread_count(pid):
             if line.startswith("Threads:"):
                 return int(line.split()[1])
     raise AssertionError("no Threads: line")
-
-
-def wait_until(pred, timeout, step=0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() > deadline:
-            return v
-        time.sleep(step)
 
 
 def honest_round(api, sid, create=False):
@@ -125,27 +115,14 @@ def check_bounded(idle, during, what, factor=3.0, allowance=0.25, ceiling=5.0):
         assert max(during[k]) <= ceiling + (2 * mi if k == "create" else 0), figures
 
 
-def own_kilnd(*args):
-    state = tempfile.mkdtemp(prefix="kiln-abuse-", dir="/tmp")
-    d = start_kilnd(state, *args)
-    return d, state
-
-
-def drop_kilnd(d, state):
-    stop_kilnd(d)
-    shutil.rmtree(state, ignore_errors=True)
-    d.log_path.unlink(missing_ok=True)
-
-
 # ---- slowloris ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def slow_kilnd():
-    d, state = own_kilnd("--request-timeout-seconds", str(REQUEST_TIMEOUT_S),
-                         "--idle-timeout-seconds", str(IDLE_TIMEOUT_S))
-    yield d
-    drop_kilnd(d, state)
+    with own_kilnd("kiln-abuse-") as start:
+        yield start("--request-timeout-seconds", str(REQUEST_TIMEOUT_S),
+                    "--idle-timeout-seconds", str(IDLE_TIMEOUT_S))
 
 
 class SlowClients:
@@ -326,7 +303,8 @@ def test_idle_keep_alive_is_closed_after_the_idle_timeout(slow_kilnd):
 
 def test_2000_idle_keep_alive_connections():
     raise_nofile(8192)
-    d, state = own_kilnd()
+    kilnds = OwnKilnds("kiln-abuse-")
+    d = kilnds()
     try:
         pid = d.proc.pid
         with open(f"/proc/{pid}/limits") as f:
@@ -368,14 +346,14 @@ def test_2000_idle_keep_alive_connections():
         assert threads_held <= threads_before + 20, (threads_before, threads_held)
         for c in held:
             c.close()
-        back = wait_until(lambda: fd_count(pid) <= fds_before + 5, 30)
+        back = poll_until(lambda: fd_count(pid) <= fds_before + 5, 30)
         idle = worse(idle, measure(api, sid, 10))
         assert back, f"kilnd's fds did not return to {fds_before}: {fd_count(pid)}"
         assert thread_count(pid) <= threads_before + 5
         check_bounded(idle, during, "2,000 idle keep-alives")
         assert api.health().status == 200
     finally:
-        drop_kilnd(d, state)
+        kilnds.close()
 
 
 # ---- connections per client address, and a client that never reads ----------------------------
@@ -391,7 +369,8 @@ def _connect_from(source, url):
 
 
 def test_one_address_past_its_connection_cap_gets_503_and_others_get_in():
-    d, state = own_kilnd("--max-connections-per-address", "20")
+    kilnds = OwnKilnds("kiln-abuse-")
+    d = kilnds("--max-connections-per-address", "20")
     try:
         held = []
         for _ in range(20):
@@ -417,11 +396,11 @@ def test_one_address_past_its_connection_cap_gets_503_and_others_get_in():
                 return c.recv(4096).startswith(b"HTTP/1.1 200")
             finally:
                 c.close()
-        assert wait_until(gets_in, 10)
+        assert poll_until(gets_in, 10)
         for c in held[5:]:
             c.close()
     finally:
-        drop_kilnd(d, state)
+        kilnds.close()
 
 
 def test_a_client_that_never_reads_its_answer_holds_no_thread(slow_kilnd):
@@ -449,11 +428,11 @@ def test_a_client_that_never_reads_its_answer_holds_no_thread(slow_kilnd):
         t0 = time.monotonic()
         # Nothing read: within the request timeout of no progress the answer
         # is given up (its request line is logged) and the thread with it.
-        ended = wait_until(lambda: downloads() > before, REQUEST_TIMEOUT_S * 4)
+        ended = poll_until(lambda: downloads() > before, REQUEST_TIMEOUT_S * 4)
         took = time.monotonic() - t0
         assert ended, f"the download to a client that reads nothing still runs after {took:.0f} s"
-        assert wait_until(lambda: thread_count(pid) <= threads_before, 5), (threads_before,
-                                                                            thread_count(pid))
+        assert poll_until(lambda: thread_count(pid) <= threads_before, 5), (threads_before,
+                                                                           thread_count(pid))
         first = c.recv(200)
         assert first.startswith(b"HTTP/1.1 200"), first  # it did start
         c.close()
@@ -467,10 +446,9 @@ def test_a_client_that_never_reads_its_answer_holds_no_thread(slow_kilnd):
 
 @pytest.fixture(scope="module")
 def limited_kilnd():
-    d, state = own_kilnd("--rate-limit", str(RATE), "--rate-burst", str(BURST),
-                         "--max-streams-per-sandbox", str(STREAM_CAP))
-    yield d
-    drop_kilnd(d, state)
+    with own_kilnd("kiln-abuse-") as start:
+        yield start("--rate-limit", str(RATE), "--rate-burst", str(BURST),
+                    "--max-streams-per-sandbox", str(STREAM_CAP))
 
 
 def new_key(admin, name):
@@ -649,7 +627,7 @@ def test_stream_cap_per_sandbox(limited_kilnd):
             assert status == 429, head
             return False
 
-        assert wait_until(reopened, 15, step=0.5), "no stream could open after one closed"
+        assert poll_until(reopened, 15, every=0.5), "no stream could open after one closed"
     finally:
         for s in held:
             s.close()

@@ -97,7 +97,7 @@ def test_nothing_reaches_the_host(api, kilnd, boxes, policy):
                 ["::ffff:127.0.0.1", port], ["::1", port]]
     # Only addresses of this machine: were a check broken, nothing would leave it. The
     # metadata and private addresses are refused by the same check, unit-tested address by
-    # address (tests/unit/network_address_test.cc, egress_gate_test.cc). DNS goes to the
+    # address (tests/unit/network/address_test.cc, tests/unit/egress/gate_test.cc). DNS goes to the
     # host's own address too (the image's resolv.conf names the host's resolver).
     own = next((a for a in _host_addresses() if "." in a and not a.startswith("127.")), "127.0.0.1")
     api.sh(sid, f"sudo sh -c 'echo nameserver {own} > /etc/resolv.conf'")

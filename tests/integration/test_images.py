@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from client import Client, assert_error
-from conftest import start_kilnd, stop_kilnd
+from lib.kilnd import OwnKilnds
+from lib.net import free_port
 from oci import Registry, basic_auth, build_image, busybox_rootfs, htpasswd_line, static_musl_binary
 
 BUILD_WAIT = 600
@@ -239,12 +240,12 @@ def test_context_limits_answer_413(api):
 
 
 def test_pull_failures_are_clear_and_quick(api, registry, tmp_path):
-    with socket_closed_port() as port:
-        t0 = time.monotonic()
-        image, _ = build(api, image=f"127.0.0.1:{port}/nothing:1", name="unreachable")
-        assert image["state"] == "failed" and image["error"]["code"] == "registry_error", image
-        assert time.monotonic() - t0 < 60
-        assert "127.0.0.1" in image["error"]["message"]
+    port = free_port()  # nothing listens on it
+    t0 = time.monotonic()
+    image, _ = build(api, image=f"127.0.0.1:{port}/nothing:1", name="unreachable")
+    assert image["state"] == "failed" and image["error"]["code"] == "registry_error", image
+    assert time.monotonic() - t0 < 60
+    assert "127.0.0.1" in image["error"]["message"]
     image, _ = build(api, image=f"{registry.host}/no-such-repo:1", name="missing")
     assert image["state"] == "failed" and image["error"]["code"] == "registry_error", image
 
@@ -395,8 +396,8 @@ def test_a_build_past_its_timeout_is_stopped(api, pulled):
 
 
 def test_kill_9_mid_build_leaves_a_failed_build(tmp_path, registry):
-    state = tempfile.mkdtemp(prefix="kiln-img-kill-", dir="/tmp")
-    d = start_kilnd(state)
+    kilnds = OwnKilnds("kiln-img-kill-")
+    d = kilnds()
     try:
         api = Client(d.url, key=d.admin_key)
         image = api.ok("POST", "/v1/images", json={"name": "longbuild", "recipe": {"commands": ["sleep 300"]}})
@@ -407,29 +408,13 @@ def test_kill_9_mid_build_leaves_a_failed_build(tmp_path, registry):
         time.sleep(2)
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait()
-        d = start_kilnd(state)
+        d = kilnds(state=d.state_dir)
         api = Client(d.url, key=d.admin_key)
         after = api.ok("GET", f"/v1/images/{image['id']}")
         assert after["state"] == "failed" and after["error"]["code"] == "build_interrupted", after
         assert api.ok("GET", "/v1/sandboxes")["data"] == []  # its step sandbox was reaped
     finally:
-        stop_kilnd(d)
-        import shutil
-        shutil.rmtree(state, ignore_errors=True)
-        Path(state + ".log").unlink(missing_ok=True)
-
-
-class socket_closed_port:
-    def __enter__(self):
-        import socket
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        self.port = s.getsockname()[1]
-        s.close()
-        return self.port
-
-    def __exit__(self, *exc):
-        pass
+        kilnds.close()
 
 
 def random_layer_image(tmp, tag, mib):
@@ -441,8 +426,9 @@ def random_layer_image(tmp, tag, mib):
 def test_storage_quota_delete_and_prune(tmp_path):
     """A build past --image-storage-mib fails and says so; a deleted image's
     layers stay while a snapshot uses them; prune collects them after."""
-    state = tempfile.mkdtemp(prefix="kiln-img-quota-", dir="/tmp")
-    d = start_kilnd(state, "--image-storage-mib", "12")
+    kilnds = OwnKilnds("kiln-img-quota-")
+    d = kilnds("--image-storage-mib", "12")
+    state = d.state_dir
     try:
         api = Client(d.url, key=d.admin_key)
         with Registry(tmp_path / "reg") as reg:
@@ -474,7 +460,4 @@ def test_storage_quota_delete_and_prune(tmp_path):
         assert_error(Client(d.url, key=api.ok("POST", "/v1/keys", json={"name": "x"})["secret"])
                      .post("/v1/images:prune", json={}), 403, "forbidden")
     finally:
-        stop_kilnd(d)
-        import shutil
-        shutil.rmtree(state, ignore_errors=True)
-        Path(state + ".log").unlink(missing_ok=True)
+        kilnds.close()

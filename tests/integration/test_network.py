@@ -15,6 +15,7 @@ import pytest
 
 from client import Client, assert_error
 from conftest import start_kilnd, stop_kilnd
+from lib.net import free_port
 from nethosts import TestHosts, test_hosts_available
 
 # The tests' own hosts have fixed addresses: one module at a time uses them.
@@ -121,7 +122,7 @@ def test_a_sandbox_has_loopback_only_and_no_route_out(net):
 
 
 def test_a_server_in_one_sandbox_is_unreachable_from_others_and_the_host(net):
-    port = _free_host_port()
+    port = free_port()
     a = net.create()
     b = net.create()
     net.api.spawn(a, command=f"python3 -m http.server {port} --bind 0.0.0.0", cwd="/tmp")
@@ -234,7 +235,7 @@ def test_private_addresses_are_refused_in_every_spelling(net):
     # Only addresses on this machine: were the check broken, the canary would record the
     # connection and nothing would leave the machine. Metadata, private, multicast and
     # NAT64 addresses go through the same check and are tested address by address in
-    # tests/unit/network_address_test.cc and egress_gate_test.cc.
+    # tests/unit/network/address_test.cc and tests/unit/egress/gate_test.cc.
     requests = []
     for t in targets:
         requests += [("CONNECT", t), ("GET", f"http://{t}/whoami")]
@@ -474,12 +475,6 @@ def _threads(pid):
 
 
 # --- helpers ------------------------------------------------------------------------
-
-
-def _free_host_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_listening(api, sid, port, timeout=15):

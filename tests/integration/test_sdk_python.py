@@ -9,10 +9,8 @@ import hashlib
 import http.client
 import json
 import os
-import shutil
 import socket
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -23,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from client import Client
-from conftest import start_kilnd, stop_kilnd
+from conftest import stop_kilnd
+from lib.kilnd import OwnKilnds
 
 SDK_DIR = Path(__file__).resolve().parents[2] / "sdk" / "python"
 sys.path.insert(0, str(SDK_DIR))
@@ -359,22 +358,9 @@ def test_network_rules_and_log(rt):
 @pytest.fixture
 def own_kilnd():
     """start(*args, state=None, port=None) -> a kilnd of this test's own, stopped at the end."""
-    started, dirs = [], set()
-
-    def start(*args, state=None, port=None):
-        state = state or tempfile.mkdtemp(prefix="kiln-sdk-", dir="/tmp")
-        dirs.add(state)
-        d = start_kilnd(state, *args, port=port)
-        started.append(d)
-        return d
-
-    yield start
-    for d in started:
-        if d.alive():
-            stop_kilnd(d)
-    for state in dirs:
-        shutil.rmtree(state, ignore_errors=True)
-        Path(state + ".log").unlink(missing_ok=True)
+    kilnds = OwnKilnds("kiln-sdk-")
+    yield kilnds
+    kilnds.close()
 
 
 def _free_later(sbx, delay):

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+import lib.kilnd
 from client import assert_error
 
 W = "/v1/sandboxes/{}/files/watches"
@@ -348,33 +349,18 @@ def test_a_follow_ends_with_continue_after_110_s(api, sid):
 
 @pytest.fixture
 def own_kilnd():
-    from conftest import start_kilnd, stop_kilnd
-    import shutil
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
-    from client import Client
-    from host import Host
-    state = tempfile.mkdtemp(prefix="kiln-watch-", dir="/tmp")
-    daemons = [start_kilnd(state)]
-    yield daemons, start_kilnd
-    d = daemons[-1]
-    if d.alive():
-        api = Client(d.url, key=d.admin_key)
-        for s in api.ok("GET", "/v1/sandboxes")["data"]:
-            api.request("DELETE", f"/v1/sandboxes/{s['id']}")
-        assert stop_kilnd(d) == 0
-    for m in Host.mounts_naming(state):
-        subprocess.run(["umount", "-l", m.split()[4]], capture_output=True)
-    shutil.rmtree(state, ignore_errors=True)
-    Path(state + ".log").unlink(missing_ok=True)
+    """lib.kilnd.OwnKilnds with one kilnd started. At the end each still alive deletes its
+    sandboxes and must exit 0."""
+    with lib.kilnd.own_kilnd("kiln-watch-", delete_sandboxes=True, check_exit=True,
+                             unmount=True) as kilnds:
+        kilnds()
+        yield kilnds
 
 
 def test_a_watch_outlives_a_kilnd_restart(own_kilnd):
     from client import Client
-    daemons, start_kilnd = own_kilnd
-    d = daemons[0]
+    kilnds = own_kilnd
+    d = kilnds.started[0]
     api = Client(d.url, key=d.admin_key)
     sid = api.create(vcpu=1, memoryMiB=256)["id"]
     api.sh(sid, "mkdir -p /workspace/k")
@@ -382,8 +368,7 @@ def test_a_watch_outlives_a_kilnd_restart(own_kilnd):
     api.sh(sid, "touch /workspace/k/before")
     d.proc.kill()  # SIGKILL: kilnd forgets everything it held in memory
     d.proc.wait()
-    d2 = start_kilnd(d.state_dir, log_path=d.log_path)
-    daemons.append(d2)
+    d2 = kilnds(state=d.state_dir, log_path=d.log_path)
     api = Client(d2.url, key=d2.admin_key)
     api.sh(sid, "touch /workspace/k/after")
     events, _, _ = collect(api, sid, "kept", until=lambda e, n: len(e) >= 2)

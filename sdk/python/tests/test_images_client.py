@@ -25,7 +25,7 @@ def info(state="queued", **extra):
 
 
 # The tree every client's packing test builds; all three must answer GOLDEN_DIGEST for it
-# (the same constant is in sdk/js/test/unit/images.test.mjs and tests/unit/cli_image_test.cc).
+# (the same constant is in sdk/js/test/unit/images.test.mjs and tests/unit/cli/image_test.cc).
 GOLDEN_DIGEST = "sha256:503240a6176a064c996f3ac1b1bcbcf8e935eabd5a831e008af9220ff3b6c68d"
 
 

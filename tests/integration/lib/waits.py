@@ -14,6 +14,17 @@ def wait_for(pred, within, what, every=0.2):
         time.sleep(every)
 
 
+def poll_until(pred, within, every=0.2):
+    """Polls pred() until it returns something truthy or `within` seconds pass; returns its
+    last value (falsy on a timeout), for a caller that asserts with its own message."""
+    deadline = time.monotonic() + within
+    while True:
+        v = pred()
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(every)
+
+
 def wait_stopped(api, sid, within):
     """The sandbox's record once it is stopped; fails after `within` seconds with the last
     record seen."""

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "api/errors.h"
-#include "fake_exchange.h"
+#include "fakes/fake_exchange.h"
 #include "store/db.h"
 
 namespace kiln::api {

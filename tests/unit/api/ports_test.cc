@@ -8,7 +8,7 @@
 #include "api/port_proxy.h"
 #include "api/router.h"
 #include "common/time.h"
-#include "fake_exchange.h"
+#include "fakes/fake_exchange.h"
 #include "store/db.h"
 #include "store/preview_store.h"
 

@@ -7,7 +7,7 @@
 
 #include "api/errors.h"
 #include "api/router.h"
-#include "fake_exchange.h"
+#include "fakes/fake_exchange.h"
 
 namespace kiln::api {
 namespace router_test {

@@ -7,7 +7,7 @@
 #include "cli/errors.h"
 #include "cli/requests.h"
 #include "cli/url.h"
-#include "cli_test_util.h"
+#include "unit/cli/cli_test_util.h"
 
 namespace kiln::cli {
 namespace cli_args_test {

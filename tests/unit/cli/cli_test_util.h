@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/errors.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::testutil {
 
@@ -37,10 +38,8 @@ struct CliRun {
   std::string out, err;
 };
 inline CliRun RunCaptured(const std::vector<std::string>& args) {
-  namespace fs = std::filesystem;
-  std::string dir_template = (fs::temp_directory_path() / "kiln-cli-cmd-XXXXXX").string();
-  const std::string dir = ::mkdtemp(dir_template.data());
-  std::string out_path = dir + "/out", err_path = dir + "/err";
+  const TempDir dir("kiln-cli-cmd");
+  std::string out_path = dir / "out", err_path = dir / "err";
   int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
@@ -54,9 +53,7 @@ inline CliRun RunCaptured(const std::vector<std::string>& args) {
     std::ifstream f(p);
     return std::string(std::istreambuf_iterator<char>(f), {});
   };
-  CliRun r{status, slurp(out_path), slurp(err_path)};
-  fs::remove_all(dir);
-  return r;
+  return CliRun{status, slurp(out_path), slurp(err_path)};
 }
 
 }  // namespace kiln::testutil

@@ -16,8 +16,8 @@
 #include "cli/errors.h"
 #include "cli/requests.h"
 #include "cli/url.h"
-#include "cli_test_util.h"
-#include "fake_daemon.h"
+#include "fakes/fake_daemon.h"
+#include "unit/cli/cli_test_util.h"
 
 namespace kiln::cli {
 namespace cli_commands_daemon_test {

@@ -1,6 +1,6 @@
 // kiln CLI: snapshot, fork, extend, usage, network and create (Prefer:
 // wait, Idempotency-Key) — their command lines and request bodies. What they
-// do against a canned daemon is cli_commands_daemon_test.cc.
+// do against a canned daemon is commands_daemon_test.cc.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,8 +17,8 @@
 #include "cli/errors.h"
 #include "cli/requests.h"
 #include "cli/url.h"
-#include "cli_test_util.h"
-#include "fake_daemon.h"
+#include "fakes/fake_daemon.h"
+#include "unit/cli/cli_test_util.h"
 
 namespace kiln::cli {
 namespace cli_commands_test {
@@ -133,6 +133,29 @@ TEST(CliCommandsParse, Help) {
   EXPECT_NE(inv.help.find("--json"), std::string::npos);
   inv = ParseCommandLine({"completion", "--help"});
   EXPECT_NE(inv.help.find("Usage: kiln completion bash"), std::string::npos);
+}
+
+// Help is generated from the table: every flag of every verb is in its
+// --help with its value's name, and described (alone or with the next flag).
+TEST(CliCommandsParse, HelpDescribesEveryFlag) {
+  for (const auto& c : Commands()) {
+    std::vector<std::pair<const Group*, const Verb*>> verbs;
+    if (c.group) {
+      for (const auto& v : c.group->verbs()) verbs.emplace_back(c.group, &v);
+    }
+    if (c.verb) verbs.emplace_back(nullptr, c.verb);
+    for (const auto& [group, verb] : verbs) {
+      const std::string help = VerbHelp(group, *verb);
+      const std::string where = std::string(c.name) + " " + std::string(verb->name);
+      for (const auto& f : verb->flags) {
+        const std::string label = "--" + f.name + (f.takes_value ? " " + f.value_name : "");
+        EXPECT_NE(help.find(label), std::string::npos) << where << ": " << label;
+        EXPECT_EQ(f.takes_value, !f.value_name.empty()) << where << ": --" << f.name;
+      }
+      if (!verb->flags.empty()) EXPECT_FALSE(verb->flags.back().help.empty()) << where;
+      for (const auto& f : CommonFlags()) EXPECT_NE(help.find("--" + f.name), std::string::npos);
+    }
+  }
 }
 
 TEST(CliCommandsParse, Network) {

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/completion.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::cli {
 namespace cli_completion_test {
@@ -24,8 +25,13 @@ std::string Slurp(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-// The repository root, from this file's path (CMake compiles absolute paths).
-fs::path RepoRoot() { return fs::path(__FILE__).parent_path().parent_path().parent_path(); }
+// The repository root, from this file's path, tests/unit/cli/completion_test.cc
+// (CMake compiles absolute paths).
+fs::path RepoRoot() {
+  fs::path root = fs::path(__FILE__);
+  for (int up = 0; up < 4; ++up) root = root.parent_path();
+  return root;
+}
 
 TEST(CliCompletion, CoversTheCommandTable) {
   const std::string script = BashCompletionScript();
@@ -62,8 +68,8 @@ struct Captured {
   std::string out;
 };
 Captured RunStdout(const std::vector<std::string>& args) {
-  const fs::path path =
-      fs::temp_directory_path() / ("kiln-cli-completion-" + std::to_string(::getpid()));
+  const testutil::TempDir tmp("kiln-cli-completion");
+  const fs::path path = tmp / "stdout";
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   int saved = ::dup(STDOUT_FILENO);
   ::dup2(fd, STDOUT_FILENO);
@@ -71,9 +77,7 @@ Captured RunStdout(const std::vector<std::string>& args) {
   ::dup2(saved, STDOUT_FILENO);
   ::close(fd);
   ::close(saved);
-  Captured c{status, Slurp(path)};
-  fs::remove(path);
-  return c;
+  return Captured{status, Slurp(path)};
 }
 
 TEST(CliCompletion, Command) {
@@ -88,8 +92,8 @@ TEST(CliCompletion, Command) {
 // What bash offers for a command line ("" = the word being completed is empty).
 TEST(CliCompletion, BashCompletes) {
   if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no bash";
-  const fs::path dir = fs::temp_directory_path() / ("kiln-cli-bash-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const testutil::TempDir tmp("kiln-cli-bash");
+  const fs::path dir = tmp.path();
   std::ofstream(dir / "kiln.bash") << BashCompletionScript();
   std::ofstream(dir / "stdin.txt") << "";
   std::ofstream(dir / "test.sh") << "source " << (dir / "kiln.bash") << R"(
@@ -121,7 +125,6 @@ cd )" << dir << R"( && t kiln sandbox exec s --stdin-file std
   char buf[4096];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   EXPECT_EQ(::pclose(p), 0);
-  fs::remove_all(dir);
   EXPECT_EQ(out,
             "server sandbox snapshot image keys usage completion\n"
             "snapshot\n"

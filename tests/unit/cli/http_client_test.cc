@@ -15,7 +15,7 @@
 #include "cli/errors.h"
 #include "cli/http_client.h"
 #include "cli/interrupt.h"
-#include "fake_daemon.h"
+#include "fakes/fake_daemon.h"
 
 namespace kiln::cli {
 namespace cli_http_test {

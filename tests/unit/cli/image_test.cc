@@ -13,16 +13,18 @@
 #include "cli/commands.h"
 #include "cli/errors.h"
 #include "cli/image_context.h"
-#include "cli_test_util.h"
 #include "common/digest.h"
-#include "fake_daemon.h"
+#include "fakes/fake_daemon.h"
 #include "images/context/dockerignore.h"
+#include "unit/cli/cli_test_util.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::cli {
 namespace cli_image_test {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::TempDir;
 using json = nlohmann::json;
 using testutil::CannedServer;
 using testutil::CliRun;
@@ -34,19 +36,6 @@ using testutil::VerbArgs;
 constexpr char kGoldenDigest[] =
     "sha256:503240a6176a064c996f3ac1b1bcbcf8e935eabd5a831e008af9220ff3b6c68d";
 constexpr char kId[] = "0b0e6a7e-1c5a-4c39-9a43-2f1d8e0c9a11";
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "kiln-image-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 void Put(const fs::path& root, const std::string& rel, const std::string& data,
          mode_t mode = 0644) {
@@ -80,16 +69,16 @@ void MakeTree(const fs::path& root) {
 TEST(ImageContext, PackMatchesTheSdksByteForByte) {
   TempDir dir;
   MakeTree(dir.path());
-  Result<PackedContext> packed = PackContext(dir.path().string());
+  Result<PackedContext> packed = PackContext(dir.path());
   ASSERT_TRUE(packed.ok()) << packed.status().message();
   EXPECT_EQ(packed->digest, "sha256:" + Sha256Hex(packed->bytes));
   EXPECT_EQ(packed->bytes.substr(0, 10), std::string("\x1f\x8b\x08\0\0\0\0\0\0\x03", 10));
   EXPECT_EQ(packed->digest, kGoldenDigest);
   // Ignored files do not change it; a mode does.
   Put(dir.path(), "a.log", "changed");
-  EXPECT_EQ(PackContext(dir.path().string())->digest, kGoldenDigest);
-  ::chmod((dir.path() / "app.py").c_str(), 0700);
-  EXPECT_NE(PackContext(dir.path().string())->digest, kGoldenDigest);
+  EXPECT_EQ(PackContext(dir.path())->digest, kGoldenDigest);
+  ::chmod((dir / "app.py").c_str(), 0700);
+  EXPECT_NE(PackContext(dir.path())->digest, kGoldenDigest);
 }
 
 TEST(ImageContext, StoredGzipFramesBlocks) {
@@ -103,11 +92,11 @@ TEST(ImageContext, StoredGzipFramesBlocks) {
 
 TEST(ImageContext, ErrorsNameThePath) {
   TempDir dir;
-  Result<PackedContext> none = PackContext((dir.path() / "nope").string());
+  Result<PackedContext> none = PackContext(dir / "nope");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("nope"), std::string::npos);
-  fs::create_symlink(std::string(101, 't'), dir.path() / "far");
-  Result<PackedContext> far = PackContext(dir.path().string());
+  fs::create_symlink(std::string(101, 't'), dir / "far");
+  Result<PackedContext> far = PackContext(dir.path());
   ASSERT_FALSE(far.ok());
   EXPECT_NE(far.status().message().find("far"), std::string::npos);
 }
@@ -216,8 +205,7 @@ TEST(CliImage, BuildDirPacksUploadsFollowsAndPrints) {
                                 "nextAfter": 2, "state": "ready", "done": true})"},
        {200, Info("ready")}});
   DaemonEnv env(server.url());
-  CliRun r =
-      RunCaptured({"image", "build", dir.path().string(), "-t", "web:v1", "--build-arg", "A=1"});
+  CliRun r = RunCaptured({"image", "build", dir.path(), "-t", "web:v1", "--build-arg", "A=1"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, std::string("step 1/2 FROM base\ncopied\n") + kId + " web:3\n");
   const auto reqs = server.requests();

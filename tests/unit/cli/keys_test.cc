@@ -14,8 +14,9 @@
 #include "cli/errors.h"
 #include "cli/requests.h"
 #include "cli/url.h"
-#include "cli_test_util.h"
-#include "fake_daemon.h"
+#include "fakes/fake_daemon.h"
+#include "unit/cli/cli_test_util.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::cli {
 namespace cli_keys_test {
@@ -28,29 +29,8 @@ using Args = std::vector<std::string>;
 using testutil::CliRun;
 using testutil::CommandLineError;
 using testutil::RunCaptured;
+using testutil::TempDir;
 using testutil::VerbArgs;
-
-// A fresh directory per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "kiln-cli-keys-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name, const std::string& content) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p) << content;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // --- command line -----------------------------------------------------------
 
@@ -100,7 +80,7 @@ TEST(CliKeys, Verbs) {
   // `sandbox create` is still the sandbox one.
   inv = ParseCommandLine({"sandbox", "create"});
   EXPECT_EQ(inv.group, &SandboxGroup());
-  EXPECT_EQ(inv.verb->synopsis, "create [OPTIONS]");
+  EXPECT_EQ(Synopsis(*inv.verb), "create [OPTIONS]");
 }
 
 TEST(CliKeys, UsageErrors) {
@@ -152,7 +132,7 @@ TEST(CliKeys, Target) {
 TEST(CliKeySelection, Order) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  const std::string file = dir.file("admin.key", "kiln_fromfile\n");
+  const std::string file = dir.Write("admin.key", "kiln_fromfile\n");
   EXPECT_EQ(SelectApiKey("k1", "r1", file.c_str()), "k1");
   EXPECT_EQ(SelectApiKey("", "r1", file.c_str()), "r1");
   EXPECT_EQ(SelectApiKey(nullptr, "r1", file.c_str()), "r1");
@@ -173,13 +153,13 @@ TEST(CliKeySelection, DefaultFile) {
 TEST(CliKeySelection, KeyFileContent) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  EXPECT_EQ(ReadKeyFile(dir.file("a", "kiln_abc")), "kiln_abc");
-  EXPECT_EQ(ReadKeyFile(dir.file("b", "  kiln_abc \r\nsecond line\n")), "kiln_abc");
-  EXPECT_EQ(ReadKeyFile(dir.file("c", "")), std::nullopt);
-  EXPECT_EQ(ReadKeyFile(dir.file("d", " \n")), std::nullopt);
-  EXPECT_EQ(ReadKeyFile(dir.file("e", "two words\n")), std::nullopt);
-  EXPECT_EQ(ReadKeyFile(dir.file("f", std::string("kiln_\x01x"))), std::nullopt);
-  EXPECT_EQ(ReadKeyFile(dir.file("g", "kiln_\xc3\xa9")), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.Write("a", "kiln_abc")), "kiln_abc");
+  EXPECT_EQ(ReadKeyFile(dir.Write("b", "  kiln_abc \r\nsecond line\n")), "kiln_abc");
+  EXPECT_EQ(ReadKeyFile(dir.Write("c", "")), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.Write("d", " \n")), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.Write("e", "two words\n")), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.Write("f", std::string("kiln_\x01x"))), std::nullopt);
+  EXPECT_EQ(ReadKeyFile(dir.Write("g", "kiln_\xc3\xa9")), std::nullopt);
   EXPECT_EQ(ReadKeyFile(dir.path()), std::nullopt);  // a directory
   EXPECT_EQ(ReadKeyFile(dir.path() + "/nothing"), std::nullopt);
   // A FIFO must not hang kiln.
@@ -229,7 +209,7 @@ TEST(CliKeysCommands, CreateListRevoke) {
       {200, R"({"id": "key_00ff", "revokedAt": "2026-11-29T11:00:00.000Z"})"},
   });
   TempDir dir;
-  const std::string key_file = dir.file("admin.key", "kiln_local\n");
+  const std::string key_file = dir.Write("admin.key", "kiln_local\n");
   ScopedEnv env;
   env.Set("KILN_API_URL", server.url().c_str());
   env.Set("KILN_API_KEY", nullptr);

@@ -1,4 +1,4 @@
-// Standard base64 (src/proto/base64.h): RFC 4648 section 10 vectors, every
+// Standard base64 (src/common/base64.h): RFC 4648 section 10 vectors, every
 // byte value, and rejection of malformed input.
 #include <gtest/gtest.h>
 

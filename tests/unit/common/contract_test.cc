@@ -1,5 +1,5 @@
 // Every value of common/contract.h against the OpenAPI document it stands
-// for (src/api/openapi.json, compiled in): changing either side alone fails.
+// for (src/api/kiln/openapi.json, compiled in): changing either side alone fails.
 #include "common/contract.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 const json& Doc() {
-  static const json doc = json::parse(api::kOpenApiJson);
+  static const json doc = json::parse(api::v1::kOpenApiJson);
   return doc;
 }
 

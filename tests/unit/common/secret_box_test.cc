@@ -9,19 +9,16 @@
 #include <fstream>
 #include <string>
 
+#include "unit/support/temp_dir.h"
+
 namespace kiln {
 namespace secret_box_test {
 namespace {
 
 class SecretBoxTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/kiln-secret-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  testutil::TempDir tmp_{"kiln-secret-test"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(SecretBoxTest, SealsAndUnsealsWithAKeyMadeOnceAndKeptPrivate) {

@@ -16,15 +16,16 @@
 #include "common/time.h"
 #include "fakes/fake_engine.h"
 #include "store/db.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::control {
 namespace sandbox_manager_test {
 namespace {
 
 using fakes::FakeEngine;
-using fakes::TempDir;
 using fakes::WaitUntil;
 using std::chrono::milliseconds;
+using testutil::TempDir;
 namespace fs = std::filesystem;
 
 Deadline Soon(int ms = 1000) { return std::chrono::steady_clock::now() + milliseconds(ms); }
@@ -394,7 +395,7 @@ TEST_F(SandboxManagerTest, AFailedCaptureLeavesNoSnapshot) {
   auto snap = manager_->Snapshot(source, SnapshotOptions{});
   ASSERT_FALSE(snap.ok());
   EXPECT_EQ(snap.status().code(), Code::kSnapshotFailed);
-  EXPECT_TRUE(manager_->ListSnapshots().empty());
+  EXPECT_TRUE(manager_->snapshots().List().empty());
   EXPECT_EQ(source->state(), SandboxState::kRunning);
   manager_->Stop(source, "requested");
   snap = manager_->Snapshot(source, SnapshotOptions{});
@@ -434,7 +435,7 @@ TEST_F(SandboxManagerTest, CreateFromASnapshotTakesAPooledCopy) {
   auto source = MustCreate();
   auto snap = manager_->Snapshot(source, SnapshotOptions{});
   ASSERT_TRUE(snap.ok());
-  ASSERT_TRUE(WaitUntil([&] { return manager_->SnapshotPool(snap->id).ready == 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return manager_->snapshots().PoolOf(snap->id).ready == 1; }));
   std::string pooled = engine_.calls().restored.at(0);
   SandboxSpec spec = Spec();
   spec.snapshot = snap->id;
@@ -444,9 +445,9 @@ TEST_F(SandboxManagerTest, CreateFromASnapshotTakesAPooledCopy) {
   EXPECT_EQ(engine_.channel(pooled)->Count("ping"), 0);  // checked from the host
   EXPECT_EQ(capacity_->stats().running, 2);
   // The pool refills; deleting the snapshot destroys the pooled copy only.
-  ASSERT_TRUE(WaitUntil([&] { return manager_->SnapshotPool(snap->id).ready == 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return manager_->snapshots().PoolOf(snap->id).ready == 1; }));
   std::string refill = engine_.calls().restored.at(1);
-  EXPECT_TRUE(manager_->DeleteSnapshot(snap->id));
+  EXPECT_TRUE(manager_->snapshots().Delete(snap->id));
   EXPECT_FALSE(engine_.Has(refill));
   EXPECT_TRUE(engine_.Has(pooled));
   EXPECT_EQ((*copy)->state(), SandboxState::kRunning);
@@ -476,7 +477,7 @@ TEST_P(ForkTest, PartialFailureReturnsTheCopiesThatStarted) {
   auto stopped = Stopped();
   ASSERT_EQ(stopped.size(), 1u);
   EXPECT_EQ(stopped[0]->Record().stop_reason, "startup_failed");
-  EXPECT_EQ(manager_->ListSnapshots().size(), keep ? 1u : 0u);
+  EXPECT_EQ(manager_->snapshots().List().size(), keep ? 1u : 0u);
   auto dir = fs::path(snapshots_.CheckpointDir("x")).parent_path().parent_path();
   size_t left = std::distance(fs::directory_iterator(dir), fs::directory_iterator());
   EXPECT_EQ(left, keep ? 1u : 0u);  // the fork's snapshot is gone from disk too
@@ -522,15 +523,15 @@ TEST_F(SandboxManagerTest, MeteringChargesTheCpuTheEngineMeasured) {
   std::vector<store::UsageStore::Total> totals;
   EXPECT_TRUE(WaitUntil([&] {
     manager_->MeterAll(true);
-    totals = manager_->UsageTotals(0, StableNowMs() + 60000, "", std::nullopt);
+    totals = manager_->usage().Totals(0, StableNowMs() + 60000, "", std::nullopt);
     return totals.size() == 1 && std::abs(totals[0].micros - s->meter().micros) < 1e-6;
   }));
   ASSERT_EQ(totals.size(), 1u);
   EXPECT_DOUBLE_EQ(totals[0].cpu_seconds, 2.0);
   EXPECT_EQ(totals[0].sandboxes, 1);
   EXPECT_GE(totals[0].micros, cpu_micros);
-  EXPECT_GE(manager_->SpentMicrosSince("key_a", 0), totals[0].micros - 1e-6);
-  EXPECT_EQ(manager_->SpentMicrosSince("key_b", 0), 0);
+  EXPECT_GE(manager_->usage().SpentMicrosSince("key_a", 0), totals[0].micros - 1e-6);
+  EXPECT_EQ(manager_->usage().SpentMicrosSince("key_b", 0), 0);
   EXPECT_NEAR(Stored(s->id())->meter.cpu_seconds, 2.0, 1e-9);
 }
 

@@ -12,15 +12,16 @@
 #include <gtest/gtest.h>
 
 #include "fakes/fake_engine.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::control {
 namespace warm_pool_test {
 namespace {
 
 using fakes::FakeEngine;
-using fakes::TempDir;
 using fakes::WaitUntil;
 using std::chrono::milliseconds;
+using testutil::TempDir;
 
 class WarmPoolTest : public ::testing::Test {
  protected:

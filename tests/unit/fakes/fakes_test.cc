@@ -9,6 +9,7 @@
 #include "fakes/fake_agent.h"
 #include "fakes/fake_engine.h"
 #include "proto/frame.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::fakes {
 namespace fakes_test {
@@ -107,7 +108,7 @@ TEST(FakeAgentTest, DeathEndsPendingAndLaterOpsAndCallsOnCloseOnce) {
 }
 
 TEST(FakeEngineTest, KnobsAndRecords) {
-  TempDir dir;
+  testutil::TempDir dir;
   FakeEngine e;
   engine::CreateParams p{"a", Shape{}, "/rootfs"};
   e.FailNextCreates(1);

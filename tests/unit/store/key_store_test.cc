@@ -7,11 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <thread>
 
-#include "api/auth.h"
 #include "common/digest.h"
-#include "fake_exchange.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::store {
 namespace key_store_test {
@@ -19,22 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "kiln-keys-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testutil::TempDir;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path);
@@ -223,50 +206,3 @@ TEST(KeyStoreTest, EnsureLocalAdminKeyFailureLeavesNoLiveKey) {
 }  // namespace
 }  // namespace key_store_test
 }  // namespace kiln::store
-
-// The request side of API keys (src/api/auth.h).
-namespace kiln::api {
-namespace key_store_test {
-namespace {
-
-using nlohmann::json;
-
-TEST(AuthTest, BearerToken) {
-  EXPECT_EQ(BearerToken("Bearer kiln_abc"), "kiln_abc");
-  EXPECT_EQ(BearerToken("bearer kiln_abc"), "kiln_abc");
-  EXPECT_EQ(BearerToken("BEARER kiln_abc"), "kiln_abc");
-  EXPECT_EQ(BearerToken("  Bearer   kiln_abc  "), "kiln_abc");
-  EXPECT_EQ(BearerToken("Bearer\tkiln_abc"), "kiln_abc");
-  EXPECT_EQ(BearerToken(""), std::nullopt);
-  EXPECT_EQ(BearerToken("Bearer"), std::nullopt);
-  EXPECT_EQ(BearerToken("Bearer   "), std::nullopt);
-  EXPECT_EQ(BearerToken("Bearerkiln_abc"), std::nullopt);
-  EXPECT_EQ(BearerToken("Basic a2lsbjp4"), std::nullopt);
-  EXPECT_EQ(BearerToken("kiln_abc"), std::nullopt);
-}
-
-TEST(AuthTest, CallerIsPerRequestAndFailsClosed) {
-  // Only the exchanges' addresses matter here.
-  testutil::FakeExchange a, b;
-  EXPECT_EQ(CallerOf(a).key_id, "");  // never set: anonymous
-  EXPECT_FALSE(CallerOf(a).admin);
-
-  SetCaller(a, Caller{"key_a", true, 5});
-  EXPECT_EQ(CallerOf(a).key_id, "key_a");
-  EXPECT_TRUE(CallerOf(a).admin);
-  EXPECT_EQ(CallerOf(a).daily_limit_micros, 5);
-  EXPECT_FALSE(CallerOf(b).admin);  // another exchange
-
-  // Another thread never sees this thread's caller.
-  bool other_admin = true;
-  std::thread([&] { other_admin = CallerOf(a).admin; }).join();
-  EXPECT_FALSE(other_admin);
-
-  SetCaller(a, Caller{});  // the next, anonymous request on the connection
-  EXPECT_FALSE(CallerOf(a).admin);
-  EXPECT_EQ(CallerOf(a).key_id, "");
-}
-
-}  // namespace
-}  // namespace key_store_test
-}  // namespace kiln::api

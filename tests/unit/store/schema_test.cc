@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "store/db.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::store {
 namespace schema_test {
@@ -85,13 +86,7 @@ constexpr const char* kLegacySchema[] = {
 
 class SchemaTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "kiln-schema-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    path_ = (dir_ / "kiln.db").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { path_ = (dir_ / "kiln.db").string(); }
 
   // Runs `sql` on the file with SQLite alone (no Db, so no migration).
   void Raw(const std::string& sql) {
@@ -116,7 +111,8 @@ class SchemaTest : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
+  testutil::TempDir tmp_{"kiln-schema"};
+  const fs::path dir_ = tmp_.path();
   std::string path_;
 };
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "common/digest.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::store {
 namespace snapshot_store_test {
@@ -19,13 +20,6 @@ namespace fs = std::filesystem;
 
 class SnapshotStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/kiln-snapstore-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // A capture as runsc leaves it: files under the checkpoint directory.
   SnapshotRecord Capture(SnapshotStore& store, const std::string& id) {
     fs::create_directories(store.CheckpointDir(id));
@@ -43,7 +37,8 @@ class SnapshotStoreTest : public ::testing::Test {
     std::ofstream(path, std::ios::binary) << data;
   }
 
-  std::string dir_;
+  testutil::TempDir tmp_{"kiln-snapstore"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST(Xxh3Test, KnownDigests) {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "common/digest.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::store {
 namespace snapshot_transfer_test {
@@ -25,16 +26,8 @@ const TransferHost kHost{"runsc-1", "base-0123456789abcdef"};
 class SnapshotTransferTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/kiln-transfer-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
     from_ = std::make_unique<SnapshotStore>(dir_ + "/a");
     to_ = std::make_unique<SnapshotStore>(dir_ + "/b");
-  }
-  void TearDown() override {
-    from_.reset();
-    to_.reset();
-    fs::remove_all(dir_);
   }
 
   // A sealed snapshot in `from_`, and its tar.
@@ -100,7 +93,8 @@ class SnapshotTransferTest : public ::testing::Test {
     return header - header % kTarBlock + kTarBlock;
   }
 
-  std::string dir_;
+  testutil::TempDir tmp_{"kiln-transfer"};  // outlives the stores below
+  const std::string dir_ = tmp_.path();
   std::unique_ptr<SnapshotStore> from_, to_;
 };
 

@@ -11,7 +11,7 @@ import { after, before, beforeEach, test } from "node:test";
 
 import { DockerIgnore, ImageBuildError, InvalidRequestError, NotFoundError, Runtime, packContext } from "kiln";
 
-// The same tree and digest as sdk/python/tests/test_images_client.py and tests/unit/cli_image_test.cc.
+// The same tree and digest as sdk/python/tests/test_images_client.py and tests/unit/cli/image_test.cc.
 const GOLDEN_DIGEST = "sha256:503240a6176a064c996f3ac1b1bcbcf8e935eabd5a831e008af9220ff3b6c68d";
 const IID = "0b0e6a7e-1c5a-4c39-9a43-2f1d8e0c9a11";
 

@@ -5,6 +5,8 @@
 
 #include <fstream>
 
+#include "unit/support/temp_dir.h"
+
 namespace kiln::api {
 namespace {
 
@@ -12,17 +14,12 @@ namespace fs = std::filesystem;
 
 class ConsoleFilesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/kiln-console-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void Write(const std::string& name, const std::string& text) {
     fs::create_directories((dir_ / name).parent_path());
     std::ofstream(dir_ / name) << text;
   }
-  fs::path dir_;
+  testutil::TempDir tmp_{"kiln-console-test"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(ConsoleFilesTest, ServesOnlyWhatItRead) {

@@ -6,8 +6,8 @@
 #include "api/e2b/e2b.h"
 #include "api/e2b/routes.h"
 #include "api/errors.h"
-#include "api_issue_paths.h"
 #include "common/contract.h"
+#include "unit/support/api_issue_paths.h"
 
 namespace kiln::api::e2b {
 namespace e2b_control_test {

@@ -1,9 +1,9 @@
-// The API's objects as src/api/presenters.h renders them.
+// The API's objects as src/api/kiln/presenters.h renders them.
 #include <gtest/gtest.h>
 
 #include "api/kiln/presenters.h"
 
-namespace kiln::api {
+namespace kiln::api::v1 {
 namespace presenters_test {
 namespace {
 
@@ -162,4 +162,4 @@ TEST(PresentersTest, ProcessAndOutputPage) {
 
 }  // namespace
 }  // namespace presenters_test
-}  // namespace kiln::api
+}  // namespace kiln::api::v1

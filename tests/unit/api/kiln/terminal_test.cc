@@ -1,5 +1,5 @@
 // Terminals apart from sockets: the `pty` and :resize fields
-// (src/api/terminal.h), the WebSocket's text frames both ways, the CLI's
+// (src/api/kiln/terminal.h), the WebSocket's text frames both ways, the CLI's
 // target and events (src/cli/terminal_client.h), and the pty members of the
 // agent ops (src/proto/ops.h).
 #include <gtest/gtest.h>
@@ -35,14 +35,14 @@ std::set<std::string> IssuePaths(api::FieldReader& f) {
 TEST(TerminalFieldsTest, PtyTrueIs80x24AndFalseOrAbsentIsNone) {
   json body = {{"pty", true}};
   api::FieldReader f(body);
-  auto size = api::ReadPtyField(f);
+  auto size = api::v1::ReadPtyField(f);
   ASSERT_TRUE(size);
   EXPECT_EQ(*size, (io::TerminalSize{.cols = 80, .rows = 24}));
   EXPECT_TRUE(IssuePaths(f).empty());
 
   for (json off : {json{{"pty", false}}, json{{"pty", nullptr}}, json::object()}) {
     api::FieldReader g(off);
-    EXPECT_FALSE(api::ReadPtyField(g)) << off;
+    EXPECT_FALSE(api::v1::ReadPtyField(g)) << off;
     EXPECT_TRUE(IssuePaths(g).empty()) << off;
   }
 }
@@ -50,12 +50,12 @@ TEST(TerminalFieldsTest, PtyTrueIs80x24AndFalseOrAbsentIsNone) {
 TEST(TerminalFieldsTest, PtyObjectTakesColsAndRowsInRange) {
   json body = {{"pty", {{"cols", 132}, {"rows", 43}}}};
   api::FieldReader f(body);
-  EXPECT_EQ(*api::ReadPtyField(f), (io::TerminalSize{.cols = 132, .rows = 43}));
+  EXPECT_EQ(*api::v1::ReadPtyField(f), (io::TerminalSize{.cols = 132, .rows = 43}));
   EXPECT_TRUE(IssuePaths(f).empty());
 
   json half = {{"pty", {{"rows", 10}}}};  // a missing member keeps its default
   api::FieldReader h(half);
-  EXPECT_EQ(*api::ReadPtyField(h), (io::TerminalSize{.cols = 80, .rows = 10}));
+  EXPECT_EQ(*api::v1::ReadPtyField(h), (io::TerminalSize{.cols = 80, .rows = 10}));
 }
 
 TEST(TerminalFieldsTest, BadPtyValuesNameTheField) {
@@ -70,7 +70,7 @@ TEST(TerminalFieldsTest, BadPtyValuesNameTheField) {
                         Case{"big", "body.pty"}, Case{json::array({80, 24}), "body.pty"}}) {
     json body = {{"pty", c.pty}};
     api::FieldReader f(body);
-    (void)api::ReadPtyField(f);
+    (void)api::v1::ReadPtyField(f);
     EXPECT_EQ(IssuePaths(f), std::set<std::string>{c.path}) << c.pty;
   }
 }
@@ -78,65 +78,66 @@ TEST(TerminalFieldsTest, BadPtyValuesNameTheField) {
 TEST(TerminalFieldsTest, ResizeNeedsBothSizesInRange) {
   json ok = {{"cols", 1000}, {"rows", 1}};
   api::FieldReader f(ok);
-  EXPECT_EQ(api::ReadTerminalSize(f), (io::TerminalSize{.cols = 1000, .rows = 1}));
+  EXPECT_EQ(api::v1::ReadTerminalSize(f), (io::TerminalSize{.cols = 1000, .rows = 1}));
   EXPECT_TRUE(IssuePaths(f).empty());
 
   json missing = json::object();
   api::FieldReader g(missing);
-  (void)api::ReadTerminalSize(g);
+  (void)api::v1::ReadTerminalSize(g);
   EXPECT_EQ(IssuePaths(g), (std::set<std::string>{"body.cols", "body.rows"}));
 
   json bad = {{"cols", 1001}, {"rows", -1}, {"depth", 2}};
   api::FieldReader h(bad);
-  (void)api::ReadTerminalSize(h);
+  (void)api::v1::ReadTerminalSize(h);
   EXPECT_EQ(IssuePaths(h), (std::set<std::string>{"body.cols", "body.rows", "body.depth"}));
 }
 
 TEST(TerminalFramesTest, ResizeFrameIsTheOnlyKnownControl) {
-  auto c = api::ParseTerminalControl(R"({"type":"resize","cols":100,"rows":30})");
+  auto c = api::v1::ParseTerminalControl(R"({"type":"resize","cols":100,"rows":30})");
   ASSERT_TRUE(c.resize) << c.error;
   EXPECT_EQ(*c.resize, (io::TerminalSize{.cols = 100, .rows = 30}));
 
   for (std::string bad : {"not json", "[1]", R"({"cols":1})", R"({"type":"ping"})",
                           R"({"type":"resize","cols":0,"rows":5})", R"({"type":"resize","cols":5})",
                           R"({"type":"resize","cols":5,"rows":1.5})"}) {
-    auto d = api::ParseTerminalControl(bad);
+    auto d = api::v1::ParseTerminalControl(bad);
     EXPECT_FALSE(d.resize) << bad;
     EXPECT_FALSE(d.error.empty()) << bad;
   }
 }
 
 TEST(TerminalFramesTest, ServerFramesAreWhatClientsRead) {
-  EXPECT_EQ(json::parse(api::TerminalReadyFrame("p3")),
+  EXPECT_EQ(json::parse(api::v1::TerminalReadyFrame("p3")),
             (json{{"type", "ready"}, {"processId", "p3"}}));
   io::ProcessInfo exited{.id = "p3", .state = io::ProcessState::kExited, .exit_code = 3};
-  EXPECT_EQ(json::parse(api::TerminalExitFrame(exited)),
+  EXPECT_EQ(json::parse(api::v1::TerminalExitFrame(exited)),
             (json{{"type", "exit"}, {"exitCode", 3}, {"signal", nullptr}, {"state", "exited"}}));
-  json err = json::parse(api::TerminalErrorFrame(Status(Code::kNotFound, "no process 'p9'")));
+  json err = json::parse(api::v1::TerminalErrorFrame(Status(Code::kNotFound, "no process 'p9'")));
   EXPECT_EQ(err, (json{{"type", "error"},
                        {"error", {{"code", "not_found"}, {"message", "no process 'p9'"}}}}));
 
   // The CLI reads them back.
-  auto ready = cli::ParseTerminalEvent(api::TerminalReadyFrame("p3"));
+  auto ready = cli::ParseTerminalEvent(api::v1::TerminalReadyFrame("p3"));
   EXPECT_EQ(ready.kind, cli::TerminalEvent::kReady);
   EXPECT_EQ(ready.process_id, "p3");
-  EXPECT_EQ(cli::ParseTerminalEvent(api::TerminalExitFrame(exited)).exit_status, 3);
+  EXPECT_EQ(cli::ParseTerminalEvent(api::v1::TerminalExitFrame(exited)).exit_status, 3);
   io::ProcessInfo hung{.id = "p4", .state = io::ProcessState::kKilled, .signal = "SIGHUP"};
-  auto killed = cli::ParseTerminalEvent(api::TerminalExitFrame(hung));
+  auto killed = cli::ParseTerminalEvent(api::v1::TerminalExitFrame(hung));
   EXPECT_EQ(killed.kind, cli::TerminalEvent::kExit);
   EXPECT_EQ(killed.exit_status, 129);
-  auto e = cli::ParseTerminalEvent(api::TerminalErrorFrame(Status(Code::kNotRunning, "stopped")));
+  auto e =
+      cli::ParseTerminalEvent(api::v1::TerminalErrorFrame(Status(Code::kNotRunning, "stopped")));
   EXPECT_EQ(e.kind, cli::TerminalEvent::kError);
   EXPECT_EQ(e.error_code, "not_running");
   EXPECT_EQ(cli::ParseTerminalEvent("garbage").kind, cli::TerminalEvent::kOther);
 }
 
 TEST(TerminalFramesTest, WebSocketUpgradeHeaders) {
-  EXPECT_TRUE(api::IsWebSocketUpgrade("websocket", "Upgrade"));
-  EXPECT_TRUE(api::IsWebSocketUpgrade("WebSocket", "keep-alive, Upgrade"));
-  EXPECT_FALSE(api::IsWebSocketUpgrade("", "Upgrade"));
-  EXPECT_FALSE(api::IsWebSocketUpgrade("websocket", "keep-alive"));
-  EXPECT_FALSE(api::IsWebSocketUpgrade("h2c", "Upgrade"));
+  EXPECT_TRUE(api::v1::IsWebSocketUpgrade("websocket", "Upgrade"));
+  EXPECT_TRUE(api::v1::IsWebSocketUpgrade("WebSocket", "keep-alive, Upgrade"));
+  EXPECT_FALSE(api::v1::IsWebSocketUpgrade("", "Upgrade"));
+  EXPECT_FALSE(api::v1::IsWebSocketUpgrade("websocket", "keep-alive"));
+  EXPECT_FALSE(api::v1::IsWebSocketUpgrade("h2c", "Upgrade"));
 }
 
 TEST(TerminalClientTest, CommandIsQuotedForTheShell) {

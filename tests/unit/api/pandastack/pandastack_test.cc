@@ -1,11 +1,11 @@
-// The PandaStack front's pure mapping (src/api/pandastack.h): bodies read
+// The PandaStack front's pure mapping (src/api/pandastack/pandastack.h): bodies read
 // into kiln's requests, kiln's objects in PandaStack's shapes, its errors.
 #include <gtest/gtest.h>
 
 #include "api/errors.h"
 #include "api/pandastack/pandastack.h"
-#include "api_issue_paths.h"
 #include "common/contract.h"
+#include "unit/support/api_issue_paths.h"
 
 namespace kiln::api::pandastack {
 namespace pandastack_test {

@@ -5,7 +5,7 @@
 
 #include "api/errors.h"
 #include "api/sandboxfusion/sandboxfusion.h"
-#include "api_issue_paths.h"
+#include "unit/support/api_issue_paths.h"
 
 namespace kiln::api::sandboxfusion {
 namespace sandboxfusion_test {

@@ -9,7 +9,8 @@
 
 #include "common/digest.h"
 #include "images/context/safe_path.h"
-#include "images_test_util.h"
+#include "unit/support/images_test_util.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::images {
 namespace images_context_test {
@@ -18,9 +19,9 @@ namespace {
 using testing::ModeOf;
 using testing::ReadFile;
 using testing::TarEntry;
-using testing::TempDir;
 using testing::WriteFile;
 using testing::WriteTar;
+using testutil::TempDir;
 namespace fs = std::filesystem;
 
 TEST(SafePathTest, CleanPath) {

@@ -8,7 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "images_test_util.h"
+#include "unit/support/images_test_util.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::images {
 namespace images_copy_step_test {
@@ -17,9 +18,9 @@ namespace {
 using testing::ModeOf;
 using testing::ReadFile;
 using testing::TarEntry;
-using testing::TempDir;
 using testing::WriteFile;
 using testing::WriteTar;
+using testutil::TempDir;
 namespace fs = std::filesystem;
 
 class CopyStepTest : public ::testing::Test {

@@ -4,14 +4,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "images_test_util.h"
+#include "unit/support/images_test_util.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::images {
 namespace images_users_test {
 namespace {
 
-using testing::TempDir;
 using testing::WriteFile;
+using testutil::TempDir;
 
 class ImageUsersTest : public ::testing::Test {
  protected:

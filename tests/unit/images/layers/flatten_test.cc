@@ -8,7 +8,9 @@
 #include <filesystem>
 
 #include "images/layers/layer_unpack.h"
-#include "images_layer_test_util.h"
+#include "unit/images/layers/layer_test_util.h"
+#include "unit/support/tar_writer.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::images {
 namespace images_flatten_test {
@@ -17,8 +19,8 @@ namespace {
 using layer_testing::Exists;
 using layer_testing::Lstat;
 using layer_testing::ReadAll;
-using layer_testing::TarWriter;
-using layer_testing::TempDir;
+using testutil::TarWriter;
+using testutil::TempDir;
 
 // Every path under `root`, relative, for checks over the whole tree.
 std::vector<std::string> AllPaths(const std::string& root) {
@@ -141,9 +143,8 @@ TEST_F(FlattenTest, CopiesAcrossFileSystems) {
   struct stat shm;
   if (::stat("/dev/shm", &shm) != 0 || shm.st_dev == Lstat(tmp_.path()).st_dev)
     GTEST_SKIP() << "no second file system at /dev/shm";
-  char tmpl[] = "/dev/shm/kiln-flatten-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string other = tmpl;
+  TempDir shm_dir("kiln-flatten", "/dev/shm");
+  std::string other = shm_dir.path();
   std::string tar = tmp_ / "l.tar";
   {
     TarWriter w(tar);

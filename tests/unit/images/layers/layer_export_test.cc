@@ -6,7 +6,9 @@
 
 #include "common/digest.h"
 #include "images/layers/layer_unpack.h"
-#include "images_layer_test_util.h"
+#include "unit/images/layers/layer_test_util.h"
+#include "unit/support/tar_writer.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::images {
 namespace images_layer_export_test {
@@ -14,9 +16,9 @@ namespace {
 
 using layer_testing::Lstat;
 using layer_testing::ReadAll;
-using layer_testing::TarWriter;
-using layer_testing::TempDir;
 using layer_testing::WriteAll;
+using testutil::TarWriter;
+using testutil::TempDir;
 
 // A layer of every kind of entry UnpackLayer keeps, unpacked into `dir`.
 void MakeLayer(const TempDir& tmp, const std::string& dir) {

@@ -9,18 +9,20 @@
 #include <cstdlib>
 
 #include "common/digest.h"
-#include "images_layer_test_util.h"
+#include "unit/images/layers/layer_test_util.h"
+#include "unit/support/tar_writer.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::images {
 namespace images_layer_unpack_test {
 namespace {
 
-using layer_testing::Compression;
 using layer_testing::Exists;
 using layer_testing::Lstat;
 using layer_testing::ReadAll;
-using layer_testing::TarWriter;
-using layer_testing::TempDir;
+using testutil::Compression;
+using testutil::TarWriter;
+using testutil::TempDir;
 
 std::string GetXattr(const std::string& path, const std::string& name) {
   char buf[256];

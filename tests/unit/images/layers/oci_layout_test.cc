@@ -10,17 +10,19 @@
 #include "common/digest.h"
 #include "images/layers/flatten.h"
 #include "images/layers/layer_unpack.h"
-#include "images_layer_test_util.h"
+#include "unit/images/layers/layer_test_util.h"
+#include "unit/support/tar_writer.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::images {
 namespace images_oci_layout_test {
 namespace {
 
 using layer_testing::ReadAll;
-using layer_testing::TarWriter;
-using layer_testing::TempDir;
 using layer_testing::WriteAll;
 using nlohmann::json;
+using testutil::TarWriter;
+using testutil::TempDir;
 
 constexpr const char* kOciManifest = "application/vnd.oci.image.manifest.v1+json";
 constexpr const char* kOciIndex = "application/vnd.oci.image.index.v1+json";

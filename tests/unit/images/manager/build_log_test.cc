@@ -8,13 +8,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "images_test_util.h"
+#include "unit/support/images_test_util.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::images {
 namespace images_build_log_test {
 namespace {
 
-using testing::TempDir;
+using testutil::TempDir;
 
 std::vector<LogLine> All(BuildLog& log) { return log.Read(0, 1000).lines; }
 

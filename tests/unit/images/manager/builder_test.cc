@@ -11,7 +11,8 @@
 #include <map>
 #include <memory>
 
-#include "images_test_util.h"
+#include "unit/support/images_test_util.h"
+#include "unit/support/temp_dir.h"
 
 namespace kiln::images {
 namespace images_builder_test {
@@ -19,9 +20,9 @@ namespace {
 
 using nlohmann::json;
 using testing::TarEntry;
-using testing::TempDir;
 using testing::WriteFile;
 using testing::WriteTar;
+using testutil::TempDir;
 
 class FakeBuildHost : public BuildHost {
  public:

@@ -152,7 +152,7 @@ TEST(ImageRecordTest, ImageInfoRendersFromTheRecord) {
   control::PoolStatus pool;
   pool.size = 2;
   pool.ready = 1;
-  json info = api::ImageJson(r, pool);
+  json info = api::v1::ImageJson(r, pool);
   json expected{{"id", "0f0e0d0c-0000-4000-8000-000000000001"},
                 {"kind", "image"},
                 {"name", "web"},
@@ -189,7 +189,7 @@ TEST(ImageRecordTest, ImageInfoRendersFromTheRecord) {
   // layers, config or times yet.
   ImageRecord q = Queued().get<ImageRecord>();
   q.name = q.id;
-  json queued = api::ImageJson(q, control::PoolStatus{});
+  json queued = api::v1::ImageJson(q, control::PoolStatus{});
   EXPECT_TRUE(queued["name"].is_null());
   EXPECT_EQ(queued["layers"], 0);
   EXPECT_EQ(queued["stepsRun"], 0);

@@ -1,0 +1,8 @@
+# E2B's front (kiln_api_e2b): envd's Connect codec and multipart reader, and
+# the control plane's routes.
+target_sources(kiln_unit_tests PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/envd/connect_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/envd/multipart_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/control_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/dialect_test.cc
+)

@@ -1,0 +1,9 @@
+# The image manager's builder, over a fake BuildHost, its cache keys, and image
+# records (kiln_images).
+target_sources(kiln_unit_tests PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/build_cache_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/build_log_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/builder_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/image_record_test.cc
+)
+target_link_libraries(kiln_unit_tests PRIVATE kiln_images)
