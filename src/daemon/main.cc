@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -18,27 +16,23 @@
 #include <string>
 #include <thread>
 
-#include "api/console/routes.h"
-#include "api/e2b/e2b.h"
+#include "api/console/console_files.h"
 #include "api/front.h"
 #include "api/http_server.h"
-#include "api/kiln/kiln.h"
-#include "api/kiln/openapi.h"
-#include "api/pandastack/pandastack.h"
-#include "api/sandboxfusion/sandboxfusion.h"
 #include "api/stream_limit.h"
-#include "common/contract.h"
 #include "common/heap.h"
 #include "common/log.h"
 #include "common/secret_box.h"
 #include "common/subprocess.h"
-#include "common/time.h"
 #include "common/unique_fd.h"
 #include "control/egress_log.h"
 #include "control/keys.h"
 #include "control/previews.h"
 #include "control/sandbox_manager.h"
 #include "daemon/flags.h"
+#include "daemon/fronts.h"
+#include "daemon/housekeeping.h"
+#include "daemon/layer_options.h"
 #include "daemon/process_metrics.h"
 #include "egress/egress.h"
 #include "engine/runsc_engine.h"
@@ -55,19 +49,6 @@
 #include "store/usage_store.h"
 
 namespace {
-
-int64_t HostMemoryMib() {
-  std::ifstream f("/proc/meminfo");
-  std::string name;
-  int64_t kib = 0;
-  while (f >> name >> kib) {
-    if (name == "MemTotal:") return std::max<int64_t>(512, kib / 1024 - 1024);
-    f.ignore(64, '\n');
-  }
-  return 4096;
-}
-
-std::string ExeDir() { return std::filesystem::canonical("/proc/self/exe").parent_path(); }
 
 kiln::api::HttpServer* g_server = nullptr;
 
@@ -86,25 +67,6 @@ void RaiseOpenFileLimit() {
 }
 
 // `kilnd --version`: kiln's version and the runsc it would use.
-// Previews' domain and URLs from the flags: the listener's port unless
-// --preview-url names the scheme (and port) a proxy in front serves.
-kiln::api::PortSettings PortSettingsFrom(const kiln::daemon::Flags& flags) {
-  kiln::api::PortSettings p;
-  p.domain = flags.preview_domain;
-  for (char& c : p.domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  p.relay_idle_ms = flags.relay_idle_s * 1000;
-  std::string url = flags.preview_url;
-  if (url.empty()) {
-    p.url_port = flags.listen.substr(flags.listen.rfind(':') + 1);
-  } else if (size_t colon = url.find(':'); colon != std::string::npos) {
-    p.url_scheme = url.substr(0, colon);
-    p.url_port = url.substr(colon + 1);
-  } else {
-    p.url_scheme = url;
-  }
-  return p;
-}
-
 int PrintVersion(const kiln::daemon::Flags& flags) {
   kiln::StartChildReaper();  // RunProcess hands children to the reaper
   std::string version = kiln::engine::RunscVersion(flags.runsc);
@@ -123,15 +85,7 @@ int main(int argc, char** argv) {
   if (int rc = kiln::daemon::ParseFlags(argc, argv, &flags, std::cout, std::cerr); rc >= 0)
     return rc;
   if (flags.version) return PrintVersion(flags);
-  if (flags.image_dir.empty()) flags.image_dir = flags.state_dir + "/images";
-  if (flags.agent.empty()) flags.agent = ExeDir() + "/kiln-agent";
-  if (flags.image_recipe.empty()) flags.image_recipe = ExeDir() + "/../../images/base/build.sh";
-  if (flags.console_dir.empty()) {
-    // build/bin/kilnd serves build/console; the sanitized tree's the same one.
-    flags.console_dir = ExeDir() + "/../console";
-    if (!std::filesystem::is_directory(flags.console_dir))
-      flags.console_dir = ExeDir() + "/../../build/console";
-  }
+  kiln::daemon::FillDefaultPaths(&flags);
   signal(SIGPIPE, SIG_IGN);
   RaiseOpenFileLimit();
   // Block SIGTERM/SIGINT before any thread starts, so that only the
@@ -175,43 +129,10 @@ int main(int argc, char** argv) {
     kiln::LogError("no base image", {{"error", e.what()}});
     return 1;
   }
+  kiln::control::CapacityLimits limits = kiln::daemon::CapacityLimitsFrom(flags);
   kiln::control::ManagerOptions options;
-  options.default_pool_size = flags.pool_size;
-  options.meter_interval_ms = flags.meter_interval_ms;
-  kiln::control::CapacityLimits limits;
-  limits.host_memory_mib = flags.host_memory_mib > 0 ? flags.host_memory_mib : HostMemoryMib();
-  limits.host_vcpus = flags.host_vcpus > 0
-                          ? flags.host_vcpus
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  limits.memory_overcommit = flags.memory_overcommit;
-  // Warm pools by demand, within a 16th of the host's memory by default.
-  int64_t pool_mib =
-      flags.pool_memory_mib >= 0 ? flags.pool_memory_mib : limits.host_memory_mib / 16;
-  options.pool.adaptive = pool_mib > 0;
-  options.pool.sizer.budget_bytes = static_cast<uint64_t>(pool_mib) << 20;
-  options.pool.sizer.idle_ms = int64_t{flags.pool_idle_seconds} * 1000;
-  options.pool.sizer.max_size = flags.pool_max_size;
-  options.pool.pins_path = flags.state_dir + "/pool-pins.json";
-  options.pool.warm_copies = flags.warm_copies;
-  limits.host_disk_mib = flags.host_disk_mib;
-  if (limits.host_disk_mib == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(flags.state_dir, ec);
-    auto space = std::filesystem::space(flags.state_dir, ec);
-    if (!ec)
-      limits.host_disk_mib = std::max<int64_t>(1, static_cast<int64_t>(space.capacity >> 20));
-  }
-  limits.disk_overcommit = flags.disk_overcommit;
-  limits.cpu_overcommit = flags.cpu_overcommit;
-  limits.key_sandboxes = flags.key_sandboxes;
-  limits.key_waiting = flags.key_waiting_creates;
   try {
-    if (!flags.prices.empty()) {
-      std::ifstream f(flags.prices);
-      auto j = nlohmann::json::parse(f, nullptr, false);
-      if (!f || j.is_discarded()) throw std::invalid_argument(flags.prices + " is not JSON");
-      options.prices = kiln::control::PriceTable::FromJson(j);
-    }
+    options = kiln::daemon::ManagerOptionsFrom(flags, limits);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kilnd: --prices: %s\n", e.what());
     return 2;
@@ -275,9 +196,7 @@ int main(int argc, char** argv) {
   try {
     server = std::make_unique<kiln::api::HttpServer>(
         flags.listen, [&front_ptr](kiln::api::Exchange& ex) { front_ptr->Handle(ex); },
-        kiln::api::ServerLimits{flags.request_timeout_s, flags.idle_timeout_s,
-                                flags.max_connections, flags.max_connections_per_address,
-                                flags.websocket_idle_s});
+        kiln::daemon::ServerLimitsFrom(flags));
     server->Listen();
   } catch (const std::exception& e) {
     kiln::LogError("cannot serve", {{"listen", flags.listen}, {"error", e.what()}});
@@ -294,19 +213,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   kiln::store::ImageCatalog image_catalog(*db, &*secrets);
-  kiln::images::ImageManagerOptions image_options;
-  image_options.store_dir = flags.state_dir + "/image-store";
-  image_options.base_rootfs = rootfs;
-  image_options.storage_limit_mib = static_cast<uint64_t>(flags.image_storage_mib);
-  image_options.builds_at_once = flags.image_builds;
-  image_options.context_quota_bytes = static_cast<uint64_t>(flags.context_storage_mib) << 20;
-  image_options.resolver = &egress.resolver();
-  image_options.host_addresses = &egress.host_addresses();
-  for (const std::string& allowed : flags.allowed_registries)  // checked by ParseFlags
-    image_options.allowed_registries.push_back(*kiln::images::ParseRegistryPattern(allowed));
-  image_options.warm_shape = kiln::Shape{static_cast<int>(kiln::contract::kVcpu.def),
-                                         static_cast<int>(kiln::contract::kMemoryMiB.def),
-                                         static_cast<int>(kiln::contract::kDiskMiB.def)};
+  kiln::images::ImageManagerOptions image_options =
+      kiln::daemon::ImageOptionsFrom(flags, rootfs, egress);
   kiln::images::ImageManager images(image_options, image_catalog, sandboxes, engine);
   kiln::api::StreamLimiter streams(flags.max_streams_per_sandbox);
   kiln::api::RateLimiter rate_limiter({flags.rate_limit, flags.rate_burst});
@@ -332,71 +240,22 @@ int main(int argc, char** argv) {
   ctx.previews = &previews;
   ctx.relays = &relays;
   ctx.sandbox_token_key = secrets->Derive("e2b sandbox access tokens");
-  ctx.ports = PortSettingsFrom(flags);
+  ctx.ports = kiln::daemon::PortSettingsFrom(flags);
   ctx.ports.connections = &port_connections;
   kiln::daemon::AddProcessCollectors();  // GET /metrics shows them beside the routes' own
-  kiln::api::Router router;
-  kiln::api::v1::AddKilnRoutes(router, ctx);
-  kiln::api::AddPandaStackRoutes(router, ctx);
-  kiln::api::AddE2bRoutes(router, ctx);
-  kiln::api::SandboxFusionOptions sandboxfusion;
-  sandboxfusion.image = flags.sandboxfusion_image;
-  sandboxfusion.pool_size = flags.sandboxfusion_pool;
-  sandboxfusion.concurrency = flags.sandboxfusion_concurrency;
-  sandboxfusion.key_concurrency = flags.sandboxfusion_key_concurrency;
-  sandboxfusion.queue = flags.sandboxfusion_queue;
-  kiln::api::AddSandboxFusionRoutes(router, ctx, sandboxfusion);
   auto console_files = kiln::api::ConsoleFiles::Load(flags.console_dir);
   if (!console_files.ok()) {
     std::cerr << "kilnd: " << console_files.status().message() << "\n";
     return 2;
   }
-  kiln::api::AddConsoleRoutes(router, *console_files);
-  kiln::api::v1::AddOpenApiRoutes(router);  // last: it documents every front's routes
+  kiln::api::Router router;
+  kiln::daemon::AddFrontRoutes(router, ctx, kiln::daemon::SandboxFusionOptionsFrom(flags),
+                               *console_files);
   kiln::api::ApiFront front(router, keys, idempotency, &rate_limiter);
-  front.SetHostHandler(
-      [&ctx](const kiln::api::Exchange& ex) {
-        const std::string& path = ex.path();
-        const std::string plane = kiln::api::e2b::kSandboxPrefix;
-        int port = 0;
-        std::string id;
-        return path == plane || path.starts_with(plane + "/") ||
-               kiln::api::ParsePortHost(ctx, ex.Header("Host"), &port, &id);
-      },
-      [&ctx](kiln::api::Exchange& ex) {
-        if (!kiln::api::ServeE2bSandbox(ctx, ex)) kiln::api::v1::ServePortHost(ctx, ex);
-      });
-  // Each vendor front's one error shape and key spelling (kiln's own: the rest).
-  front.AddDialect(kiln::api::E2bDialect());
-  front.AddDialect(kiln::api::PandaStackDialect());
-  front.AddDialect(kiln::api::SandboxFusionDialect());
-  front.AcceptTerminalTickets(&terminal_tickets);
+  kiln::daemon::ConfigureFront(front, ctx);
   front_ptr = &front;
-  // Expired idempotency answers, old usage rows and egress log entries older
-  // than 30 days go once an hour.
-  std::thread([&idempotency, &usage, &egress_log] {
-    for (;;) {
-      std::this_thread::sleep_for(std::chrono::hours(1));
-      try {
-        idempotency.DeleteExpired(kiln::NowMs());
-        usage.DeleteBefore(kiln::NowMs() - 400LL * 86400000);
-        egress_log.DeleteBefore(kiln::NowMs() - 30LL * 86400000);
-      } catch (const std::exception& e) {
-        kiln::LogError("cannot prune the database", {{"error", e.what()}});
-      }
-    }
-  }).detach();
-
-  // Freed heap pages stay in kilnd's RSS until trimmed: a 30-minute soak saw
-  // the heap in use flat at ~6 MiB while the freed part held grew 9.5 -> 11.8
-  // MiB (and RSS with it). Handing them back every 30 s keeps RSS at what is
-  // in use.
-  std::thread([] {
-    for (;;) {
-      std::this_thread::sleep_for(std::chrono::seconds(30));
-      kiln::heap::ReleaseFree();
-    }
-  }).detach();
+  kiln::daemon::StartDatabasePruning(idempotency, usage, egress_log);
+  kiln::daemon::StartHeapTrimming();
 
   g_server = server.get();
   // SIGTERM/SIGINT: stop accepting, then stop every sandbox (in ~SandboxManager).
@@ -406,19 +265,20 @@ int main(int argc, char** argv) {
     kiln::LogInfo("shutting down", {{"signal", sig}});
     g_server->Stop();
   }).detach();
-  kiln::LogInfo("kilnd listening", {{"listen", flags.listen},
-                                    {"stateDir", flags.state_dir},
-                                    {"image", rootfs},
-                                    {"runsc", engine_info.binary},
-                                    {"runscVersion", engine_info.version},
-                                    {"adminKeyId", admin_id},
-                                    {"adminKeyFile", admin_key_file},
-                                    {"memoryBudgetMiB", limits.memory_budget_mib()},
-                                    {"diskBudgetMiB", limits.disk_budget_mib()},
-                                    {"vcpuBudget", limits.vcpu_budget()},
-                                    {"poolMemoryBudgetMiB", pool_mib},
-                                    {"console", console_files->empty() ? std::string("not built")
-                                                                       : flags.console_dir}});
+  kiln::LogInfo(
+      "kilnd listening",
+      {{"listen", flags.listen},
+       {"stateDir", flags.state_dir},
+       {"image", rootfs},
+       {"runsc", engine_info.binary},
+       {"runscVersion", engine_info.version},
+       {"adminKeyId", admin_id},
+       {"adminKeyFile", admin_key_file},
+       {"memoryBudgetMiB", limits.memory_budget_mib()},
+       {"diskBudgetMiB", limits.disk_budget_mib()},
+       {"vcpuBudget", limits.vcpu_budget()},
+       {"poolMemoryBudgetMiB", kiln::daemon::PoolMemoryMib(flags, limits)},
+       {"console", console_files->empty() ? std::string("not built") : flags.console_dir}});
   server->Run();
   // Stopping the sandboxes first ends requests blocked on them; then the
   // connections drain before anything they use is destroyed.
