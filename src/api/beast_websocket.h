@@ -1,5 +1,5 @@
 // The WebSocket an HTTP request was upgraded to (api/http_server.h's
-// WebSocket), on Boost.Beast. Internal to the server: http_server.cc makes
+// WebSocket), on Boost.Beast. Internal to the server: beast_exchange.cc makes
 // one in UpgradeToWebSocket.
 //
 // A client may flood the socket with frames that each make a reply, read
