@@ -31,8 +31,8 @@
 
 namespace kiln::api {
 
-// The relays open now, by a key of the caller's choosing ("sandbox|port"),
-// so that ending a preview cuts its connections.
+// The relays open now, by RelayKey, so that ending a preview cuts its
+// connections.
 class RelayRegistry {
  public:
   // Registers `conn` under `key` until the handle goes.
@@ -62,8 +62,13 @@ struct ProxyRequest {
   int idle_ms = 600000;          // no byte either way for this long ends it
   // Where the connection is registered while it is open (may be null).
   RelayRegistry* registry = nullptr;
-  std::string registry_key;
+  std::string registry_key;  // RelayKey(sandbox, port)
 };
+
+// The key a relay into `port` of `sandbox_id` is registered under.
+inline std::string RelayKey(const std::string& sandbox_id, int port) {
+  return sandbox_id + "|" + std::to_string(port);
+}
 
 // How long the sandbox's server may take to accept the connection.
 inline constexpr int kPortDialMs = 10000;

@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
   kiln::control::Previews previews(
       preview_store, key_service,
       {flags.allow_public_previews, [&relays](const std::string& sandbox_id, int port) {
-         relays.Cut(sandbox_id + "|" + std::to_string(port));
+         relays.Cut(kiln::api::RelayKey(sandbox_id, port));
        }});
   kiln::api::TerminalTickets terminal_tickets;
   kiln::api::ApiContext ctx{sandboxes, launcher, io, key_service, egress_pages, &images, &streams};

@@ -85,7 +85,7 @@ void Relay(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
   req.drop_headers = {"e2b-sandbox-id", "e2b-sandbox-port"};
   req.idle_ms = ctx.ports.relay_idle_ms;
   req.registry = ctx.relays;
-  req.registry_key = t.sandbox->id() + "|" + std::to_string(t.port);
+  req.registry_key = RelayKey(t.sandbox->id(), t.port);
   try {
     ProxyHttp(ex, io, req);
   } catch (const ApiError& e) {

@@ -288,7 +288,7 @@ void AddPortRoutes(Router& r, ApiContext& ctx) {
     req.idle_ms = ctx.ports.relay_idle_ms;
     req.forwarded_prefix = "/v1/sandboxes/" + s->id() + "/ports/" + std::to_string(port);
     req.registry = ctx.relays;
-    req.registry_key = s->id() + "|" + std::to_string(port);
+    req.registry_key = RelayKey(s->id(), port);
     ProxyHttp(ex, io, req);
   };
   r.Add("*", "/v1/sandboxes/{id}/ports/{port}", by_path);

@@ -199,7 +199,7 @@ bool ServePortHost(ApiContext& ctx, Exchange& ex) {
   auto slot = OpenPortConnection(ctx, *s);
   req.target = WithoutTokenQuery(ex.raw_target());
   req.registry = ctx.relays;
-  req.registry_key = id + "|" + std::to_string(port);
+  req.registry_key = RelayKey(id, port);
   ProxyHttp(ex, io, req);
   return true;
 }
