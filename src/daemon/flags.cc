@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "images/parse/registry_mirror.h"
 #include "images/parse/registry_pattern.h"
 
 namespace kiln::daemon {
@@ -190,6 +191,18 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
         auto p = kiln::images::ParseRegistryPattern(v);
         return p.ok() ? "" : p.status().message();
       });
+  app.add_option("--registry-mirror", f->registry_mirrors,
+                 "a pull-through mirror, REGISTRY=URL (docker.io=https://mirror.example, or "
+                 "http:// for one on loopback): pulls of REGISTRY's images ask it first, then "
+                 "REGISTRY itself; repeat for more registries. --allow-registry and the "
+                 "private-address rules apply to the mirror as to any registry");
+  app.add_option("--registry-mirror-only", f->registry_mirror_only,
+                 "REGISTRY: pull its images through its --registry-mirror alone, never from "
+                 "REGISTRY itself; repeat for more");
+  app.add_option("--max-lease-seconds", f->max_lease_seconds,
+                 "the longest lease a create, extend or timeout may ask for, on every front")
+      ->check(CLI::Range(60, 7 * 86400))
+      ->capture_default_str();
   app.add_option("--test-resolver-file", f->test_resolver_file,
                  "tests only: egress names resolved from this file, not DNS");
   app.add_flag("--version", f->version, "print kiln's version and the runsc it uses, and exit");
@@ -200,6 +213,12 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
     return 0;
   } catch (const CLI::ParseError& e) {
     err << "kilnd: " << e.what() << "\n(kilnd --help lists the flags)\n";
+    return 2;
+  }
+  // Flags read together: a mirror-only registry needs its mirror.
+  auto mirrors = kiln::images::ParseRegistryMirrors(f->registry_mirrors, f->registry_mirror_only);
+  if (!mirrors.ok()) {
+    err << "kilnd: " << mirrors.status().message() << "\n(kilnd --help lists the flags)\n";
     return 2;
   }
   return -1;

@@ -62,6 +62,12 @@ struct Flags {
   // on loopback): a host name or address each. Others: HTTPS to public
   // addresses only, through a network of the pull's own.
   std::vector<std::string> allowed_registries;
+  // Pull-through mirrors, REGISTRY=URL each (images/parse/registry_mirror.h),
+  // and the registries pulled through their mirror alone.
+  std::vector<std::string> registry_mirrors;
+  std::vector<std::string> registry_mirror_only;
+  // The longest lease any front may ask for or extend to, seconds.
+  int max_lease_seconds = 86400;
   // Tests only: resolve egress names from this file instead of DNS.
   std::string test_resolver_file;
   bool version = false;  // print versions and exit

@@ -10,6 +10,7 @@
 
 #include "common/contract.h"
 #include "common/strings.h"
+#include "images/parse/registry_mirror.h"
 #include "images/parse/registry_pattern.h"
 
 namespace kiln::daemon {
@@ -82,6 +83,7 @@ control::ManagerOptions ManagerOptionsFrom(const Flags& flags,
   options.pool.sizer.max_size = flags.pool_max_size;
   options.pool.pins_path = flags.state_dir + "/pool-pins.json";
   options.pool.warm_copies = flags.warm_copies;
+  options.max_lease_seconds = flags.max_lease_seconds;
   if (!flags.prices.empty()) {
     std::ifstream f(flags.prices);
     auto j = nlohmann::json::parse(f, nullptr, false);
@@ -103,6 +105,8 @@ images::ImageManagerOptions ImageOptionsFrom(const Flags& flags, const std::stri
   options.host_addresses = &egress.host_addresses();
   for (const std::string& allowed : flags.allowed_registries)  // checked by ParseFlags
     options.allowed_registries.push_back(*images::ParseRegistryPattern(allowed));
+  options.mirrors = *images::ParseRegistryMirrors(flags.registry_mirrors,  // checked by ParseFlags
+                                                  flags.registry_mirror_only);
   options.warm_shape =
       Shape{static_cast<int>(contract::kVcpu.def), static_cast<int>(contract::kMemoryMiB.def),
             static_cast<int>(contract::kDiskMiB.def)};

@@ -22,6 +22,7 @@
 #include "images/manager/image_record.h"
 #include "images/manager/image_storage.h"
 #include "images/parse/image_ref.h"
+#include "images/parse/registry_mirror.h"
 #include "network/policy.h"
 #include "store/image_catalog.h"
 
@@ -41,6 +42,9 @@ struct RegistryAccess {
   egress::Resolver* resolver = nullptr;
   egress::HostAddresses* host_addresses = nullptr;
   std::optional<store::RegistryCredential> credential;  // the key's, for this registry
+  // The operator's pull-through mirror for this registry, if any
+  // (--registry-mirror): asked first (image_puller.h).
+  std::optional<RegistryMirror> mirror;
 };
 
 // One RUN: `argv` in a fresh sandbox on `root`, as `run_as`.

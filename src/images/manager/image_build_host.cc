@@ -24,6 +24,8 @@ RegistryAccess ImageManager::Registry(const std::string& owner, const ImageRef& 
   a.resolver = options_.resolver;
   a.host_addresses = options_.host_addresses;
   a.credential = catalog_.Registry(owner, ref.domain);
+  for (const RegistryMirror& m : options_.mirrors)
+    if (m.Mirrors(ref)) a.mirror = m;
   return a;
 }
 

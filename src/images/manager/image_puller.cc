@@ -44,8 +44,34 @@ struct ImagePuller::Skopeo {
 };
 
 Result<PulledImage> ImagePuller::Pull(const ImageRef& ref) {
-  std::string layout = c_.scratch_dir + "/pull-" + std::to_string(++pulls_);
   RegistryAccess access = c_.host.Registry(c_.owner, ref);
+  if (access.mirror) {
+    // The mirror first, under the image's own repository and tag; its
+    // answer is checked as the registry's would be (the digests and diff
+    // ids in what it sends), so a mirror can serve a tag but not forge one
+    // of the key's layers.
+    const RegistryMirror& mirror = *access.mirror;
+    ImageRef served = mirror.On(ref);
+    c_.say("pulling " + ref.String() + " through the mirror " + mirror.String());
+    Result<PulledImage> got = PullFrom(ref, served, c_.host.Registry(c_.owner, served));
+    if (got.ok() || got.status().code() != Code::kRegistryError) return got;
+    if (mirror.only) {
+      json d = got.status().details().is_object() ? got.status().details() : json::object();
+      d["mirror"] = mirror.String();
+      return Status(Code::kRegistryError,
+                    got.status().message() + " (--registry-mirror-only " + mirror.registry +
+                        ": not pulled from " + mirror.registry + " itself)",
+                    d);
+    }
+    c_.say("the mirror could not serve it (" + got.status().message() + "): pulling from " +
+           ref.domain + " itself");
+  }
+  return PullFrom(ref, ref, access);
+}
+
+Result<PulledImage> ImagePuller::PullFrom(const ImageRef& name, const ImageRef& ref,
+                                          const RegistryAccess& access) {
+  std::string layout = c_.scratch_dir + "/pull-" + std::to_string(++pulls_);
   std::vector<std::string> args = {access.skopeo,   "copy",  "--retry-times",   "0",
                                    "--override-os", "linux", "--override-arch", "amd64"};
   Skopeo skopeo;
@@ -144,8 +170,8 @@ Result<PulledImage> ImagePuller::Pull(const ImageRef& ref) {
   }
   Result<OciImage> oci = ReadOciLayout(layout);
   if (!oci.ok()) return oci.status();
-  c_.say("pulled " + ref.String() + " (" + oci->manifest_digest + ", " +
-         std::to_string(oci->layers.size()) + " layers) in " +
+  c_.say("pulled " + name.String() + (ref == name ? "" : " from " + ref.String()) + " (" +
+         oci->manifest_digest + ", " + std::to_string(oci->layers.size()) + " layers) in " +
          std::to_string(MonotonicNowMs() - t0) + " ms");
   PulledImage b;
   b.config = oci->config;

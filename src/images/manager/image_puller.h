@@ -55,13 +55,20 @@ class ImagePuller {
  public:
   explicit ImagePuller(PullContext context) : c_(std::move(context)) {}
 
-  // Pulls `ref` (linux/amd64). kRegistryError with the registry's (or
-  // kiln's refusal's) reason and details {"ref"} (and "refused"); the
-  // build's cancellation or timeout (check_time); kInvalidImage for a
-  // manifest, config or layer that does not hold up; the store's quota.
+  // Pulls `ref` (linux/amd64): through its registry's mirror first when
+  // the operator named one (RegistryAccess::mirror), falling back to the
+  // registry itself on a kRegistryError unless the mirror is mirror-only.
+  // kRegistryError with the registry's (or kiln's refusal's) reason and
+  // details {"ref"} (and "refused", "mirror"); the build's cancellation or
+  // timeout (check_time); kInvalidImage for a manifest, config or layer
+  // that does not hold up; the store's quota.
   Result<PulledImage> Pull(const ImageRef& ref);
 
  private:
+  // One source: the image `name` fetched as `ref` (itself, or its name on
+  // a mirror) with `access` to ref's registry.
+  Result<PulledImage> PullFrom(const ImageRef& name, const ImageRef& ref,
+                               const RegistryAccess& access);
   // How skopeo reaches the registry: directly for one --allow-registry
   // names, else through a RegistryNetwork (null until a pull opens one).
   struct Skopeo;
