@@ -19,12 +19,23 @@ struct IntField {
 inline constexpr IntField kVcpu{1, 16, 2};
 inline constexpr IntField kMemoryMiB{128, 65536, 2048};
 inline constexpr IntField kDiskMiB{64, 65536, 4096};
-inline constexpr IntField kTimeoutSeconds{60, 3600, 1800};
+// The lease: kTimeoutSeconds.max is the most kilnd allows (a day);
+// --max-lease-seconds may lower it, and every front reads its leases with
+// LeaseSeconds(that maximum).
+inline constexpr IntField kTimeoutSeconds{60, 86400, 1800};
 inline constexpr int64_t kMaxCostMicrosMax = int64_t{1} << 50;
 inline constexpr int kSandboxNameMax = 64;
 inline constexpr int kSandboxEnvValueMax = 32 * 1024;
 // ExtendRequest
-inline constexpr IntField kExtendSeconds{1, 3600, 0};  // required: no default
+inline constexpr IntField kExtendSeconds{1, 86400, 0};  // required: no default
+
+// kTimeoutSeconds under an operator's lower maximum (--max-lease-seconds):
+// the default lease never exceeds it.
+constexpr IntField LeaseSeconds(int64_t max) {
+  int64_t m = max < kTimeoutSeconds.min ? kTimeoutSeconds.min
+                                        : (max > kTimeoutSeconds.max ? kTimeoutSeconds.max : max);
+  return IntField{kTimeoutSeconds.min, m, kTimeoutSeconds.def < m ? kTimeoutSeconds.def : m};
+}
 
 // ExecRequest / StartProcessRequest
 inline constexpr IntField kExecTimeoutMs{1, 86400000, 60000};

@@ -1,5 +1,7 @@
 // Create: a sandbox from an image or from a snapshot (a pooled copy when
 // one is ready, else a restore), once capacity admits it.
+#include <algorithm>
+
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -31,6 +33,9 @@ Status SandboxManager::NameTaken(const std::string& name, const std::string& hol
 
 Result<std::shared_ptr<Sandbox>> SandboxManager::Create(SandboxSpec spec, Deadline deadline,
                                                         const std::function<bool()>& cancelled) {
+  // The fronts refuse a longer lease naming their field; kilnd's own
+  // sandboxes (a build step's) are held to it here.
+  spec.timeout_seconds = std::min(spec.timeout_seconds, options_.max_lease_seconds);
   std::optional<store::SnapshotRecord> from;
   if (spec.snapshot) {
     from = snapshots_.Get(*spec.snapshot);

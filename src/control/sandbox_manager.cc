@@ -18,7 +18,6 @@
 namespace kiln::control {
 
 namespace {
-constexpr int64_t kLeaseCapMs = 3600 * 1000;  // :extend moves a lease at most 1 h ahead
 // See engine::kStartupCpuWeight. A first command costs 10-110 ms of CPU.
 constexpr int64_t kStartupBoostMs = 5000;
 constexpr uint64_t kStartupBoostCpuNs = 150'000'000;
@@ -210,7 +209,7 @@ std::map<SandboxState, int> SandboxManager::CountByState() const {
 
 Result<int64_t> SandboxManager::Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t seconds) {
   if (Status running = sandbox->RequireRunning(); !running.ok()) return running;
-  int64_t end = sandbox->Extend(seconds, StableNowMs(), kLeaseCapMs);
+  int64_t end = sandbox->Extend(seconds, StableNowMs(), int64_t{options_.max_lease_seconds} * 1000);
   Save(*sandbox);
   LogInfo("lease extended", {{"event", "sandbox.extended"},
                              {"sandboxId", sandbox->id()},

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/contract.h"
 #include "control/capacity.h"
 #include "control/metering.h"
 #include "control/sandbox.h"
@@ -67,6 +68,9 @@ struct ManagerOptions {
   // The kilnd before this one ended without a clean stop (it crashed or
   // was killed): re-adoptions count towards the crash-loop limit.
   bool after_crash = false;
+  // --max-lease-seconds: the longest lease a create or wake may ask for, and
+  // how far past now an extend may move one.
+  int max_lease_seconds = static_cast<int>(contract::kTimeoutSeconds.max);
 };
 
 // A sandbox re-adopted this many times after crashes of kilnd within the
@@ -184,7 +188,12 @@ class SandboxManager {
   // Returns the new version; kNotRunning once it is stopping.
   Result<int64_t> SetNetwork(const std::shared_ptr<Sandbox>& sandbox,
                              const network::Policy& policy);
-  // Moves its lease end (see Sandbox::Extend) and records it; kNotRunning.
+  // The leases every front reads (--max-lease-seconds), as an API field.
+  contract::IntField lease_seconds() const {
+    return contract::LeaseSeconds(options_.max_lease_seconds);
+  }
+  // Moves its lease end (see Sandbox::Extend) to at most
+  // --max-lease-seconds from now, and records it; kNotRunning.
   Result<int64_t> Extend(const std::shared_ptr<Sandbox>& sandbox, int64_t seconds);
   // Stops it synchronously: when this returns nothing of it is on the host.
   void Stop(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason);

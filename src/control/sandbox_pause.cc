@@ -155,9 +155,11 @@ Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
   m.cpu_ns = engine_.GetUsage(sandbox->id()).cpu_ns;
   m.at_ms = now;
   sandbox->SetMeter(m);
-  int64_t lease_ms = timeout_seconds ? static_cast<int64_t>(*timeout_seconds) * 1000
-                                     : std::max<int64_t>(rec.paused_lease_ms,
-                                                         int64_t{spec.timeout_seconds} * 1000);
+  int64_t lease_ms = std::min<int64_t>(
+      timeout_seconds
+          ? static_cast<int64_t>(*timeout_seconds) * 1000
+          : std::max<int64_t>(rec.paused_lease_ms, int64_t{spec.timeout_seconds} * 1000),
+      int64_t{options_.max_lease_seconds} * 1000);
   Watch(sandbox, conn);
   sandbox->MarkResumed(std::move(conn), now, lease_ms);
   // Recorded running before the checkpoint goes: a kill -9 in between

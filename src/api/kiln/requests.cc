@@ -120,7 +120,7 @@ int ReadPortParam(Exchange& ex) {
 
 // ---- Sandboxes ----
 
-CreateRequest ReadCreate(const json& body) {
+CreateRequest ReadCreate(const json& body, const contract::IntField& lease) {
   FieldReader f(body);
   CreateRequest req;
   control::SandboxSpec& spec = req.spec;
@@ -128,7 +128,7 @@ CreateRequest ReadCreate(const json& body) {
   spec.shape.memory_mib = static_cast<int>(f.Int("memoryMiB", contract::kMemoryMiB));
   spec.shape.disk_mib = static_cast<int>(f.Int("diskMiB", contract::kDiskMiB));
   spec.shape_given = {f.has("vcpu"), f.has("memoryMiB"), f.has("diskMiB")};
-  spec.timeout_seconds = static_cast<int>(f.Int("timeoutSeconds", contract::kTimeoutSeconds));
+  spec.timeout_seconds = static_cast<int>(f.Int("timeoutSeconds", lease));
   if (auto v = f.String("onLeaseEnd", 16)) {
     if (*v != "stop" && *v != "pause" && *v != "delete")
       f.Issue("onLeaseEnd", "must be \"pause\", \"stop\" or \"delete\"");
@@ -234,11 +234,10 @@ control::SandboxUpdate ReadUpdate(const json& body) {
   return u;
 }
 
-std::optional<int> ReadWake(const json& body) {
+std::optional<int> ReadWake(const json& body, const contract::IntField& lease) {
   FieldReader f(body);
   std::optional<int> timeout;
-  if (f.has("timeoutSeconds"))
-    timeout = static_cast<int>(f.Int("timeoutSeconds", contract::kTimeoutSeconds));
+  if (f.has("timeoutSeconds")) timeout = static_cast<int>(f.Int("timeoutSeconds", lease));
   f.Finish();
   return timeout;
 }

@@ -59,14 +59,16 @@ struct CreateRequest {
   std::optional<int64_t> cpu_floor_millis;  // must be kilnd's price (the route checks)
 };
 // Volumes are refused as not_supported, naming body.volumes.
-CreateRequest ReadCreate(const nlohmann::json& body);
+CreateRequest ReadCreate(const nlohmann::json& body,
+                         const contract::IntField& lease = contract::kTimeoutSeconds);
 // :extend, {seconds}: the seconds to add.
 int ReadExtend(const nlohmann::json& body);
 // :update: the members given; null removes a name, an env entry or the
 // total cost cap.
 control::SandboxUpdate ReadUpdate(const nlohmann::json& body);
 // :wake, {timeoutSeconds?}: the new lease, or nullopt to keep the sandbox's.
-std::optional<int> ReadWake(const nlohmann::json& body);
+std::optional<int> ReadWake(const nlohmann::json& body,
+                            const contract::IntField& lease = contract::kTimeoutSeconds);
 // GET /v1/sandboxes: state, name, label, includeStopped, limit, cursor
 // (the owner is the route's to fill).
 struct SandboxListQuery {

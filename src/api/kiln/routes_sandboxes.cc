@@ -16,7 +16,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("POST", "/v1/sandboxes", [&ctx](Exchange& ex) {
-    CreateRequest create = ReadCreate(ex.JsonBody());
+    CreateRequest create = ReadCreate(ex.JsonBody(), ctx.sandboxes.lease_seconds());
     int64_t floor = ctx.sandboxes.prices().cpu_floor_millis;
     if (create.cpu_floor_millis && *create.cpu_floor_millis != floor)
       throw InvalidField("body.cpuFloorMillis", "is this kilnd's price, " + std::to_string(floor) +
@@ -53,7 +53,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/sandboxes/{id}:wake", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    std::optional<int> timeout = ReadWake(ex.JsonBody());
+    std::optional<int> timeout = ReadWake(ex.JsonBody(), ctx.sandboxes.lease_seconds());
     // Waits for room like a create (Prefer: wait), at least a minute.
     auto deadline = std::max(PreferWaitDeadline(ex),
                              std::chrono::steady_clock::now() + std::chrono::seconds(60));

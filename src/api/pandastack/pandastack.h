@@ -15,6 +15,7 @@
 #include "api/context.h"
 #include "api/front.h"
 #include "api/router.h"
+#include "common/contract.h"
 #include "common/status.h"
 #include "control/sandbox_record.h"
 #include "images/manager/image_record.h"
@@ -44,7 +45,8 @@ struct CreateRequest {
 };
 // Issues name the field ("body.ttl_seconds"); volumes are refused as a
 // feature kiln lacks.
-CreateRequest ReadCreate(const nlohmann::json& body);
+CreateRequest ReadCreate(const nlohmann::json& body,
+                         const contract::IntField& lease = contract::kTimeoutSeconds);
 
 // POST /sandboxes/{id}/exec and /exec/stream: {cmd, timeout_seconds?}.
 struct ExecRequest {
@@ -58,7 +60,8 @@ struct LifecycleChange {
   std::optional<int64_t> ttl_seconds;
   std::optional<bool> persistent;
 };
-LifecycleChange ReadLifecycle(const nlohmann::json& body);
+LifecycleChange ReadLifecycle(const nlohmann::json& body,
+                              const contract::IntField& lease = contract::kTimeoutSeconds);
 
 // POST /sandboxes/{id}/fork and /fork-tree: {count?, metadata?}.
 struct ForkRequest {

@@ -45,7 +45,7 @@ control::Deadline CreateDeadline(const Exchange& ex) {
 namespace {
 
 void Create(ApiContext& ctx, Exchange& ex) {
-  CreateRequest parsed = ReadCreate(ex.JsonBody());
+  CreateRequest parsed = ReadCreate(ex.JsonBody(), ctx.sandboxes.lease_seconds());
   launch::LaunchRequest req = LaunchFor(ex, std::move(parsed.spec), kRoomWait);
   if (!req.spec.snapshot) {
     req.image = parsed.template_name;
@@ -72,7 +72,7 @@ void SetTtl(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sandbo
 
 void Lifecycle(ApiContext& ctx, Exchange& ex) {
   auto s = FindSandbox(ctx, ex);
-  LifecycleChange change = ReadLifecycle(ex.JsonBody());
+  LifecycleChange change = ReadLifecycle(ex.JsonBody(), ctx.sandboxes.lease_seconds());
   if (change.persistent && *change.persistent != s->spec().persistent) {
     control::SandboxUpdate update;  // kiln's own :update
     update.persistent = *change.persistent;

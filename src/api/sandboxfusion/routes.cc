@@ -140,7 +140,7 @@ launch::LaunchRequest ProgramLaunch(ApiContext& ctx, Exchange& ex,
   control::SandboxSpec spec;
   spec.timeout_seconds = std::clamp(static_cast<int>(std::ceil(steps)) + kSfLeaseSlack,
                                     static_cast<int>(contract::kTimeoutSeconds.min),
-                                    static_cast<int>(contract::kTimeoutSeconds.max));
+                                    static_cast<int>(ctx.sandboxes.lease_seconds().max));
   spec.delete_on_lease_end = true;  // a front that died mid-request leaves nothing
   spec.pausable = false;
   spec.auto_wake = false;
