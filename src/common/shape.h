@@ -11,4 +11,17 @@ struct Shape {
   bool operator==(const Shape&) const = default;
 };
 
+// Which dimensions of a Shape a request named; the others may come from
+// elsewhere (a snapshot's, an image's own).
+struct ShapeGiven {
+  bool vcpu = false, memory = false, disk = false;
+};
+
+// `shape` with the dimensions `given` does not name taken from `other`.
+inline Shape ShapeOver(const Shape& shape, const ShapeGiven& given, const Shape& other) {
+  return Shape{given.vcpu ? shape.vcpu : other.vcpu,
+               given.memory ? shape.memory_mib : other.memory_mib,
+               given.disk ? shape.disk_mib : other.disk_mib};
+}
+
 }  // namespace kiln

@@ -39,9 +39,7 @@ struct SandboxSpec {
   std::map<std::string, std::string> env;
   // Which parts of `shape` the create named: a disk snapshot's copy takes
   // those and the snapshot's others (a memory snapshot's shape always wins).
-  struct ShapeGiven {
-    bool vcpu = false, memory = false, disk = false;
-  } shape_given;
+  ShapeGiven shape_given;
   std::optional<std::string> snapshot;  // start from this snapshot
   // The image it runs (an id; unset = the daemon's base image), the root
   // filesystem the image resolved to ("" = the daemon's) and its user.

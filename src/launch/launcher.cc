@@ -66,10 +66,13 @@ Result<std::optional<images::ImageLaunch>> Launcher::ResolveImage(LaunchRequest&
   if (!request.image && !spec.snapshot && images_) request.image = images_->builtin_id();
   if (!request.image) return std::optional<images::ImageLaunch>();
   if (!images_) return Status(Code::kImageNotFound, "this kilnd serves no images");
-  auto launch = images_->ForSandbox(*request.image, request.scope, spec.shape);
+  auto launch = images_->ForSandbox(*request.image, request.scope, spec.shape, spec.shape_given);
   if (!launch.ok() && launch.status().code() == Code::kImageNotFound && request.image_fallback)
-    launch = images_->ForSandbox(*request.image_fallback, request.scope, spec.shape);
+    launch =
+        images_->ForSandbox(*request.image_fallback, request.scope, spec.shape, spec.shape_given);
   if (!launch.ok()) return launch.status();
+  // An image's own shape (a template's) where the create names none.
+  spec.shape = launch->shape;
   spec.image = launch->image_id;
   spec.rootfs = launch->rootfs;
   spec.run_as = launch->run_as;

@@ -20,7 +20,7 @@ std::optional<std::map<std::string, std::string>> ReadMetadata(FieldReader& f) {
 
 }  // namespace
 
-CreateRequest ReadCreate(const json& body) {
+CreateRequest ReadCreate(const json& body, const contract::IntField& lease) {
   FieldReader f(body);
   CreateRequest r;
   control::SandboxSpec& spec = r.spec;
@@ -34,7 +34,8 @@ CreateRequest ReadCreate(const json& body) {
   // The client no longer sends these; a REST caller may, in kiln's bounds.
   spec.shape.vcpu = static_cast<int>(f.Int("cpu", contract::kVcpu));
   spec.shape.memory_mib = static_cast<int>(f.Int("memory_mb", contract::kMemoryMiB));
-  spec.timeout_seconds = static_cast<int>(f.Int("ttl_seconds", contract::kTimeoutSeconds));
+  spec.shape_given = {f.has("cpu"), f.has("memory_mb"), false};
+  spec.timeout_seconds = static_cast<int>(f.Int("ttl_seconds", lease));
   spec.persistent = f.Bool("persistent").value_or(false);
   if (auto m = ReadMetadata(f)) spec.labels = *m;
   if (auto s = f.String("from_snapshot", 64)) {
@@ -61,10 +62,10 @@ ExecRequest ReadExec(const json& body) {
   return r;
 }
 
-LifecycleChange ReadLifecycle(const json& body) {
+LifecycleChange ReadLifecycle(const json& body, const contract::IntField& lease) {
   FieldReader f(body);
   LifecycleChange c;
-  c.ttl_seconds = f.Int("ttl_seconds", 1, contract::kTimeoutSeconds.max);
+  c.ttl_seconds = f.Int("ttl_seconds", 1, lease.max);
   c.persistent = f.Bool("persistent");
   if (!c.ttl_seconds && !c.persistent && !f.has("ttl_seconds") && !f.has("persistent"))
     f.Issue("ttl_seconds", "give ttl_seconds or persistent");

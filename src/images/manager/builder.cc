@@ -113,6 +113,9 @@ Status Builder::CheckSize(const BuiltImage& st) const {
 }
 
 bool Builder::TakeCached(BuiltImage& st, const std::string& key) {
+  // A step at or past rebuild_from_step runs again (its new layer is cached
+  // as any other's); those before it may be taken from the cache.
+  if (req_.rebuild_from_step && step_ && *step_ >= *req_.rebuild_from_step) return false;
   std::optional<LayerId> hit = cache_.Find(key);
   if (!hit) return false;
   Say("cached");
@@ -186,6 +189,7 @@ Result<BuiltImage> Builder::Run() {
       if (!req_.files.empty())
         Say("context: " + std::to_string(req_.files.size()) + " inline files");
     }
+    if (Status named = UnpackNamedContexts(); !named.ok()) return named;
     built = RunDockerfile(req_.dockerfile, ctx);
   }
   if (!built.ok()) return built;
@@ -195,6 +199,27 @@ Result<BuiltImage> Builder::Run() {
   built->steps_cached = steps_cached_;
   built->steps_run = steps_run_;
   return built;
+}
+
+Status Builder::UnpackNamedContexts() {
+  for (const auto& [name, digest] : req_.named_contexts) {
+    // Names were checked at submit (ValidateContextName): a folder name.
+    std::string dir = tmp_dir_ + "/named/" + name;
+    fs::create_directories(tmp_dir_ + "/named");
+    Result<ContextStats> unpacked =
+        UnpackContext(host_.ContextPath(req_.owner, digest), dir, ContextLimits{}, nullptr);
+    if (!unpacked.ok()) {
+      json d =
+          unpacked.status().details().is_object() ? unpacked.status().details() : json::object();
+      d["context"] = name;
+      return Status(unpacked.status().code(),
+                    "context " + name + ": " + unpacked.status().message(), d);
+    }
+    named_dirs_[name] = dir;
+    Say("context " + name + ": " + std::to_string(unpacked->files) + " files, " +
+        std::to_string(unpacked->bytes) + " bytes");
+  }
+  return Status::Ok();
 }
 
 Result<BuiltImage> Builder::RunDockerfile(const std::string& text, const std::string& context_dir) {
@@ -385,7 +410,11 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   CopySpec spec;
   spec.source_root = context_dir;
   std::optional<DockerIgnore> ignore;
-  if (copy.from) {
+  auto named = copy.from && !copy.from_stage ? named_dirs_.find(*copy.from) : named_dirs_.end();
+  if (named != named_dirs_.end()) {
+    // A named context is a context of its own: read as uploaded, whole.
+    spec.source_root = named->second;
+  } else if (copy.from) {
     std::optional<int> stage = copy.from_stage;
     BuiltImage from;
     if (stage) {

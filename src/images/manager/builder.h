@@ -66,6 +66,8 @@ class Builder {
                   const std::string& context_dir, const std::vector<BuiltImage>& done,
                   const std::map<int, int>& stage_slot);
   Status WorkdirStep(BuiltImage& st, const Step& step);
+  // Unpacks each of the request's named contexts into a folder of its own.
+  Status UnpackNamedContexts();
   // True if the cache has `key`'s layer: then it is pinned and put on `st`.
   bool TakeCached(BuiltImage& st, const std::string& key);
   Status CheckTime() const;
@@ -84,7 +86,8 @@ class Builder {
   int steps_run_ = 0;
   std::string tmp_dir_;
   StepCache cache_;
-  std::optional<ImagePuller> puller_;  // from Run(), once tmp_dir_ exists
+  std::optional<ImagePuller> puller_;              // from Run(), once tmp_dir_ exists
+  std::map<std::string, std::string> named_dirs_;  // named context -> its unpacked folder
 };
 
 }  // namespace kiln::images

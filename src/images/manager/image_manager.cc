@@ -205,7 +205,9 @@ Result<ImageRecord> ImageManager::Submit(ImageRequest req) {
                                             " builds queued already: retry once some have run")
           .WithRetryAfter(5);
   }
-  std::string id = NewUuid();
+  std::string id = req.id ? req.id->str() : NewUuid();
+  if (req.id && catalog_.Get(id))
+    return Status(Code::kInvalidRequest, "image " + id + " exists already", json{{"imageId", id}});
   if (req.name.empty()) {
     // An unnamed image is addressed by its id: its name is the id (shown as
     // null), it has no versions to move a tag between.
@@ -253,6 +255,13 @@ Result<ImageRecord> ImageManager::Submit(ImageRequest req) {
       return Status(Code::kInvalidRequest,
                     "body.context: " + req.context->str() +
                         " was not uploaded (PUT /v1/images/context/sha256:<hex> first)");
+    for (const auto& [name, digest] : req.named_contexts) {
+      if (Status s = ValidateContextName(name); !s.ok()) return s;
+      if (!fs::exists(ContextPathOf(req.owner, digest)))
+        return Status(Code::kInvalidRequest,
+                      "context " + name + ": " + digest.str() + " was not uploaded by this key",
+                      json{{"context", name}});
+    }
   } else if (req.source == ImageSource::kRecipe) {
     Result<RecipeBuild> recipe = RecipeToBuild(req.recipe);
     if (!recipe.ok()) return recipe.status();
@@ -280,6 +289,8 @@ Result<ImageRecord> ImageManager::Submit(ImageRequest req) {
   // Tags move to a version when it is ready, so "name" keeps naming the
   // last good build while the next one runs.
   record.pending_tags = req.tags;
+  record.step_names = req.step_names;
+  record.shape = req.shape;
   record.created_ms = NowMs();
   record = catalog_.Insert(record, {}).get<ImageRecord>();
   auto job = std::make_shared<Job>();

@@ -37,6 +37,7 @@
 #include "images/manager/image_request.h"
 #include "images/manager/image_storage.h"
 #include "images/parse/image_ref.h"
+#include "images/parse/registry_mirror.h"
 #include "images/parse/registry_pattern.h"
 #include "store/image_catalog.h"
 #include "store/snapshot_transfer.h"
@@ -58,6 +59,9 @@ struct ImageManagerOptions {
   // from directly, also when private or on loopback; plain HTTP for those
   // on loopback. Any other registry: HTTPS to public addresses only.
   std::vector<RegistryPattern> allowed_registries;
+  // --registry-mirror: pull-through mirrors, one per registry, asked first
+  // (image_puller.h); a mirror is reached under the rules above.
+  std::vector<RegistryMirror> mirrors;
   uint64_t context_quota_bytes = 2ull << 30;  // --context-storage-mib, per key
 };
 
@@ -71,6 +75,7 @@ struct ImageLaunch {
   std::optional<StartSpec> start;  // run at a cold boot (a warm copy has it running)
   nlohmann::json warm_start;       // {processId, readyMs} of the warm copy's start
   bool sudo = true;                // false: the image turns the sudo shim off
+  Shape shape;                     // the sandbox's (ForSandbox)
 };
 
 struct ContextUpload {
@@ -161,9 +166,13 @@ class ImageManager : private BuildHost, public control::SnapshotLayers {
   nlohmann::json Prune();
 
   // Resolves a create's `image`; kImageNotFound, kBuildInProgress (not
-  // ready yet) or kInvalidRequest (failed or deleted).
+  // ready yet) or kInvalidRequest (failed or deleted). The sandbox's shape
+  // is `shape` where `given` names it, else the image's own (its
+  // ImageRecord::shape, else kilnd's default shape); a sandbox of the
+  // image's warm shape restores its warm copy.
   Result<ImageLaunch> ForSandbox(const std::string& ref, const std::optional<std::string>& owner,
-                                 const Shape& shape);
+                                 const Shape& shape,
+                                 const ShapeGiven& given = ShapeGiven{true, true, true});
   // Starts an image's start command in a freshly booted sandbox and waits
   // until it is ready; the create answer's `start`.
   nlohmann::json StartIn(const std::shared_ptr<control::Sandbox>& sandbox, const StartSpec& start);
@@ -193,6 +202,10 @@ class ImageManager : private BuildHost, public control::SnapshotLayers {
   void RunJob(const std::shared_ptr<Job>& job);
   Status Build(Job& job, ImageRecord& record);
   Status Warm(Job& job, ImageRecord& record);
+  // The shape of `record`'s warm copy: its own, else kilnd's default.
+  Shape WarmShapeOf(const ImageRecord& record) const {
+    return record.shape.value_or(options_.warm_shape);
+  }
   Status Fail(Job& job, ImageRecord& record, const Status& why);
   std::shared_ptr<BuildLog> LogOf(const std::string& image_id);
   bool Visible(const ImageRecord& record, const std::optional<std::string>& owner) const;

@@ -153,6 +153,11 @@ void to_json(json& j, const ImageRecord& r) {
            {"error", r.error},
            {"createdMs", r.created_ms}};
   if (!r.pending_tags.empty()) j["pendingTags"] = r.pending_tags;
+  if (!r.step_names.empty()) j["stepNames"] = r.step_names;
+  if (r.shape)
+    j["shape"] = {{"vcpu", r.shape->vcpu},
+                  {"memoryMiB", r.shape->memory_mib},
+                  {"diskMiB", r.shape->disk_mib}};
   if (!r.chain_id.empty()) {
     json layers = json::array();
     for (const auto& l : r.layers) layers.push_back(l.str());
@@ -184,6 +189,14 @@ void from_json(const json& j, ImageRecord& r) {
   if (auto l = j.find("labels"); l != j.end() && l->is_object()) l->get_to(r.labels);
   r.sudo = j.value("sudo", true);
   if (auto p = j.find("pendingTags"); p != j.end() && p->is_array()) p->get_to(r.pending_tags);
+  if (auto p = j.find("stepNames"); p != j.end() && p->is_array()) p->get_to(r.step_names);
+  if (auto p = j.find("shape"); p != j.end() && p->is_object()) {
+    Shape shape;
+    shape.vcpu = p->value("vcpu", shape.vcpu);
+    shape.memory_mib = p->value("memoryMiB", shape.memory_mib);
+    shape.disk_mib = p->value("diskMiB", shape.disk_mib);
+    r.shape = shape;
+  }
   if (auto l = j.find("layers"); l != j.end() && l->is_array()) {
     for (const auto& v : *l) {
       std::optional<LayerId> id =

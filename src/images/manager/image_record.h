@@ -64,9 +64,12 @@ struct ImageRecord {
   // keep the sudo shim, and the tags it takes when ready.
   std::optional<StartSpec> start;
   std::optional<BuildLimits> build;
+  std::optional<Shape> shape;  // ImageRequest::shape
   std::map<std::string, std::string> labels;
   bool sudo = true;
   std::vector<std::string> pending_tags;
+  // ImageRequest::step_names: the requester's name for each kiln step.
+  std::vector<std::string> step_names;
   // What the build made. `layers` and `chain_id` (the root's name, hex)
   // are set together: chain_id empty = not built yet.
   std::vector<LayerId> layers;  // bottom to top

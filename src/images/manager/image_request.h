@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/path_ids.h"
+#include "common/shape.h"
 #include "images/parse/image_ref.h"
 #include "images/parse/recipe.h"
 #include "network/policy.h"
@@ -40,6 +41,9 @@ struct StartSpec {
 enum class ImageSource { kRecipe, kDockerfile, kImage, kBuiltin };
 
 struct ImageRequest {
+  // The id the image takes: kiln makes one unless a staged build reserved
+  // it before its steps arrived (staged_builds.h).
+  std::optional<Uuid> id;
   std::string owner;
   std::string name;
   std::vector<std::string> tags;  // empty = {"latest"}
@@ -54,8 +58,22 @@ struct ImageRequest {
   std::map<std::string, std::string> build_args;
   std::optional<std::string> target;
   std::optional<std::string> dockerignore;
+  // Named build contexts, as BuildKit's --build-context: `COPY --from=NAME`
+  // reads the context of the requester's uploaded NAME instead of an image
+  // or stage (names: [a-z0-9][a-z0-9._-]*, 1-64 chars).
+  std::map<std::string, Sha256Digest> named_contexts;
+  // The steps from this one (the Dockerfile's first FROM is step 1) run
+  // again though the cache has them: a client's "skip the cache from here".
+  std::optional<int> rebuild_from_step;
+  // What the requester calls each step, by kiln step number - 1 (a vendor's
+  // template step it was made from); shown beside the image and in its
+  // failure. Empty: the requester sent the Dockerfile itself.
+  std::vector<std::string> step_names;
   std::optional<ImageRef> image_ref;  // kImage: parsed once, at the edge
   BuildLimits build;
+  // Its sandboxes' shape where a create names none, and its warm copy's
+  // (unset: kilnd's default shape). A vendor's template carries one.
+  std::optional<Shape> shape;
   std::optional<StartSpec> start;
   bool cache = true;
   network::Policy network;  // what RUN steps may reach (default: nothing)

@@ -31,6 +31,20 @@ std::optional<int> RunToEnd(const engine::AgentClient& client, proto::ExecReques
   }
 }
 
+// Runs `start`'s ready check until it passes or its time is up.
+json ReadyCheckAlone(const engine::AgentClient& client, const StartSpec& start, int64_t t0) {
+  int64_t end = t0 + static_cast<int64_t>(start.ready_timeout_seconds) * 1000;
+  while (start.ready_command && MonotonicNowMs() < end) {
+    proto::ExecRequest probe;
+    probe.command = *start.ready_command;
+    probe.timeout_ms = std::max<int64_t>(1000, end - MonotonicNowMs());
+    if (RunToEnd(client, probe) == 0)
+      return json{{"state", "ready"}, {"processId", nullptr}, {"readyMs", MonotonicNowMs() - t0}};
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return json{{"state", "timeout"}, {"processId", nullptr}, {"readyMs", nullptr}};
+}
+
 }  // namespace
 
 json ImageManager::StartIn(const std::shared_ptr<control::Sandbox>& sandbox,
@@ -39,6 +53,11 @@ json ImageManager::StartIn(const std::shared_ptr<control::Sandbox>& sandbox,
   auto channel = sandbox->channel();
   if (!channel) return json{{"state", "not_running"}};
   engine::AgentClient client(channel);
+  if (!start.argv && !start.command) {
+    // A ready check alone (E2B's set_ready_cmd): what it waits for is the
+    // image's own; nothing is started.
+    return ReadyCheckAlone(client, start, t0);
+  }
   proto::ProcStartRequest p;
   p.argv = start.argv;
   p.command = start.command;
@@ -72,7 +91,9 @@ json ImageManager::StartIn(const std::shared_ptr<control::Sandbox>& sandbox,
     while (!ready && MonotonicNowMs() < end) {
       proto::ExecRequest probe;
       probe.command = *start.ready_command;
-      probe.timeout_ms = std::max<int64_t>(1000, std::min<int64_t>(10000, end - MonotonicNowMs()));
+      // A probe may take the time left: E2B's wait_for_timeout is a
+      // `sleep N` that must be let finish; a failed one is tried again.
+      probe.timeout_ms = std::max<int64_t>(1000, end - MonotonicNowMs());
       ready = RunToEnd(client, probe) == 0;
       if (!ready) {
         if (auto gone = exited()) return *gone;
@@ -96,9 +117,9 @@ Status ImageManager::Warm(Job& job, ImageRecord& record) {
   auto log = LogOf(job.image_id);
   // A host too small for the default shape never restores a warm copy of it
   // (only creates of that shape do): the image is ready without one.
-  if (!sandboxes_.ShapeEverFits(options_.warm_shape)) {
+  if (!sandboxes_.ShapeEverFits(WarmShapeOf(record))) {
     log->Line("system", std::nullopt,
-              "not warmed: the default shape does not fit this host's capacity");
+              "not warmed: the image's shape does not fit this host's capacity");
     return Status::Ok();
   }
   log->Line("system", std::nullopt, "warming: booting the image once and keeping it ready");
@@ -106,7 +127,7 @@ Status ImageManager::Warm(Job& job, ImageRecord& record) {
   if (!root.ok()) return root.status();
   control::SandboxSpec spec;
   spec.owner = record.owner;
-  spec.shape = options_.warm_shape;
+  spec.shape = WarmShapeOf(record);
   spec.image = job.image_id;  // no labels: copies of the warm copy inherit them
   spec.rootfs = *root;
   spec.run_as = record.run_as.value_or(RunAs{});
@@ -128,7 +149,7 @@ Status ImageManager::Warm(Job& job, ImageRecord& record) {
     std::string state = info.value("state", "");
     if (state != "ready" && state != "started") {
       std::vector<std::string> tail;
-      if (info.contains("processId")) {
+      if (info.contains("processId") && info["processId"].is_string()) {
         engine::AgentClient client((*box)->channel());
         auto out = client.ProcessOutput(info["processId"], 0, 0, 5000);
         if (out.ok()) {
@@ -182,7 +203,7 @@ void ImageManager::WarmBuiltinLater() {
 
 Result<ImageLaunch> ImageManager::ForSandbox(const std::string& ref,
                                              const std::optional<std::string>& owner,
-                                             const Shape& shape) {
+                                             const Shape& requested, const ShapeGiven& given) {
   Result<ImageRecord> found = Resolve(ref, owner);
   if (!found.ok()) return found.status();
   const ImageRecord& r = *found;
@@ -201,6 +222,8 @@ Result<ImageLaunch> ImageManager::ForSandbox(const std::string& ref,
     return Status(Code::kImageNotFound, "image " + ref + " is " + state);
   ImageLaunch l;
   l.image_id = r.id;
+  const Shape shape = ShapeOver(requested, given, WarmShapeOf(r));
+  l.shape = shape;
   if (r.source == ImageSource::kBuiltin) {
     l.rootfs = options_.base_rootfs;
   } else {
@@ -212,7 +235,7 @@ Result<ImageLaunch> ImageManager::ForSandbox(const std::string& ref,
   l.start = r.start;
   l.sudo = r.sudo;
   if (r.warm_snapshot) {
-    if (shape == options_.warm_shape && sandboxes_.snapshots().Find(*r.warm_snapshot))
+    if (shape == WarmShapeOf(r) && sandboxes_.snapshots().Find(*r.warm_snapshot))
       l.warm_snapshot = r.warm_snapshot;
     l.warm_start = r.warm.is_null() ? json::object() : r.warm;
   } else if (r.source == ImageSource::kBuiltin) {

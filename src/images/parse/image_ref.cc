@@ -264,6 +264,17 @@ Status ValidateTag(std::string_view tag) {
   return Status::Ok();
 }
 
+Status ValidateContextName(std::string_view name) {
+  bool ok = !name.empty() && name.size() <= 64 && IsLowerAlnum(name.front());
+  for (char c : name) ok = ok && (IsLowerAlnum(c) || c == '.' || c == '_' || c == '-');
+  if (!ok)
+    return Status(Code::kInvalidRequest,
+                  "context name " + InQuotes(name) +
+                      " is invalid: 1-64 of lowercase letters, digits, '.', '_' and '-', "
+                      "starting with a letter or digit");
+  return Status::Ok();
+}
+
 Result<KilnImageRef> ParseKilnImageRef(std::string_view text) {
   KilnImageRef ref;
   if (Uuid::Parse(text)) {

@@ -74,5 +74,8 @@ Result<KilnImageRef> ParseKilnImageRef(std::string_view text);
 // [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}. kInvalidRequest saying which rule fails.
 Status ValidateImageName(std::string_view name);
 Status ValidateTag(std::string_view tag);
+// A named build context (COPY --from=NAME): 1-64 chars of [a-z0-9._-],
+// starting alnum; it cannot look like a registry reference (no '/' or ':').
+Status ValidateContextName(std::string_view name);
 
 }  // namespace kiln::images

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -55,7 +56,10 @@ class FakeBuildHost : public BuildHost {
     image.config->working_dir = "/home/app";
     return image;
   }
-  std::string ContextPath(const std::string&, const Sha256Digest& d) override { return d.hex(); }
+  std::string ContextPath(const std::string&, const Sha256Digest& d) override {
+    auto it = contexts.find(d.hex());
+    return it == contexts.end() ? d.hex() : it->second;
+  }
   std::set<LayerId> HeldLayers(const std::string&) override { return {base_layer_}; }
   RegistryAccess Registry(const std::string&, const ImageRef&) override { return {}; }
   Result<SandboxStepExit> RunInSandbox(const SandboxStep& step) override {
@@ -71,6 +75,7 @@ class FakeBuildHost : public BuildHost {
   }
 
   std::map<std::string, std::string> cache;
+  std::map<std::string, std::string> contexts;  // uploaded context digest (hex) -> its tar
   std::set<std::string> pinned;
   std::vector<SandboxStep> runs;
   int exit_code = 0;
@@ -85,12 +90,14 @@ class BuilderTest : public ::testing::Test {
  protected:
   BuilderTest() : host_(dir_.path()) {}
 
-  Result<BuiltImage> Build(const std::string& dockerfile) {
+  Result<BuiltImage> Build(const std::string& dockerfile,
+                           const std::function<void(ImageRequest&)>& more = nullptr) {
     ImageRequest req;
     req.owner = "key_a";
     req.source = ImageSource::kDockerfile;
     req.dockerfile = dockerfile;
     req.build.timeout_seconds = 60;
+    if (more) more(req);
     log_ = std::make_shared<BuildLog>(dir_.path() + "/build.log");
     Builder builder(host_, req, "00000000-0000-4000-8000-000000000001", log_, cancelled_);
     return builder.Run();
@@ -158,6 +165,33 @@ TEST_F(BuilderTest, AnUnknownBaseIsNotFound) {
   ASSERT_FALSE(built.ok());
   EXPECT_EQ(built.status().code(), Code::kImageNotFound);
   EXPECT_TRUE(host_.runs.empty());
+}
+
+TEST_F(BuilderTest, CopyFromANamedContextReadsThatUploadAndRebuildFromRunsTheRestAgain) {
+  std::string tar = dir_.path() + "/piece.tar.gz";
+  WriteTar(tar, {TarEntry{"app", 'd', "", 0755}, TarEntry{"app/x.txt", 'f', "from the piece\n"},
+                 TarEntry{"app/link", 'l', "x.txt"}});
+  Sha256Digest digest = Sha256Digest::Of("piece");
+  host_.contexts[digest.hex()] = tar;
+  auto with_piece = [&](ImageRequest& req) { req.named_contexts = {{"piece", digest}}; };
+  const std::string file = "FROM base\nCOPY --from=piece app /dest/\nRUN echo hi\n";
+  auto built = Build(file, with_piece);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  ASSERT_EQ(built->layers.size(), 3u);
+  std::string copied = host_.Layers().LayerDir(built->layers[1]);
+  EXPECT_EQ(testing::ReadFile(copied + "/dest/x.txt"), "from the piece\n");
+  EXPECT_EQ(std::filesystem::read_symlink(copied + "/dest/link"), "x.txt");  // kept a link
+  ASSERT_EQ(host_.runs.size(), 1u);
+  // Again, the RUN (step 3) asked to run though cached; the COPY is cached.
+  auto again = Build(file, [&](ImageRequest& req) {
+    with_piece(req);
+    req.rebuild_from_step = 3;
+  });
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(host_.runs.size(), 2u);
+  EXPECT_EQ(again->steps_cached, 2);  // FROM and the COPY
+  // Without the context, a COPY --from of that name is an image's (none here).
+  EXPECT_FALSE(Build(file).ok());
 }
 
 }  // namespace
