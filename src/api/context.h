@@ -23,7 +23,8 @@
 
 namespace kiln::images {
 class ImageManager;
-}
+class StagedBuilds;
+}  // namespace kiln::images
 
 namespace kiln::api {
 
@@ -63,6 +64,8 @@ struct ApiContext {
   // every token.
   std::string sandbox_token_key;
   TerminalTickets* tickets = nullptr;  // null: no terminal tickets
+  // Builds that arrive in parts (vendors' template builds); null: refused.
+  images::StagedBuilds* staged_builds = nullptr;
 };
 
 // The sandbox named by the {id} parameter; 404 not_found if unknown or

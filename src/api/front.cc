@@ -1,5 +1,6 @@
 #include "api/front.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <regex>
@@ -100,7 +101,9 @@ void ApiFront::Authenticate(Exchange& ex) {
   // Callers without a valid key are limited by address: guessing keys
   // spends the guesser's own bucket, not anyone's key's.
   auto by_address = [&] { LimitAddress(ex); };
-  if (Unauthenticated(ex)) {
+  bool signed_link = std::any_of(signed_prefixes_.begin(), signed_prefixes_.end(),
+                                 [&](const std::string& p) { return ex.path().starts_with(p); });
+  if (Unauthenticated(ex) || signed_link) {
     SetCaller(ex, Caller{});
     by_address();
     return;

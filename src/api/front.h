@@ -62,6 +62,11 @@ class ApiFront {
     Errors errors = Errors::kAll;
   };
   void AddDialect(Dialect dialect) { dialects_.push_back(std::move(dialect)); }
+  // Requests under `prefix` carry a signed link in place of a key (E2B's
+  // template uploads, which its SDK sends from a fresh client without the
+  // key): they pass here without one, drawing from their client address's
+  // rate bucket, and their route checks the link's signature.
+  void AcceptSignedLinks(std::string prefix) { signed_prefixes_.push_back(std::move(prefix)); }
   // Terminal WebSockets without an Authorization header may then offer a
   // ticket from `tickets` instead (api/terminal_tickets.h).
   void AcceptTerminalTickets(TerminalTickets* tickets) { tickets_ = tickets; }
@@ -95,6 +100,7 @@ class ApiFront {
   std::function<bool(const Exchange&)> host_claims_;
   std::function<void(Exchange&)> host_handler_;
   std::vector<Dialect> dialects_;
+  std::vector<std::string> signed_prefixes_;
   TerminalTickets* tickets_ = nullptr;
 };
 

@@ -1,10 +1,16 @@
 #include "api/request_target.h"
 
+#include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 
 #include "api/errors.h"
 
 namespace kiln::api {
+
+std::string PercentEncode(std::string_view text) {
+  return boost::urls::encode(text, boost::urls::unreserved_chars);
+}
 
 RequestTarget ParseRequestTarget(std::string_view target) {
   auto url = boost::urls::parse_origin_form(target);

@@ -22,4 +22,8 @@ struct RequestTarget {
 // followed by two hex digits or a character RFC 3986 does not allow there.
 RequestTarget ParseRequestTarget(std::string_view target);
 
+// `text` percent-encoded for a query value: everything but RFC 3986's
+// unreserved characters.
+std::string PercentEncode(std::string_view text);
+
 }  // namespace kiln::api

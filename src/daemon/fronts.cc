@@ -39,6 +39,7 @@ void ConfigureFront(api::ApiFront& front, api::ApiContext& ctx) {
   front.AddDialect(api::PandaStackDialect());
   front.AddDialect(api::SandboxFusionDialect());
   front.AcceptTerminalTickets(ctx.tickets);
+  front.AcceptSignedLinks(api::e2b::kUploadPrefix);
 }
 
 }  // namespace kiln::daemon

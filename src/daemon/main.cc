@@ -37,6 +37,7 @@
 #include "egress/egress.h"
 #include "engine/runsc_engine.h"
 #include "images/manager/image_manager.h"
+#include "images/manager/staged_builds.h"
 #include "io/service.h"
 #include "store/db.h"
 #include "store/egress_log_store.h"
@@ -216,6 +217,8 @@ int main(int argc, char** argv) {
   kiln::images::ImageManagerOptions image_options =
       kiln::daemon::ImageOptionsFrom(flags, rootfs, egress);
   kiln::images::ImageManager images(image_options, image_catalog, sandboxes, engine);
+  kiln::images::StagedBuilds staged_builds(images, secrets->Derive("template upload links"),
+                                           image_options.store_dir + "/staged");
   kiln::api::StreamLimiter streams(flags.max_streams_per_sandbox);
   kiln::api::RateLimiter rate_limiter({flags.rate_limit, flags.rate_burst});
   kiln::launch::Launcher launcher(sandboxes, &images);
@@ -237,6 +240,7 @@ int main(int argc, char** argv) {
   kiln::api::TerminalTickets terminal_tickets;
   kiln::api::ApiContext ctx{sandboxes, launcher, io, key_service, egress_pages, &images, &streams};
   ctx.tickets = &terminal_tickets;
+  ctx.staged_builds = &staged_builds;
   ctx.previews = &previews;
   ctx.relays = &relays;
   ctx.sandbox_token_key = secrets->Derive("e2b sandbox access tokens");

@@ -34,6 +34,8 @@ namespace e2b {
 
 inline constexpr const char* kPrefix = "/e2b";
 inline constexpr const char* kSandboxPrefix = "/e2b/sandbox";
+// Template files' upload links: signed, not keyed (templates.h).
+inline constexpr const char* kUploadPrefix = "/e2b/template-uploads/";
 inline constexpr int kEnvdPort = 49983;
 inline constexpr int kInterpreterPort = 49999;
 // The envd version kiln reports: the SDKs pick features by it.

@@ -45,19 +45,21 @@ struct Feature {
 };
 
 // The first segment of a refused path that names an E2B feature.
-constexpr std::array<Feature, 11> kE2bFeatures{{
+constexpr std::array<Feature, 10> kE2bFeatures{{
     {"metrics", "sandbox metrics",
      "kiln meters CPU-seconds and memory for billing (GET /v1/usage), not time series"},
-    {"logs", "sandbox logs", "kiln keeps no sandbox log; read a process's output via envd or /v1"},
-    {"network", "network updates",
-     "change a kiln sandbox's egress with PUT /v1/sandboxes/{id}/network"},
+    {"logs", "logs apart from a build's status",
+     "kiln keeps no sandbox log (read a process's output via envd or /v1); a template "
+     "build's log comes with its status (logEntries)"},
+    {"network", "reading a sandbox's network rules",
+     "read them with GET /v1/sandboxes/{id}/network; PUT .../network sets them here"},
     {"volumes", "volumes", "kiln has no volumes; keep data in a snapshot or an image"},
     {"secrets", "secrets", "kiln stores no secrets; pass envVars at create"},
-    {"builds", "template builds",
-     "build kiln images with POST /v1/images or `kiln image build` (see docs/api.md)"},
-    {"tags", "template tags", "kiln images are named name:tag by POST /v1/images"},
-    {"files", "template builds",
-     "build kiln images with POST /v1/images or `kiln image build` (see docs/api.md)"},
+    {"tags", "tag groups and counts",
+     "list a template's tags with GET /templates/{id}/tags; assign and remove them with "
+     "POST and DELETE /templates/tags"},
+    {"builds", "template build listings",
+     "a build's status is GET /templates/{id}/builds/{buildID}/status"},
     {"default-templates", "default templates", "kiln's built-in image is `base`"},
     {"teams", "teams", "kiln has no teams; a key is the identity"},
     {"access-tokens", "access tokens", "kiln keys are managed with `kiln keys` or /v1/keys"},
@@ -120,10 +122,11 @@ json DetailJson(const control::SandboxRecord& r, const SandboxExtras& x) {
 json TemplateJson(const images::ImageRecord& image) {
   bool builtin = image.source == images::ImageSource::kBuiltin;
   std::string at = FormatTime(image.created_ms);
+  Shape shape = image.shape.value_or(Shape{});
   return json{{"templateID", image.name},
               {"buildID", image.id},
-              {"cpuCount", 2},
-              {"memoryMB", 2048},
+              {"cpuCount", shape.vcpu},
+              {"memoryMB", shape.memory_mib},
               {"diskSizeMB", image.size_bytes / (1024 * 1024)},
               {"public", builtin},
               {"aliases", json::array({image.name})},
@@ -146,14 +149,15 @@ json SnapshotInfoJson(const store::SnapshotRecord& r) {
 
 Status Unsupported(const std::string& method, const std::string& path) {
   std::string rest = path.starts_with(kPrefix) ? path.substr(std::string(kPrefix).size()) : path;
-  // Templates are written only by builds (POST /v3/templates, PATCH ...).
+  // Templates are written by builds (POST /v3/templates and what follows
+  // it), tags and deletes; the older build protocol and updates are not.
   if (method != "GET" && (rest.starts_with("/templates") || rest.starts_with("/v2/templates") ||
                           rest.starts_with("/v3/templates")))
     return Status(Code::kNotSupported,
-                  "template builds (" + method + " " + path +
-                      ") are not offered by kiln's E2B front: build kiln images with POST "
-                      "/v1/images or `kiln image build`; an image is a template by its name",
-                  json{{"feature", "template builds"}});
+                  "template changes other than builds, tags and deletes (" + method + " " + path +
+                      ") are not offered by kiln's E2B front: build with POST /v3/templates "
+                      "(the e2b SDK's Template.build)",
+                  json{{"feature", "template updates"}});
   for (size_t start = 1; start < rest.size();) {
     size_t end = rest.find('/', start);
     std::string seg = rest.substr(start, end == std::string::npos ? end : end - start);

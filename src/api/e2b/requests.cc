@@ -19,9 +19,8 @@ using nlohmann::json;
 namespace request_fields {
 namespace {
 
-// kiln's lease bounds; E2B's timeouts may be shorter than kiln's least
-// lease, which the routes reach by shortening the lease after the start.
-constexpr int64_t kE2bMaxTimeoutSeconds = contract::kTimeoutSeconds.max;
+// E2B's timeouts run from 1 s to kiln's longest lease; one shorter than
+// kiln's least lease is reached by shortening the lease after the start.
 // The longest metadata filter and nextToken read.
 constexpr size_t kMetadataFilterMax = 8192;
 constexpr size_t kNextTokenMax = 32;
@@ -40,34 +39,26 @@ constexpr size_t kNextTokenMax = 32;
 // internet off. With the internet allowed, denyOut is kiln's deny list; an
 // allowOut beside a partial denyOut (an exception kiln cannot express) is
 // refused by name. The rest of E2B's network config is refused by name.
-void ReadNetwork(FieldReader& outer, bool internet, const json* raw, network::Policy* policy) {
+// `f` reads the object holding allowOut and denyOut (a create's network,
+// or the body of PUT .../network); `where` prefixes the names refused.
+network::Policy ReadEgress(FieldReader& f, bool internet, const std::string& where) {
   std::vector<std::string> allow, deny;
   bool deny_all = !internet;
-  if (raw) {
-    if (!raw->is_object()) {
-      outer.Issue("network", "must be an object");
-      return;
-    }
-    json body = WithoutNulls(*raw);  // FieldReader keeps a reference
-    FieldReader f(body, "body.network");
-    allow = f.StringList("allowOut", network::kMaxPolicyEntries).value_or(allow);
-    for (auto& d : f.StringList("denyOut", network::kMaxPolicyEntries).value_or(deny)) {
-      if (d == "0.0.0.0/0" || d == "::/0")
-        deny_all = true;
-      else
-        deny.push_back(std::move(d));
-    }
-    // Every port of a kiln sandbox needs its token already.
-    if (auto pub = f.Bool("allowPublicTraffic"); pub && *pub)
-      Refuse("network.allowPublicTraffic",
-             "every port of a kiln sandbox needs its traffic access token");
-    for (const char* name : {"egressProxy", "maskRequestHost", "rules", "dnsServers", "httpsPorts"})
-      if (f.Raw(name))
-        Refuse(std::string("network.") + name, "kiln's egress rules are allow and deny lists");
-    f.Finish();
+  allow = f.StringList("allowOut", network::kMaxPolicyEntries).value_or(allow);
+  for (auto& d : f.StringList("denyOut", network::kMaxPolicyEntries).value_or(deny)) {
+    if (d == "0.0.0.0/0" || d == "::/0")
+      deny_all = true;
+    else
+      deny.push_back(std::move(d));
   }
+  // Every port of a kiln sandbox needs its token already.
+  if (auto pub = f.Bool("allowPublicTraffic"); pub && *pub)
+    Refuse(where + "allowPublicTraffic",
+           "every port of a kiln sandbox needs its traffic access token");
+  for (const char* name : {"egressProxy", "maskRequestHost", "rules", "dnsServers", "httpsPorts"})
+    if (f.Raw(name)) Refuse(where + name, "kiln's egress rules are allow and deny lists");
   if (!deny_all && !allow.empty() && !deny.empty())
-    Refuse("network.allowOut as exceptions to denyOut",
+    Refuse(where + "allowOut as exceptions to denyOut",
            "kiln's deny list wins over its allow list; deny everything (denyOut 0.0.0.0/0) and "
            "allow what is needed instead");
   json rules{{"internet", deny_all ? !allow.empty() : true},
@@ -78,13 +69,25 @@ void ReadNetwork(FieldReader& outer, bool internet, const json* raw, network::Po
   if (!parsed) {
     std::string path = error.path;
     if (path.starts_with("network.allow"))
-      path.replace(0, 13, "network.allowOut");
+      path.replace(0, 13, "allowOut");
     else if (path.starts_with("network.deny"))
-      path.replace(0, 12, "network.denyOut");
-    outer.Issue(path, error.message);
+      path.replace(0, 12, "denyOut");
+    f.Issue(path, error.message);
+    return network::Policy{};
+  }
+  return *parsed;
+}
+
+// A create's `network`, with its allow_internet_access.
+void ReadNetwork(FieldReader& outer, bool internet, const json* raw, network::Policy* policy) {
+  if (raw && !raw->is_object()) {
+    outer.Issue("network", "must be an object");
     return;
   }
-  *policy = *parsed;
+  json body = raw ? WithoutNulls(*raw) : json::object();  // FieldReader keeps a reference
+  FieldReader f(body, "body.network");
+  *policy = ReadEgress(f, internet, "network.");
+  f.Finish();
 }
 
 }  // namespace
@@ -98,7 +101,7 @@ json WithoutNulls(const json& body) {
   return out;
 }
 
-CreateRequest ReadCreate(const json& raw_body) {
+CreateRequest ReadCreate(const json& raw_body, const contract::IntField& lease) {
   using request_fields::ReadNetwork;
   using request_fields::Refuse;
   json body = WithoutNulls(raw_body);
@@ -110,11 +113,10 @@ CreateRequest ReadCreate(const json& raw_body) {
     f.Issue("templateID", "is required: a template, such as \"base\"");
   if (t && t->empty()) f.Issue("templateID", "must name a template, such as \"base\"");
   r.template_id = t.value_or("");
-  r.timeout_seconds = static_cast<int>(
-      f.Int("timeout", 1, request_fields::kE2bMaxTimeoutSeconds).value_or(kDefaultTimeoutSeconds));
+  r.timeout_seconds =
+      static_cast<int>(f.Int("timeout", 1, lease.max).value_or(kDefaultTimeoutSeconds));
   // kiln's least lease; a shorter E2B timeout is set on the lease after.
-  spec.timeout_seconds =
-      std::max<int>(r.timeout_seconds, static_cast<int>(contract::kTimeoutSeconds.min));
+  spec.timeout_seconds = std::max<int>(r.timeout_seconds, static_cast<int>(lease.min));
   if (auto m = f.StringMap("metadata", contract::kLabelsMax, contract::kLabelKeyMax,
                            contract::kLabelValueMax))
     spec.labels = *m;
@@ -149,13 +151,12 @@ CreateRequest ReadCreate(const json& raw_body) {
   return r;
 }
 
-ConnectRequest ReadConnect(const json& raw_body) {
+ConnectRequest ReadConnect(const json& raw_body, const contract::IntField& lease) {
   using request_fields::Refuse;
   json body = WithoutNulls(raw_body);
   FieldReader f(body);
   ConnectRequest c;
-  if (auto t = f.Int("timeout", 1, request_fields::kE2bMaxTimeoutSeconds))
-    c.timeout_seconds = static_cast<int>(*t);
+  if (auto t = f.Int("timeout", 1, lease.max)) c.timeout_seconds = static_cast<int>(*t);
   if (auto memory = f.Bool("memory"); memory && !*memory)
     Refuse("a resume without memory (on_resume reboot)",
            "kiln's pause keeps memory, and a resume restores it");
@@ -164,10 +165,10 @@ ConnectRequest ReadConnect(const json& raw_body) {
   return c;
 }
 
-int ReadTimeout(const json& raw_body) {
+int ReadTimeout(const json& raw_body, const contract::IntField& lease) {
   json body = WithoutNulls(raw_body);
   FieldReader f(body);
-  auto t = f.Int("timeout", 1, request_fields::kE2bMaxTimeoutSeconds);
+  auto t = f.Int("timeout", 1, lease.max);
   if (!t && !f.has("timeout")) f.Issue("timeout", "is required: seconds from now");
   f.Finish();
   return static_cast<int>(t.value_or(1));
@@ -176,7 +177,7 @@ int ReadTimeout(const json& raw_body) {
 int ReadRefresh(const json& raw_body) {
   json body = WithoutNulls(raw_body);
   FieldReader f(body);
-  auto d = f.Int("duration", 0, request_fields::kE2bMaxTimeoutSeconds);
+  auto d = f.Int("duration", 0, contract::kTimeoutSeconds.max);
   f.Finish();
   return static_cast<int>(d.value_or(60));
 }
@@ -192,15 +193,26 @@ void ReadPause(const json& raw_body) {
   f.Finish();
 }
 
-ForkRequest ReadFork(const json& body) {
+ForkRequest ReadFork(const json& body, const contract::IntField& lease) {
   FieldReader f(body);
-  auto timeout = f.Int("timeout", 1, contract::kTimeoutSeconds.max);
+  auto timeout = f.Int("timeout", 1, lease.max);
   auto count = f.Int("count", contract::kForkCount.min, contract::kForkCount.max);
   f.Finish();
   ForkRequest r;
   if (timeout) r.timeout = static_cast<int>(*timeout);
   r.count = static_cast<int>(count.value_or(1));
   return r;
+}
+
+network::Policy ReadNetworkUpdate(const json& raw_body) {
+  json body = WithoutNulls(raw_body);
+  FieldReader f(body);
+  // The update replaces the whole configuration: what it leaves out is
+  // cleared, so an empty one is E2B's default, the internet allowed.
+  bool internet = f.Bool("allow_internet_access").value_or(true);
+  network::Policy policy = request_fields::ReadEgress(f, internet, "");
+  f.Finish();
+  return policy;
 }
 
 control::SnapshotOptions ReadSnapshot(const json& body) {

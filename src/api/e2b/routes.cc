@@ -8,6 +8,7 @@
 #include "api/auth.h"
 #include "api/e2b/e2b.h"
 #include "api/e2b/routes.h"
+#include "api/e2b/templates.h"
 #include "api/errors.h"
 #include "api/validate.h"
 #include "common/contract.h"
@@ -63,7 +64,7 @@ void SetLease(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sand
 }
 
 void Create(ApiContext& ctx, Exchange& ex) {
-  CreateRequest parsed = ReadCreate(ex.JsonBody());
+  CreateRequest parsed = ReadCreate(ex.JsonBody(), ctx.sandboxes.lease_seconds());
   launch::LaunchRequest req = LaunchFor(ex, std::move(parsed.spec), kRoomWait);
   // E2B's snapshots are templates: a snapshot of the key's by id starts a copy.
   if (auto snap = ctx.sandboxes.snapshots().FindVisible(parsed.template_id, req.scope,
@@ -113,7 +114,7 @@ void Resume(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sandbo
 
 void Connect(ApiContext& ctx, Exchange& ex, bool resume_only) {
   auto s = FindLive(ctx, ex);
-  ConnectRequest c = ReadConnect(ex.JsonBody());
+  ConnectRequest c = ReadConnect(ex.JsonBody(), ctx.sandboxes.lease_seconds());
   // What the lease's end does was chosen at create (autoPause).
   if (c.auto_pause && *c.auto_pause != s->spec().pause_on_lease_end)
     throw ApiError(Code::kNotSupported,
@@ -176,7 +177,7 @@ void List(ApiContext& ctx, Exchange& ex, bool paged) {
 
 void Fork(ApiContext& ctx, Exchange& ex) {
   auto s = FindLive(ctx, ex);
-  ForkRequest req = ReadFork(ex.JsonBody());
+  ForkRequest req = ReadFork(ex.JsonBody(), ctx.sandboxes.lease_seconds());
   control::ForkOptions opts;
   opts.count = req.count;
   control::ForkResult forked =
@@ -217,7 +218,7 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/e2b/sandboxes/{id}/timeout", [&ctx](Exchange& ex) {
     auto s = FindLive(ctx, ex);
-    SetLease(ctx, ex, s, ReadTimeout(ex.JsonBody()), true);
+    SetLease(ctx, ex, s, ReadTimeout(ex.JsonBody(), ctx.sandboxes.lease_seconds()), true);
     SendNoContent(ex);
   });
 
@@ -237,6 +238,14 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
       throw ApiError(Code::kNotRunning, "sandbox " + s->id() + " is already paused");
     ex.activity.reset();  // a pause is not activity that keeps it awake
     ThrowIfError(ctx.sandboxes.Pause(s, "requested"));
+    SendNoContent(ex);
+  });
+
+  // Harbor switches a task's phases between network policies with it.
+  r.Add("PUT", "/e2b/sandboxes/{id}/network", [&ctx](Exchange& ex) {
+    auto s = FindLive(ctx, ex);
+    network::Policy policy = ReadNetworkUpdate(ex.JsonBody());
+    ValueOrThrow(ctx.sandboxes.SetNetwork(s, policy));
     SendNoContent(ex);
   });
 
@@ -263,6 +272,7 @@ namespace kiln::api {
 
 void AddE2bRoutes(Router& r, ApiContext& ctx) {
   e2b::sandbox_routes::AddSandboxRoutes(r, ctx);
+  e2b::AddTemplateBuildRoutes(r, ctx);  // before the templates' {id} routes
   e2b::AddTemplateRoutes(r, ctx);
   e2b::sandbox_routes::AddRefusals(r);
 }

@@ -17,9 +17,11 @@
 
 #include "api/context.h"
 #include "api/router.h"
+#include "common/contract.h"
 #include "common/status.h"
 #include "control/sandbox_record.h"
 #include "images/manager/image_record.h"
+#include "network/policy.h"
 #include "store/snapshot_store.h"
 
 namespace kiln::api::e2b {
@@ -47,16 +49,21 @@ struct CreateRequest {
 };
 // Issues name the field ("body.timeout"); features kiln lacks (volumes,
 // mcp, iam, a filesystem-only pause) are refused as not_supported naming them.
-CreateRequest ReadCreate(const nlohmann::json& body);
+// `lease`: kiln's lease bounds (SandboxManager::lease_seconds()); E2B's
+// timeouts run from 1 to its max.
+CreateRequest ReadCreate(const nlohmann::json& body,
+                         const contract::IntField& lease = contract::kTimeoutSeconds);
 
 // POST /sandboxes/{id}/connect, /v2/.../connect and /resume: {timeout?, memory?, autoPause?}.
 struct ConnectRequest {
   std::optional<int> timeout_seconds;
   std::optional<bool> auto_pause;
 };
-ConnectRequest ReadConnect(const nlohmann::json& body);
-// POST /sandboxes/{id}/timeout: {timeout} seconds, 1..3600.
-int ReadTimeout(const nlohmann::json& body);
+ConnectRequest ReadConnect(const nlohmann::json& body,
+                           const contract::IntField& lease = contract::kTimeoutSeconds);
+// POST /sandboxes/{id}/timeout: {timeout} seconds, 1..lease.max.
+int ReadTimeout(const nlohmann::json& body,
+                const contract::IntField& lease = contract::kTimeoutSeconds);
 // POST /sandboxes/{id}/refreshes: {duration?} seconds (default 60).
 int ReadRefresh(const nlohmann::json& body);
 // POST /sandboxes/{id}/pause: {memory?, requireHealthyGuest?}.
@@ -66,7 +73,14 @@ struct ForkRequest {
   std::optional<int> timeout;  // seconds; the copies' lease (nullopt: the source's)
   int count = 1;
 };
-ForkRequest ReadFork(const nlohmann::json& body);
+ForkRequest ReadFork(const nlohmann::json& body,
+                     const contract::IntField& lease = contract::kTimeoutSeconds);
+// PUT /sandboxes/{id}/network: {allowOut?, denyOut?, allow_internet_access?},
+// the whole egress configuration (what is left out is cleared: an empty
+// body allows the internet, as E2B's default), onto kiln's rules as a
+// create's network is (allowOut beside a partial denyOut, and E2B's
+// proxies, rules and DNS servers, refused by name).
+network::Policy ReadNetworkUpdate(const nlohmann::json& body);
 // POST /sandboxes/{id}/snapshots: {name?, memory?} (memory false: a disk snapshot).
 control::SnapshotOptions ReadSnapshot(const nlohmann::json& body);
 

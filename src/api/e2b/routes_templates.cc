@@ -1,11 +1,12 @@
 // E2B's templates and snapshots, on kiln's images and snapshots: a
 // template is a kiln image (E2B's `base` is kiln's built-in one), a
-// snapshot is a kiln snapshot. Template builds are refused (kiln builds
-// images with its own API).
+// snapshot is a kiln snapshot. Builds: routes_template_builds.cc.
 #include <set>
 
+#include "api/auth.h"
 #include "api/e2b/e2b.h"
 #include "api/e2b/routes.h"
+#include "api/e2b/templates.h"
 #include "api/errors.h"
 #include "api/validate.h"
 #include "common/contract.h"
@@ -58,8 +59,12 @@ void AddTemplateRoutes(Router& r, ApiContext& ctx) {
   });
 
   r.Add("GET", "/e2b/templates/{id}", [&ctx](Exchange& ex) {
-    json t = TemplateJson(FindTemplate(ctx, ex, ex.params["id"]));
-    t["builds"] = json::array();
+    images::ImageRecord rec = FindTemplate(ctx, ex, KilnTemplateRef(ex.params["id"]));
+    json t = TemplateJson(rec);
+    json builds = json::array();
+    for (const auto& v : ctx.images->List(OwnerScope(ex), rec.name, std::nullopt))
+      if (v.owner == rec.owner) builds.push_back(TemplateBuildJson(v));
+    t["builds"] = builds;
     ex.SendJson(200, t);
   });
 
@@ -73,13 +78,16 @@ void AddTemplateRoutes(Router& r, ApiContext& ctx) {
       ex.SendBytes(204, "", "application/json");
       return;
     }
-    // A template the key sees is a kiln image: deleting it is kiln's
-    // images API's; anything else is not the key's to name.
-    FindTemplate(ctx, ex, id);
-    throw ApiError(Code::kNotSupported,
-                   "template deletion is not offered by kiln's E2B front: delete kiln "
-                   "images with DELETE /v1/images/{id} or `kiln image rm`",
-                   json{{"feature", "template deletion"}});
+    // A template of the key's: every version of it goes (sandboxes
+    // running one keep running; its layers stay while they do).
+    std::vector<images::ImageRecord> versions = TemplateVersions(ctx, ex, KilnTemplateRef(id));
+    if (versions.empty())
+      throw ApiError(Code::kNotFound, "template '" + id + "' was not found",
+                     json{{"templateID", id}});
+    for (const auto& v : versions)
+      if (v.state != images::ImageState::kDeleted)
+        ValueOrThrow(ctx.images->Delete(v.id, CallerOf(ex).key_id));
+    ex.SendBytes(204, "", "application/json");
   });
 
   r.Add("POST", "/e2b/sandboxes/{id}/snapshots", [&ctx](Exchange& ex) {

@@ -3,17 +3,13 @@
 // (POST /v1/images/context/missing, PUT /v1/images/context/{digest}),
 // registry credentials (GET/POST /v1/images/registries, :delete) and
 // POST /v1/images:prune.
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-
 #include "api/auth.h"
 #include "api/errors.h"
 #include "api/kiln/errors.h"
 #include "api/kiln/presenters.h"
 #include "api/kiln/requests.h"
 #include "api/kiln/routes.h"
+#include "api/upload_body.h"
 #include "images/manager/image_manager.h"
 
 namespace kiln::api::v1 {
@@ -50,40 +46,10 @@ void TagRoute(ApiContext& ctx, Exchange& ex, bool add) {
 // kMaxContext), then checked and kept as the key's.
 void PutContext(ApiContext& ctx, Exchange& ex, bool chunk) {
   Sha256Digest digest = ReadContextDigest(ex, chunk);
-  if (auto n = ex.content_length(); n && *n > kMaxContext)
-    throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
-                   json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
   std::string path = Images(ctx).UploadPath();
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    std::string piece;
-    uint64_t total = 0;
-    int write_errno = 0;
-    while (ex.ReadBodyChunk(&piece)) {
-      total += piece.size();
-      if (total > kMaxContext) {
-        out.close();
-        std::filesystem::remove(path);
-        throw ApiError(Code::kPayloadTooLarge, "a build context is at most 100 MiB compressed",
-                       json{{"limit", "compressedBytes"}, {"max", kMaxContext}});
-      }
-      // After a failed write the rest of the body is still read (and
-      // dropped), so the answer reaches a client that is still sending.
-      if (out && !out.write(piece.data(), static_cast<std::streamsize>(piece.size())))
-        write_errno = errno;
-    }
-    if (out && !out.flush()) write_errno = errno;
-    if (ex.body_error() || !out) {
-      out.close();
-      std::filesystem::remove(path);
-      if (ex.body_error()) throw ApiError(Code::kInvalidRequest, "body: the upload ended early");
-      bool full = write_errno == ENOSPC || write_errno == EDQUOT;
-      throw ApiError(full ? Code::kNoSpace : Code::kIoError,
-                     std::string(full ? "no space left on the state disk for the build context"
-                                      : "cannot store the build context") +
-                         " (" + std::strerror(write_errno) + ")");
-    }
-  }
+  ReceiveUpload(ex, path,
+                UploadCap{kMaxContext, "a build context is at most 100 MiB compressed",
+                          json{{"limit", "compressedBytes"}, {"max", kMaxContext}}});
   images::ContextUpload up =
       ValueOrThrow(Images(ctx).PutContext(CallerOf(ex).key_id, digest, path, chunk));
   ex.SendJson(200, ContextUploadJson(up));

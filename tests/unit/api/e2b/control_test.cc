@@ -221,7 +221,12 @@ TEST(E2bControlTest, RefusalsNameTheFeatureOrAre404) {
   Status s = Unsupported("GET", "/e2b/sandboxes/x/metrics");
   EXPECT_EQ(s.code(), Code::kNotSupported);
   EXPECT_EQ(s.details()["feature"], "sandbox metrics");
-  EXPECT_EQ(Unsupported("POST", "/e2b/v3/templates").details()["feature"], "template builds");
+  // Served now: builds; what is left of templates' writes is refused by name.
+  EXPECT_EQ(Unsupported("PATCH", "/e2b/templates/t").details()["feature"], "template updates");
+  EXPECT_EQ(Unsupported("GET", "/e2b/templates/t/builds/b/logs").details()["feature"],
+            "template build listings");
+  EXPECT_EQ(Unsupported("GET", "/e2b/sandboxes/x/logs").details()["feature"],
+            "logs apart from a build's status");
   EXPECT_EQ(Unsupported("GET", "/e2b/nothing").code(), Code::kRouteNotFound);
   EXPECT_EQ(HttpStatus(Unsupported("GET", "/e2b/secrets")), 501);
 }

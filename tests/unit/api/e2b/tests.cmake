@@ -5,4 +5,5 @@ target_sources(kiln_unit_tests PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/envd/multipart_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/control_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/dialect_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/templates_test.cc
 )
