@@ -46,6 +46,8 @@ PKGS=(build-essential cmake ninja-build pkg-config clang-format
       # Images: layers and build contexts (libarchive); pulls (skopeo); the
       # image tests' registry, image packer and shell-less or musl programs.
       libarchive-dev skopeo umoci docker-registry musl-tools busybox-static apache2-utils
+      # bash for the tests' stand-ins of Docker Hub images (tests/integration/hub_images.py).
+      bash-static
       # Terminals driven as a person would (tmux); the vendors' own clients
       # (withruntime, pandastack) installed from PyPI into a test's venv.
       tmux python3-venv

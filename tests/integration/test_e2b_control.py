@@ -186,7 +186,7 @@ def test_bad_bodies_and_refusals_in_e2bs_shape(kilnd, e2b_key):
     assert status == 501 and "volumeMounts" in body["message"], body
     for method, path, feature in [("GET", "/sandboxes/x/metrics", "metrics"),
                                   ("GET", "/v2/sandboxes/x/logs", "logs"),
-                                  ("POST", "/v3/templates", "template builds"),
+                                  ("PATCH", "/templates/base", "template updates"),
                                   ("GET", "/secrets", "secrets"),
                                   ("GET", "/volumes", "volumes")]:
         status, body = e2b_http(kilnd, method, path, key, {} if method == "POST" else None)
@@ -319,4 +319,47 @@ def test_network_maps_onto_kilns_egress_rules(e2b_python, e2b_env, api):
     assert net[a]["internet"] is False and net[b]["internet"] is True, net
     assert net[c]["internet"] is True and net[c]["allow"] == ["example.com"], net
     for sid in (a, b, c):
+        api.request("DELETE", f"/v1/sandboxes/{sid}")
+
+
+def test_update_network_replaces_the_rules(e2b_python, e2b_env, api):
+    """PUT /sandboxes/{id}/network (issue 44, item 4), as Harbor switches a task's phases:
+    an allow list, offline, and back to E2B's default (the internet), each replacing the
+    whole set; what kiln cannot express is refused by name and the rules stay."""
+    out = run_python(e2b_python, e2b_env, """
+        from e2b import Sandbox, ALL_TRAFFIC
+        s = Sandbox.create("base", timeout=120, allow_internet_access=True)
+        steps = []
+        s.update_network({"allow_out": ["pypi.org", "*.pythonhosted.org"], "deny_out": [ALL_TRAFFIC]})
+        steps.append("allow")
+        s.update_network({"allow_internet_access": False})
+        steps.append("offline")
+        try:
+            s.update_network({"allow_out": ["example.com"], "deny_out": ["10.0.0.0/8"]})
+            steps.append("refused? no")
+        except Exception as e:
+            steps.append("refused: " + str(e))
+        out([s.sandbox_id, steps])
+    """)
+    sid, steps = out
+    try:
+        assert steps[:2] == ["allow", "offline"], steps
+        assert steps[2].startswith("refused") and "denyOut" in steps[2], steps
+        net = api.ok("GET", f"/v1/sandboxes/{sid}/network")
+        assert net["internet"] is False and net["allow"] == [], net  # the refusal changed nothing
+        run_python(e2b_python, e2b_env, f"""
+            from e2b import Sandbox
+            Sandbox.connect({sid!r}).update_network({{"allow_out": ["pypi.org"], "deny_out": ["0.0.0.0/0"]}})
+            out(True)
+        """)
+        net = api.ok("GET", f"/v1/sandboxes/{sid}/network")
+        assert net["internet"] is True and net["allow"] == ["pypi.org"], net
+        run_python(e2b_python, e2b_env, f"""
+            from e2b import Sandbox
+            Sandbox.connect({sid!r}).update_network({{}})
+            out(True)
+        """)
+        net = api.ok("GET", f"/v1/sandboxes/{sid}/network")
+        assert net["internet"] is True and net["allow"] == [] and net["deny"] == [], net
+    finally:
         api.request("DELETE", f"/v1/sandboxes/{sid}")

@@ -154,9 +154,9 @@ Status Unsupported(const std::string& method, const std::string& path) {
   if (method != "GET" && (rest.starts_with("/templates") || rest.starts_with("/v2/templates") ||
                           rest.starts_with("/v3/templates")))
     return Status(Code::kNotSupported,
-                  "template changes other than builds, tags and deletes (" + method + " " + path +
-                      ") are not offered by kiln's E2B front: build with POST /v3/templates "
-                      "(the e2b SDK's Template.build)",
+                  "template updates (" + method + " " + path +
+                      ") are not offered by kiln's E2B front: a template changes by a build "
+                      "(POST /v3/templates, the e2b SDK's Template.build), its tags or a delete",
                   json{{"feature", "template updates"}});
   for (size_t start = 1; start < rest.size();) {
     size_t end = rest.find('/', start);

@@ -41,6 +41,12 @@ json ReasonJson(const images::ImageRecord& record) {
   else if (record.state == images::ImageState::kDeleted ||
            record.state == images::ImageState::kDeleting)
     message = "the template was deleted";
+  // A failed step in E2B's numbering (kiln's says its Dockerfile line).
+  if (error.is_object() && error.value("code", "") == "step_failed" && error.contains("exitCode") &&
+      error.contains("instruction"))
+    message = (step == "base" ? std::string("the base image's set-up") : "step " + step) + " (" +
+              error.value("instruction", std::string()) + ") failed with exit code " +
+              error["exitCode"].dump();
   json reason{{"message", message}, {"step", step}};
   json entries = json::array();
   if (error.is_object() && error.contains("logTail") && error["logTail"].is_array()) {

@@ -33,24 +33,32 @@ using nlohmann::json;
 namespace template_dockerfile {
 namespace {
 
-// Makes user $1 with home /home/$1 when the image has none of that name:
+// Makes account $1 (home /home/$1) when the image has none of that name:
 // with useradd, else adduser, else (a minimal image) by writing its lines
-// into /etc/passwd and /etc/group, first free id from 1000.
+// into /etc/passwd and /etc/group, first free id from 1000. With $2 "home"
+// (E2B's own `user`), /home/$1 is also made its home, owned by it, where
+// the image had it elsewhere.
 constexpr const char* kEnsureUser =
-    "id -u \"$1\" >/dev/null 2>&1 && exit 0\n"
-    "shell=/bin/sh; [ -x /bin/bash ] && shell=/bin/bash\n"
-    "if command -v useradd >/dev/null 2>&1; then\n"
-    "  exec useradd -m -d \"/home/$1\" -s \"$shell\" \"$1\"\n"
-    "elif command -v adduser >/dev/null 2>&1; then\n"
-    "  exec adduser -D -h \"/home/$1\" -s \"$shell\" \"$1\"\n"
+    "if ! id -u \"$1\" >/dev/null 2>&1; then\n"
+    "  shell=/bin/sh; [ -x /bin/bash ] && shell=/bin/bash\n"
+    "  if command -v useradd >/dev/null 2>&1; then\n"
+    "    useradd -m -d \"/home/$1\" -s \"$shell\" \"$1\" || exit 1\n"
+    "  elif command -v adduser >/dev/null 2>&1; then\n"
+    "    adduser -D -h \"/home/$1\" -s \"$shell\" \"$1\" || exit 1\n"
+    "  else\n"
+    "    id=1000\n"
+    "    while grep -qs \"^[^:]*:[^:]*:$id:\" /etc/passwd /etc/group; do id=$((id + 1)); done\n"
+    "    echo \"$1:x:$id:$id::/home/$1:$shell\" >> /etc/passwd || exit 1\n"
+    "    echo \"$1:x:$id:\" >> /etc/group || exit 1\n"
+    "    [ ! -f /etc/shadow ] || echo \"$1:!:19000:0:99999:7:::\" >> /etc/shadow\n"
+    "    mkdir -p \"/home/$1\" && chown \"$id:$id\" \"/home/$1\" || exit 1\n"
+    "  fi\n"
     "fi\n"
-    "id=1000\n"
-    "while grep -q \"^[^:]*:[^:]*:$id:\" /etc/passwd /etc/group 2>/dev/null; do id=$((id + 1)); "
-    "done\n"
-    "echo \"$1:x:$id:$id::/home/$1:$shell\" >> /etc/passwd &&\n"
-    "echo \"$1:x:$id:\" >> /etc/group &&\n"
-    "{ [ ! -f /etc/shadow ] || echo \"$1:!:19000:0:99999:7:::\" >> /etc/shadow; } &&\n"
-    "mkdir -p \"/home/$1\" && chown \"$id:$id\" \"/home/$1\"";
+    "[ \"$2\" = home ] || exit 0\n"
+    "mkdir -p \"/home/$1\" && chown \"$(id -u \"$1\"):$(id -g \"$1\")\" \"/home/$1\" || exit 1\n"
+    "[ \"$(grep \"^$1:\" /etc/passwd | cut -d: -f6)\" = \"/home/$1\" ] && exit 0\n"
+    "usermod -d \"/home/$1\" \"$1\" 2>/dev/null ||\n"
+    "  sed -i \"s#^\\($1:[^:]*:[^:]*:[^:]*:[^:]*:\\)[^:]*#\\1/home/$1#\" /etc/passwd";
 // Runs $1 with bash when the image has it (E2B's shell), else sh.
 constexpr const char* kRunShell =
     "if [ -x /bin/bash ]; then exec /bin/bash -c \"$1\"; fi; exec /bin/sh -c \"$1\"";
@@ -109,15 +117,30 @@ class Writer {
     text_ += text + "\n";
     names_.push_back(step);
   }
+  // After Shell(), a one-line command is written as itself; others (a
+  // heredoc's lines, a trailing backslash, a JSON array) in exec form.
   void Run(const std::string& command, const std::string& step) {
-    Line("RUN " + json::array({"/bin/sh", "-c", kRunShell, "e2b-run", command}).dump(), step);
+    bool one_line = command.find_first_of("\r\n") == std::string::npos &&
+                    !command.ends_with("\\") && !command.starts_with("[") &&
+                    !command.starts_with(" ") && !command.starts_with("\t");
+    if (one_line)
+      Line("RUN " + command, step);
+    else
+      Line("RUN " + json::array({"/bin/sh", "-c", kRunShell, "e2b-run", command}).dump(), step);
   }
-  // Becomes `name` (made first, as root, if it is a new account).
-  void User(const std::string& name, const std::string& step) {
+  // E2B's shell for the RUN lines that follow (bash when the image has it).
+  void Shell(const std::string& step) {
+    Line("SHELL " + json::array({"/bin/sh", "-c", kRunShell, "e2b-run"}).dump(), step);
+  }
+  // Becomes `name` (made first, as root, if it is a new account; with
+  // `home`, its home is /home/<name>, as E2B's `user`'s is).
+  void User(const std::string& name, const std::string& step, bool home = false) {
     std::string account = name.substr(0, name.find(':'));
     if (account != "root" && !IsUid(account) && !made_.count(account)) {
       if (user_ != "root") Line("USER root", step);
-      Line("RUN " + json::array({"/bin/sh", "-c", kEnsureUser, "e2b-user", account}).dump(), step);
+      json argv = json::array({"/bin/sh", "-c", kEnsureUser, "e2b-user", account});
+      if (home) argv.push_back("home");
+      Line("RUN " + argv.dump(), step);
       made_.insert(account);
     }
     Line("USER " + Quoted(name), step);
@@ -174,8 +197,9 @@ Result<KilnTemplateBuild> TemplateDockerfile(
   Writer w;
   w.Line("FROM " + *base, "base");
   // E2B's provisioning: its account, and the steps start as it, at home.
-  w.User(kUser, "base");
+  w.User(kUser, "base", /*home=*/true);
   w.Line("WORKDIR /home/user", "base");
+  w.Shell("base");
   for (size_t i = 0; i < build.steps.size(); ++i) {
     const TemplateStep& st = build.steps[i];
     const std::vector<std::string>& a = st.args;

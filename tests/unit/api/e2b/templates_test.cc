@@ -85,25 +85,40 @@ TEST(E2bTemplatesTest, ADockerfilesStepsBecomeKilnsInstructionForInstruction) {
   KilnTemplateBuild k = Translate(body);
   auto steps = Parsed(k.dockerfile);
   // FROM, then E2B's provisioning (USER root, make `user`, USER user,
-  // WORKDIR), then one line per step (the second USER user: no new account).
+  // WORKDIR, E2B's shell), then one line per step (the second USER user:
+  // no new account).
   ASSERT_EQ(steps.size() + 1, k.step_names.size()) << k.dockerfile;
   EXPECT_TRUE(k.dockerfile.starts_with("FROM docker.io/library/ubuntu:24.04\n")) << k.dockerfile;
   std::vector<std::string> names(k.step_names.begin(), k.step_names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"base", "base", "base", "base", "base", "1", "2", "3",
-                                             "4", "5", "6"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"base", "base", "base", "base", "base", "base", "1",
+                                             "2", "3", "4", "5", "6"}));
   // The COPY reads the uploaded archive as a named context, owned by root
   // (the current user), and keeps its destination.
-  const auto& copy = std::get<images::CopyInstr>(steps[7].instruction);
+  const auto& copy = std::get<images::CopyInstr>(steps[8].instruction);
   EXPECT_EQ(copy.from, kHash);
   EXPECT_EQ(copy.chown, "root:root");
   EXPECT_EQ(copy.sources, (std::vector<std::string>{"app"}));
   EXPECT_EQ(copy.dest, "/app/");
   ASSERT_EQ(k.contexts.count(kHash), 1u);
-  // The RUN's command reaches the shell as one argument, quotes and $ intact.
-  const auto& run = std::get<images::RunInstr>(steps[8].instruction);
-  ASSERT_TRUE(run.command.exec_form);
+  // The RUN reads as written; its command reaches E2B's shell (bash when
+  // there is one) as one argument, quotes and $ intact.
+  const auto& run = std::get<images::RunInstr>(steps[9].instruction);
+  EXPECT_EQ(steps[9].text, "RUN make \"all\" && echo $HOME");
+  EXPECT_FALSE(run.command.exec_form);
+  ASSERT_EQ(run.command.argv.size(), 5u);
+  EXPECT_EQ(run.command.argv[3], "e2b-run");
   EXPECT_EQ(run.command.argv.back(), "make \"all\" && echo $HOME");
-  EXPECT_EQ(std::get<images::UserInstr>(steps[9].instruction).user, "user");
+  EXPECT_EQ(std::get<images::UserInstr>(steps[10].instruction).user, "user");
+  // A command of several lines (a heredoc's) cannot be a line of its own:
+  // it goes in exec form, to the same shell.
+  KilnTemplateBuild multi = Translate(
+      json{{"steps", {{{"type", "RUN"}, {"args", {"cat <<EOF > f\nx\nEOF\\"}}}}}});
+  auto multi_steps = Parsed(multi.dockerfile);
+  ASSERT_FALSE(multi_steps.empty());
+  const auto& heredoc = std::get<images::RunInstr>(multi_steps.back().instruction);
+  EXPECT_TRUE(heredoc.command.exec_form);
+  EXPECT_EQ(heredoc.command.argv.back(), "cat <<EOF > f\nx\nEOF\\");
+  EXPECT_EQ(heredoc.command.argv[3], "e2b-run");
   EXPECT_TRUE(k.cache);
   EXPECT_FALSE(k.rebuild_from_step);
   EXPECT_FALSE(k.start);
@@ -214,10 +229,13 @@ TEST(E2bTemplatesTest, StatusesAndLogEntriesInE2bsShape) {
   r.state = images::ImageState::kQueued;
   EXPECT_EQ(BuildStatusJson(r, {})["status"], "waiting");
   r.state = images::ImageState::kFailed;
-  r.error = {{"code", "step_failed"}, {"message", "failed"}, {"step", 4}, {"logTail", {"oops"}}};
+  r.error = {{"code", "step_failed"}, {"message", "step 4 (line 4) failed with exit code 2"},
+             {"step", 4},         {"instruction", "RUN make"},
+             {"exitCode", 2},     {"logTail", {"oops"}}};
   st = BuildStatusJson(r, {});
   EXPECT_EQ(st["status"], "error");
   EXPECT_EQ(st["reason"]["step"], "2");
+  EXPECT_EQ(st["reason"]["message"], "step 2 (RUN make) failed with exit code 2");
   EXPECT_EQ(st["reason"]["logEntries"][0]["message"], "oops");
   r.error = {{"code", "start_failed"}, {"message", "not ready"}};
   EXPECT_EQ(BuildStatusJson(r, {})["reason"]["step"], "finalize");
