@@ -8,6 +8,7 @@
 #include "api/auth.h"
 #include "api/errors.h"
 #include "common/time.h"
+#include "images/manager/front_images.h"
 #include "images/manager/image_manager.h"
 
 namespace kiln::api {
@@ -126,6 +127,9 @@ void LaunchFrontImage(ApiContext& ctx, const Exchange& ex, const std::string& re
   if (auto found = FindFrontImage(ctx, ex, ref)) {
     req.image = found->id;
     if (found->operators) req.scope = std::nullopt;
+  } else if (ctx.front_images && ctx.front_images->Defines(ref)) {
+    req.image = ValueOrThrow(ctx.front_images->Ensure(ref, req.deadline, req.cancelled));
+    req.scope = std::nullopt;  // the operator's
   }
 }
 

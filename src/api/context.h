@@ -24,6 +24,7 @@
 namespace kiln::images {
 class ImageManager;
 class StagedBuilds;
+class FrontImages;
 }  // namespace kiln::images
 
 namespace kiln::api {
@@ -66,6 +67,9 @@ struct ApiContext {
   TerminalTickets* tickets = nullptr;  // null: no terminal tickets
   // Builds that arrive in parts (vendors' template builds); null: refused.
   images::StagedBuilds* staged_builds = nullptr;
+  // The fronts' default images, built on first need; null: only those an
+  // operator built.
+  images::FrontImages* front_images = nullptr;
 };
 
 // The sandbox named by the {id} parameter; 404 not_found if unknown or
@@ -104,8 +108,10 @@ launch::LaunchRequest LaunchFor(Exchange& ex, control::SandboxSpec spec,
                                 std::chrono::seconds room_wait = std::chrono::seconds(0));
 // Has `req` boot the front's image `ref` as `ex`'s caller reaches it
 // (FindFrontImage): the key's own, else the operator's, which is launched
-// unscoped (the key does not own it); else `ref` itself, which the launch
-// then answers image_not_found for.
+// unscoped (the key does not own it). With neither, one kilnd ships or the
+// operator defined (images::FrontImages) is built now, the create waiting
+// for it until req.deadline (then ApiError no_capacity, Retry-After); else
+// `ref` itself, which the launch then answers image_not_found for.
 void LaunchFrontImage(ApiContext& ctx, const Exchange& ex, const std::string& ref,
                       launch::LaunchRequest& req);
 // A slot for one long-lived stream on `s` (exec stream, output follow,

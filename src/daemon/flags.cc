@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "images/manager/front_image_recipes.h"
 #include "images/parse/registry_mirror.h"
 #include "images/parse/registry_pattern.h"
 
@@ -190,6 +191,14 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
       ->check([](const std::string& v) -> std::string {
         auto p = kiln::images::ParseRegistryPattern(v);
         return p.ok() ? "" : p.status().message();
+      });
+  app.add_option("--front-image", f->front_images,
+                 "NAME=FILE: a front's default image (E2B's code-interpreter-v1, SandboxFusion's "
+                 "--sandboxfusion-image) that kilnd builds on first need, from FILE's JSON "
+                 "{recipe, network?, buildTimeoutSeconds?} instead of kiln's own; or one more")
+      ->check([](const std::string& v) -> std::string {
+        auto d = kiln::images::ReadFrontImageFlag(v);
+        return d.ok() ? "" : d.status().message();
       });
   app.add_option("--registry-mirror", f->registry_mirrors,
                  "a pull-through mirror, REGISTRY=URL (docker.io=https://mirror.example, or "

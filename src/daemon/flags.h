@@ -54,6 +54,9 @@ struct Flags {
   // SandboxFusion's front: the language image (a name under the caller's
   // key) and the warm copies of it kept ready.
   std::string sandboxfusion_image = "sandboxfusion";
+  // Fronts' default images an operator defines or replaces: NAME=FILE each
+  // (images/manager/front_image_recipes.h).
+  std::vector<std::string> front_images;
   int sandboxfusion_pool = 2;
   int sandboxfusion_concurrency = 0;
   int sandboxfusion_key_concurrency = 0;  // 0: three quarters of the above

@@ -10,6 +10,7 @@
 
 #include "common/contract.h"
 #include "common/strings.h"
+#include "images/manager/front_image_recipes.h"
 #include "images/parse/registry_mirror.h"
 #include "images/parse/registry_pattern.h"
 
@@ -111,6 +112,15 @@ images::ImageManagerOptions ImageOptionsFrom(const Flags& flags, const std::stri
       Shape{static_cast<int>(contract::kVcpu.def), static_cast<int>(contract::kMemoryMiB.def),
             static_cast<int>(contract::kDiskMiB.def)};
   return options;
+}
+
+std::vector<images::FrontImages::Definition> FrontImagesFrom(const Flags& flags) {
+  std::vector<images::FrontImages::Definition> overrides;
+  for (const std::string& text : flags.front_images)
+    overrides.push_back(*images::ReadFrontImageFlag(text));
+  return images::WithOverrides(
+      images::ShippedFrontImages(flags.sandboxfusion_image, images::ReadFrontImageHost()),
+      std::move(overrides));
 }
 
 api::PortSettings PortSettingsFrom(const Flags& flags) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "api/context.h"
 #include "api/http_server.h"
@@ -12,6 +13,7 @@
 #include "control/sandbox_manager.h"
 #include "daemon/flags.h"
 #include "egress/egress.h"
+#include "images/manager/front_images.h"
 #include "images/manager/image_manager.h"
 
 namespace kiln::daemon {
@@ -42,6 +44,10 @@ images::ImageManagerOptions ImageOptionsFrom(const Flags& flags, const std::stri
 
 // Previews' domain and URLs: the listener's port unless --preview-url
 // names the scheme (and port) a proxy in front serves.
+// The fronts' default images: kiln's, with the operator's --front-image
+// replacing or adding (checked by ParseFlags).
+std::vector<images::FrontImages::Definition> FrontImagesFrom(const Flags& flags);
+
 api::PortSettings PortSettingsFrom(const Flags& flags);
 
 api::ServerLimits ServerLimitsFrom(const Flags& flags);

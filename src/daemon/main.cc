@@ -36,6 +36,7 @@
 #include "daemon/process_metrics.h"
 #include "egress/egress.h"
 #include "engine/runsc_engine.h"
+#include "images/manager/front_images.h"
 #include "images/manager/image_manager.h"
 #include "images/manager/staged_builds.h"
 #include "io/service.h"
@@ -238,9 +239,18 @@ int main(int argc, char** argv) {
          relays.Cut(kiln::api::RelayKey(sandbox_id, port));
        }});
   kiln::api::TerminalTickets terminal_tickets;
+  kiln::images::FrontImages front_images(
+      images,
+      [&key_service]() -> std::optional<std::string> {
+        auto operators = key_service.Operators();
+        if (operators.empty()) return std::nullopt;
+        return operators.front().id;
+      },
+      kiln::daemon::FrontImagesFrom(flags));
   kiln::api::ApiContext ctx{sandboxes, launcher, io, key_service, egress_pages, &images, &streams};
   ctx.tickets = &terminal_tickets;
   ctx.staged_builds = &staged_builds;
+  ctx.front_images = &front_images;
   ctx.previews = &previews;
   ctx.relays = &relays;
   ctx.sandbox_token_key = secrets->Derive("e2b sandbox access tokens");

@@ -79,11 +79,10 @@ void Create(ApiContext& ctx, Exchange& ex) {
   if (!launched.ok() && launched.status().code() == Code::kImageNotFound) {
     std::string how =
         parsed.template_id == kInterpreterTemplate
-            ? " The code interpreter's template is a kiln image of that name, built under "
-              "your key or an admin key (then every key's): `make e2b-templates` "
-              "(KILN_API_KEY=<the key>), or `python3 examples/images/code_interpreter.py "
-              "--name code-interpreter-v1`."
-            : " Templates are kiln images: `base`, or one you built (POST /v1/images).";
+            ? " kilnd builds the code interpreter's template on first need under the "
+              "operator's key, and this kilnd has no live admin key to build it under."
+            : " Templates are kiln images: `base`, one built with the e2b SDK's "
+              "Template.build, or with kiln's POST /v1/images.";
     throw ApiError(Code::kImageNotFound,
                    "template '" + parsed.template_id + "' was not found." + how,
                    json{{"templateID", parsed.template_id}});

@@ -1,0 +1,120 @@
+"""The fronts' default images are there when first asked for (issue 44, item 5), against
+fresh kilnds that never built them: E2B's code-interpreter-v1 (kiln's own recipe: numpy,
+pandas and matplotlib from PyPI) and SandboxFusion's language image (here an operator's
+recipe, --front-image, so the test stays short; kiln's own is the core set that
+test_sandboxfusion.py builds) are built by kilnd on the first create that needs one, once,
+under the operator's key; that create, and those that come while the build runs, wait as
+they wait for room and are told to retry (E2B's 503, SandboxFusion's 504, with Retry-After);
+every key's sandboxes then boot the one image. A recipe that fails is the answer, naming its
+log, until it may be tried again."""
+import json
+import time
+import urllib.error
+import urllib.request
+
+from client import Client
+from lib.kilnd import own_kilnd
+
+
+def e2b_create(url, key, template):
+    """(status, body, Retry-After) of E2B's NewSandbox, as its SDK sends it."""
+    req = urllib.request.Request(url + "/e2b/sandboxes", method="POST",
+                                 data=json.dumps({"templateID": template, "timeout": 300}).encode(),
+                                 headers={"X-API-Key": key, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read()), None
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read()), e.headers.get("Retry-After")
+
+
+def key_of(admin, name):
+    made = admin.ok("POST", "/v1/keys", json={"name": name})
+    return made["secret"], "e2b_" + made["secret"][len("kiln_"):]
+
+
+def front_images(admin, name):
+    return [i for i in admin.ok("GET", "/v1/images", query={"name": name})["data"]]
+
+
+def test_e2bs_interpreter_template_is_built_on_first_need():
+    with own_kilnd() as start:
+        d = start()
+        admin = Client(d.url, key=d.admin_key)
+        assert front_images(admin, "code-interpreter-v1") == []
+        _, key = key_of(admin, "first")
+        answers = []
+        deadline = time.monotonic() + 900
+        while True:
+            status, body, retry = e2b_create(d.url, key, "code-interpreter-v1")
+            answers.append(status)
+            if status == 201:
+                break
+            assert status == 503 and retry and "being built" in body["message"], (status, body)
+            assert time.monotonic() < deadline, "code-interpreter-v1 was not built in 15 minutes"
+            time.sleep(int(retry))
+        built = front_images(admin, "code-interpreter-v1")
+        assert len(built) == 1 and built[0]["state"] == "ready", built
+        assert built[0]["labels"].get("kiln.front-image") == "kilnd", built
+        sid = body["sandboxID"]
+        out = admin.sh(sid, "python3 -c 'import numpy, pandas, matplotlib; print(matplotlib.get_backend())'")
+        assert out.strip() == "Agg", out  # the recipe's MPLBACKEND
+        admin.request("DELETE", f"/v1/sandboxes/{sid}")
+        # Another key boots the same image at once: it is built once, for every key.
+        _, other = key_of(admin, "second")
+        status, body, _ = e2b_create(d.url, other, "code-interpreter-v1")
+        assert status == 201, body
+        assert len(front_images(admin, "code-interpreter-v1")) == 1
+        admin.request("DELETE", f"/v1/sandboxes/{body['sandboxID']}")
+
+
+def sf_run(url, key, code):
+    req = urllib.request.Request(f"{url}/sandboxfusion/{key}/run_code", method="POST",
+                                 data=json.dumps({"code": code, "language": "python"}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read()), None
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null"), e.headers.get("Retry-After")
+
+
+def test_sandboxfusions_image_is_built_on_first_need_and_a_failure_is_the_answer(tmp_path):
+    good = tmp_path / "langs.json"
+    good.write_text(json.dumps({"recipe": {"commands": ["echo made-for-sandboxfusion > /opt/made"]}}))
+    bad = tmp_path / "broken.json"
+    bad.write_text(json.dumps({"recipe": {"commands": ["echo broken recipe >&2; exit 3"]}}))
+    with own_kilnd() as start:
+        d = start("--sandboxfusion-image", "sf-langs", "--front-image", f"sf-langs={good}")
+        admin = Client(d.url, key=d.admin_key)
+        secret, _ = key_of(admin, "sf")
+        deadline = time.monotonic() + 600
+        while True:
+            status, body, retry = sf_run(d.url, secret, "print(open('/opt/made').read().strip())")
+            if status == 200:
+                break
+            assert status == 504 and retry, (status, body)
+            assert time.monotonic() < deadline, "the language image was not built in 10 minutes"
+            time.sleep(int(retry))
+        assert body["status"] == "Success", body
+        assert body["run_result"]["stdout"].strip() == "made-for-sandboxfusion", body
+        built = front_images(admin, "sf-langs")  # one image, the operator's, for every key
+        assert len(built) == 1 and built[0]["labels"].get("kiln.front-image") == "kilnd", built
+        assert front_images(Client(d.url, key=secret), "sf-langs") == []  # not the key's own
+    with own_kilnd() as start:
+        d = start("--sandboxfusion-image", "sf-broken", "--front-image", f"sf-broken={bad}")
+        admin = Client(d.url, key=d.admin_key)
+        secret, _ = key_of(admin, "sf")
+        deadline = time.monotonic() + 600
+        while True:
+            status, body, retry = sf_run(d.url, secret, "print(1)")
+            if status != 504:
+                break
+            assert time.monotonic() < deadline, "the broken build did not end in 10 minutes"
+            time.sleep(int(retry or 1))
+        text = json.dumps(body)
+        assert status >= 400 and "failed" in text and "/logs" in text, (status, body)
+        # Asked again within ten minutes: the same failure, no second build.
+        status, body, _ = sf_run(d.url, secret, "print(1)")
+        assert status >= 400 and "failed" in json.dumps(body), body
+        assert len(front_images(admin, "sf-broken")) == 1
