@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all packages setup setup-node setup-runsc setup-console ray-env e2b-env playwright-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates sandboxfusion-image sandboxfusion-image-full sandboxfusion-languages
+.PHONY: all packages setup setup-node setup-runsc setup-console ray-env e2b-env harbor-env playwright-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates sandboxfusion-image sandboxfusion-image-full sandboxfusion-languages
 
 all: build
 
@@ -84,6 +84,10 @@ ray-env:
 e2b-env:
 	@$(STEP) e2b bash scripts/setup.sh e2b
 
+# Harbor for bench/harbor.py (/opt/kiln/harbor-venv, on the machine's Python >= 3.12).
+harbor-env:
+	@$(STEP) harbor bash scripts/setup.sh harbor
+
 # Playwright for the console's browser tests (/opt/kiln/console-venv).
 playwright-env:
 	@$(STEP) playwright bash scripts/setup.sh playwright
@@ -120,13 +124,14 @@ integration: build
 hostile: build
 	KILN_BIN_DIR=$(CURDIR)/$(BUILD)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration -m hostile
 
-bench: setup ray-env e2b-env playwright-env build
+bench: setup ray-env e2b-env harbor-env playwright-env build
 	$(PY) bench/runsc_flags.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/run.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/network.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/rewards.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/rollouts.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/images.py --kilnd $(BUILD)/bin/kilnd
+	$(PY) bench/harbor.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/pause.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/interpreter.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/ports.py --kilnd $(BUILD)/bin/kilnd

@@ -180,6 +180,38 @@ sys.exit(m.version('playwright') != '$PLAYWRIGHT_VERSION')" 2>/dev/null; then
   echo "setup.sh: playwright $PLAYWRIGHT_VERSION in $venv"
 }
 
+# Harbor (the terminal-bench harness), only for `make bench`'s trial figures
+# (bench/harbor.py); the tests install theirs in a venv of their own. It
+# needs Python >= 3.12, which Debian 12 lacks: the machine's own (pyenv's, or
+# one on PATH); without one the step says so and the figure is skipped.
+HARBOR_PACKAGES="harbor[e2b]==0.25.0 e2b==2.63.0"
+python_312() {
+  local p
+  for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3 \
+           "$(command -v python3.12 || true)" "$(command -v python3.13 || true)"; do
+    [ -x "$p" ] && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null &&
+      { echo "$p"; return 0; }
+  done
+  return 1
+}
+step_harbor() {
+  local venv=/opt/kiln/harbor-venv python
+  if "$venv/bin/python" -c "
+import importlib.metadata as m, sys
+sys.exit(m.version('harbor') != '0.25.0')" 2>/dev/null; then
+    echo "setup.sh: harbor 0.25.0 in $venv"
+    return 0
+  fi
+  if ! python=$(python_312); then
+    echo "setup.sh: no Python >= 3.12 here (Debian 12 has 3.11): harbor not installed, its figures skipped"
+    return 0
+  fi
+  "$python" -m venv "$venv"
+  # shellcheck disable=SC2086
+  "$venv/bin/pip" install -q --disable-pip-version-check $HARBOR_PACKAGES
+  echo "setup.sh: $HARBOR_PACKAGES in $venv ($("$python" --version))"
+}
+
 # Without arguments, one step after the other (`make setup` runs node and
 # runsc at once, beside the base image, after packages).
 if [ $# -gt 0 ]; then
