@@ -16,19 +16,18 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import textwrap
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from lib.venvs import UNREACHABLE, venv_with  # noqa: F401 (UNREACHABLE: other modules import it here)
+
 HERE = Path(__file__).resolve().parent
 PY_PACKAGES = ["e2b==2.63.0", "e2b-code-interpreter==2.11.5"]
-UNREACHABLE = ("Failed to establish a new connection", "Temporary failure in name resolution",
-               "Network is unreachable", "Could not fetch URL", "Connection refused",
-               "Max retries exceeded", "ConnectTimeoutError", "ReadTimeoutError",
-               "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED")
 GROUP = pytest.mark.xdist_group("e2b")
 PY_PRELUDE = """
 import json, sys, time
@@ -40,19 +39,8 @@ def out(v):
 @pytest.fixture(scope="session")
 def e2b_python():
     """The python of a fresh venv holding E2B's pinned Python SDKs."""
-    d = tempfile.mkdtemp(prefix="kiln-e2b-venv-")
-    try:
-        subprocess.run([sys.executable, "-m", "venv", d], check=True, timeout=120)
-        pip = subprocess.run([f"{d}/bin/pip", "install", "-q", "--disable-pip-version-check",
-                              *PY_PACKAGES], capture_output=True, text=True, timeout=900)
-        if pip.returncode != 0:
-            words = pip.stdout + pip.stderr
-            if any(u in words for u in UNREACHABLE):
-                pytest.skip(f"pip cannot reach the package index for e2b: {words[-300:]}")
-            pytest.fail(f"pip install {' '.join(PY_PACKAGES)} failed:\n{words}")
+    with venv_with(PY_PACKAGES, "kiln-e2b-venv-") as d:
         yield f"{d}/bin/python"
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -94,6 +82,24 @@ def e2b_env(kilnd, e2b_key):
     env.pop("E2B_DOMAIN", None)
     env.pop("E2B_DEBUG", None)
     return env
+
+
+def e2b_http(kilnd, method, path, key=None, body=None, raw=None, headers=None):
+    """(status, parsed JSON or None) of a raw call to the E2B front: `path` under /e2b, or a
+    whole URL (an upload link); `body` sent as JSON, or `raw` bytes."""
+    data = json.dumps(body).encode() if body is not None else raw
+    h = {"Content-Type": "application/json", **(headers or {})}
+    if key:
+        h["X-API-Key"] = key
+    url = path if path.startswith("http") else kilnd.url + "/e2b" + path
+    req = urllib.request.Request(url, data=data, method=method, headers=h)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            text = r.read()
+            return r.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as e:
+        text = e.read()
+        return e.code, json.loads(text) if text else None
 
 
 def run_python(python, env, script, timeout=300):

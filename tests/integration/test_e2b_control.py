@@ -7,30 +7,12 @@ wrong key is E2B's 401, refusals are E2B's error shape naming the feature.
 Memory across a pause is checked through the code interpreter's port
 (49999), which kilnd serves itself; envd (commands, files) lands separately.
 """
-import json
-import urllib.error
-import urllib.request
-
 import pytest
 
-from e2b_clients import (GROUP, e2b_env, e2b_key, e2b_node, e2b_python, run_node,  # noqa: F401
-                         run_python)
+from e2b_clients import (GROUP, e2b_env, e2b_http, e2b_key, e2b_node, e2b_python,  # noqa: F401
+                         run_node, run_python)
 
 pytestmark = GROUP
-
-
-def e2b_http(kilnd, method, path, key, body=None):
-    """(status, JSON body) of a raw call to the E2B front."""
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(kilnd.url + "/e2b" + path, data=data, method=method,
-                                 headers={"X-API-Key": key, "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        return e.code, json.loads(raw) if raw else None
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ exists / tags, every step type, .dockerignore, file modes and symlinks in COPY, 
 ready command, a cached rebuild that uploads nothing and runs no step, a failing step named in
 E2B's numbering, another key's template not found, the upload link as a credential of its own,
 and template deletion. Each build is a kiln image (GET /v1/images shows it)."""
+import http.client
 import json
 import os
 import tarfile
@@ -15,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from e2b_clients import (GROUP, e2b_env, e2b_key, e2b_node, e2b_python, run_node,  # noqa: F401
-                         run_python)
+from e2b_clients import (GROUP, e2b_env, e2b_http, e2b_key, e2b_node, e2b_python,  # noqa: F401
+                         run_node, run_python)
 from hub_images import hub_layout
 from oci import Registry
 
@@ -53,23 +54,6 @@ def context_dir():
     yield d
     import shutil
     shutil.rmtree(d, ignore_errors=True)
-
-
-def e2b_http(kilnd, method, path, key=None, body=None, raw=None, headers=None):
-    """(status, parsed JSON or None) of a raw call under /e2b."""
-    data = json.dumps(body).encode() if body is not None else raw
-    h = {"Content-Type": "application/json", **(headers or {})}
-    if key:
-        h["X-API-Key"] = key
-    url = path if path.startswith("http") else kilnd.url + "/e2b" + path
-    req = urllib.request.Request(url, data=data, method=method, headers=h)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            text = r.read()
-            return r.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as e:
-        text = e.read()
-        return e.code, json.loads(text) if text else None
 
 
 def test_every_step_type_files_modes_symlinks_and_a_warm_server(e2b_python, e2b_env, context_dir,
@@ -181,7 +165,8 @@ def test_background_builds_status_logs_and_tags(e2b_python, e2b_env):
     out = run_python(e2b_python, e2b_env, """
         import time
         from e2b import Template, Sandbox
-        t = Template().from_template("base").run_cmd("echo v1 > /home/user/version")
+        t = (Template().from_template("base").run_cmd("echo v1 > /home/user/version")
+             .set_ready_cmd("test -s /home/user/version"))  # a ready check alone
         info = Template.build_in_background(t, "tagged-tpl", tags=["v1"])
         seen, offset = [], 0
         while True:
@@ -311,6 +296,16 @@ def test_an_upload_link_is_a_credential_of_its_own(kilnd, api, e2b_key, tmp_path
         status, body = put(bad)
         assert status == 403 and body["code"] == 403, (bad, body)
     assert put(q, hash_="e" * 64)[0] == 403  # another hash
+    # Past 100 MiB it is refused from its Content-Length, once the body has begun (kilnd
+    # waits for a request's start), without waiting for the rest of it.
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    conn.putrequest("PUT", f"{parts.path}?{parts.query}")
+    conn.putheader("Content-Length", str(101 << 20))
+    conn.endheaders()
+    conn.send(b"\0" * 65536)
+    r = conn.getresponse()
+    assert r.status == 413 and "100 MiB" in r.read().decode(), r.status
+    conn.close()
     status, body = put(q, data=_tar_gz(tmp_path / "evil.tgz", {"../escape": b"x"}))
     assert status == 400, body  # unpacked once on arrival, as any build context
     status, body = put(q)

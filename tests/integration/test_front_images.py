@@ -28,6 +28,20 @@ def e2b_create(url, key, template):
         return e.code, json.loads(e.read()), e.headers.get("Retry-After")
 
 
+def until_built(call, retry_status, within, what):
+    """Calls call() -> (status, body, Retry-After) again, after the Retry-After it names,
+    while it answers `retry_status` (the front's "being built, retry"); its last answer.
+    Fails after `within` seconds, naming `what`."""
+    deadline = time.monotonic() + within
+    while True:
+        status, body, retry = call()
+        if status != retry_status:
+            return status, body
+        assert retry, f"{status} without Retry-After: {body}"
+        assert time.monotonic() < deadline, f"{what} was not built in {within} s"
+        time.sleep(int(retry))
+
+
 def key_of(admin, name):
     made = admin.ok("POST", "/v1/keys", json={"name": name})
     return made["secret"], "e2b_" + made["secret"][len("kiln_"):]
@@ -43,16 +57,9 @@ def test_e2bs_interpreter_template_is_built_on_first_need():
         admin = Client(d.url, key=d.admin_key)
         assert front_images(admin, "code-interpreter-v1") == []
         _, key = key_of(admin, "first")
-        answers = []
-        deadline = time.monotonic() + 900
-        while True:
-            status, body, retry = e2b_create(d.url, key, "code-interpreter-v1")
-            answers.append(status)
-            if status == 201:
-                break
-            assert status == 503 and retry and "being built" in body["message"], (status, body)
-            assert time.monotonic() < deadline, "code-interpreter-v1 was not built in 15 minutes"
-            time.sleep(int(retry))
+        status, body = until_built(lambda: e2b_create(d.url, key, "code-interpreter-v1"), 503,
+                                   900, "code-interpreter-v1")
+        assert status == 201, body
         built = front_images(admin, "code-interpreter-v1")
         assert len(built) == 1 and built[0]["state"] == "ready", built
         assert built[0]["labels"].get("kiln.front-image") == "kilnd", built
@@ -88,15 +95,10 @@ def test_sandboxfusions_image_is_built_on_first_need_and_a_failure_is_the_answer
         d = start("--sandboxfusion-image", "sf-langs", "--front-image", f"sf-langs={good}")
         admin = Client(d.url, key=d.admin_key)
         secret, _ = key_of(admin, "sf")
-        deadline = time.monotonic() + 600
-        while True:
-            status, body, retry = sf_run(d.url, secret, "print(open('/opt/made').read().strip())")
-            if status == 200:
-                break
-            assert status == 504 and retry, (status, body)
-            assert time.monotonic() < deadline, "the language image was not built in 10 minutes"
-            time.sleep(int(retry))
-        assert body["status"] == "Success", body
+        status, body = until_built(
+            lambda: sf_run(d.url, secret, "print(open('/opt/made').read().strip())"), 504, 600,
+            "the language image")
+        assert status == 200 and body["status"] == "Success", (status, body)
         assert body["run_result"]["stdout"].strip() == "made-for-sandboxfusion", body
         built = front_images(admin, "sf-langs")  # one image, the operator's, for every key
         assert len(built) == 1 and built[0]["labels"].get("kiln.front-image") == "kilnd", built
@@ -105,13 +107,8 @@ def test_sandboxfusions_image_is_built_on_first_need_and_a_failure_is_the_answer
         d = start("--sandboxfusion-image", "sf-broken", "--front-image", f"sf-broken={bad}")
         admin = Client(d.url, key=d.admin_key)
         secret, _ = key_of(admin, "sf")
-        deadline = time.monotonic() + 600
-        while True:
-            status, body, retry = sf_run(d.url, secret, "print(1)")
-            if status != 504:
-                break
-            assert time.monotonic() < deadline, "the broken build did not end in 10 minutes"
-            time.sleep(int(retry or 1))
+        status, body = until_built(lambda: sf_run(d.url, secret, "print(1)"), 504, 600,
+                                   "the broken image")
         text = json.dumps(body)
         assert status >= 400 and "failed" in text and "/logs" in text, (status, body)
         # Asked again within ten minutes: the same failure, no second build.

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from client import Client
-from e2b_clients import UNREACHABLE
 from hub_images import hub_layout, push_hub_images
 from lib.kilnd import own_kilnd
+from lib.venvs import venv_with
 from oci import Registry
 
 pytestmark = pytest.mark.xdist_group("harbor")
@@ -57,19 +57,8 @@ def harbor():
                     "is 3.11; install one, e.g. with pyenv, to run these tests)")
     version = subprocess.run([python, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"Harbor runs on {python} ({version})")
-    d = tempfile.mkdtemp(prefix="kiln-harbor-venv-")
-    try:
-        subprocess.run([python, "-m", "venv", d], check=True, timeout=120)
-        pip = subprocess.run([f"{d}/bin/pip", "install", "-q", "--disable-pip-version-check", *HARBOR],
-                             capture_output=True, text=True, timeout=1200)
-        if pip.returncode != 0:
-            words = pip.stdout + pip.stderr
-            if any(u in words for u in UNREACHABLE):
-                pytest.skip(f"pip cannot reach the package index for harbor: {words[-300:]}")
-            pytest.fail(f"pip install {' '.join(HARBOR)} failed:\n{words}")
+    with venv_with(HARBOR, "kiln-harbor-venv-", python=python, timeout=1200) as d:
         yield f"{d}/bin/harbor"
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

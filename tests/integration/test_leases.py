@@ -10,8 +10,6 @@ import urllib.error
 from datetime import datetime
 import urllib.request
 
-import pytest
-
 from client import Client
 from e2b_clients import GROUP, e2b_env, e2b_key, e2b_python, run_python  # noqa: F401
 from lib.kilnd import own_kilnd

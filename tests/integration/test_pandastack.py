@@ -8,10 +8,7 @@ reach the index.
 """
 import json
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
 import textwrap
 import urllib.error
 import urllib.request
@@ -19,11 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from lib.venvs import venv_with
+
 ROOT = Path(__file__).resolve().parents[2]
-# pip's words when the index is out of reach (not when the package is wrong).
-UNREACHABLE = ("Failed to establish a new connection", "Temporary failure in name resolution",
-               "Network is unreachable", "Could not fetch URL", "Connection refused",
-               "Max retries exceeded", "ConnectTimeoutError", "ReadTimeoutError")
 # Every script starts with this: the client, and `out` for its answer.
 PRELUDE = """
 import json, sys
@@ -38,19 +33,8 @@ def out(v):
 @pytest.fixture(scope="module")
 def python():
     """The python of a fresh venv holding pandastack==0.10.0."""
-    d = tempfile.mkdtemp(prefix="kiln-pandastack-venv-")
-    try:
-        subprocess.run([sys.executable, "-m", "venv", d], check=True, timeout=120)
-        pip = subprocess.run([f"{d}/bin/pip", "install", "-q", "--disable-pip-version-check",
-                              "pandastack==0.10.0"], capture_output=True, text=True, timeout=600)
-        if pip.returncode != 0:
-            words = pip.stdout + pip.stderr
-            if any(u in words for u in UNREACHABLE):
-                pytest.skip(f"pip cannot reach the package index for pandastack: {words[-300:]}")
-            pytest.fail(f"pip install pandastack==0.10.0 failed:\n{words}")
+    with venv_with(["pandastack==0.10.0"], "kiln-pandastack-venv-", timeout=600) as d:
         yield f"{d}/bin/python"
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

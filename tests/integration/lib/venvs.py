@@ -1,0 +1,35 @@
+"""Fresh venvs holding the vendors' own clients from PyPI, made by the test that needs them."""
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+# What pip says when the package index is out of reach: the test is then skipped, saying so.
+UNREACHABLE = ("Failed to establish a new connection", "Temporary failure in name resolution",
+               "Network is unreachable", "Could not fetch URL", "Connection refused",
+               "Max retries exceeded", "ConnectTimeoutError", "ReadTimeoutError",
+               "ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED")
+
+
+@contextlib.contextmanager
+def venv_with(packages, prefix, python=sys.executable, timeout=900):
+    """`with venv_with(["pkg==1.0"], "kiln-x-venv-") as d:` a fresh venv of `python` holding
+    `packages` (d/bin/python, d/bin/<script>), removed at the end. Skips the test when pip
+    cannot reach the package index; fails it when the install fails otherwise."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    try:
+        subprocess.run([python, "-m", "venv", d], check=True, timeout=120)
+        pip = subprocess.run([f"{d}/bin/pip", "install", "-q", "--disable-pip-version-check",
+                              *packages], capture_output=True, text=True, timeout=timeout)
+        if pip.returncode != 0:
+            words = pip.stdout + pip.stderr
+            if any(u in words for u in UNREACHABLE):
+                pytest.skip(f"pip cannot reach the package index for {' '.join(packages)}: "
+                            f"{words[-300:]}")
+            pytest.fail(f"pip install {' '.join(packages)} failed:\n{words}")
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
