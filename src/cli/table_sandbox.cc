@@ -157,9 +157,9 @@ const std::vector<Verb>& SandboxVerbs() {
        .args = "ID",
        .brief = "lengthen a running sandbox's lease",
        .summary = "Extend a running sandbox's lease: it now ends N seconds after the later of\n"
-                  "its old end and now, but at most one hour from now. Prints the id and the\n"
-                  "new end.",
-       .flags = {RequiredFlag("seconds", "N", "how much longer, 1-3600 (required)")},
+                  "its old end and now, but at most kilnd's --max-lease-seconds (a day by\n"
+                  "default) from now. Prints the id and the new end.",
+       .flags = {RequiredFlag("seconds", "N", "how much longer, 1-86400 (required)")},
        .positionals = 1,
        .takes_command = false,
        .handler = CmdSandboxExtend},

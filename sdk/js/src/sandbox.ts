@@ -405,7 +405,7 @@ export class Sandbox implements AsyncDisposable {
     return info;
   }
 
-  /** Moves the lease end to max(expiresAt, now) + seconds (at most an hour ahead). */
+  /** Moves the lease end to max(expiresAt, now) + seconds (at most kilnd's --max-lease-seconds ahead: a day by default). */
   async extend(seconds: number, options: RequestOptions = {}): Promise<SandboxInfo> {
     return this.lifecycle("extend", { seconds }, options);
   }

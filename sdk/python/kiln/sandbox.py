@@ -125,7 +125,8 @@ class Sandbox:
         return self.info
 
     def extend(self, seconds: int) -> Dict[str, Any]:
-        """Moves the lease end to max(expiresAt, now) + seconds (at most an hour ahead)."""
+        """Moves the lease end to max(expiresAt, now) + seconds (at most kilnd's
+        --max-lease-seconds ahead: a day by default)."""
         self.info = self._post(":extend", {"seconds": int(seconds)})
         return self.info
 
