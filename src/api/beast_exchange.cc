@@ -2,9 +2,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "api/errors.h"
@@ -95,12 +98,7 @@ class TimedWriter {
         ec = boost::system::error_code(errno, boost::system::system_category());
         return 0;
       }
-      pollfd p{sock_.native_handle(), POLLOUT, 0};
-      int ready;
-      do {
-        ready = ::poll(&p, 1, timeout_ms_);
-      } while (ready < 0 && errno == EINTR);
-      if (ready == 0) {
+      if (!WaitWritable()) {
         ec = net::error::timed_out;
         return 0;
       }
@@ -115,6 +113,36 @@ class TimedWriter {
   }
 
  private:
+  // Waits until the socket takes more bytes; false after timeout_ms without
+  // the client taking any. Progress is the send queue shrinking (SIOCOUTQ),
+  // checked every slice: POLLOUT alone comes only once a third of the send
+  // buffer is free, which a steady slow reader of a large buffer may take
+  // longer than the deadline to drain.
+  bool WaitWritable() {
+    constexpr int kSliceMs = 250;
+    const int fd = sock_.native_handle();
+    int queued = OutQueue(fd);
+    int64_t idle_ms = 0;
+    for (;;) {
+      pollfd p{fd, POLLOUT, 0};
+      int ready = ::poll(&p, 1, std::min(kSliceMs, timeout_ms_));
+      if (ready > 0) return true;
+      if (ready < 0 && errno != EINTR) return true;  // the send says what is wrong
+      int now = OutQueue(fd);
+      if (now >= 0 && now < queued) {
+        idle_ms = 0;  // the client took bytes
+      } else if (ready == 0) {
+        idle_ms += std::min(kSliceMs, timeout_ms_);
+      }
+      queued = now;
+      if (idle_ms >= timeout_ms_) return false;
+    }
+  }
+  static int OutQueue(int fd) {
+    int n = 0;
+    return ::ioctl(fd, SIOCOUTQ, &n) == 0 ? n : -1;
+  }
+
   tcp::socket& sock_;
   int timeout_ms_;
 };

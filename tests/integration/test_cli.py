@@ -177,7 +177,7 @@ def test_extend(kiln, api, sandboxes):
     assert again["id"] == sid and again["expiresAt"] >= expires
     p = kiln("sandbox", "extend", sid)
     assert p.returncode == 1 and "missing --seconds" in p.stderr, p
-    p = kiln("sandbox", "extend", sid, "--seconds", "7200", "--json")
+    p = kiln("sandbox", "extend", sid, "--seconds", "86401", "--json")
     assert p.returncode == 1 and json.loads(p.stderr)["error"]["code"] == "invalid_request", p
 
 

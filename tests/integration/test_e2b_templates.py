@@ -278,6 +278,10 @@ def test_an_upload_link_is_a_credential_of_its_own(kilnd, api, e2b_key, tmp_path
     key = "e2b_" + made["secret"][len("kiln_"):]
     h = "d" * 64
     status, body = e2b_http(kilnd, "GET", f"/templates/links-tpl/files/{h}", key)
+    assert status == 404, body  # files go to a template of the key's: requested, or built
+    status, body = e2b_http(kilnd, "POST", "/v3/templates", key, {"name": "links-tpl"})
+    assert status == 202, body
+    status, body = e2b_http(kilnd, "GET", f"/templates/links-tpl/files/{h}", key)
     assert status == 201 and body["present"] is False, body
     url = body["url"]
     parts = urllib.parse.urlsplit(url)

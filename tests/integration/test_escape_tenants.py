@@ -108,7 +108,7 @@ def _call(b, t, method, path):
     sid, snap, image = t.sandbox["id"], t.snapshot["id"], t.image["id"]
     values = {"pid": t.process["id"], "name": t.image_name, "digest": "0" * 64,
               "a": "sandboxes", "b": sid, "c": "fs", "d": "x", "wid": "w1", "port": "8000",
-              "alias": t.image_name,
+              "alias": t.image_name, "hash": "0" * 64, "build": t.image["id"],
               "key": b.key}  # SandboxFusion's front: the caller's own key is in the path
     if path.startswith(("/v1/snapshots/{id}", "/pandastack/v1/snapshots/{id}", "/e2b/templates/{id}")):
         values["id"] = snap

@@ -49,7 +49,7 @@ def test_request_ids_are_unique_and_on_every_answer(api, sid):
     ({"vcpu": True}, "body.vcpu"),
     ({"diskMiB": 63}, "body.diskMiB"),
     ({"timeoutSeconds": 59}, "body.timeoutSeconds"),
-    ({"timeoutSeconds": 3601}, "body.timeoutSeconds"),
+    ({"timeoutSeconds": 86401}, "body.timeoutSeconds"),
     ({"name": "bad name!"}, "body.name"),
     ({"name": "n" * 65}, "body.name"),
     ({"labels": ["a"]}, "body.labels"),

@@ -80,6 +80,10 @@ void FileLink(ApiContext& ctx, Exchange& ex) {
   std::string name = TemplateName(ex.params["id"]);
   const std::string& hash = ex.params["hash"];
   ThrowIfError(images::StagedBuilds::CheckHash(hash, "path.hash"));
+  // Files go to a template of the caller's: one it is building, or has.
+  if (!Staged(ctx).Reserves(Owner(ex), name) && TemplateVersions(ctx, ex, name).empty())
+    throw ApiError(Code::kNotFound, "template '" + name + "' was not found",
+                   json{{"templateID", name}});
   if (Staged(ctx).Piece(Owner(ex), hash)) {
     ex.SendJson(201, json{{"present", true}});
     return;

@@ -60,6 +60,14 @@ std::optional<StagedBuilds::Reservation> StagedBuilds::Reserved(const std::strin
   return it->second;
 }
 
+bool StagedBuilds::Reserves(const std::string& owner, const std::string& name) {
+  std::lock_guard lock(mu_);
+  DropExpiredLocked(NowMs());
+  return std::any_of(reserved_.begin(), reserved_.end(), [&](const auto& entry) {
+    return entry.second.owner == owner && entry.second.name == name;
+  });
+}
+
 Result<ImageRecord> StagedBuilds::Submit(const std::string& build_id, const std::string& owner,
                                          ImageRequest request) {
   std::optional<Reservation> r = Reserved(build_id, owner);

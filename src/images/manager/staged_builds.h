@@ -64,6 +64,8 @@ class StagedBuilds {
                               const std::vector<std::string>& tags, std::optional<Shape> shape);
   // `owner`'s live reservation `build_id`, if any.
   std::optional<Reservation> Reserved(const std::string& build_id, const std::string& owner);
+  // Whether `owner` holds a live reservation of a build of `name`.
+  bool Reserves(const std::string& owner, const std::string& name);
   // Submits `request` as reservation `build_id` of `owner`: it takes the
   // reservation's id, owner, name, tags and shape; the reservation ends
   // when the build is queued. kNotFound for no such live reservation;
