@@ -128,7 +128,8 @@ void LaunchFrontImage(ApiContext& ctx, const Exchange& ex, const std::string& re
     req.image = found->id;
     if (found->operators) req.scope = std::nullopt;
   } else if (ctx.front_images && ctx.front_images->Defines(ref)) {
-    req.image = ValueOrThrow(ctx.front_images->Ensure(ref, req.deadline, req.cancelled));
+    req.image =
+        ValueOrThrow(ctx.front_images->Ensure(ref, req.spec.owner, req.deadline, req.cancelled));
     req.scope = std::nullopt;  // the operator's
   }
 }

@@ -4,6 +4,7 @@ exists / tags, every step type, .dockerignore, file modes and symlinks in COPY, 
 ready command, a cached rebuild that uploads nothing and runs no step, a failing step named in
 E2B's numbering, another key's template not found, the upload link as a credential of its own,
 and template deletion. Each build is a kiln image (GET /v1/images shows it)."""
+import hashlib
 import http.client
 import json
 import os
@@ -18,6 +19,7 @@ import pytest
 
 from e2b_clients import (GROUP, e2b_env, e2b_http, e2b_key, e2b_node, e2b_python,  # noqa: F401
                          run_node, run_python)
+from client import Client
 from hub_images import hub_layout
 from oci import Registry
 
@@ -316,6 +318,14 @@ def test_an_upload_link_is_a_credential_of_its_own(kilnd, api, e2b_key, tmp_path
     assert status == 200, body
     status, body = e2b_http(kilnd, "GET", f"/templates/links-tpl/files/{h}", key)
     assert status == 201 and body == {"present": True}, body
+    # The link again, other bytes: taken, but what the key's builds read under that hash stays
+    # the first upload (a link someone else saw replaces nothing).
+    other = _tar_gz(tmp_path / "b.tgz", {"f.txt": b"replaced"})
+    assert put(q, data=other)[0] == 200
+    kiln_key = Client(kilnd.url, key=made["secret"])
+    missing = kiln_key.ok("POST", "/v1/images/context/missing", json={"digests": [
+        "sha256:" + hashlib.sha256(archive).hexdigest(), "sha256:" + hashlib.sha256(other).hexdigest()]})
+    assert missing["missing"] == ["sha256:" + hashlib.sha256(other).hexdigest()], missing
     api.ok("POST", f"/v1/keys/{made['id']}:revoke")
     status, body = put(q)
     assert status == 403, body  # links die with their key

@@ -8,6 +8,7 @@ they wait for room and are told to retry (E2B's 503, SandboxFusion's 504, with R
 every key's sandboxes then boot the one image. A recipe that fails is the answer, naming its
 log, until it may be tried again."""
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -73,6 +74,33 @@ def test_e2bs_interpreter_template_is_built_on_first_need():
         assert status == 201, body
         assert len(front_images(admin, "code-interpreter-v1")) == 1
         admin.request("DELETE", f"/v1/sandboxes/{body['sandboxID']}")
+
+
+def test_a_key_waits_for_a_build_with_a_bounded_number_of_creates(tmp_path):
+    """While the image builds, at most 16 creates of one key wait for it; the rest are told to
+    retry at once, so one key cannot hold kilnd's threads on a build."""
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({"recipe": {"commands": ["sleep 40"]}}))
+    with own_kilnd() as start:
+        d = start("--front-image", f"code-interpreter-v1={slow}")
+        admin = Client(d.url, key=d.admin_key)
+        _, key = key_of(admin, "flood")
+        answers = []
+
+        def create():
+            t0 = time.monotonic()
+            status, body, retry = e2b_create(d.url, key, "code-interpreter-v1")
+            answers.append((status, time.monotonic() - t0, retry))
+
+        threads = [threading.Thread(target=create) for _ in range(24)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert len(answers) == 24 and all(s == 503 and r for s, _, r in answers), answers
+        quick = [a for a in answers if a[1] < 5]
+        waited = [a for a in answers if a[1] >= 10]  # E2B's creates wait 15 s for room
+        assert len(quick) >= 8 and len(waited) <= 16, answers
 
 
 def sf_run(url, key, code):

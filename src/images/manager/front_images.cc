@@ -62,21 +62,39 @@ Result<std::string> FrontImages::LookOrStart(const Definition& def, const std::s
   return std::string();
 }
 
-Result<std::string> FrontImages::Ensure(const std::string& name,
+Result<std::string> FrontImages::Ensure(const std::string& name, const std::string& waiter,
                                         std::chrono::steady_clock::time_point deadline,
                                         const std::function<bool()>& cancelled) {
   const Definition* def = Find(name);
   std::optional<std::string> owner = operator_key_();
   if (!def || !owner) return Status(Code::kImageNotFound, "image " + name + " not found");
+  auto building = [&] {
+    return Status(Code::kNoCapacity, "the image " + name +
+                                         " is being built for its first use on this host "
+                                         "(kilnd builds it once; minutes at most): retry")
+        .WithRetryAfter(10);
+  };
+  Result<std::string> id = LookOrStart(*def, *owner);
+  if (!id.ok() || !id->empty()) return id;
+  {
+    std::lock_guard lock(waiting_mu_);
+    if (waiting_[waiter] >= kWaitingPerKey) return building();
+    ++waiting_[waiter];
+  }
+  struct Leave {
+    FrontImages* self;
+    const std::string& waiter;
+    ~Leave() {
+      std::lock_guard lock(self->waiting_mu_);
+      if (--self->waiting_[waiter] <= 0) self->waiting_.erase(waiter);
+    }
+  } leave{this, waiter};
   for (;;) {
-    Result<std::string> id = LookOrStart(*def, *owner);
-    if (!id.ok() || !id->empty()) return id;
     if (std::chrono::steady_clock::now() >= deadline || (cancelled && cancelled()))
-      return Status(Code::kNoCapacity, "the image " + name +
-                                           " is being built for its first use on this host "
-                                           "(kilnd builds it once; minutes at most): retry")
-          .WithRetryAfter(10);
+      return building();
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    id = LookOrStart(*def, *owner);
+    if (!id.ok() || !id->empty()) return id;
   }
 }
 

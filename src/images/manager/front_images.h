@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -33,6 +34,9 @@ class ImageManager;
 class FrontImages {
  public:
   static constexpr int64_t kRetryFailedMs = 10 * 60 * 1000;
+  // Creates of one key that may wait for a build at once; more are told to
+  // retry at once (the capacity line's --key-waiting-creates, for builds).
+  static constexpr int kWaitingPerKey = 16;
 
   struct Definition {
     std::string name;         // the image's name, as the front asks for it
@@ -50,11 +54,12 @@ class FrontImages {
 
   // The id of the operator's ready image `name`, its build started first
   // when there is none ready or building. Waits for the build until
-  // `deadline` (or until `cancelled`): kNoCapacity with Retry-After if it
-  // has not finished; kInvalidRequest naming a failed build's reason (from
-  // one less than kRetryFailedMs ago); kImageNotFound for a name it does not
-  // define, or with no operator key.
-  Result<std::string> Ensure(const std::string& name,
+  // `deadline` (or until `cancelled`), as one of `waiter`'s at most
+  // kWaitingPerKey: kNoCapacity with Retry-After if it has not finished;
+  // kInvalidRequest naming a failed build's reason (from one less than
+  // kRetryFailedMs ago); kImageNotFound for a name it does not define, or
+  // with no operator key.
+  Result<std::string> Ensure(const std::string& name, const std::string& waiter,
                              std::chrono::steady_clock::time_point deadline,
                              const std::function<bool()>& cancelled);
 
@@ -68,6 +73,8 @@ class FrontImages {
   std::function<std::optional<std::string>()> operator_key_;
   std::vector<Definition> definitions_;
   std::mutex mu_;  // one build started at a time for a name
+  std::mutex waiting_mu_;
+  std::map<std::string, int> waiting_;  // by key: creates waiting for a build
 };
 
 }  // namespace kiln::images

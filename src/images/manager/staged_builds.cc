@@ -123,6 +123,12 @@ std::optional<Sha256Digest> StagedBuilds::Piece(const std::string& owner, const 
 Result<Sha256Digest> StagedBuilds::PutPiece(const std::string& owner, const std::string& hash,
                                             const std::string& path) {
   std::error_code ec;
+  // The first upload of a hash stays while it is kept: a link seen by
+  // someone else cannot replace what the key's builds read under it.
+  if (std::optional<Sha256Digest> kept = Piece(owner, hash)) {
+    fs::remove(path, ec);
+    return *kept;
+  }
   std::optional<Sha256Digest> digest = Sha256Digest::FromHex(FileSha256Hex(path));
   if (!digest) {
     fs::remove(path, ec);

@@ -77,7 +77,8 @@ class StagedBuilds {
   // it another day); nullopt otherwise.
   std::optional<Sha256Digest> Piece(const std::string& owner, const std::string& hash);
   // Takes the archive at `path` (moved or removed) as `owner`'s piece
-  // `hash`: PutContext's checks and quota; its digest.
+  // `hash`: PutContext's checks and quota; its digest. A piece of that hash
+  // the key has already is kept, and the upload dropped.
   Result<Sha256Digest> PutPiece(const std::string& owner, const std::string& hash,
                                 const std::string& path);
   // A piece's hash as clients send them: 32 to 128 lowercase hex digits
