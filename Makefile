@@ -84,7 +84,9 @@ ray-env:
 e2b-env:
 	@$(STEP) e2b bash scripts/setup.sh e2b
 
-# Harbor for bench/harbor.py (/opt/kiln/harbor-venv, on the machine's Python >= 3.12).
+# Harbor for test_harbor.py and bench/harbor.py (/opt/kiln/harbor-venv, on the
+# machine's Python >= 3.12). E2B's SDKs likewise (/opt/kiln/e2b-venv); the tests
+# use these when they hold the pinned versions, else install their own.
 harbor-env:
 	@$(STEP) harbor bash scripts/setup.sh harbor
 
@@ -104,7 +106,7 @@ demo: packages
 # ones alone (they time neighbours, step the clock, compare host-wide state).
 IT_WORKERS ?= 3
 IT_ENV    := KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES)
-test: setup ray-env playwright-env
+test: setup ray-env e2b-env harbor-env playwright-env
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5 FUZZ_SEED=1
 	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(IT_WORKERS) --dist loadgroup -m 'not serial and not languages' tests/integration

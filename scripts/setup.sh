@@ -180,8 +180,8 @@ sys.exit(m.version('playwright') != '$PLAYWRIGHT_VERSION')" 2>/dev/null; then
   echo "setup.sh: playwright $PLAYWRIGHT_VERSION in $venv"
 }
 
-# Harbor (the terminal-bench harness), only for `make bench`'s trial figures
-# (bench/harbor.py); the tests install theirs in a venv of their own. It
+# Harbor (the terminal-bench harness) for test_harbor.py and `make bench`'s
+# trial figures (bench/harbor.py). It
 # needs Python >= 3.12, which Debian 12 lacks: the machine's own (pyenv's, or
 # one on PATH); without one the step says so and the figure is skipped.
 HARBOR_PACKAGES="harbor[e2b]==0.25.0 e2b==2.63.0"

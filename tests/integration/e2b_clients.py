@@ -9,8 +9,9 @@ E2B_API_URL=<kilnd>/e2b, E2B_SANDBOX_URL=<kilnd>/e2b/sandbox and a kiln key
 of its own spelled e2b_<hex>. Skipped (with the reason) only when the index
 is out of reach.
 
-The clients are installed once per pytest process: the test_e2b_* modules
-share the xdist group "e2b" (GROUP), so one worker installs them once.
+The Python clients are setup's /opt/kiln/e2b-venv when it holds the pinned
+versions (make e2b-env), else installed once per pytest process; most
+test_e2b_* modules share the xdist group "e2b" (GROUP), so one worker runs them.
 """
 import json
 import os
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.venvs import UNREACHABLE, venv_with  # noqa: F401 (UNREACHABLE: other modules import it here)
+from lib.venvs import UNREACHABLE, setup_venv_or_fresh  # noqa: F401 (UNREACHABLE: other modules import it here)
 
 HERE = Path(__file__).resolve().parent
 PY_PACKAGES = ["e2b==2.63.0", "e2b-code-interpreter==2.11.5"]
@@ -38,8 +39,8 @@ def out(v):
 
 @pytest.fixture(scope="session")
 def e2b_python():
-    """The python of a fresh venv holding E2B's pinned Python SDKs."""
-    with venv_with(PY_PACKAGES, "kiln-e2b-venv-") as d:
+    """The python of a venv holding E2B's pinned Python SDKs (setup's, else a fresh one)."""
+    with setup_venv_or_fresh("/opt/kiln/e2b-venv", PY_PACKAGES, "kiln-e2b-venv-") as d:
         yield f"{d}/bin/python"
 
 

@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from e2b_clients import (GROUP, e2b_env, e2b_http, e2b_key, e2b_node, e2b_python,  # noqa: F401
+from e2b_clients import (e2b_env, e2b_http, e2b_key, e2b_node, e2b_python,  # noqa: F401
                          run_node, run_python)
 from client import Client
 from hub_images import hub_layout
 from oci import Registry
 
-pytestmark = GROUP
+# A group of its own (not e2b_clients.GROUP): its builds are long, and the clients it shares
+# with the e2b group come from setup's venv, so a second worker need not reinstall them.
+pytestmark = pytest.mark.xdist_group("e2b_templates")
 
 
 @pytest.fixture(scope="module")

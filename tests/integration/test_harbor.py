@@ -23,7 +23,7 @@ import pytest
 from client import Client
 from hub_images import hub_layout, push_hub_images
 from lib.kilnd import own_kilnd
-from lib.venvs import venv_with
+from lib.venvs import setup_venv_or_fresh
 from oci import Registry
 
 pytestmark = pytest.mark.xdist_group("harbor")
@@ -50,14 +50,16 @@ def python_312():
 
 @pytest.fixture(scope="module")
 def harbor():
-    """The `harbor` command of a fresh venv on the machine's Python >= 3.12."""
+    """The `harbor` command of a venv on the machine's Python >= 3.12: the one `make setup`
+    keeps (/opt/kiln/harbor-venv), else a fresh one."""
     python = python_312()
     if not python:
         pytest.skip("Harbor 0.25.0 needs Python >= 3.12 and this machine has none (Debian 12's "
                     "is 3.11; install one, e.g. with pyenv, to run these tests)")
     version = subprocess.run([python, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"Harbor runs on {python} ({version})")
-    with venv_with(HARBOR, "kiln-harbor-venv-", python=python, timeout=1200) as d:
+    with setup_venv_or_fresh("/opt/kiln/harbor-venv", HARBOR, "kiln-harbor-venv-", python=python,
+                             timeout=1200) as d:
         yield f"{d}/bin/harbor"
 
 

@@ -29,8 +29,13 @@ std::string TemplateIdOf(ApiContext& ctx, const control::SandboxRecord& r) {
       return snap->id;
   }
   if (!r.spec.image || !ctx.images) return kBaseTemplate;
-  auto rec = ctx.images->Get(*r.spec.image, r.spec.owner);
-  return rec.ok() ? rec->name : *r.spec.image;
+  if (auto own = ctx.images->Get(*r.spec.image, r.spec.owner); own.ok()) return own->name;
+  // An operator's image that every key boots by name (code-interpreter-v1).
+  if (auto shared = ctx.images->Get(*r.spec.image, std::nullopt); shared.ok()) {
+    for (const store::ApiKey& key : ctx.keys.Operators())
+      if (key.id == shared->owner) return shared->name;
+  }
+  return *r.spec.image;
 }
 
 SandboxExtras ExtrasOf(ApiContext& ctx, const control::SandboxRecord& r) {

@@ -1,5 +1,9 @@
-"""Fresh venvs holding the vendors' own clients from PyPI, made by the test that needs them."""
+"""Venvs holding the vendors' own clients from PyPI: the one `make setup` keeps under
+/opt/kiln when it holds the pinned versions (so a run does not reinstall them), else a fresh
+one made by the test that needs it."""
 import contextlib
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,3 +37,25 @@ def venv_with(packages, prefix, python=sys.executable, timeout=900):
         yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def _pins_hold(python, packages):
+    """Whether `python`'s environment has each "name[extras]==version" of `packages`."""
+    pins = {re.sub(r"\[.*\]", "", p.split("==")[0]): p.split("==")[1] for p in packages}
+    check = ("import importlib.metadata as m, sys\n"
+             f"sys.exit(any(m.version(n) != v for n, v in {pins!r}.items()))")
+    try:
+        return subprocess.run([python, "-c", check], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@contextlib.contextmanager
+def setup_venv_or_fresh(kept, packages, prefix, python=sys.executable, timeout=900):
+    """`kept` (a venv that `make setup` made, e.g. /opt/kiln/e2b-venv) when it holds exactly
+    `packages`, used as it is; else a fresh venv_with(packages)."""
+    if os.path.exists(f"{kept}/bin/python") and _pins_hold(f"{kept}/bin/python", packages):
+        yield kept
+        return
+    with venv_with(packages, prefix, python=python, timeout=timeout) as d:
+        yield d
