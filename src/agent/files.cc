@@ -152,17 +152,22 @@ class FileReader : public Stream {
 };
 
 // file.write: data frames into a temporary file, renamed over the target
-// at the end, so a reader never sees half a file.
+// at the end, so a reader never sees half a file; or, in place (tmp empty),
+// into the target itself, as E2B's envd writes.
 class FileWriter : public Stream {
  public:
+  // `tmp` is the temporary file to rename over `path`, or "" to write in
+  // place; `owns_mode`: the mode and owner are set at the end (a file this
+  // write makes), after the data, as envd's chown follows its create.
   FileWriter(Agent& agent, uint32_t stream, std::string path, std::string tmp, UniqueFd fd,
-             mode_t mode)
+             mode_t mode, bool owns_mode)
       : agent_(agent),
         stream_(stream),
         path_(std::move(path)),
         tmp_(std::move(tmp)),
         fd_(std::move(fd)),
-        mode_(mode) {}
+        mode_(mode),
+        owns_mode_(owns_mode) {}
   ~FileWriter() override {
     if (!tmp_.empty()) ::unlink(tmp_.c_str());
   }
@@ -177,11 +182,15 @@ class FileWriter : public Stream {
     }
     size_ += data.size();
     if (!end) return;
-    if (fchmod(fd_.get(), mode_) < 0 || fchown(fd_.get(), TheRunAs().uid, TheRunAs().gid) < 0)
+    if (owns_mode_ &&
+        (fchmod(fd_.get(), mode_) < 0 || fchown(fd_.get(), TheRunAs().uid, TheRunAs().gid) < 0))
       return Fail(errno);
-    fd_.reset();
-    if (::rename(tmp_.c_str(), path_.c_str()) < 0) return Fail(errno);
-    tmp_.clear();
+    if (!tmp_.empty()) {
+      fd_.reset();
+      if (::rename(tmp_.c_str(), path_.c_str()) < 0) return Fail(errno);
+      tmp_.clear();
+    }
+    fd_.reset();  // in place: the close a watcher sees as the write's end
     agent_.channel().SendResponse(stream_, proto::FileWritten{.path = path_, .size = size_});
     agent_.Finish(stream_);
   }
@@ -197,6 +206,7 @@ class FileWriter : public Stream {
   std::string path_, tmp_;
   UniqueFd fd_;
   mode_t mode_;
+  bool owns_mode_;
   uint64_t size_ = 0;
   bool failed_ = false;
 };
@@ -226,19 +236,52 @@ void Read(Agent& agent, uint32_t stream, const std::string& path) {
   raw->Pump();
 }
 
-void Write(Agent& agent, uint32_t stream, const std::string& path, mode_t mode) {
+// Opens `path` itself for writing, truncated; *created: whether this made
+// it (it then gets its mode and the run-as user when written; an existing
+// file keeps both, as with `>` in a shell). Only a regular file: O_NONBLOCK
+// so a FIFO without a reader cannot hold the agent.
+UniqueFd OpenInPlace(const std::string& path, bool* created, int* err) {
+  const int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  UniqueFd fd(::open(path.c_str(), flags | O_CREAT | O_EXCL, 0600));
+  *created = static_cast<bool>(fd);
+  if (!fd && errno == EEXIST) fd = UniqueFd(::open(path.c_str(), flags));
+  struct stat st;
+  if (!fd || fstat(fd.get(), &st) < 0) {
+    *err = errno;
+    return UniqueFd();
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    return UniqueFd();
+  }
+  if ((!*created && ftruncate(fd.get(), 0) < 0) || fcntl(fd.get(), F_SETFL, 0) < 0) {
+    *err = errno;
+    return UniqueFd();
+  }
+  return fd;
+}
+
+void Write(Agent& agent, uint32_t stream, const std::string& path, mode_t mode, bool in_place) {
   struct stat st;
   if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return agent.channel().SendResponse(stream, FileError(EISDIR, path));
   int err = MakeParents(DirName(path));
   if (err) return agent.channel().SendResponse(stream, FileError(err, DirName(path)));
+  if (in_place) {
+    bool created = false;
+    UniqueFd fd = OpenInPlace(path, &created, &err);
+    if (!fd) return agent.channel().SendResponse(stream, FileError(err, path));
+    return agent.Attach(stream, std::make_unique<FileWriter>(agent, stream, path, "", std::move(fd),
+                                                             mode, created));
+  }
   static std::mt19937_64 rng{std::random_device{}()};
   char suffix[20];
   std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
   std::string tmp = DirName(path) + "/." + BaseName(path) + ".kiln-" + suffix;
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd) return agent.channel().SendResponse(stream, FileError(errno, path));
-  agent.Attach(stream, std::make_unique<FileWriter>(agent, stream, path, tmp, std::move(fd), mode));
+  agent.Attach(stream,
+               std::make_unique<FileWriter>(agent, stream, path, tmp, std::move(fd), mode, true));
 }
 
 json Stat(const std::string& path) {
@@ -370,7 +413,8 @@ bool HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const js
     answer(r.path, [&] { Read(agent, stream, r.path); });
   } else if (op == proto::kFileWrite) {
     auto r = req.get<proto::FileWriteRequest>();
-    answer(r.path, [&] { Write(agent, stream, r.path, static_cast<mode_t>(r.mode) & 07777); });
+    answer(r.path,
+           [&] { Write(agent, stream, r.path, static_cast<mode_t>(r.mode) & 07777, r.in_place); });
   } else if (op == proto::kFileStat) {
     auto r = req.get<proto::FileStatRequest>();
     answer(r.path, [&] { ch.SendResponse(stream, Stat(r.path)); });

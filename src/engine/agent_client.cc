@@ -144,8 +144,9 @@ Result<ContentReader> AgentClient::ReadFile(const std::string& path) const {
   return ContentReader(std::move(op), /*tar=*/false, start.ok() ? start->size : 0);
 }
 
-FileWriter AgentClient::WriteFile(const std::string& path, int mode) const {
-  return FileWriter(AckingStream(Open(proto::FileWriteRequest{.path = path, .mode = mode})));
+FileWriter AgentClient::WriteFile(const std::string& path, int mode, bool in_place) const {
+  return FileWriter(AckingStream(
+      Open(proto::FileWriteRequest{.path = path, .mode = mode, .in_place = in_place})));
 }
 
 Result<ContentReader> AgentClient::ArchiveGet(const std::string& path, bool gzip) const {

@@ -76,8 +76,9 @@ class AgentClient {
                const std::optional<std::string>& stdin_bytes = std::nullopt) const;
   // Opens a file for reading (its size known); waits up to 30 s for that.
   Result<ContentReader> ReadFile(const std::string& path) const;
-  // Replaces a file with what the writer is given (mode: permission bits).
-  FileWriter WriteFile(const std::string& path, int mode) const;
+  // Replaces a file with what the writer is given (mode: permission bits):
+  // a temporary file renamed over it, or written into it when in_place.
+  FileWriter WriteFile(const std::string& path, int mode, bool in_place = false) const;
   // A directory as a tar stream (gzip'ed if asked); waits up to 30 s for tar
   // to start.
   Result<ContentReader> ArchiveGet(const std::string& path, bool gzip) const;

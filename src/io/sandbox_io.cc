@@ -85,8 +85,8 @@ Result<Download> SandboxIo::ReadFile(const std::string& path) const {
   return Download(std::move(*reader));
 }
 
-FileUpload SandboxIo::WriteFile(const std::string& path, int mode) const {
-  return FileUpload(agent().WriteFile(path, mode));
+FileUpload SandboxIo::WriteFile(const std::string& path, int mode, WritePlacement placement) const {
+  return FileUpload(agent().WriteFile(path, mode, placement == WritePlacement::kInPlace));
 }
 
 Result<Download> SandboxIo::ArchiveGet(const std::string& path, bool gzip) const {

@@ -60,8 +60,10 @@ class SandboxIo {
   Result<FileEntry> Rename(const std::string& from, const std::string& to, bool overwrite) const;
   // Waits up to 30 s for the file to open.
   Result<Download> ReadFile(const std::string& path) const;
-  // Replaces the file with what the upload is given (mode: permission bits).
-  FileUpload WriteFile(const std::string& path, int mode) const;
+  // Replaces the file with what the upload is given (mode: permission bits),
+  // atomically unless asked to write in place.
+  FileUpload WriteFile(const std::string& path, int mode,
+                       WritePlacement placement = WritePlacement::kAtomic) const;
   // A directory as a tar stream (gzip'ed if asked); waits up to 30 s for tar.
   Result<Download> ArchiveGet(const std::string& path, bool gzip) const;
   // Unpacks a tar stream into a directory; waits up to 30 s for tar.

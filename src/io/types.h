@@ -16,6 +16,11 @@
 
 namespace kiln::io {
 
+// How a file write lands: atomically (a temporary file renamed over the
+// target, so no reader sees half of it; kiln's own API) or into the file
+// itself (E2B's envd, so a watcher sees that file created and written).
+enum class WritePlacement { kAtomic, kInPlace };
+
 // ---- Commands ----
 
 // What to run: argv, or a command line for /bin/bash -c.

@@ -247,6 +247,10 @@ struct FileWriteRequest {
   static constexpr std::string_view kOp = kFileWrite;
   std::string path;
   int mode = 0644;
+  // Written into the file itself (E2B's envd), not a temporary file renamed
+  // over it: a watcher sees that file's create and writes. An agent that
+  // predates it ignores it and writes atomically.
+  bool in_place = false;
 };
 KILN_PROTO_JSON(FileWriteRequest);
 struct FileWritten {

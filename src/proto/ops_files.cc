@@ -49,10 +49,12 @@ void from_json(const json& j, FileReadDone& v) { Need(j, "size", v.size); }
 void to_json(json& j, const FileWriteRequest& v) {
   j = PathRequest(v);
   j["mode"] = v.mode;
+  if (v.in_place) j["inPlace"] = true;
 }
 void from_json(const json& j, FileWriteRequest& v) {
   Need(j, "path", v.path);
   Take(j, "mode", v.mode);
+  Take(j, "inPlace", v.in_place);
 }
 void to_json(json& j, const FileWritten& v) { j = json{{"path", v.path}, {"size", v.size}}; }
 void from_json(const json& j, FileWritten& v) {

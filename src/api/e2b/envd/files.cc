@@ -40,7 +40,8 @@ json WrittenJson(const std::string& path) {
 io::FileUpload OpenUpload(const io::SandboxIo& io, const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) ValueOrThrow(io.Mkdir(path.substr(0, slash), true));
-  return io.WriteFile(path, kUploadMode);
+  // In place, as envd writes: a watcher sees this file written.
+  return io.WriteFile(path, kUploadMode, io::WritePlacement::kInPlace);
 }
 
 void Download(ApiContext& ctx, Exchange& ex, const SandboxTarget& t, const EnvdUser& user) {
@@ -150,7 +151,8 @@ void Upload(ApiContext& ctx, Exchange& ex, const SandboxTarget& t, const EnvdUse
 }  // namespace
 
 void ServeFiles(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
-  EnvdUser user = ex.Query("username") ? UserFromName(*ex.Query("username")) : UserOf(ex);
+  EnvdUser user = ex.Query("username") ? UserFromName(*ex.Query("username"), *t.sandbox)
+                                       : UserOf(ex, *t.sandbox);
   if (ex.method() == "GET") return Download(ctx, ex, t, user);
   if (ex.method() == "POST") return Upload(ctx, ex, t, user);
   throw ApiError(Code::kMethodNotAllowed, "envd's /files takes GET or POST, not " + ex.method());
