@@ -42,7 +42,10 @@ def _flood_websocket(reach, name, target, unit):
     try:
         assert status == 101, head
         gauge.start()
-        cut, sent, seconds = flood(sock, unit, gauge)
+        # The cut comes once kilnd's replies fill what it may queue (about 2.5 MiB of
+        # frames, 6 s on an idle machine); a loaded one sends them slower, so the flood may
+        # last 45 s (a run under CI's load got 1.6 MiB out in 15 s).
+        cut, sent, seconds = flood(sock, unit, gauge, seconds=45.0)
         gauge.stop()
     finally:
         sock.close()
