@@ -211,7 +211,7 @@ def test_commands_python(e2b_python, env):  # noqa: F811
     """)
     assert res["run"] == [0, "hello\nbar\n/tmp\n", "oops\n", "hello\nbar\n/tmp\n", "oops\n"]
     assert res["exit"] == [3, "before\n"]
-    assert res["whoami"] == ["user", "/workspace"]  # kiln's base image: its WORKDIR
+    assert res["whoami"] == ["user", "/home/user"]  # E2B's home (kiln's base links it to /workspace)
     assert res["timeout"] != "none" and res["timeout_s"] < 15, res
     assert res["timed_out_gone"], "the command outlived its timeout"
     assert res["listed"] == ["/bin/bash", ["-l", "-c", "sleep 300"]]

@@ -38,6 +38,9 @@ inline constexpr const char* kSandboxPrefix = "/e2b/sandbox";
 inline constexpr const char* kUploadPrefix = "/e2b/template-uploads/";
 inline constexpr int kEnvdPort = 49983;
 inline constexpr int kInterpreterPort = 49999;
+// The sandbox user's home in E2B's templates (and as E2B's clients see
+// kiln's base, which links it to /workspace).
+inline constexpr const char* kE2bHome = "/home/user";
 // The envd version kiln reports: the SDKs pick features by it.
 inline constexpr const char* kEnvdVersion = "0.5.5";
 

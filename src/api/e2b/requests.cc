@@ -135,6 +135,8 @@ CreateRequest ReadCreate(const json& raw_body, const contract::IntField& lease) 
   spec.pause_on_lease_end = f.Bool("autoPause").value_or(false);
   if (auto memory = f.Bool("autoPauseMemory"); memory && !*memory)
     Refuse("autoPauseMemory false", "kiln's pause always keeps memory (a checkpoint)");
+  // E2B's traffic wakes a paused sandbox only when autoResume is on.
+  spec.auto_wake = false;
   if (const json* resume = f.Raw("autoResume")) {
     if (!resume->is_object() || (resume->contains("enabled") && !(*resume)["enabled"].is_boolean()))
       f.Issue("autoResume", "must be {\"enabled\": true|false}");

@@ -90,7 +90,7 @@ struct ListQuery {
   bool running = true, paused = true;                         // the states asked for
   std::optional<int64_t> started_after_ms;
   std::optional<std::string> template_id;
-  bool descending = false;
+  bool descending = true;  // E2B lists the newest first
   int limit = kDefaultPageSize;
   size_t offset = 0;  // from nextToken
 };

@@ -145,6 +145,11 @@ bool ServeE2bSandbox(ApiContext& ctx, Exchange& ex) {
     }
     Serve(ctx, ex, id, t);
   } catch (const ApiError& e) {
+    // is_running() of a sandbox that is gone: E2B's proxy answers 502.
+    if (t.port == kEnvdPort && t.path == "/health" && e.status().code() == Code::kNotFound) {
+      ex.SendJson(502, nlohmann::json{{"code", 502}, {"message", e.status().message()}});
+      return true;
+    }
     if (t.port == kEnvdPort)
       SendEnvdError(ex, t.path, e.status());
     else

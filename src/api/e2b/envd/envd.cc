@@ -4,10 +4,13 @@
 // GET/POST /files (files.cc), GET /health; anything else is a 404 in E2B's
 // shape.
 #include <algorithm>
+#include <string_view>
+#include <vector>
 
 #include "api/e2b/e2b.h"
 #include "api/e2b/envd/connect.h"
 #include "api/e2b/envd/rpc.h"
+#include "api/e2b/routes.h"
 #include "api/e2b/sandbox_plane.h"
 #include "api/errors.h"
 #include "common/base64.h"
@@ -29,8 +32,13 @@ bool IsRpcPath(std::string_view path) {
 
 }  // namespace
 
-EnvdUser UserFromName(const std::string& name) {
+std::string E2bHomeOf(const RunAs& run_as) {
+  return run_as.home == RunAs{}.home ? kE2bHome : run_as.home;
+}
+
+EnvdUser UserFromName(const std::string& name, const control::Sandbox& sandbox) {
   EnvdUser user;
+  user.home = E2bHomeOf(sandbox.spec().run_as);
   if (name.empty() || name == "user") return user;
   if (name == "root") {
     user.as_root = true;
@@ -43,14 +51,32 @@ EnvdUser UserFromName(const std::string& name) {
                      "user) or 'root'");
 }
 
-EnvdUser UserOf(const Exchange& ex) {
+EnvdUser UserOf(const Exchange& ex, const control::Sandbox& sandbox) {
   std::string auth = ex.Header("Authorization");
   static constexpr std::string_view kBasic = "Basic ";
-  if (!auth.starts_with(kBasic) || auth.size() > 1024) return EnvdUser{};
+  if (!auth.starts_with(kBasic) || auth.size() > 1024) return UserFromName("", sandbox);
   auto decoded = Base64Decode(std::string_view(auth).substr(kBasic.size()));
   if (!decoded)
     throw ApiError(Code::kInvalidRequest, "the Authorization header's Basic value is not base64");
-  return UserFromName(decoded->substr(0, decoded->find(':')));
+  return UserFromName(decoded->substr(0, decoded->find(':')), sandbox);
+}
+
+std::string CleanPath(const std::string& absolute) {
+  std::vector<std::string_view> parts;
+  std::string_view rest = absolute;
+  while (!rest.empty()) {
+    size_t slash = rest.find('/');
+    std::string_view part = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+  }
+  std::string out;
+  for (std::string_view part : parts) (out += '/') += part;
+  return out.empty() ? "/" : out;
 }
 
 std::string ResolvePath(const EnvdUser& user, const std::string& path, const char* field) {
@@ -65,13 +91,12 @@ std::string ResolvePath(const EnvdUser& user, const std::string& path, const cha
     out = user.home + "/" + path;
   else
     out = path;
-  while (out.size() > 1 && out.back() == '/') out.pop_back();
-  return out;
+  return CleanPath(out);
 }
 
 Rpc::Rpc(ApiContext& c, Exchange& e, const SandboxTarget& t, connect::Protocol p)
     : ctx(c), ex(e), target(t), protocol(p), codec(p.json) {
-  user = UserOf(ex);
+  user = UserOf(ex, *t.sandbox);
   auto timeout = connect::ParseTimeoutMs(ex.Header("Connect-Timeout-Ms"));
   if (!timeout.ok()) throw ApiError(timeout.status());
   timeout_ms = *timeout;
@@ -199,6 +224,22 @@ void ServeEnvd(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
   if (path == "/health") {
     if (ex.method() != "GET" && ex.method() != "HEAD")
       throw ApiError(Code::kMethodNotAllowed, "envd's /health takes GET");
+    // The SDKs' is_running() reads 502 as "not running": a sandbox paused
+    // (unless autoResume wakes it, as any traffic would) or stopped.
+    if (t.sandbox->state() != control::SandboxState::kRunning) {
+      bool woke = false;
+      if (t.sandbox->spec().auto_wake && E2bStateName(t.sandbox->state())) {
+        try {
+          RunningIo(ctx, ex, *t.sandbox);
+          woke = true;
+        } catch (const ApiError&) {
+        }
+      }
+      if (!woke)
+        return ex.SendJson(
+            502, nlohmann::json{{"code", 502},
+                                {"message", "sandbox " + t.sandbox->id() + " is not running"}});
+    }
     return ex.SendBytes(204, "", "text/plain");
   }
   if (path == "/files") return ServeFiles(ctx, ex, t);

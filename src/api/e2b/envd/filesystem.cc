@@ -5,6 +5,8 @@
 // most EnvdState::kMaxWatchers per sandbox, their cursors in EnvdState.
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "api/e2b/envd/rpc.h"
 #include "api/e2b/envd/state.h"
@@ -21,6 +23,8 @@ namespace {
 // notices a client that left.
 constexpr int64_t kWatchWaitMs = 1000;
 constexpr int kWatchCallMs = 6000;
+// Changes within this long of the first are one batch (writes folded).
+constexpr int64_t kWatchBatchMs = 50;
 // The sandbox ends a watch nobody stopped after this (kilnd gone, say).
 constexpr int64_t kWatchBackstopMs = 24 * 3600 * 1000;
 // The last instant proto3 JSON prints: 9999-12-31T23:59:59.999Z.
@@ -91,12 +95,37 @@ io::FileEntry StatOrThrow(const io::SandboxIo& io, const std::string& path) {
   return st.entry;
 }
 
+// `target` (a symlink's text) as an absolute path from the link's folder.
+std::string JoinTarget(const std::string& link, const std::string& target) {
+  return CleanPath(target.starts_with('/') ? target
+                                           : link.substr(0, link.rfind('/')) + "/" + target);
+}
+
+// A symlink's entry as envd gives it: the type of what it points to and
+// that thing's absolute path (a link to a link followed, 8 hops at most);
+// a dangling link stays a symlink.
+io::FileEntry FollowLink(const io::SandboxIo& io, io::FileEntry link) {
+  if (link.type != io::FileType::kSymlink) return link;
+  io::FileEntry at = link;
+  for (int hop = 0; hop < 8 && at.type == io::FileType::kSymlink && at.symlink_target; ++hop) {
+    io::FileStat next = ValueOrThrow(io.Stat(JoinTarget(at.path, *at.symlink_target)));
+    if (!next.exists) return link;
+    at = next.entry;
+  }
+  if (at.type == io::FileType::kSymlink) return link;
+  link.type = at.type;
+  link.symlink_target = at.path;
+  return link;
+}
+
 void Stat(Rpc& rpc) {
   filesystem::StatRequest req;
   rpc.ReadRequest(&req);
   std::string path = ResolvePath(rpc.user, req.path(), "path");
+  io::SandboxIo io = rpc.Io();
+  io::FileEntry entry = FollowLink(io, StatOrThrow(io, path));
   filesystem::StatResponse res;
-  *res.mutable_entry() = EntryOf(StatOrThrow(rpc.Io(), path));
+  *res.mutable_entry() = EntryOf(entry);
   rpc.Reply(res);
 }
 
@@ -141,7 +170,7 @@ void ListDir(Rpc& rpc) {
   if (depth > kMaxListDepth)
     throw InvalidField("depth", "must be at most " + std::to_string(kMaxListDepth));
   io::SandboxIo io = rpc.Io();
-  io::FileEntry dir = StatOrThrow(io, path);
+  io::FileEntry dir = FollowLink(io, StatOrThrow(io, path));  // a link to a folder lists it
   if (dir.type != io::FileType::kDirectory)
     throw ApiError(Code::kInvalidRequest, "path '" + path + "' is not a directory");
   filesystem::ListDirResponse res;
@@ -155,9 +184,8 @@ void Remove(Rpc& rpc) {
   rpc.ReadRequest(&req);
   std::string path = ResolvePath(rpc.user, req.path(), "path");
   if (path == "/") throw InvalidField("path", "must not be the root directory");
-  io::SandboxIo io = rpc.Io();
-  StatOrThrow(io, path);
-  ValueOrThrow(io.Remove(path, true));
+  // As envd's (Go's os.RemoveAll): a path that is not there is no error.
+  ValueOrThrow(rpc.Io().Remove(path, true));
   rpc.Reply(filesystem::RemoveResponse());
 }
 
@@ -171,14 +199,14 @@ std::string NewWatchId(const char* prefix) {
 // Starts a watch of `path` (which must be a directory) in the sandbox.
 io::WatchInfo StartWatch(const io::SandboxIo& io, const std::string& path, bool recursive,
                          const std::string& id, int64_t timeout_ms) {
-  io::FileEntry dir = StatOrThrow(io, path);
+  io::FileEntry dir = FollowLink(io, StatOrThrow(io, path));  // a link to a folder lists it
   if (dir.type != io::FileType::kDirectory)
     throw ApiError(Code::kInvalidRequest, "path '" + path + "' is not a directory");
   io::WatchSpec spec;
   spec.id = id;
   spec.path = path;
   spec.recursive = recursive;
-  spec.batch_ms = 50;
+  spec.batch_ms = kWatchBatchMs;
   spec.timeout_ms = timeout_ms;
   return ValueOrThrow(io.WatchStart(spec));
 }
@@ -303,7 +331,11 @@ void GetWatcherEvents(Rpc& rpc) {
   auto cursor = EnvdState::Instance().WatcherCursor(rpc.target.sandbox, req.watcher_id());
   if (!cursor) throw ApiError(Code::kNotFound, "watcher '" + req.watcher_id() + "' not found");
   io::SandboxIo io = rpc.Io();
-  io::WatchPage page = ValueOrThrow(io.WatchRead(req.watcher_id(), *cursor, 0, kWatchCallMs));
+  // A poll right after a change gets it: the agent flushes a batch of
+  // changes kWatchBatchMs after the first, so an empty read waits that long
+  // and a little more (E2B's tests write, then read the events at once).
+  io::WatchPage page =
+      ValueOrThrow(io.WatchRead(req.watcher_id(), *cursor, kWatchBatchMs * 4, kWatchCallMs));
   filesystem::GetWatcherEventsResponse res;
   for (const auto& item : page.items) {
     if (!item.event) continue;

@@ -149,11 +149,17 @@ void Start(Rpc& rpc) {
     note.envs[k] = v;
   }
   // As envd, a process starts in its user's home: root's is /root; the
-  // sandbox user's is the image's own (the agent's default directory).
+  // sandbox user's is the image's WORKDIR (the agent's default directory),
+  // or /home/user where that is kiln's /workspace.
+  const RunAs& run_as = rpc.target.sandbox->spec().run_as;
   if (config.has_cwd() && !config.cwd().empty())
     spec.command.cwd = ResolvePath(rpc.user, config.cwd(), "process.cwd");
   else if (rpc.user.as_root)
     spec.command.cwd = rpc.user.home;
+  else if (run_as.workdir == RunAs{}.workdir)
+    spec.command.cwd = kE2bHome;
+  if (!rpc.user.as_root && rpc.user.home != run_as.home && !spec.command.env.contains("HOME"))
+    spec.command.env["HOME"] = rpc.user.home;
   spec.command.as_root = rpc.user.as_root;
   // Absent means open (envd's older clients); the SDKs send false unless asked.
   spec.stdin_pipe = !req.has_stdin() || req.stdin();

@@ -10,8 +10,11 @@
 #include <google/protobuf/message.h>
 
 #include "api/context.h"
+#include "api/e2b/e2b.h"
 #include "api/e2b/envd/connect.h"
 #include "api/e2b/sandbox_plane.h"
+#include "common/run_as.h"
+#include "control/sandbox.h"
 
 namespace kiln::api::e2b {
 
@@ -19,16 +22,24 @@ namespace kiln::api::e2b {
 // and "root" (kiln's as_root).
 struct EnvdUser {
   bool as_root = false;
-  // Where relative paths start: the user's home.
-  std::string home = "/workspace";
+  // Where relative paths start and processes run: the user's home.
+  std::string home = kE2bHome;
 };
+// The sandbox user's home as E2B's clients see it: the image's, except that
+// kiln's base (and what is built on it) keeps it at /workspace, where E2B's
+// templates keep it at /home/user: the base image links /home/user there,
+// and E2B's clients are shown that name.
+std::string E2bHomeOf(const RunAs& run_as);
 // From `Authorization: Basic base64("name:")` (envd's) or, for /files, the
 // username query parameter; the default user when neither names one.
 // ApiError invalid_request for a user kiln's sandboxes do not have.
-EnvdUser UserFromName(const std::string& name);
-EnvdUser UserOf(const Exchange& ex);
-// `path` made absolute against the user's home; ApiError for an empty one
-// or one too long.
+EnvdUser UserFromName(const std::string& name, const control::Sandbox& sandbox);
+EnvdUser UserOf(const Exchange& ex, const control::Sandbox& sandbox);
+// An absolute path with "." and ".." taken out and no repeated or trailing
+// slash, as Go's filepath.Clean (envd's) gives it.
+std::string CleanPath(const std::string& absolute);
+// `path` made absolute against the user's home, cleaned; ApiError for an
+// empty one or one too long.
 std::string ResolvePath(const EnvdUser& user, const std::string& path, const char* field);
 
 // One Connect call: its protocol, deadline and user, and the way its

@@ -44,7 +44,9 @@ TEST(E2bControlTest, CreateDefaultsAreOfflineAndE2bsTimeout) {
   EXPECT_EQ(r.timeout_seconds, kDefaultTimeoutSeconds);
   ASSERT_TRUE(r.spec.network);
   EXPECT_FALSE(r.spec.network->internet);
-  EXPECT_TRUE(r.spec.auto_wake);  // kiln's default
+  EXPECT_FALSE(r.spec.auto_wake);  // E2B's: a paused sandbox waits for connect()
+  r = ReadCreate(json{{"templateID", "base"}, {"autoResume", {{"enabled", true}}}});
+  EXPECT_TRUE(r.spec.auto_wake);
 }
 
 TEST(E2bControlTest, AShortTimeoutKeepsKilnsLeastLeaseInTheSpec) {
