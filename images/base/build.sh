@@ -40,6 +40,7 @@ chown 1000:1000 "$tmp/workspace"
 # tests name it: here it is the same folder.
 mkdir -p "$tmp/home"
 ln -s /workspace "$tmp/home/user"
+chown -h 1000:1000 "$tmp/home/user"
 # gVisor mounts a tmpfs (sandbox memory, no size) over an empty /tmp. A file
 # in it keeps /tmp on the sandbox's disk: the root overlay, diskMiB of host
 # disk, part of every snapshot.
