@@ -67,8 +67,9 @@ def pytest_collection_modifyitems(config, items):
 
 # The slowest groups of the parallel part, slowest first (make test's
 # --durations, summed by group, 2026-12-07): Ray's cluster, the vendor
-# clients' samples, Harbor and E2B's template builds, the SDKs' and image modules.
-LONGEST_GROUPS = ("test_ray", "e2b", "harbor", "e2b_templates", "sdk_js", "test_withruntime_layers", "test_withruntime_client",
+# clients' samples, the SDKs' and image modules. Harbor's builds start later: beside the
+# others at the start they starved Runtime's layer samples past their limits (2 cores).
+LONGEST_GROUPS = ("test_ray", "e2b", "sdk_js", "test_withruntime_layers", "test_withruntime_client",
                   "test_images", "test_pause", "test_watches", "test_interpreter", "test_faults_disk", "test_images_base",
                   "test_control_plane", "test_pandastack", "nethosts")
 
