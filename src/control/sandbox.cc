@@ -105,12 +105,11 @@ void Sandbox::MarkPauseFailed() {
   if (record_.state == SandboxState::kPausing) record_.state = SandboxState::kRunning;
 }
 
-void Sandbox::MarkPaused(const std::string& checkpoint, const std::string& reason, int64_t now_ms,
-                         int64_t expires_after_ms) {
+void Sandbox::MarkCheckpointed(const std::string& checkpoint, const std::string& reason,
+                               int64_t now_ms, int64_t expires_after_ms) {
   std::shared_ptr<engine::AgentChannel> channel;
   {
     std::lock_guard lock(mu_);
-    record_.state = SandboxState::kPaused;
     record_.checkpoint = checkpoint;
     record_.stop_reason = reason;
     record_.paused_ms = now_ms;
@@ -119,6 +118,12 @@ void Sandbox::MarkPaused(const std::string& checkpoint, const std::string& reaso
     channel = std::move(channel_);
   }
   if (channel) channel->Close();
+}
+
+void Sandbox::MarkPaused() {
+  std::lock_guard lock(mu_);
+  if (record_.state == SandboxState::kPausing && !record_.checkpoint.empty())
+    record_.state = SandboxState::kPaused;
 }
 
 bool Sandbox::MarkResuming() {

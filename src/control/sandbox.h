@@ -59,11 +59,15 @@ class Sandbox {
   bool MarkPausing();
   // pausing -> running: the capture failed, it still runs.
   void MarkPauseFailed();
-  // pausing -> paused, held by `checkpoint`, its lease clock stopped (the
+  // Still pausing, now held by `checkpoint`, its lease clock stopped (the
   // time left is kept); closes its channel. `reason` is shown as stopReason
-  // while paused (requested, idle, lease_expired, host_stopped).
-  void MarkPaused(const std::string& checkpoint, const std::string& reason, int64_t now_ms,
-                  int64_t expires_after_ms);
+  // while paused (requested, idle, lease_expired, host_stopped). Recorded
+  // so, a sandbox is paused to a restart whatever of it still runs.
+  void MarkCheckpointed(const std::string& checkpoint, const std::string& reason, int64_t now_ms,
+                        int64_t expires_after_ms);
+  // pausing (checkpointed) -> paused, once nothing of it runs: a wake
+  // before that would start a second sandbox under the same id.
+  void MarkPaused();
   // paused -> resuming; false if it was not paused.
   bool MarkResuming();
   // resuming -> paused: the restore failed, the checkpoint is kept.

@@ -70,13 +70,16 @@ Status SandboxManager::Pause(const std::shared_ptr<Sandbox>& sandbox, const std:
   ledger_.Accumulate(MeterOne(*sandbox, StableNowMs()));
   if (auto gate = sandbox->TakeGate()) gate->Close();
   int64_t now = StableNowMs();
-  sandbox->MarkPaused(captured->id, reason, now,
-                      sandbox->spec().persistent ? 0 : kPausedRetentionMs);
+  sandbox->MarkCheckpointed(captured->id, reason, now,
+                            sandbox->spec().persistent ? 0 : kPausedRetentionMs);
   catalogue_.MarkMetered(captured->id, now);
-  // Recorded paused before anything is torn down: a kill -9 from here on
-  // leaves a paused sandbox, and the next kilnd removes what still runs.
+  // Recorded with its checkpoint before anything is torn down: a kill -9
+  // from here on leaves a paused sandbox (sandbox_recover.cc). Paused to
+  // callers only once torn down: a wake waits for it (SetWaker).
   Save(*sandbox);
   engine_.Destroy(sandbox->id());
+  sandbox->MarkPaused();
+  Save(*sandbox);
   capacity_.Release(sandbox->spec().owner, sandbox->spec().shape);
   ledger_.FlushOne(sandbox->id());
   LogInfo("sandbox paused", {{"event", "sandbox.paused"},

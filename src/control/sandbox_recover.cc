@@ -131,6 +131,10 @@ bool SandboxManager::RecoverPaused(const std::shared_ptr<Sandbox>& s) {
     }
     if (r.state == SandboxState::kResuming) {
       s->MarkWakeFailed();
+    } else if (!r.checkpoint.empty()) {
+      // Checkpointed, caught tearing down: paused.
+      engine_.Destroy(s->id());
+      s->MarkPaused();
     } else {
       // Pausing with nothing left running: the capture never got recorded.
       s->MarkStopping("host_lost");

@@ -234,6 +234,22 @@ def test_lease_end_pauses_when_asked_or_persistent_and_stops_otherwise(api, leas
     assert api.sh(p["id"], "cat /workspace/lease.txt") == "lease\n"
 
 
+def test_a_wake_the_moment_an_idle_pause_shows(api, sandboxes):
+    """A background pause shows "paused" only once nothing of the sandbox
+    runs: a wake at once (E2B's connect after its timeout) starts the one
+    copy (it failed "mkfifo: File exists" while the old one was torn down)."""
+    sid = sandboxes.create(vcpu=1, memoryMiB=256, idlePauseSeconds=10, autoWake=False)["id"]
+    api.sh(sid, "echo kept > /workspace/k.txt")
+    deadline = time.monotonic() + 60
+    # The list, not GET of the sandbox: that would count as its use.
+    while sid not in [x["id"] for x in api.ok("GET", "/v1/sandboxes", query={"state": "paused"})["data"]]:
+        assert time.monotonic() < deadline, api.sandbox(sid)
+        time.sleep(0.02)
+    w = api.ok("POST", f"/v1/sandboxes/{sid}:wake", json={"timeoutSeconds": 60})
+    assert w["state"] == "running", w
+    assert api.sh(sid, "cat /workspace/k.txt") == "kept\n"
+
+
 # --- limits and the daily spending limit -----------------------------------
 
 

@@ -244,7 +244,8 @@ class ServiceTest : public ::testing::Test {
     spec.auto_wake = auto_wake;
     ASSERT_TRUE(sandbox_->UpdateSpec(spec));
     ASSERT_TRUE(sandbox_->MarkPausing());
-    sandbox_->MarkPaused("ckpt", "requested", 0, 60000);
+    sandbox_->MarkCheckpointed("ckpt", "requested", 0, 60000);
+    sandbox_->MarkPaused();
   }
 
   Status spending_ = Status::Ok();
