@@ -280,13 +280,36 @@ void Command::OnExit(int status) {
     stdin_.reset();
   }
   if (out_[0] || out_[1]) {
-    drain_timer_ = loop_.AddTimer(kDrainMs, [this] {
-      drain_timer_ = 0;
-      for (int i = 0; i < 2; ++i) CloseOutput(i);
-      MaybeFinish();
-    });
+    drain_timer_ = loop_.AddTimer(kDrainMs, [this] { EndDrain(); });
   }
   MaybeFinish();
+}
+
+void Command::EndDrain() {
+  drain_timer_ = 0;
+  // Held back by its reader: the process is not what keeps the pipe open.
+  if (paused_) {
+    drain_timer_ = loop_.AddTimer(kDrainMs, [this] { EndDrain(); });
+    return;
+  }
+  // A loop starved for seconds (a busy host) may not yet have read what the
+  // program wrote before it exited; an escaped writer gets a bounded read.
+  char buf[kReadChunk];
+  for (int i = 0; i < 2; ++i) {
+    for (int rounds = 0; rounds < 64 && out_[i];) {
+      ssize_t n = ::read(out_[i].get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      ++rounds;
+      output_bytes_ += static_cast<uint64_t>(n);
+      if (callbacks_.on_output)
+        callbacks_.on_output(static_cast<uint8_t>(i + 1),
+                             std::string_view(buf, static_cast<size_t>(n)));
+    }
+    lingering_[i] = false;
+    CloseOutput(i);
+  }
+  MaybeFinish();  // may destroy this object
 }
 
 void Command::MaybeFinish() {

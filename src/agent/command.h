@@ -91,6 +91,8 @@ class Command {
   void ArmOutput(int index);
   void OnOutputReadable(int index);
   void CloseOutput(int index);
+  // The drain's end: what the pipes already hold is sent, then they close.
+  void EndDrain();
   void OnStdinWritable();
   void MaybeFinish();
   void StartCleanup();

@@ -169,7 +169,8 @@ def test_64_concurrent_execs_on_one_sandbox(api, sid):
     with ThreadPoolExecutor(64) as ex:
         results = list(ex.map(one, range(64)))
     wall = time.monotonic() - t0
-    bad = [(i, r) for i, r in enumerate(results) if (r["stdout"], r["exitCode"]) != (f"job-{i}\n", 0)]
+    bad = [(i, r["stdout"], r["stderr"], r["exitCode"], r["durationMs"]) for i, r in enumerate(results)
+           if (r["stdout"], r["exitCode"]) != (f"job-{i}\n", 0)]
     assert not bad, bad[:5]
     assert wall < 15, f"64 execs of 'sleep 1' took {wall:.1f} s: not run concurrently"
     assert len({r["processId"] for r in results}) == 64
