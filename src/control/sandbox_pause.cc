@@ -5,6 +5,7 @@
 // sandbox_recover.cc.
 #include <algorithm>
 #include <system_error>
+#include <thread>
 
 #include "common/log.h"
 #include "common/time.h"
@@ -92,6 +93,10 @@ Status SandboxManager::Pause(const std::shared_ptr<Sandbox>& sandbox, const std:
 
 Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
                             std::optional<int> timeout_seconds, Deadline deadline) {
+  // A pause under way (a lease's end, E2B's list showing it paused) ends
+  // within seconds: the wake comes after it.
+  while (sandbox->state() == SandboxState::kPausing && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (!sandbox->MarkResuming()) {
     SandboxState st = sandbox->state();
     if (st == SandboxState::kRunning || st == SandboxState::kResuming ||

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/time.h"
 #include "images/manager/image_manager.h"
@@ -102,8 +103,14 @@ Result<Launched> Launcher::Launch(LaunchRequest request) {
       if (launch.ok() && launch->start) disk_start = launch->start;
     }
   }
+  int64_t resolving = MonotonicNowMs();
   auto image = ResolveImage(request);
   if (!image.ok()) return image.status();
+  // A fresh image's root is flattened on its first sandbox: seconds on a busy disk.
+  if (int64_t ms = MonotonicNowMs() - resolving; ms >= 1000)
+    LogInfo("image resolved slowly", {{"event", "image.resolve_slow"},
+                                      {"image", request.image.value_or("")},
+                                      {"resolveMs", ms}});
   if (Status s = CheckSpendingLimit(spec.owner, request.daily_limit_micros); !s.ok()) return s;
   const char* op = spec.snapshot ? "restore" : "create";
   int64_t t0 = MonotonicNowMs();

@@ -39,6 +39,7 @@ image = (Image.base("base")
          .workdir("/opt/app"))
 
 name = "l3-daytona-" + tag
+CREATE_TIMEOUT = 180
 sandboxes = []
 state_snapshot = None
 images = []
@@ -52,7 +53,10 @@ try:
     assert daytona.snapshot.get(name).id == snap.id
     assert snap.id in [s.id for s in daytona.snapshot.list().items]
 
-    sandbox = daytona.create(CreateSandboxFromSnapshotParams(snapshot=name, labels={"sample": "l3"}))
+    # timeout: Daytona's 60 s bounds the create; in CI, beside other groups' image builds on two
+    # cores, the first cold boot of a fresh image took 69 s (2026-12-07, startMs 212 of it).
+    sandbox = daytona.create(CreateSandboxFromSnapshotParams(snapshot=name, labels={"sample": "l3"}),
+                             timeout=CREATE_TIMEOUT)
     sandboxes.append(sandbox)
     run = sandbox.process.exec("cat stamp settings.toml; echo $APP_MODE; pwd; id -un;"
                                " python3 -c 'import helpers; print(helpers.triple(14))'", cwd="/opt/app")
@@ -60,7 +64,8 @@ try:
     assert run.result == "built\nanswer = 42\ndaytona-sample\n/opt/app\nuser\n42\n", run.result
 
     # Straight from the Image, at another size: the same image, built once.
-    sized = daytona.create(CreateSandboxFromImageParams(image=image, resources=Resources(cpu=2, memory=2, disk=4)))
+    sized = daytona.create(CreateSandboxFromImageParams(image=image, resources=Resources(cpu=2, memory=2, disk=4)),
+                           timeout=CREATE_TIMEOUT)
     sandboxes.append(sized)
     images.append(sized.withruntime.info["image"])
     assert (sized.cpu, sized.memory, sized.disk) == (2, 2, 4), (sized.cpu, sized.memory, sized.disk)
@@ -82,7 +87,7 @@ try:
     found = runtime.snapshots.list(name=state_name).data
     assert len(found) == 1 and found[0]["state"] == "ready", found
     state_snapshot = found[0]["id"]
-    later = daytona.create(CreateSandboxFromSnapshotParams(snapshot=state_name))
+    later = daytona.create(CreateSandboxFromSnapshotParams(snapshot=state_name), timeout=CREATE_TIMEOUT)
     sandboxes.append(later)
     assert later.fs.download_file("progress.txt") == b"step 1\n"
     first = int(later.fs.download_file("/workspace/count"))
