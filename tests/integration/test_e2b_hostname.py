@@ -88,3 +88,47 @@ def test_js_sdk_by_host_name(e2b_node, host_env, hosted):
     """)
     assert got == {"stdout": "by host name\n", "text": "written over TLS", "code": "42"}
     assert front.tunnels > before
+
+
+def test_signed_file_links_by_host_name(e2b_python, host_env, hosted):
+    """download_url / upload_url of a secure sandbox: links signed with its envd token
+    (envd/file_signature.h), usable with no token or key, until they expire."""
+    got = run_python(e2b_python, host_env, """
+        import json, os, ssl, urllib.error, urllib.request, uuid
+        from e2b import Sandbox
+        proxy = os.environ["KILN_TEST_PROXY"]
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({"https": proxy}),
+            urllib.request.HTTPSHandler(context=ssl.create_default_context()))
+        def fetch(url, data=None, headers={}):
+            try:
+                with opener.open(urllib.request.Request(url, data=data, headers=headers)) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read().decode()
+        s = Sandbox.create(template="base", secure=True, proxy=proxy)
+        s.files.write("signed.txt", "by a signed link")
+        plain = fetch(s.download_url("signed.txt", "user"))
+        timed = fetch(s.download_url("signed.txt", "user", 120))
+        expired = fetch(s.download_url("signed.txt", "user", use_signature_expiration=-120))
+        url = s.download_url("signed.txt", "user")
+        forged = fetch(url.replace("signed.txt", "other.txt", 1))
+        boundary = uuid.uuid4().hex
+        body = (f"--{boundary}\\r\\nContent-Disposition: form-data; name=\\"file\\"; "
+                f"filename=\\"up.txt\\"\\r\\n\\r\\nuploaded\\r\\n--{boundary}--\\r\\n").encode()
+        up = fetch(s.upload_url("up.txt", "user", 120), data=body,
+                   headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        read_only = fetch(url, data=body,
+                          headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        uploaded = s.files.read("up.txt")
+        s.kill()
+        out({"plain": plain, "timed": timed, "expired": [expired[0], json.loads(expired[1])],
+             "forged": [forged[0], json.loads(forged[1])], "up": up[0], "uploaded": uploaded,
+             "read_only": read_only[0]})
+    """)
+    assert got["plain"] == [200, "by a signed link"], got
+    assert got["timed"] == [200, "by a signed link"], got
+    assert got["expired"] == [401, {"code": 401, "message": "signature is already expired"}], got
+    assert got["forged"] == [401, {"code": 401, "message": "invalid signature"}], got
+    assert got["up"] == 200 and got["uploaded"] == "uploaded", got
+    assert got["read_only"] == 401, got  # a read link opens no write

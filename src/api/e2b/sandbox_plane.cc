@@ -2,12 +2,14 @@
 // E2B's headers (E2b-Sandbox-Id, E2b-Sandbox-Port) under /e2b/sandbox, or
 // by its host name {port}-{id}.{domain}. It is let in by the sandbox's
 // tokens (envd's X-Access-Token; E2B-Traffic-Access-Token for the other
-// ports) or by a kiln key that sees the sandbox, never by the id alone,
-// then served by envd or the interpreter, or relayed to the port.
+// ports; a file link signed with envd's token, envd/file_signature.h) or by
+// a kiln key that sees the sandbox, never by the id alone, then served by
+// envd or the interpreter, or relayed to the port.
 #include <algorithm>
 
 #include "api/auth.h"
 #include "api/e2b/e2b.h"
+#include "api/e2b/envd/file_signature.h"
 #include "api/e2b/sandbox_plane.h"
 #include "api/errors.h"
 #include "api/port_proxy.h"
@@ -40,16 +42,35 @@ int ParsePort(const std::string& text) {
 // 401 whether or not the sandbox exists, and a key that does not own it
 // gets the 404 of a missing one: the plane tells nobody which ids are
 // live. A token dies with the key that made its sandbox.
+// A signed link to envd's /files stands for the envd token: true if `ex`
+// is one and its signature holds; throws envd's 401 if it does not.
+bool SignedFileLink(ApiContext& ctx, Exchange& ex, const std::string& id, const SandboxTarget& t) {
+  auto signature = ex.Query("signature");
+  if (!signature || t.port != kEnvdPort || t.path != "/files") return false;
+  FileSignature checked = CheckEnvdFileSignature(
+      ex.method(), ex.Query("path").value_or(""), ex.Query("username").value_or(""), *signature,
+      ex.Query("signature_expiration"), EnvdAccessToken(ctx, id), StableNowMs() / 1000);
+  if (checked != FileSignature::kValid) {
+    // envd's own body, exactly (E2B's tests compare it whole).
+    ex.SendJson(401, nlohmann::json{{"code", 401}, {"message", FileSignatureError(checked)}});
+    throw ApiError(Code::kUnauthorized, FileSignatureError(checked));
+  }
+  return true;
+}
+
 void Authorize(ApiContext& ctx, Exchange& ex, const std::string& id, const control::Sandbox* s,
-               int port) {
+               const SandboxTarget& t) {
+  int port = t.port;
   auto matches = [&](const char* header, const std::string& expected) {
     std::string given = ex.Header(header);
     return !given.empty() && ConstantTimeEquals(given, expected);
   };
   std::optional<store::ApiKey> owner;  // live: a token dies with the key that made its sandbox
   if (s) owner = ctx.keys.Live(s->spec().owner);
-  bool by_token = matches(kEnvdTokenHeader, EnvdAccessToken(ctx, id)) ||
-                  (port != kEnvdPort && matches(kTrafficTokenHeader, TrafficAccessToken(ctx, id)));
+  bool by_token =
+      matches(kEnvdTokenHeader, EnvdAccessToken(ctx, id)) ||
+      (port != kEnvdPort && matches(kTrafficTokenHeader, TrafficAccessToken(ctx, id))) ||
+      SignedFileLink(ctx, ex, id, t);
   std::optional<store::ApiKey> key;
   if (!by_token) {
     if (auto token = BearerToken(ex.Header("Authorization"))) {
@@ -102,7 +123,7 @@ void Serve(ApiContext& ctx, Exchange& ex, const std::string& id, SandboxTarget& 
     throw InvalidField("header." + std::string(kIdHeader), "is required: the sandbox's id");
   t.sandbox = ctx.sandboxes.Get(id);
   // E2B's clients read "was not found" as a sandbox that is gone.
-  Authorize(ctx, ex, id, t.sandbox.get(), t.port);
+  Authorize(ctx, ex, id, t.sandbox.get(), t);
   ex.activity = control::Sandbox::Use(t.sandbox, StableNowMs());
   if (t.port == kEnvdPort)
     ServeEnvd(ctx, ex, t);
