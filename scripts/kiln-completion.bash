@@ -12,7 +12,7 @@ _kiln_spec() {
       flags="--json --quiet --help --version"
       ;;
     "sandbox")
-      verbs="run create ls get exec shell extend snapshot fork network pause wake spawn ps logs kill cp cat watch port-forward preview previews preview-rotate unshare run-code stop rm"
+      verbs="run create ls get exec shell extend snapshot fork network pause metrics wake spawn ps logs kill cp cat watch port-forward preview previews preview-rotate unshare run-code stop rm"
       flags="--json --quiet --help"
       ;;
     "sandbox run")
@@ -20,7 +20,7 @@ _kiln_spec() {
       valued="--vcpu --memory --disk --timeout --timeout-ms --env --cwd --wait --image --max-cost"
       ;;
     "sandbox create")
-      flags="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --image --get-or-create --idle-pause --auto-wake --on-lease-end --persistent --no-sudo --max-total-cost --internet --allow --deny --trial --paid --no-internet --max-cost --json --quiet --help"
+      flags="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --image --get-or-create --idle-pause --auto-wake --on-lease-end --persistent --pause-files-only --no-sudo --max-total-cost --internet --allow --deny --trial --paid --no-internet --max-cost --json --quiet --help"
       valued="--vcpu --memory --disk --timeout --name --label --env --snapshot --wait --image --idle-pause --auto-wake --on-lease-end --max-total-cost --internet --allow --deny --max-cost"
       ;;
     "sandbox ls"|"sandbox list")
@@ -56,8 +56,12 @@ _kiln_spec() {
       valued="--internet --allow --deny --limit"
       ;;
     "sandbox pause")
-      flags="--json --quiet --help"
+      flags="--files-only --json --quiet --help"
       valued=""
+      ;;
+    "sandbox metrics")
+      flags="--range --json --quiet --help"
+      valued="--range"
       ;;
     "sandbox wake")
       flags="--timeout --json --quiet --help"
@@ -249,6 +253,9 @@ _kiln_value() {
       ;;
     "sandbox network --internet")
       COMPREPLY=($(compgen -W "on off" -- "$2"))
+      ;;
+    "sandbox metrics --range")
+      COMPREPLY=($(compgen -W "15m 1h 6h 24h 7d 30d" -- "$2"))
       ;;
     "sandbox kill --signal")
       COMPREPLY=($(compgen -W "TERM KILL INT HUP QUIT USR1 USR2" -- "$2"))

@@ -30,6 +30,7 @@ int CmdSandboxNetwork(Context& ctx, const ParsedArgs& args);
 int CmdSandboxShell(Context& ctx, const ParsedArgs& args);
 int CmdSandboxPause(Context& ctx, const ParsedArgs& args);
 int CmdSandboxWake(Context& ctx, const ParsedArgs& args);
+int CmdSandboxMetrics(Context& ctx, const ParsedArgs& args);
 int CmdSandboxSpawn(Context& ctx, const ParsedArgs& args);
 int CmdSandboxPs(Context& ctx, const ParsedArgs& args);
 int CmdSandboxLogs(Context& ctx, const ParsedArgs& args);

@@ -165,11 +165,29 @@ int CmdSandboxRm(Context& ctx, const ParsedArgs& args) {
 
 int CmdSandboxPause(Context& ctx, const ParsedArgs& args) {
   const std::string& id = args.positionals.at(0);
-  const json empty = json::object();
+  const json body = PauseBody(args);
   RequestOptions options = kLifecycleOptions;
   options.headers.emplace_back("Idempotency-Key", NewIdempotencyKey());
-  json info = ctx.http().Call(Method::kPost, SandboxTarget(id, ":pause"), &empty, options);
+  json info = ctx.http().Call(Method::kPost, SandboxTarget(id, ":pause"), &body, options);
   return PrintAnswer(ctx, info, id + "\n");
+}
+
+int CmdSandboxMetrics(Context& ctx, const ParsedArgs& args) {
+  json answer = ctx.http().Call(Method::kGet, MetricsTarget(args.positionals.at(0), args), nullptr,
+                                kQueryOptions);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : answer.value("points", json::array())) {
+    rows.push_back({DisplayValue(p.value("at", json())),
+                    FormatNumber(p.value("cpuPercent", json()), 1),
+                    FormatNumber(p.value("cpuPeakPercent", json()), 1),
+                    FormatBytes(p.value("memoryBytes", json())),
+                    FormatBytes(p.value("memoryPeakBytes", json())),
+                    FormatBytes(p.value("diskBytes", json()))});
+  }
+  return PrintAnswer(ctx, answer,
+                     rows.empty()
+                         ? std::string("no readings yet (one every 5 s while it runs)\n")
+                         : FormatTable({"AT", "CPU%", "PEAK%", "MEMORY", "PEAK", "DISK"}, rows));
 }
 
 int CmdSandboxWake(Context& ctx, const ParsedArgs& args) {

@@ -119,6 +119,7 @@ json SandboxCreateBody(const ParsedArgs& args) {
     body["onLeaseEnd"] = *v;
   }
   if (args.Has("persistent")) body["persistent"] = true;
+  if (args.Has("pause-files-only")) body["pauseMemory"] = false;
   if (args.Has("no-sudo")) body["sudo"] = false;
   if (args.Has("get-or-create")) {
     if (!body.contains("name")) throw UsageError("--get-or-create needs --name");
@@ -291,6 +292,18 @@ std::string NetworkLogTarget(const std::string& id, const ParsedArgs& args,
   }
   if (cursor) q.Add("cursor", *cursor);
   return SandboxTarget(id, "/network/log") + q.Str();
+}
+
+json PauseBody(const ParsedArgs& args) {
+  json body = json::object();
+  if (args.Has("files-only")) body["memory"] = false;
+  return body;
+}
+
+std::string MetricsTarget(const std::string& id, const ParsedArgs& args) {
+  Query q;
+  if (auto range = args.Get("range")) q.Add("range", *range);
+  return SandboxTarget(id, "/metrics") + q.Str();
 }
 
 json ExtendBody(const ParsedArgs& args) {

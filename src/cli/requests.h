@@ -85,6 +85,11 @@ std::optional<nlohmann::json> NetworkPutBody(const ParsedArgs& args);
 std::string NetworkLogTarget(const std::string& id, const ParsedArgs& args,
                              const std::optional<std::string>& cursor);
 
+// POST …:pause body from --files-only (memory false).
+nlohmann::json PauseBody(const ParsedArgs& args);
+// GET …/metrics target from --range (15m 1h 6h 24h 7d 30d; the server's default).
+std::string MetricsTarget(const std::string& id, const ParsedArgs& args);
+
 // POST …:extend body from --seconds N.
 nlohmann::json ExtendBody(const ParsedArgs& args);
 

@@ -233,4 +233,19 @@ SandboxRecord Sandbox::Record() const {
   return record_;
 }
 
+void Sandbox::AddMetricSample(const MetricSample& sample) {
+  std::lock_guard lock(metrics_mu_);
+  metrics_.Add(sample);
+}
+
+std::vector<MetricPoint> Sandbox::Metrics(int64_t from_ms, int64_t to_ms, int64_t span_ms) const {
+  std::lock_guard lock(metrics_mu_);
+  return metrics_.Query(from_ms, to_ms, span_ms);
+}
+
+std::optional<MetricSample> Sandbox::LatestMetrics() const {
+  std::lock_guard lock(metrics_mu_);
+  return metrics_.Latest();
+}
+
 }  // namespace kiln::control

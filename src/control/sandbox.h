@@ -11,8 +11,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
+#include "control/metrics_history.h"
 #include "control/sandbox_record.h"
 #include "egress/egress.h"
 #include "engine/agent_channel.h"
@@ -95,6 +97,10 @@ class Sandbox {
 
   Meter meter() const;
   void SetMeter(const Meter& m);
+  // Its resource use over time (the meter's readings while it runs).
+  void AddMetricSample(const MetricSample& sample);
+  std::vector<MetricPoint> Metrics(int64_t from_ms, int64_t to_ms, int64_t span_ms) const;
+  std::optional<MetricSample> LatestMetrics() const;
 
   // Egress rules in force.
   network::Policy network() const;
@@ -129,6 +135,8 @@ class Sandbox {
   SandboxRecord record_;  // id and spec are copies of the above
   std::shared_ptr<engine::AgentChannel> channel_;
   std::shared_ptr<egress::Gate> gate_;
+  mutable std::mutex metrics_mu_;  // apart from mu_: a query copies points
+  MetricsHistory metrics_;
   std::atomic<bool> boosted_{false};
   std::atomic<uint64_t> boost_base_cpu_ns_{0};
   std::atomic<int> in_use_{0};

@@ -149,14 +149,17 @@ class SandboxManager {
   Result<store::SnapshotRecord> Snapshot(const std::shared_ptr<Sandbox>& sandbox,
                                          const SnapshotOptions& options);
 
-  // Checkpoints a running sandbox to disk (files, memory, processes) and
+  // Checkpoints a running sandbox to disk (files, memory, processes; with
+  // `memory` false, or its spec's pause_memory false, only its files) and
   // frees its memory, CPU and capacity: it is paused, its lease clock
   // stopped, billed only for the checkpoint's bytes. `reason` shows as its
   // stopReason while paused. kNotRunning, kNotPausable, or kSnapshotFailed
   // with the sandbox still running. Pausing a paused one is OK.
-  Status Pause(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason);
+  Status Pause(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason,
+               std::optional<bool> memory = std::nullopt);
   // Restores a paused sandbox under the same id once capacity admits it
-  // (waiting until `deadline`), with its lease: `timeout_seconds`, else the
+  // (a files-only pause boots afresh from its files; waiting until
+  // `deadline`), with its lease: `timeout_seconds`, else the
   // larger of what it had left and its own timeoutSeconds. kNotPaused,
   // kNotRunning (stopped), the capacity refusals, kSnapshotCorrupted (the
   // checkpoint is kept for inspection and it stays paused), kStartupFailed.
@@ -206,6 +209,12 @@ class SandboxManager {
   // too), waits for those already starting, then stops every sandbox, a few
   // at a time. A create that raced with it would leave a sandbox behind.
   void Shutdown(const std::string& reason);
+  // Runs after a wake that booted afresh (a files-only pause): what a cold
+  // boot of its image runs (launch::Launcher sets it: the start command).
+  // Set once, before any wake.
+  void OnFreshWake(std::function<void(const std::shared_ptr<Sandbox>&)> hook) {
+    fresh_wake_ = std::move(hook);
+  }
   // A command of the sandbox has finished: its start-up CPU weight ends.
   void CommandFinished(const std::shared_ptr<Sandbox>& sandbox);
   // What runs the sandboxes (health, metrics).
@@ -286,6 +295,7 @@ class SandboxManager {
   std::condition_variable created_cv_;
   int background_stops_ = 0;  // StopInBackground threads still running
   std::condition_variable background_cv_;
+  std::function<void(const std::shared_ptr<Sandbox>&)> fresh_wake_;
   std::jthread lease_thread_;
   std::jthread meter_thread_;
 };

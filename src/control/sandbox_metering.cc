@@ -14,15 +14,38 @@ using nlohmann::json;
 
 namespace {
 constexpr int64_t kKeepRecordsMs = 30 * 86400000LL;  // stopped records in the table
+
+// The meter's reading as a point of the sandbox's metrics: `cpu_ns` used
+// over `wall_ms`.
+MetricSample Sample(const Sandbox& s, const engine::Usage& usage,
+                    const engine::StorageUsage& storage, uint64_t cpu_ns, int64_t wall_ms,
+                    int64_t now_ms) {
+  const Shape& shape = s.spec().shape;
+  MetricSample m;
+  m.at_ms = now_ms;
+  m.cpu_cores = shape.vcpu;
+  if (wall_ms > 0 && shape.vcpu > 0)
+    m.cpu_percent = std::min(
+        100.0, static_cast<double>(cpu_ns) / 1e4 / static_cast<double>(wall_ms * shape.vcpu));
+  m.memory_bytes = usage.memory_bytes;
+  m.memory_cache_bytes = storage.memory_cache_bytes;
+  m.memory_limit_bytes = static_cast<uint64_t>(shape.memory_mib) << 20;
+  m.disk_bytes = storage.disk_bytes;
+  m.disk_limit_bytes = static_cast<uint64_t>(shape.disk_mib) << 20;
+  return m;
+}
 }  // namespace
 
 store::UsageRow SandboxManager::MeterOne(Sandbox& s, int64_t now_ms) {
   std::lock_guard lock(meter_mu_);
   Meter m = s.meter();
-  uint64_t cpu_now = engine_.GetUsage(s.id()).cpu_ns;
+  engine::Usage usage = engine_.GetUsage(s.id());
+  uint64_t cpu_now = usage.cpu_ns;
   // A zero reading means the cgroup is gone; charge no CPU for it.
   uint64_t cpu = cpu_now >= m.cpu_ns ? cpu_now - m.cpu_ns : 0;
   int64_t wall = std::max<int64_t>(0, now_ms - m.at_ms);
+  if (cpu_now > 0)
+    s.AddMetricSample(Sample(s, usage, engine_.GetStorageUsage(s.id()), cpu, wall, now_ms));
   UsageDelta d = MeterInterval(options_.prices, s.spec().shape, cpu, wall);
   metrics::Inc("kiln_metered_cpu_seconds_total", {}, d.cpu_seconds);
   metrics::Inc("kiln_key_cpu_seconds_total", {{"key", s.spec().owner}}, d.cpu_seconds);

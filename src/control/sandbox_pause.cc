@@ -10,6 +10,8 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "control/sandbox_manager.h"
+#include "control/snapshot_copy.h"
+#include "engine/agent_client.h"
 
 namespace kiln::control {
 
@@ -41,7 +43,8 @@ void SandboxManager::SetWaker(const std::shared_ptr<Sandbox>& sandbox) {
   });
 }
 
-Status SandboxManager::Pause(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason) {
+Status SandboxManager::Pause(const std::shared_ptr<Sandbox>& sandbox, const std::string& reason,
+                             std::optional<bool> memory) {
   SandboxState st = sandbox->state();
   // A stopped sandbox is refused for that first, whatever its settings.
   if (st == SandboxState::kStopping || st == SandboxState::kStopped)
@@ -58,6 +61,7 @@ Status SandboxManager::Pause(const std::shared_ptr<Sandbox>& sandbox, const std:
   SnapshotOptions opts;
   opts.pool = false;
   opts.retention_days = 0;
+  if (!memory.value_or(sandbox->spec().pause_memory)) opts.mode = store::SnapshotMode::kDisk;
   auto captured = Capture(sandbox, opts, sandbox->id());
   if (!captured.ok()) {
     sandbox->MarkPauseFailed();
@@ -139,6 +143,12 @@ Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
                       .WithRetryAfter(capacity_.RetryAfterSeconds()));
   }
   SandboxRecord rec = sandbox->Record();
+  auto checkpoint = snapshots_.Get(rec.checkpoint);
+  if (!checkpoint) {
+    capacity_.Release(spec.owner, spec.shape);
+    return fail(Status(Code::kSnapshotCorrupted,
+                       "the checkpoint of sandbox " + sandbox->id() + " is missing"));
+  }
   if (Status intact = snapshots_.Verify(rec.checkpoint); !intact.ok()) {
     capacity_.Release(spec.owner, spec.shape);
     // Missing or altered: the files are kept for inspection, never restored.
@@ -149,7 +159,15 @@ Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
   engine::CreateParams params{sandbox->id(), spec.shape,
                               spec.rootfs.empty() ? rootfs_ : spec.rootfs, engine::kCpuWeight,
                               spec.run_as};
-  auto started = engine_.Restore(params, snapshots_.CheckpointDir(rec.checkpoint));
+  // A memory checkpoint restores; a files-only one boots afresh on them.
+  auto started = StartCopy(engine_, params, *checkpoint, snapshots_.CheckpointDir(rec.checkpoint),
+                           /*warm=*/false);
+  if (started.ok() && checkpoint->mode == store::SnapshotMode::kDisk && !spec.sudo) {
+    if (Status set = engine::AgentClient(*started).Configure(false); !set.ok()) {
+      engine_.Destroy(sandbox->id());
+      started = Status(Code::kStartupFailed, "its sudo could not be set: " + set.message());
+    }
+  }
   if (!started.ok()) {
     capacity_.Release(spec.owner, spec.shape);
     return fail(
@@ -176,9 +194,12 @@ Status SandboxManager::Wake(const std::shared_ptr<Sandbox>& sandbox,
   snapshots_.Delete(rec.checkpoint);
   catalogue_.ForgetMetered(rec.checkpoint);
   ledger_.FlushOne(sandbox->id());
+  bool fresh = checkpoint->mode == store::SnapshotMode::kDisk;
   LogInfo("sandbox woken", {{"event", "sandbox.woken"},
                             {"sandboxId", sandbox->id()},
+                            {"booted", fresh},
                             {"wakeMs", MonotonicNowMs() - t0}});
+  if (fresh && fresh_wake_) fresh_wake_(sandbox);
   return Status::Ok();
 }
 

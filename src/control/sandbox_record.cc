@@ -70,6 +70,7 @@ void to_json(json& j, const SandboxRecord& r) {
                     : spec.delete_on_lease_end ? "delete"
                                                : "stop";
   j["persistent"] = spec.persistent;
+  j["pauseMemory"] = spec.pause_memory;
   if (spec.max_total_cost_micros) j["maxTotalCostMicros"] = *spec.max_total_cost_micros;
   j["sudo"] = spec.sudo;
   j["pausedMs"] = r.paused_ms;
@@ -105,6 +106,7 @@ void from_json(const json& j, SandboxRecord& r) {
   spec.pause_on_lease_end = j.value("onLeaseEnd", "stop") == "pause";
   spec.delete_on_lease_end = j.value("onLeaseEnd", "stop") == "delete";
   spec.persistent = j.value("persistent", false);
+  spec.pause_memory = j.value("pauseMemory", true);
   if (j.contains("maxTotalCostMicros"))
     spec.max_total_cost_micros = JsonIntegerAt<int64_t>(j, "maxTotalCostMicros");
   spec.sudo = j.value("sudo", true);

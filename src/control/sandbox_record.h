@@ -55,6 +55,9 @@ struct SandboxSpec {
   int idle_pause_seconds = 0;
   bool auto_wake = true;
   bool pause_on_lease_end = false;  // onLeaseEnd "pause" (else "stop")
+  // What a pause keeps unless it says: memory and processes (a checkpoint),
+  // or only the files (a disk capture; the wake boots afresh from them).
+  bool pause_memory = true;
   // onLeaseEnd "delete": stopped and deleted (as DELETE) when its lease ends.
   bool delete_on_lease_end = false;
   // Outlives its lease and a graceful kilnd stop: paused instead of stopped.

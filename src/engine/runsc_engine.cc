@@ -9,9 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -45,6 +48,45 @@ uint64_t ReadU64(const std::string& path) {
   uint64_t v = 0;
   f >> v;
   return v;
+}
+
+// One line of a cgroup v1 stat file ("cache 1234").
+uint64_t ReadStat(const std::string& path, std::string_view key) {
+  std::ifstream f(path);
+  std::string name;
+  uint64_t v = 0;
+  while (f >> name >> v) {
+    if (name == key) return v;
+  }
+  return 0;
+}
+
+// The blocks of the root overlay's file store: runsc's --overlay2
+// root:dir=<sandbox dir> keeps the upper layer in a sparse file it makes
+// there and unlinks at once ("<dir>/runsc-filestore-N (deleted)"), so it is
+// found through the descriptors of the sandbox's processes (`procs`, its
+// cgroup's): what the sandbox's writes take on the host's disk.
+uint64_t FilestoreBytes(const std::string& dir, const std::string& procs) {
+  const std::string prefix = dir + "/runsc-filestore-";
+  std::ifstream in(procs);
+  uint64_t total = 0;
+  std::set<std::pair<dev_t, ino_t>> seen;  // one file, however many descriptors
+  for (pid_t pid; in >> pid;) {
+    std::error_code ec;
+    std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+    for (const auto& e : fs::directory_iterator(fds, ec)) {
+      char target[PATH_MAX];
+      ssize_t n = ::readlink(e.path().c_str(), target, sizeof target - 1);
+      if (n <= 0 || std::string_view(target, static_cast<size_t>(n)).rfind(prefix, 0) != 0)
+        continue;
+      struct stat st;
+      if (::stat(e.path().c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+          seen.emplace(st.st_dev, st.st_ino).second)
+        total += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+    if (total > 0) break;  // one process holds it (the sentry)
+  }
+  return total;
 }
 
 }  // namespace
@@ -433,6 +475,13 @@ Usage RunscEngine::GetUsage(const std::string& id) {
   Usage u;
   u.cpu_ns = ReadU64(CgroupDir("cpuacct", id) + "/cpuacct.usage");
   u.memory_bytes = ReadU64(CgroupDir("memory", id) + "/memory.usage_in_bytes");
+  return u;
+}
+
+StorageUsage RunscEngine::GetStorageUsage(const std::string& id) {
+  StorageUsage u;
+  u.memory_cache_bytes = ReadStat(CgroupDir("memory", id) + "/memory.stat", "cache");
+  u.disk_bytes = FilestoreBytes(SandboxDir(id), CgroupDir("pids", id) + "/cgroup.procs");
   return u;
 }
 

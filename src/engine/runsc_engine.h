@@ -71,6 +71,7 @@ class RunscEngine : public Engine {
   Status ExportUpper(const std::string& id, const std::string& tar_path) override;
   void SetCpuWeight(const std::string& id, int weight) override;
   Usage GetUsage(const std::string& id) override;
+  StorageUsage GetStorageUsage(const std::string& id) override;
   std::vector<std::string> List() override;
 
  private:

@@ -10,7 +10,16 @@
 namespace kiln::launch {
 
 Launcher::Launcher(control::SandboxManager& sandboxes, images::ImageManager* images)
-    : sandboxes_(sandboxes), images_(images) {}
+    : sandboxes_(sandboxes), images_(images) {
+  // A wake that boots afresh runs its image's start command again, as a
+  // disk copy's start does (Launch); an image deleted since has none.
+  if (images_)
+    sandboxes_.OnFreshWake([images](const std::shared_ptr<control::Sandbox>& s) {
+      if (!s->spec().image) return;
+      auto launch = images->ForSandbox(*s->spec().image, std::nullopt, s->spec().shape);
+      if (launch.ok() && launch->start) images->StartIn(s, *launch->start);
+    });
+}
 
 Status Launcher::CheckSpendingLimit(const std::string& key_id,
                                     std::optional<int64_t> daily_limit_micros) {

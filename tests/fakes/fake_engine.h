@@ -68,6 +68,7 @@ class FakeEngine : public engine::Engine {
   Status ExportUpper(const std::string& id, const std::string& tar_path) override;
   void SetCpuWeight(const std::string& id, int weight) override;
   engine::Usage GetUsage(const std::string& id) override;
+  engine::StorageUsage GetStorageUsage(const std::string&) override { return {}; }
   std::vector<std::string> List() override;
 
   // ---- knobs ----

@@ -11,7 +11,8 @@ behaviour it holds kiln to.
 - the sandbox user's home is /home/user, as in E2B's templates (kiln's base links it to
   /workspace): relative paths resolve there and commands start there;
 - a lease that ends with autoPause and no autoResume leaves the sandbox paused until
-  connect(), whatever the traffic.
+  connect(), whatever the traffic; set_timeout(0) ends the lease at once;
+- get_metrics gives the meter's readings, one per 5 s, in the window asked.
 """
 import textwrap
 
@@ -122,3 +123,100 @@ def test_auto_pause_without_auto_resume_waits_for_connect(e2b_python, e2b_env): 
     """)
     assert out == {"state": "PAUSED", "running": False, "still": "PAUSED",
                    "after": ["RUNNING", True]}, out
+
+
+def test_get_metrics_gives_the_meters_readings(e2b_python, e2b_env):  # noqa: F811
+    out = py(e2b_python, e2b_env, """
+        import datetime
+        start = datetime.datetime.now(datetime.timezone.utc)
+        s = Sandbox.create(timeout=120)
+        s.commands.run("dd if=/dev/urandom of=/tmp/blob bs=1M count=48 status=none; "
+                       "timeout 6 sh -c 'while :; do :; done'; true", timeout=60)
+        metrics = []
+        for _ in range(60):
+            metrics = s.get_metrics(start=start, end=datetime.datetime.now(datetime.timezone.utc))
+            if len(metrics) >= 2:
+                break
+            time.sleep(0.5)
+        old = s.get_metrics(start=start - datetime.timedelta(hours=1),
+                            end=start - datetime.timedelta(minutes=30))
+        s.kill()
+        out({"n": len(metrics), "start": start.timestamp(), "old": len(old),
+             "points": [[m.timestamp.timestamp(), m.cpu_count, m.cpu_used_pct, m.mem_used, m.mem_total,
+                         m.disk_used, m.disk_total] for m in metrics]})
+    """)
+    assert out["n"] >= 2 and out["old"] == 0, out
+    for at, cores, cpu, mem, mem_total, disk, disk_total in out["points"]:
+        assert at >= out["start"] - 10, out
+        assert cores >= 1 and 0 <= cpu <= 100 and 0 < mem <= mem_total and 0 <= disk <= disk_total
+    # The busy loop and the 48 MiB written show.
+    assert max(p[2] for p in out["points"]) > 20, out
+    assert max(p[5] for p in out["points"]) >= 40 << 20, out
+
+
+def test_set_timeout_zero_ends_the_lease_now(e2b_python, e2b_env):  # noqa: F811
+    out = py(e2b_python, e2b_env, """
+        s = Sandbox.create(timeout=300, lifecycle={"on_timeout": "pause"})
+        boot = s.files.read("/proc/sys/kernel/random/boot_id").strip()
+        t0 = time.time()
+        s.set_timeout(0)
+        while s.is_running() and time.time() - t0 < 30:
+            time.sleep(0.2)
+        paused_after = time.time() - t0
+        state = s.get_info().state.name
+        s.connect()
+        same = s.files.read("/proc/sys/kernel/random/boot_id").strip() == boot
+        k = Sandbox.create(timeout=300)
+        k.set_timeout(0)
+        t0 = time.time()
+        while k.is_running() and time.time() - t0 < 30:
+            time.sleep(0.2)
+        killed = Sandbox.list().next_items()  # the killed one is gone
+        s.kill()
+        out({"paused_after": paused_after, "state": state, "same": same,
+             "killed_listed": k.sandbox_id in [x.sandbox_id for x in killed]})
+    """)
+    assert out["paused_after"] < 15 and out["state"] == "PAUSED" and out["same"], out
+    assert not out["killed_listed"], out
+
+
+def test_a_filesystem_pause_keeps_the_files_and_boots_afresh(e2b_python, e2b_env):  # noqa: F811
+    out = py(e2b_python, e2b_env, """
+        from e2b import SandboxState
+        boot = lambda s: s.files.read("/proc/sys/kernel/random/boot_id").strip()
+        # The lease's end, mode "filesystem" (E2B's auto-pause test).
+        a = Sandbox.create(timeout=3, lifecycle={"on_timeout": {"action": "pause", "keep_memory": False}})
+        a.files.write("/home/user/auto-pause-marker.txt", "kept")
+        a_boot = boot(a)
+        deadline = time.time() + 60
+        while a.get_info().state != SandboxState.PAUSED and time.time() < deadline:
+            time.sleep(0.5)
+        a_state = a.get_info().state.name
+        a.connect()
+        a_after = [a.files.read("/home/user/auto-pause-marker.txt"), boot(a) != a_boot]
+        # pause(mode="filesystem"): a background process does not survive it.
+        b = Sandbox.create(timeout=300)
+        b.commands.run("sleep 1000", background=True)
+        b.files.write("kept.txt", "yes")
+        b_boot = boot(b)
+        b.pause(mode="filesystem")
+        paused = b.is_running()
+        b.connect()
+        b_after = [b.files.read("kept.txt"), boot(b) != b_boot,
+                   b.commands.run("pgrep -x sleep || true").stdout.strip()]
+        # A full pause keeps memory; on_resume="reboot" of it is refused by name.
+        c = Sandbox.create(timeout=300)
+        c.pause()
+        try:
+            c.connect(on_resume="reboot")
+            reboot = "connected"
+        except Exception as e:
+            reboot = str(e)
+        for s in (a, b, c):
+            s.kill()
+        out({"a_state": a_state, "a_after": a_after, "paused": paused, "b_after": b_after,
+             "reboot": reboot})
+    """)
+    assert out["a_state"] == "PAUSED" and out["a_after"] == ["kept", True], out
+    assert out["paused"] is False and out["b_after"] == ["yes", True, ""], out
+    assert "reboot" in out["reboot"] and "memory" in out["reboot"], out

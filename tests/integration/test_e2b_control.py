@@ -163,8 +163,7 @@ def test_bad_bodies_and_refusals_in_e2bs_shape(kilnd, e2b_key):
     status, body = e2b_http(kilnd, "POST", "/v2/sandboxes", key,
                             {"templateID": "base", "volumeMounts": [{"name": "v", "path": "/v"}]})
     assert status == 501 and "volumeMounts" in body["message"], body
-    for method, path, feature in [("GET", "/sandboxes/x/metrics", "metrics"),
-                                  ("GET", "/v2/sandboxes/x/logs", "logs"),
+    for method, path, feature in [("GET", "/v2/sandboxes/x/logs", "logs"),
                                   ("PATCH", "/templates/base", "template updates"),
                                   ("GET", "/secrets", "secrets"),
                                   ("GET", "/volumes", "volumes")]:

@@ -386,6 +386,13 @@ def test_a_disk_copy_boots_as_the_images_user_and_runs_its_start_command(api, sa
         assert [p["id"] for p in procs if p["state"] == "running"] == [copy["start"]["processId"]], procs
     finally:
         api.ok("POST", f"/v1/snapshots/{snap['id']}:delete", json={})
+    # So does the wake of a files-only pause.
+    api.ok("POST", f"/v1/sandboxes/{s['id']}:pause", json={"memory": False})
+    api.ok("POST", f"/v1/sandboxes/{s['id']}:wake", json={})
+    deadline = time.monotonic() + 30
+    while "later.txt" not in api.sh(s["id"], "curl -s --noproxy '*' http://127.0.0.1:8000/ || true"):
+        assert time.monotonic() < deadline, "the start command did not run again after the wake"
+        time.sleep(0.5)
 
 
 def test_a_build_past_its_timeout_is_stopped(api, pulled):

@@ -250,6 +250,30 @@ def test_a_wake_the_moment_an_idle_pause_shows(api, sandboxes):
     assert api.sh(sid, "cat /workspace/k.txt") == "kept\n"
 
 
+def test_a_files_only_pause_keeps_files_and_boots_afresh(api, sandboxes):
+    """pause {"memory": false}, or a create's pauseMemory false: a disk capture of its files,
+    smaller than a checkpoint; the wake boots afresh on them (no process survives)."""
+    sid = sandboxes.create(vcpu=1, memoryMiB=256)["id"]
+    assert api.sandbox(sid)["pauseMemory"] is True
+    boot = api.sh(sid, "cat /proc/sys/kernel/random/boot_id")
+    api.sh(sid, "echo kept > /workspace/k.txt; (sleep 1000 &)")
+    p = api.ok("POST", f"/v1/sandboxes/{sid}:pause", json={"memory": False})
+    assert p["state"] == "paused", p
+    api.ok("POST", f"/v1/sandboxes/{sid}:wake", json={})
+    assert api.sh(sid, "cat /workspace/k.txt") == "kept\n"
+    assert api.sh(sid, "cat /proc/sys/kernel/random/boot_id") != boot
+    assert api.sh(sid, "pgrep -x sleep || echo none") == "none\n"
+    # The create's choice is what a pause without a body keeps.
+    other = sandboxes.create(vcpu=1, memoryMiB=256, pauseMemory=False)
+    assert other["pauseMemory"] is False
+    api.sh(other["id"], "echo two > /workspace/k.txt")
+    api.ok("POST", f"/v1/sandboxes/{other['id']}:pause", json={})
+    api.ok("POST", f"/v1/sandboxes/{other['id']}:wake", json={})
+    assert api.sh(other["id"], "cat /workspace/k.txt") == "two\n"
+    assert_error(api.post(f"/v1/sandboxes/{sid}:pause", json={"memory": "no"}), 400,
+                 "invalid_request", issue_path="body.memory")
+
+
 # --- limits and the daily spending limit -----------------------------------
 
 

@@ -78,6 +78,27 @@ def test_pause_then_wake_keeps_the_id_and_the_processes(rt):
     assert ei.value.code == "not_paused"
 
 
+def test_a_files_only_pause_and_metrics_from_python(rt):
+    sbx = rt.sandboxes.create(pause_memory=False)
+    assert sbx.info["pauseMemory"] is False
+    sbx.exec("echo kept > /workspace/f; timeout 3 sh -c 'while :; do :; done'; true")
+    boot = sbx.exec("cat /proc/sys/kernel/random/boot_id").stdout
+    sbx.pause()
+    assert sbx.paused
+    sbx.wake()
+    assert sbx.exec("cat /workspace/f").stdout == "kept\n"
+    assert sbx.exec("cat /proc/sys/kernel/random/boot_id").stdout != boot
+    deadline = time.monotonic() + 30
+    while not (m := sbx.metrics(range="1h"))["latest"]:
+        assert time.monotonic() < deadline, m
+        time.sleep(1)
+    assert m["latest"]["cpuCores"] == 1 and m["points"], m
+    # The readings of before the pause are kept beside those after it.
+    assert max(p["cpuPeakPercent"] for p in m["points"]) > 0, m
+    with pytest.raises(kiln.KilnError):
+        sbx.metrics(range="2h")
+
+
 def test_auto_wake_and_refusals(rt):
     sbx = rt.sandboxes.create()
     sbx.pause()
@@ -204,6 +225,21 @@ def test_cli_get_or_create_pause_wake(kiln_cli, api):
         assert p.returncode != 0 and "not_paused" in p.stderr, p
         p = kiln_cli("sandbox", "create", "--name", name)
         assert p.returncode != 0 and "name_taken" in p.stderr, p
+        # A files-only pause, and the metrics the meter read meanwhile.
+        boot = api.sh(sid, "cat /proc/sys/kernel/random/boot_id")
+        assert kiln_cli("sandbox", "pause", sid, "--files-only").returncode == 0
+        assert kiln_cli("sandbox", "wake", sid).returncode == 0
+        assert api.sh(sid, "cat /proc/sys/kernel/random/boot_id") != boot
+        m = json.loads(kiln_cli("sandbox", "metrics", sid, "--range", "1h", "--json").stdout)
+        assert m["latest"] and m["points"], m
+        table = kiln_cli("sandbox", "metrics", sid).stdout
+        assert table.startswith("AT") and "CPU%" in table, table
+        p = kiln_cli("sandbox", "metrics", sid, "--range", "2h")
+        assert p.returncode != 0 and "range" in p.stderr, p
+        p = kiln_cli("sandbox", "create", "--vcpu", "1", "--memory", "256", "--pause-files-only")
+        other = p.stdout.strip()
+        assert p.returncode == 0 and api.sandbox(other)["pauseMemory"] is False, p.stderr
+        api.request("DELETE", f"/v1/sandboxes/{other}")
     finally:
         api.request("DELETE", f"/v1/sandboxes/{sid}")
 

@@ -39,6 +39,7 @@ const CREATE_FIELDS: readonly string[] = [
   "idlePauseSeconds",
   "autoWake",
   "persistent",
+  "pauseMemory",
   "maxTotalCostMicros",
   "sudo",
   "getOrCreate",

@@ -18,11 +18,13 @@ import type {
   CommandResult,
   CreateSandbox,
   DeletedSandbox,
+  MetricsRange,
   NetworkRules,
   OutputEvent,
   ProcessInfo,
   RequestOptions,
   SandboxInfo,
+  SandboxMetrics,
   SandboxStart,
   SandboxState,
   Snapshot,
@@ -367,9 +369,28 @@ export class Sandbox implements AsyncDisposable {
     return this.lifecycle("stop", {}, { ...options, wait: options.wait ?? true });
   }
 
-  /** Freezes the sandbox (processes, memory, files kept). 409 `not_running` / `not_pausable`. */
-  async pause(options: RequestOptions & { wait?: boolean } = {}): Promise<SandboxInfo> {
-    return this.lifecycle("pause", {}, { ...options, wait: options.wait ?? true });
+  /**
+   * Freezes the sandbox (processes, memory, files kept); `memory: false`
+   * keeps only its files, and its wake boots afresh on them. 409
+   * `not_running` / `not_pausable`.
+   */
+  async pause(options: RequestOptions & { wait?: boolean; memory?: boolean } = {}): Promise<SandboxInfo> {
+    const { memory, ...rest } = options;
+    return this.lifecycle("pause", memory === undefined ? {} : { memory }, { ...rest, wait: rest.wait ?? true });
+  }
+
+  /**
+   * Its resource use over `range` (15m, 1h, 6h, 24h, 7d, 30d): the meter's
+   * readings (every 5 s) as `{latest, points}`, means and peaks per point.
+   */
+  async metrics(options: RequestOptions & { range?: MetricsRange } = {}): Promise<SandboxMetrics> {
+    return this.call<SandboxMetrics>({
+      method: "GET",
+      path: "/metrics",
+      query: { range: options.range ?? "15m" },
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
   }
 
   /**

@@ -67,6 +67,8 @@ export interface CreateSandbox {
   /** A command, file or process call on a paused sandbox wakes it first (default true). */
   autoWake?: boolean;
   persistent?: boolean;
+  /** What a pause keeps unless it says: false keeps only the files (default true). */
+  pauseMemory?: boolean;
   /** Lifetime cost cap in microdollars. */
   maxTotalCostMicros?: number;
   /** Whether the sandbox user may use sudo (default true). */
@@ -125,6 +127,7 @@ export interface SandboxInfo {
   idlePauseSeconds?: number;
   autoWake?: boolean;
   persistent?: boolean;
+  pauseMemory?: boolean;
   pausedAt?: string | null;
   maxTotalCostMicros?: number | null;
   sudo?: boolean;
@@ -371,4 +374,33 @@ export interface SandboxStart {
   processId?: string;
   exitCode?: number;
   readyMs?: number;
+}
+
+/** How far back `Sandbox.metrics` reaches. */
+export type MetricsRange = "15m" | "1h" | "6h" | "24h" | "7d" | "30d";
+
+/** One reading of a sandbox's meter. */
+export interface MetricSample {
+  at: string;
+  /** Of all its vCPUs: 100 is each one busy. */
+  cpuPercent: number;
+  cpuCores: number;
+  memoryBytes: number;
+  memoryCacheBytes: number;
+  memoryLimitBytes: number;
+  /** What its root's writes take on the host. */
+  diskBytes: number;
+  diskLimitBytes: number;
+}
+
+/** Readings folded over a point's span: means, with the peaks in it. */
+export interface MetricPoint extends MetricSample {
+  cpuPeakPercent: number;
+  memoryPeakBytes: number;
+  samples: number;
+}
+
+export interface SandboxMetrics {
+  latest: MetricSample | null;
+  points: MetricPoint[];
 }

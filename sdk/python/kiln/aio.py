@@ -264,6 +264,9 @@ class AsyncSandbox:
     async def refresh(self) -> Dict[str, Any]:
         return await self._pool.run(self.sync.refresh)
 
+    async def metrics(self, range: str = "15m") -> Dict[str, Any]:
+        return await self._pool.run(self.sync.metrics, range)
+
     async def extend(self, seconds: int) -> Dict[str, Any]:
         return await self._pool.run(self.sync.extend, seconds)
 

@@ -30,7 +30,7 @@ _CREATE_FIELDS = {
     "pausable": "pausable", "idle_pause_seconds": "idlePauseSeconds", "auto_wake": "autoWake",
     "persistent": "persistent", "max_total_cost_micros": "maxTotalCostMicros",
     "get_or_create": "getOrCreate", "image": "image", "volumes": "volumes", "tailscale": "tailscale",
-    "sudo": "sudo",
+    "sudo": "sudo", "pause_memory": "pauseMemory",
 }
 #: Every `state` a SandboxInfo may carry.
 STATES = ("starting", "running", "pausing", "paused", "resuming", "stopping", "stopped")
@@ -85,7 +85,7 @@ class Sandboxes:
         """Creates a sandbox and answers once it runs. Fields: vcpu, memory_mib, disk_mib,
         timeout_seconds, on_lease_end, labels, env, name, snapshot, image (id, name, name:tag or
         name@version), max_cost_micros, network, pausable, idle_pause_seconds, auto_wake,
-        persistent, max_total_cost_micros, sudo, get_or_create, funding and region (accepted,
+        persistent, max_total_cost_micros, sudo, pause_memory, get_or_create, funding and region (accepted,
         ignored by a local daemon).
 
         Past capacity (409 `no_capacity`/`quota_exceeded`) it waits in the daemon's line

@@ -124,6 +124,11 @@ class Sandbox:
                                idempotency_key=idempotency_key)
         return self.info
 
+    def metrics(self, range: str = "15m") -> Dict[str, Any]:
+        """Its resource use over `range` (15m, 1h, 6h, 24h, 7d, 30d): `{latest, points}`, the
+        meter's readings (every 5 s) as means and peaks per point."""
+        return self._t.request("GET", self._path + "/metrics", query={"range": range}).json()
+
     def extend(self, seconds: int) -> Dict[str, Any]:
         """Moves the lease end to max(expiresAt, now) + seconds (at most kilnd's
         --max-lease-seconds ahead: a day by default)."""
@@ -137,11 +142,14 @@ class Sandbox:
                                idempotency_key=idempotency_key)
         return self.info
 
-    def pause(self, wait: bool = True, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+    def pause(self, wait: bool = True, idempotency_key: Optional[str] = None,
+              memory: Optional[bool] = None) -> Dict[str, Any]:
         """Writes the sandbox (memory, processes, files) to disk and frees its memory, CPU and
-        capacity; `wake` or any command (with auto_wake) brings it back, same id. 409
-        `not_running` / `not_pausable` otherwise."""
-        self.info = self._post(":pause", {}, headers={"Prefer": "wait=60"} if wait else None,
+        capacity; `wake` or any command (with auto_wake) brings it back, same id. `memory=False`
+        keeps only its files: its wake boots afresh on them. 409 `not_running` / `not_pausable`
+        otherwise."""
+        body: Dict[str, Any] = {} if memory is None else {"memory": bool(memory)}
+        self.info = self._post(":pause", body, headers={"Prefer": "wait=60"} if wait else None,
                                timeout=self._t.timeout + 60, idempotency_key=idempotency_key)
         return self.info
 

@@ -45,9 +45,7 @@ struct Feature {
 };
 
 // The first segment of a refused path that names an E2B feature.
-constexpr std::array<Feature, 10> kE2bFeatures{{
-    {"metrics", "sandbox metrics",
-     "kiln meters CPU-seconds and memory for billing (GET /v1/usage), not time series"},
+constexpr std::array<Feature, 9> kE2bFeatures{{
     {"logs", "logs apart from a build's status",
      "kiln keeps no sandbox log (read a process's output via envd or /v1); a template "
      "build's log comes with its status (logEntries)"},
@@ -97,6 +95,14 @@ json CreatedJson(const control::SandboxRecord& r, const SandboxExtras& x) {
 
 json ListedJson(const control::SandboxRecord& r, const SandboxExtras& x) {
   return presented::Common(r, x);
+}
+
+json SandboxMetricJson(const control::MetricSample& m) {
+  return {{"timestamp", FormatTime(m.at_ms)}, {"timestampUnix", m.at_ms / 1000},
+          {"cpuCount", m.cpu_cores},          {"cpuUsedPct", m.cpu_percent},
+          {"memUsed", m.memory_bytes},        {"memTotal", m.memory_limit_bytes},
+          {"memCache", m.memory_cache_bytes}, {"diskUsed", m.disk_bytes},
+          {"diskTotal", m.disk_limit_bytes}};
 }
 
 json DetailJson(const control::SandboxRecord& r, const SandboxExtras& x) {

@@ -133,8 +133,8 @@ CreateRequest ReadCreate(const json& raw_body, const contract::IntField& lease) 
   spec.network = policy;
   // autoPause: the lease's end pauses instead of killing.
   spec.pause_on_lease_end = f.Bool("autoPause").value_or(false);
-  if (auto memory = f.Bool("autoPauseMemory"); memory && !*memory)
-    Refuse("autoPauseMemory false", "kiln's pause always keeps memory (a checkpoint)");
+  // mode "filesystem" (keep_memory false): the lease's end keeps the files only.
+  if (auto memory = f.Bool("autoPauseMemory")) spec.pause_memory = *memory;
   // E2B's traffic wakes a paused sandbox only when autoResume is on.
   spec.auto_wake = false;
   if (const json* resume = f.Raw("autoResume")) {
@@ -159,9 +159,7 @@ ConnectRequest ReadConnect(const json& raw_body, const contract::IntField& lease
   FieldReader f(body);
   ConnectRequest c;
   if (auto t = f.Int("timeout", 1, lease.max)) c.timeout_seconds = static_cast<int>(*t);
-  if (auto memory = f.Bool("memory"); memory && !*memory)
-    Refuse("a resume without memory (on_resume reboot)",
-           "kiln's pause keeps memory, and a resume restores it");
+  c.reboot = !f.Bool("memory").value_or(true);
   c.auto_pause = f.Bool("autoPause");
   f.Finish();
   return c;
@@ -170,10 +168,12 @@ ConnectRequest ReadConnect(const json& raw_body, const contract::IntField& lease
 int ReadTimeout(const json& raw_body, const contract::IntField& lease) {
   json body = WithoutNulls(raw_body);
   FieldReader f(body);
-  auto t = f.Int("timeout", 1, lease.max);
+  // 0 ends the lease now: the sandbox's on-timeout action runs (E2B's SDK
+  // forces an auto-pause so).
+  auto t = f.Int("timeout", 0, lease.max);
   if (!t && !f.has("timeout")) f.Issue("timeout", "is required: seconds from now");
   f.Finish();
-  return static_cast<int>(t.value_or(1));
+  return static_cast<int>(t.value_or(0));
 }
 
 int ReadRefresh(const json& raw_body) {
@@ -184,15 +184,13 @@ int ReadRefresh(const json& raw_body) {
   return static_cast<int>(d.value_or(60));
 }
 
-void ReadPause(const json& raw_body) {
-  using request_fields::Refuse;
+std::optional<bool> ReadPause(const json& raw_body) {
   json body = WithoutNulls(raw_body);
   FieldReader f(body);
-  if (auto memory = f.Bool("memory"); memory && !*memory)
-    Refuse("a pause without memory (mode filesystem)",
-           "kiln's pause always keeps memory (a checkpoint)");
+  auto memory = f.Bool("memory");
   f.Bool("requireHealthyGuest");
   f.Finish();
+  return memory;
 }
 
 ForkRequest ReadFork(const json& body, const contract::IntField& lease) {
@@ -250,6 +248,48 @@ std::vector<std::pair<std::string, std::string>> ParseMetadataFilter(const std::
 }
 
 std::string NextToken(size_t next_offset) { return std::to_string(next_offset); }
+
+namespace {
+
+// A query's Unix seconds, in ms.
+std::optional<int64_t> UnixSeconds(const std::optional<std::string>& text, const char* field) {
+  if (!text) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+  if (ec != std::errc() || p != text->data() + text->size() || v < 0 || v > 253402300799)
+    throw InvalidField(std::string("query.") + field, "must be a Unix time in seconds");
+  return v * 1000;
+}
+
+}  // namespace
+
+MetricsWindow ReadMetricsWindow(
+    const std::function<std::optional<std::string>(const std::string&)>& get, int64_t created_ms,
+    int64_t now_ms) {
+  MetricsWindow w{created_ms, now_ms};
+  if (auto from = UnixSeconds(get("start"), "start")) w.from_ms = *from;
+  // Seconds: the whole of the last one.
+  if (auto to = UnixSeconds(get("end"), "end")) w.to_ms = *to + 999;
+  if (w.to_ms < w.from_ms) throw InvalidField("query.end", "must not be before start");
+  return w;
+}
+
+std::vector<std::string> ReadMetricsSandboxIds(const std::optional<std::string>& ids) {
+  std::vector<std::string> out;
+  if (!ids || ids->empty())
+    throw InvalidField("query.sandbox_ids", "is required: ids, comma-separated");
+  size_t start = 0;
+  while (start <= ids->size()) {
+    size_t end = std::min(ids->find(',', start), ids->size());
+    if (end > start) out.push_back(ids->substr(start, end - start));
+    if (out.size() > static_cast<size_t>(kMaxPageSize))
+      throw InvalidField("query.sandbox_ids",
+                         "names at most " + std::to_string(kMaxPageSize) + " sandboxes");
+    start = end + 1;
+  }
+  if (out.empty()) throw InvalidField("query.sandbox_ids", "is required: ids, comma-separated");
+  return out;
+}
 
 ListQuery ReadListQuery(const std::function<std::optional<std::string>(const std::string&)>& get) {
   ListQuery q;

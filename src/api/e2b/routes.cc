@@ -126,6 +126,17 @@ void Connect(ApiContext& ctx, Exchange& ex, bool resume_only) {
                    json{{"feature", "autoPause on resume"}});
   control::SandboxState st = s->state();
   bool paused = st == control::SandboxState::kPaused || st == control::SandboxState::kPausing;
+  // A files-only pause boots afresh anyway; a memory checkpoint is only
+  // ever restored (its files are inside its memory image).
+  if (c.reboot && paused) {
+    auto checkpoint = ctx.sandboxes.snapshots().Find(s->Record().checkpoint);
+    if (checkpoint && checkpoint->mode == store::SnapshotMode::kMemory)
+      throw ApiError(Code::kNotSupported,
+                     "a reboot (on_resume \"reboot\") of a sandbox paused with its memory is not "
+                     "offered by kiln: its files are inside the memory checkpoint; pause with "
+                     "mode \"filesystem\" to boot afresh on resume",
+                     json{{"feature", "on_resume reboot of a memory pause"}});
+  }
   if (resume_only && !paused)
     throw ApiError(Code::kNotPaused, "sandbox " + s->id() + " is already running");
   int status = 200;
@@ -207,6 +218,28 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   r.Add("GET", "/e2b/sandboxes", [&ctx](Exchange& ex) { List(ctx, ex, false); });
   r.Add("GET", "/e2b/v2/sandboxes", [&ctx](Exchange& ex) { List(ctx, ex, true); });
 
+  // The meter's readings (every 5 s while it runs); the many-sandbox form
+  // gives each one's latest.
+  r.Add("GET", "/e2b/sandboxes/metrics", [&ctx](Exchange& ex) {
+    json out = json::object();
+    auto scope = OwnerScope(ex);
+    for (const auto& id : ReadMetricsSandboxIds(ex.Query("sandbox_ids"))) {
+      auto s = ctx.sandboxes.Get(id);
+      if (!s || (scope && s->spec().owner != *scope)) continue;
+      if (auto latest = s->LatestMetrics()) out[id] = SandboxMetricJson(*latest);
+    }
+    ex.SendJson(200, {{"sandboxes", std::move(out)}});
+  });
+  r.Add("GET", "/e2b/sandboxes/{id}/metrics", [&ctx](Exchange& ex) {
+    auto s = FindLive(ctx, ex);
+    MetricsWindow w = ReadMetricsWindow([&ex](const std::string& n) { return ex.Query(n); },
+                                        s->Record().created_ms, StableNowMs());
+    json out = json::array();
+    for (const auto& p : s->Metrics(w.from_ms, w.to_ms, kMetricsSpanMs))
+      out.push_back(SandboxMetricJson(p.mean));
+    ex.SendJson(200, out);
+  });
+
   r.Add("GET", "/e2b/sandboxes/{id}", [&ctx](Exchange& ex) {
     auto s = FindLive(ctx, ex);
     control::SandboxRecord rec = s->Record();
@@ -236,12 +269,12 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
   // the sandbox's memory and CPU until a connect or resume restores it.
   r.Add("POST", "/e2b/sandboxes/{id}/pause", [&ctx](Exchange& ex) {
     auto s = FindLive(ctx, ex);
-    ReadPause(ex.JsonBody());
+    std::optional<bool> memory = ReadPause(ex.JsonBody());
     control::SandboxState st = s->state();
     if (st == control::SandboxState::kPaused || st == control::SandboxState::kPausing)
       throw ApiError(Code::kNotRunning, "sandbox " + s->id() + " is already paused");
     ex.activity.reset();  // a pause is not activity that keeps it awake
-    ThrowIfError(ctx.sandboxes.Pause(s, "requested"));
+    ThrowIfError(ctx.sandboxes.Pause(s, "requested", memory));
     SendNoContent(ex);
   });
 

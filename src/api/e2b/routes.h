@@ -19,6 +19,7 @@
 #include "api/router.h"
 #include "common/contract.h"
 #include "common/status.h"
+#include "control/metrics_history.h"
 #include "control/sandbox_record.h"
 #include "images/manager/image_record.h"
 #include "network/policy.h"
@@ -58,6 +59,7 @@ CreateRequest ReadCreate(const nlohmann::json& body,
 struct ConnectRequest {
   std::optional<int> timeout_seconds;
   std::optional<bool> auto_pause;
+  bool reboot = false;  // memory false (on_resume "reboot"): boot afresh from the files
 };
 ConnectRequest ReadConnect(const nlohmann::json& body,
                            const contract::IntField& lease = contract::kTimeoutSeconds);
@@ -66,8 +68,9 @@ int ReadTimeout(const nlohmann::json& body,
                 const contract::IntField& lease = contract::kTimeoutSeconds);
 // POST /sandboxes/{id}/refreshes: {duration?} seconds (default 60).
 int ReadRefresh(const nlohmann::json& body);
-// POST /sandboxes/{id}/pause: {memory?, requireHealthyGuest?}.
-void ReadPause(const nlohmann::json& body);
+// POST /sandboxes/{id}/pause: {memory?, requireHealthyGuest?}; memory false
+// (mode "filesystem") keeps the files only. Returns memory as given.
+std::optional<bool> ReadPause(const nlohmann::json& body);
 // POST /sandboxes/{id}/fork: {timeout?, count?}.
 struct ForkRequest {
   std::optional<int> timeout;  // seconds; the copies' lease (nullopt: the source's)
@@ -102,6 +105,19 @@ std::string NextToken(size_t next_offset);
 // (the SDKs encode them, then the pairs); issues name "query.metadata".
 std::vector<std::pair<std::string, std::string>> ParseMetadataFilter(const std::string& text);
 
+// GET /sandboxes/{id}/metrics?start=&end= (Unix seconds, both optional):
+// the window in ms, from `created_ms` to `now_ms` when left out.
+struct MetricsWindow {
+  int64_t from_ms = 0, to_ms = 0;
+};
+MetricsWindow ReadMetricsWindow(
+    const std::function<std::optional<std::string>(const std::string&)>& get, int64_t created_ms,
+    int64_t now_ms);
+// GET /sandboxes/metrics?sandbox_ids=a,b: 1 to kMaxPageSize ids.
+std::vector<std::string> ReadMetricsSandboxIds(const std::optional<std::string>& ids);
+// The points of GET /sandboxes/{id}/metrics: E2B collects every 5 s.
+inline constexpr int64_t kMetricsSpanMs = 5000;
+
 // E2B's state for kiln's: running (starting, running) or paused (pausing,
 // paused, resuming); nullopt for a stopped one.
 std::optional<std::string> E2bStateName(control::SandboxState state);
@@ -117,6 +133,8 @@ nlohmann::json CreatedJson(const control::SandboxRecord& r, const SandboxExtras&
 // ListedSandbox, and SandboxDetail (GET /sandboxes/{id}).
 nlohmann::json ListedJson(const control::SandboxRecord& r, const SandboxExtras& x);
 nlohmann::json DetailJson(const control::SandboxRecord& r, const SandboxExtras& x);
+// SandboxMetric: a point of a sandbox's metrics.
+nlohmann::json SandboxMetricJson(const control::MetricSample& m);
 // A Template (GET /templates), from kiln's image record.
 nlohmann::json TemplateJson(const images::ImageRecord& image);
 // SnapshotInfo: {snapshotID, names}.

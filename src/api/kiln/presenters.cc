@@ -64,6 +64,7 @@ json SandboxJson(const control::SandboxRecord& r) {
               {"idlePauseSeconds", spec.idle_pause_seconds},
               {"autoWake", spec.auto_wake},
               {"persistent", spec.persistent},
+              {"pauseMemory", spec.pause_memory},
               {"sudo", spec.sudo},
               {"maxTotalCostMicros", OrNull(spec.max_total_cost_micros)},
               {"pausedAt", TimeOrNull(r.paused_ms)},
@@ -80,6 +81,35 @@ json SandboxJson(const control::SandboxRecord& r) {
               {"envNames", env_names},
               {"image", spec.image ? json(*spec.image) : json(nullptr)},
               {"network", r.network.ToJson()}};
+}
+
+namespace {
+
+json MetricSampleJson(const control::MetricSample& m) {
+  return {{"at", TimeOrNull(m.at_ms)},
+          {"cpuPercent", m.cpu_percent},
+          {"cpuCores", m.cpu_cores},
+          {"memoryBytes", m.memory_bytes},
+          {"memoryCacheBytes", m.memory_cache_bytes},
+          {"memoryLimitBytes", m.memory_limit_bytes},
+          {"diskBytes", m.disk_bytes},
+          {"diskLimitBytes", m.disk_limit_bytes}};
+}
+
+}  // namespace
+
+json SandboxMetricsJson(const std::optional<control::MetricSample>& latest,
+                        const std::vector<control::MetricPoint>& points) {
+  json out = json::array();
+  for (const auto& p : points) {
+    json j = MetricSampleJson(p.mean);
+    j["cpuPeakPercent"] = p.cpu_peak_percent;
+    j["memoryPeakBytes"] = p.memory_peak_bytes;
+    j["samples"] = p.samples;
+    out.push_back(std::move(j));
+  }
+  return {{"latest", latest ? MetricSampleJson(*latest) : json(nullptr)},
+          {"points", std::move(out)}};
 }
 
 json DeletedSandboxJson(const control::DeletedSandbox& d) {

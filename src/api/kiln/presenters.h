@@ -64,6 +64,9 @@ nlohmann::json SandboxesJson(const std::vector<std::shared_ptr<control::Sandbox>
 nlohmann::json LaunchedJson(const launch::Launched& launched);
 // The answer to DELETE /v1/sandboxes/{id}.
 nlohmann::json DeletedSandboxJson(const control::DeletedSandbox& deleted);
+// {latest, points}: the last reading and the points of a range.
+nlohmann::json SandboxMetricsJson(const std::optional<control::MetricSample>& latest,
+                                  const std::vector<control::MetricPoint>& points);
 // The answer to :fork: the copies, and the snapshot a keepSnapshot fork
 // kept (none when `kept_snapshot` is null).
 nlohmann::json ForkJson(nlohmann::json copies, nlohmann::json kept_snapshot);

@@ -139,6 +139,7 @@ CreateRequest ReadCreate(const json& body, const contract::IntField& lease) {
   if (auto v = ReadIdlePause(f)) spec.idle_pause_seconds = *v;
   spec.auto_wake = f.Bool("autoWake").value_or(true);
   spec.persistent = f.Bool("persistent").value_or(false);
+  spec.pause_memory = f.Bool("pauseMemory").value_or(true);
   spec.sudo = f.Bool("sudo").value_or(true);
   if (!spec.pausable && spec.persistent)
     f.Issue("persistent", "a persistent sandbox must be pausable (it pauses at its lease end)");
@@ -234,6 +235,13 @@ control::SandboxUpdate ReadUpdate(const json& body) {
   return u;
 }
 
+std::optional<bool> ReadPauseMemory(const json& body) {
+  FieldReader f(body);
+  auto memory = f.Bool("memory");
+  f.Finish();
+  return memory;
+}
+
 std::optional<int> ReadWake(const json& body, const contract::IntField& lease) {
   FieldReader f(body);
   std::optional<int> timeout;
@@ -263,6 +271,21 @@ SandboxListQuery ReadSandboxList(Exchange& ex) {
   q.limit = static_cast<int>(QueryInt(ex, "limit", 1, 500, 100));
   q.start = ReadCursor<size_t>(ex, [](const std::string& c) { return std::stoul(c); });
   return q;
+}
+
+MetricsRange ReadMetricsRange(Exchange& ex) {
+  // runtime-api.md's buckets; past a day, hourly points.
+  static constexpr struct {
+    const char* name;
+    int64_t back_ms, span_ms;
+  } kRanges[] = {{"15m", 15 * 60000LL, 10000},    {"1h", 3600000LL, 20000},
+                 {"6h", 6 * 3600000LL, 120000},   {"24h", 24 * 3600000LL, 480000},
+                 {"7d", 7 * 86400000LL, 3600000}, {"30d", 30 * 86400000LL, 3600000}};
+  std::string range = ex.Query("range").value_or("15m");
+  for (const auto& r : kRanges) {
+    if (range == r.name) return MetricsRange{r.back_ms, r.span_ms};
+  }
+  throw InvalidField("query.range", "must be 15m, 1h, 6h, 24h, 7d or 30d");
 }
 
 // ---- Snapshots and forks ----

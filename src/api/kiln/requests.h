@@ -66,6 +66,9 @@ int ReadExtend(const nlohmann::json& body);
 // :update: the members given; null removes a name, an env entry or the
 // total cost cap.
 control::SandboxUpdate ReadUpdate(const nlohmann::json& body);
+// :pause, {memory?}: false keeps only the files (its wake boots afresh);
+// nullopt is the sandbox's pauseMemory.
+std::optional<bool> ReadPauseMemory(const nlohmann::json& body);
 // :wake, {timeoutSeconds?}: the new lease, or nullopt to keep the sandbox's.
 std::optional<int> ReadWake(const nlohmann::json& body,
                             const contract::IntField& lease = contract::kTimeoutSeconds);
@@ -77,6 +80,14 @@ struct SandboxListQuery {
   size_t start = 0;  // from the cursor
 };
 SandboxListQuery ReadSandboxList(Exchange& ex);
+
+// GET /v1/sandboxes/{id}/metrics?range=15m|1h|6h|24h|7d|30d (default 15m):
+// how far back, in points of what span.
+struct MetricsRange {
+  int64_t back_ms = 15 * 60 * 1000;
+  int64_t span_ms = 10 * 1000;
+};
+MetricsRange ReadMetricsRange(Exchange& ex);
 
 // ---- Snapshots and forks ----
 

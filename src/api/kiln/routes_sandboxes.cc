@@ -1,9 +1,10 @@
-// POST/GET /v1/sandboxes, GET /v1/sandboxes/{id}, :stop, DELETE.
+// POST/GET /v1/sandboxes, GET /v1/sandboxes/{id} and its metrics, :stop, DELETE.
 #include "api/auth.h"
 #include "api/errors.h"
 #include "api/kiln/presenters.h"
 #include "api/kiln/requests.h"
 #include "api/kiln/routes.h"
+#include "common/time.h"
 
 namespace kiln::api::v1 {
 
@@ -45,9 +46,9 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("POST", "/v1/sandboxes/{id}:pause", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);
-    FieldReader(ex.JsonBody()).Finish();
+    std::optional<bool> memory = ReadPauseMemory(ex.JsonBody());
     ex.activity.reset();  // a pause is not activity that keeps it awake
-    ThrowIfError(ctx.sandboxes.Pause(s, "requested"));
+    ThrowIfError(ctx.sandboxes.Pause(s, "requested", memory));
     ex.SendJson(200, SandboxJson(*s));
   });
 
@@ -76,6 +77,14 @@ void AddSandboxRoutes(Router& r, ApiContext& ctx) {
 
   r.Add("GET", "/v1/sandboxes/{id}",
         [&ctx](Exchange& ex) { ex.SendJson(200, SandboxJson(*FindSandbox(ctx, ex))); });
+
+  r.Add("GET", "/v1/sandboxes/{id}/metrics", [&ctx](Exchange& ex) {
+    auto s = FindSandbox(ctx, ex);
+    MetricsRange range = ReadMetricsRange(ex);
+    int64_t now = StableNowMs();
+    ex.SendJson(200, SandboxMetricsJson(s->LatestMetrics(),
+                                        s->Metrics(now - range.back_ms, now, range.span_ms)));
+  });
 
   r.Add("POST", "/v1/sandboxes/{id}:stop", [&ctx](Exchange& ex) {
     auto s = FindSandbox(ctx, ex);

@@ -5,6 +5,7 @@ target_sources(kiln_unit_tests PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/fair_slots_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/keys_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/metering_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/metrics_history_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/pool_sizer_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/previews_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/sandbox_manager_test.cc

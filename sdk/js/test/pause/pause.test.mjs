@@ -40,6 +40,27 @@ test("pause and wake keep the id and the processes", async () => {
   await assert.rejects(sbx.wake({ timeoutSeconds: 600 }), (e) => e instanceof ConflictError && e.code === "not_paused");
 });
 
+test("a files-only pause boots afresh; metrics give the meter's readings", async () => {
+  const sbx = await create({ pauseMemory: false });
+  assert.equal(sbx.info.pauseMemory, false);
+  await sbx.exec("echo kept > /workspace/f; timeout 3 sh -c 'while :; do :; done'; true");
+  const boot = (await sbx.exec("cat /proc/sys/kernel/random/boot_id")).stdout;
+  await sbx.pause();
+  await sbx.wake();
+  assert.equal((await sbx.exec("cat /workspace/f")).stdout, "kept\n");
+  assert.notEqual((await sbx.exec("cat /proc/sys/kernel/random/boot_id")).stdout, boot);
+  const other = await create();
+  await other.pause({ memory: false });
+  assert.equal((await runtime.sandboxes.get(other.id)).state, "paused");
+  let m = await sbx.metrics({ range: "1h" });
+  for (let i = 0; i < 30 && !m.latest; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    m = await sbx.metrics({ range: "1h" });
+  }
+  assert.ok(m.latest && m.latest.cpuCores >= 1 && m.points.length > 0, JSON.stringify(m));
+  await assert.rejects(sbx.metrics({ range: "2h" }), (e) => e instanceof InvalidRequestError);
+});
+
 test("autoWake: a command wakes a paused sandbox; autoWake false refuses it", async () => {
   const sbx = await create();
   await sbx.pause();

@@ -3,6 +3,10 @@
 // interpreter port's stream lines, the refusals.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+#include <vector>
+
 #include "api/e2b/e2b.h"
 #include "api/e2b/routes.h"
 #include "api/errors.h"
@@ -70,7 +74,6 @@ TEST(E2bControlTest, CreateRefusesFeaturesKilnLacksByName) {
   for (const char* body :
        {R"({"templateID": "base", "volumeMounts": [{"name": "v", "path": "/v"}]})",
         R"({"templateID": "base", "mcp": {"x": {}}})",
-        R"({"templateID": "base", "autoPauseMemory": false})",
         R"({"templateID": "base", "network": {"maskRequestHost": "x"}})"}) {
     try {
       ReadCreate(json::parse(body));
@@ -116,19 +119,50 @@ TEST(E2bControlTest, NullMembersAreAbsent) {
   ConnectRequest c = ReadConnect(json::parse(R"({"timeout": null})"));
   EXPECT_FALSE(c.timeout_seconds);
   EXPECT_EQ(ReadConnect(json{{"timeout", 30}}).timeout_seconds, 30);
-  EXPECT_EQ(CodeOf([] { ReadConnect(json{{"memory", false}}); }), Code::kNotSupported);
-  EXPECT_EQ(CodeOf([] { ReadPause(json{{"memory", false}}); }), Code::kNotSupported);
-  EXPECT_EQ(CodeOf([] {
-              ReadPause(json{{"memory", true}, {"requireHealthyGuest", true}});
-            }),
-            Code::kOk);
+  // memory false: a reboot on connect, a files-only pause.
+  EXPECT_TRUE(ReadConnect(json{{"memory", false}}).reboot);
+  EXPECT_FALSE(ReadConnect(json::object()).reboot);
+  EXPECT_EQ(ReadPause(json{{"memory", false}}), std::optional<bool>(false));
+  EXPECT_EQ(ReadPause(json{{"memory", true}, {"requireHealthyGuest", true}}),
+            std::optional<bool>(true));
+  EXPECT_EQ(ReadPause(json::object()), std::nullopt);
+  EXPECT_FALSE(ReadCreate(json::parse(R"({"templateID": "base", "autoPauseMemory": false})"))
+                   .spec.pause_memory);
 }
 
 TEST(E2bControlTest, TimeoutIsRequiredAndBounded) {
   EXPECT_EQ(ReadTimeout(json{{"timeout", 30}}), 30);
   EXPECT_EQ(CodeOf([] { ReadTimeout(json::object()); }), Code::kInvalidRequest);
   EXPECT_EQ(CodeOf([] { ReadTimeout(json{{"timeout", 100000}}); }), Code::kInvalidRequest);
+  EXPECT_EQ(ReadTimeout(json{{"timeout", 0}}), 0);  // ends the lease now
+  EXPECT_EQ(CodeOf([] { ReadTimeout(json{{"timeout", -1}}); }), Code::kInvalidRequest);
   EXPECT_EQ(ReadRefresh(json::object()), 60);
+}
+
+TEST(E2bControlTest, MetricsWindowAndIds) {
+  std::map<std::string, std::string> q;
+  auto get = [&q](const std::string& n) -> std::optional<std::string> {
+    auto it = q.find(n);
+    return it == q.end() ? std::nullopt : std::optional(it->second);
+  };
+  MetricsWindow w = ReadMetricsWindow(get, 1000, 9000);
+  EXPECT_EQ(w.from_ms, 1000);
+  EXPECT_EQ(w.to_ms, 9000);
+  q = {{"start", "1700000000"}, {"end", "1700000010"}};
+  w = ReadMetricsWindow(get, 0, 0);
+  EXPECT_EQ(w.from_ms, 1700000000000);
+  EXPECT_EQ(w.to_ms, 1700000010999);
+  for (auto bad : std::vector<std::map<std::string, std::string>>{
+           {{"start", "soon"}}, {{"end", "-5"}}, {{"start", "20"}, {"end", "10"}}}) {
+    q = bad;
+    EXPECT_EQ(CodeOf([&] { ReadMetricsWindow(get, 0, 0); }), Code::kInvalidRequest);
+  }
+  EXPECT_EQ(ReadMetricsSandboxIds("a,b,,c"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(CodeOf([] { ReadMetricsSandboxIds(std::nullopt); }), Code::kInvalidRequest);
+  EXPECT_EQ(CodeOf([] { ReadMetricsSandboxIds(","); }), Code::kInvalidRequest);
+  std::string many;
+  for (int i = 0; i < 101; ++i) many += "s" + std::to_string(i) + ",";
+  EXPECT_EQ(CodeOf([&] { ReadMetricsSandboxIds(many); }), Code::kInvalidRequest);
 }
 
 TEST(E2bControlTest, MetadataFilterIsDecodedOnce) {
@@ -220,10 +254,10 @@ TEST(E2bControlTest, ExecuteLinesAreE2bsStream) {
 }
 
 TEST(E2bControlTest, RefusalsNameTheFeatureOrAre404) {
-  Status s = Unsupported("GET", "/e2b/sandboxes/x/metrics");
+  Status s = Unsupported("GET", "/e2b/volumes");
   EXPECT_EQ(s.code(), Code::kNotSupported);
-  EXPECT_EQ(s.details()["feature"], "sandbox metrics");
-  // Served now: builds; what is left of templates' writes is refused by name.
+  EXPECT_EQ(s.details()["feature"], "volumes");
+  // Served now: builds, metrics; what is left of templates' writes is refused by name.
   EXPECT_EQ(Unsupported("PATCH", "/e2b/templates/t").details()["feature"], "template updates");
   EXPECT_EQ(Unsupported("GET", "/e2b/templates/t/builds/b/logs").details()["feature"],
             "template build listings");
