@@ -65,9 +65,13 @@ uint64_t ReadStat(const std::string& path, std::string_view key) {
 // root:dir=<sandbox dir> keeps the upper layer in a sparse file it makes
 // there and unlinks at once ("<dir>/runsc-filestore-N (deleted)"), so it is
 // found through the descriptors of the sandbox's processes (`procs`, its
-// cgroup's): what the sandbox's writes take on the host's disk.
+// cgroup's): what the sandbox's writes take on the host's disk. Matched by
+// name and by the folder's device, not by the whole path: the sentry sees
+// its descriptors from its own mount namespace, where a bind-mounted
+// state folder may read differently.
 uint64_t FilestoreBytes(const std::string& dir, const std::string& procs) {
-  const std::string prefix = dir + "/runsc-filestore-";
+  struct stat folder;
+  if (::stat(dir.c_str(), &folder) != 0) return 0;
   std::ifstream in(procs);
   uint64_t total = 0;
   std::set<std::pair<dev_t, ino_t>> seen;  // one file, however many descriptors
@@ -77,10 +81,11 @@ uint64_t FilestoreBytes(const std::string& dir, const std::string& procs) {
     for (const auto& e : fs::directory_iterator(fds, ec)) {
       char target[PATH_MAX];
       ssize_t n = ::readlink(e.path().c_str(), target, sizeof target - 1);
-      if (n <= 0 || std::string_view(target, static_cast<size_t>(n)).rfind(prefix, 0) != 0)
+      if (n <= 0 || std::string_view(target, static_cast<size_t>(n)).find("/runsc-filestore-") ==
+                        std::string_view::npos)
         continue;
       struct stat st;
-      if (::stat(e.path().c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      if (::stat(e.path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == folder.st_dev &&
           seen.emplace(st.st_dev, st.st_ino).second)
         total += static_cast<uint64_t>(st.st_blocks) * 512;
     }

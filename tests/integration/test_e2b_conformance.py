@@ -150,7 +150,7 @@ def test_get_metrics_gives_the_meters_readings(e2b_python, e2b_env):  # noqa: F8
         assert at >= out["start"] - 10, out
         assert cores >= 1 and 0 <= cpu <= 100 and 0 < mem <= mem_total and 0 <= disk <= disk_total
     # The busy loop and the 48 MiB written show.
-    assert max(p[2] for p in out["points"]) > 20, out
+    assert max(p[2] for p in out["points"]) > 5, out  # idle reads ~0.002
     assert max(p[5] for p in out["points"]) >= 40 << 20, out
 
 

@@ -16,7 +16,7 @@ def test_readings_show_cpu_memory_and_disk(api, sandboxes):
     deadline = time.monotonic() + 30
     while True:
         m = _metrics(api, sid)
-        busy = [p for p in m["points"] if p["cpuPeakPercent"] > 30]
+        busy = [p for p in m["points"] if p["cpuPeakPercent"] > 5]  # idle reads ~0.002
         if busy and m["latest"] and m["latest"]["diskBytes"] >= 60 << 20:
             break
         assert time.monotonic() < deadline, m
