@@ -13,6 +13,7 @@
 #include <random>
 
 #include "agent/agent.h"
+#include "agent/xattrs.h"
 #include "common/unique_fd.h"
 #include "proto/frame.h"
 #include "proto/ops.h"
@@ -47,7 +48,10 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
-proto::FileEntry Entry(const std::string& path, const struct stat& st) {
+}  // namespace
+
+proto::FileEntry EntryAt(const std::string& path, const struct stat& st,
+                         std::string_view xattr_prefix) {
   proto::FileEntry e{
       .name = BaseName(path),
       .path = path,
@@ -62,7 +66,14 @@ proto::FileEntry Entry(const std::string& path, const struct stat& st) {
     ssize_t n = readlink(path.c_str(), target, sizeof target);
     if (n >= 0) e.symlink_target = std::string(target, static_cast<size_t>(n));
   }
+  e.xattrs = ReadXattrs(path, xattr_prefix);
   return e;
+}
+
+namespace {
+
+proto::FileEntry Entry(const std::string& path, const struct stat& st) {
+  return EntryAt(path, st, "");
 }
 
 // Rejects what the kernel would misread: relative paths and NUL bytes.
@@ -86,7 +97,8 @@ int MakeParents(const std::string& dir) {
   return 0;
 }
 
-void ListInto(const std::string& dir, int depth, std::vector<proto::FileEntry>& out, size_t limit) {
+void ListInto(const std::string& dir, int depth, std::string_view xattr_prefix,
+              std::vector<proto::FileEntry>& out, size_t limit) {
   DIR* d = opendir(dir.c_str());
   if (!d) return;
   std::vector<std::string> names;
@@ -101,8 +113,8 @@ void ListInto(const std::string& dir, int depth, std::vector<proto::FileEntry>& 
     std::string p = dir == "/" ? "/" + n : dir + "/" + n;
     struct stat st;
     if (lstat(p.c_str(), &st) < 0) continue;
-    out.push_back(Entry(p, st));
-    if (depth > 1 && S_ISDIR(st.st_mode)) ListInto(p, depth - 1, out, limit);
+    out.push_back(EntryAt(p, st, xattr_prefix));
+    if (depth > 1 && S_ISDIR(st.st_mode)) ListInto(p, depth - 1, xattr_prefix, out, limit);
   }
 }
 
@@ -160,14 +172,16 @@ class FileWriter : public Stream {
   // place; `owns_mode`: the mode and owner are set at the end (a file this
   // write makes), after the data, as envd's chown follows its create.
   FileWriter(Agent& agent, uint32_t stream, std::string path, std::string tmp, UniqueFd fd,
-             mode_t mode, bool owns_mode)
+             mode_t mode, bool owns_mode, const proto::FileWriteRequest& request)
       : agent_(agent),
         stream_(stream),
         path_(std::move(path)),
         tmp_(std::move(tmp)),
         fd_(std::move(fd)),
         mode_(mode),
-        owns_mode_(owns_mode) {}
+        owns_mode_(owns_mode),
+        xattr_prefix_(request.xattr_prefix),
+        xattrs_(request.xattrs) {}
   ~FileWriter() override {
     if (!tmp_.empty()) ::unlink(tmp_.c_str());
   }
@@ -185,6 +199,8 @@ class FileWriter : public Stream {
     if (owns_mode_ &&
         (fchmod(fd_.get(), mode_) < 0 || fchown(fd_.get(), TheRunAs().uid, TheRunAs().gid) < 0))
       return Fail(errno);
+    if (!xattr_prefix_.empty())
+      if (int err = ReplaceXattrs(fd_.get(), xattr_prefix_, xattrs_)) return Fail(err);
     if (!tmp_.empty()) {
       fd_.reset();
       if (::rename(tmp_.c_str(), path_.c_str()) < 0) return Fail(errno);
@@ -207,6 +223,8 @@ class FileWriter : public Stream {
   UniqueFd fd_;
   mode_t mode_;
   bool owns_mode_;
+  std::string xattr_prefix_;
+  std::map<std::string, std::string> xattrs_;
   uint64_t size_ = 0;
   bool failed_ = false;
 };
@@ -261,18 +279,20 @@ UniqueFd OpenInPlace(const std::string& path, bool* created, int* err) {
   return fd;
 }
 
-void Write(Agent& agent, uint32_t stream, const std::string& path, mode_t mode, bool in_place) {
+void Write(Agent& agent, uint32_t stream, const proto::FileWriteRequest& r) {
+  const std::string& path = r.path;
+  const mode_t mode = static_cast<mode_t>(r.mode) & 07777;
   struct stat st;
   if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return agent.channel().SendResponse(stream, FileError(EISDIR, path));
   int err = MakeParents(DirName(path));
   if (err) return agent.channel().SendResponse(stream, FileError(err, DirName(path)));
-  if (in_place) {
+  if (r.in_place) {
     bool created = false;
     UniqueFd fd = OpenInPlace(path, &created, &err);
     if (!fd) return agent.channel().SendResponse(stream, FileError(err, path));
     return agent.Attach(stream, std::make_unique<FileWriter>(agent, stream, path, "", std::move(fd),
-                                                             mode, created));
+                                                             mode, created, r));
   }
   static std::mt19937_64 rng{std::random_device{}()};
   char suffix[20];
@@ -280,26 +300,26 @@ void Write(Agent& agent, uint32_t stream, const std::string& path, mode_t mode, 
   std::string tmp = DirName(path) + "/." + BaseName(path) + ".kiln-" + suffix;
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd) return agent.channel().SendResponse(stream, FileError(errno, path));
-  agent.Attach(stream,
-               std::make_unique<FileWriter>(agent, stream, path, tmp, std::move(fd), mode, true));
+  agent.Attach(
+      stream, std::make_unique<FileWriter>(agent, stream, path, tmp, std::move(fd), mode, true, r));
 }
 
-json Stat(const std::string& path) {
+json Stat(const std::string& path, std::string_view xattr_prefix) {
   struct stat st;
   if (lstat(path.c_str(), &st) < 0) {
     if (errno == ENOENT || errno == ENOTDIR)
       return proto::FileStat{.exists = false, .entry = {.path = path}};
     return FileError(errno, path);
   }
-  return proto::FileStat{.exists = true, .entry = Entry(path, st)};
+  return proto::FileStat{.exists = true, .entry = EntryAt(path, st, xattr_prefix)};
 }
 
-json List(const std::string& path, int depth) {
+json List(const std::string& path, int depth, std::string_view xattr_prefix) {
   struct stat st;
   if (stat(path.c_str(), &st) < 0) return FileError(errno, path);
   if (!S_ISDIR(st.st_mode)) return FileError(ENOTDIR, path);
   proto::FileList out;
-  ListInto(path, depth, out.data, 10000);
+  ListInto(path, depth, xattr_prefix, out.data, 10000);
   return out;
 }
 
@@ -339,7 +359,8 @@ json Remove(const std::string& path, bool recursive) {
   return proto::FileRemoved{.removed = true};
 }
 
-json Rename(const std::string& from, const std::string& to, bool overwrite) {
+json Rename(const std::string& from, const std::string& to, bool overwrite,
+            std::string_view xattr_prefix) {
   struct stat st;
   if (lstat(from.c_str(), &st) < 0) return FileError(errno, from);
   if (!overwrite && lstat(to.c_str(), &st) == 0) return FileError(EEXIST, to);
@@ -347,7 +368,7 @@ json Rename(const std::string& from, const std::string& to, bool overwrite) {
   if (err) return FileError(err, DirName(to));
   if (::rename(from.c_str(), to.c_str()) < 0) return FileError(errno, to);
   lstat(to.c_str(), &st);
-  return Entry(to, st);
+  return EntryAt(to, st, xattr_prefix);
 }
 
 }  // namespace
@@ -402,9 +423,11 @@ std::optional<proto::AgentError> PrepareArchiveDir(const std::string& path, bool
 
 bool HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const json& req) {
   auto& ch = agent.channel();
-  // Answers now, unless `path` is one the kernel would misread.
-  auto answer = [&](const std::string& path, auto&& handle) {
+  // Answers now, unless `path` is one the kernel would misread or the
+  // attributes asked for are outside what may be.
+  auto answer = [&](const std::string& path, auto&& handle, std::string_view prefix = {}) {
     std::string bad = CheckPath(path);
+    if (bad.empty() && !prefix.empty()) bad = CheckXattrPrefix(prefix);
     if (!bad.empty()) return ch.SendError(stream, "invalid_request", bad);
     handle();
   };
@@ -413,14 +436,18 @@ bool HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const js
     answer(r.path, [&] { Read(agent, stream, r.path); });
   } else if (op == proto::kFileWrite) {
     auto r = req.get<proto::FileWriteRequest>();
-    answer(r.path,
-           [&] { Write(agent, stream, r.path, static_cast<mode_t>(r.mode) & 07777, r.in_place); });
+    answer(
+        r.path, [&] { Write(agent, stream, r); }, r.xattr_prefix);
   } else if (op == proto::kFileStat) {
     auto r = req.get<proto::FileStatRequest>();
-    answer(r.path, [&] { ch.SendResponse(stream, Stat(r.path)); });
+    answer(
+        r.path, [&] { ch.SendResponse(stream, Stat(r.path, r.xattr_prefix)); }, r.xattr_prefix);
   } else if (op == proto::kFileList) {
     auto r = req.get<proto::FileListRequest>();
-    answer(r.path, [&] { ch.SendResponse(stream, List(r.path, std::clamp(r.depth, 1, 16))); });
+    answer(
+        r.path,
+        [&] { ch.SendResponse(stream, List(r.path, std::clamp(r.depth, 1, 16), r.xattr_prefix)); },
+        r.xattr_prefix);
   } else if (op == proto::kFileMkdir) {
     auto r = req.get<proto::FileMkdirRequest>();
     answer(r.path, [&] { ch.SendResponse(stream, Mkdir(r.path, r.parents)); });
@@ -430,8 +457,10 @@ bool HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const js
   } else if (op == proto::kFileRename) {
     auto r = req.get<proto::FileRenameRequest>();
     std::string bad = CheckPath(r.from);
-    answer(bad.empty() ? r.to : r.from,
-           [&] { ch.SendResponse(stream, Rename(r.from, r.to, r.overwrite)); });
+    answer(
+        bad.empty() ? r.to : r.from,
+        [&] { ch.SendResponse(stream, Rename(r.from, r.to, r.overwrite, r.xattr_prefix)); },
+        r.xattr_prefix);
   } else {
     return false;
   }

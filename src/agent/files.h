@@ -6,6 +6,10 @@
 #include <optional>
 #include <string>
 
+#include <sys/stat.h>
+
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "proto/ops.h"
@@ -21,6 +25,11 @@ bool HandleFileOp(Agent& agent, uint32_t stream, const std::string& op, const nl
 // Checks `path` for an archive transfer (creating it for a put); the error
 // answer if it will not do.
 std::optional<proto::AgentError> PrepareArchiveDir(const std::string& path, bool create);
+
+// The entry for `path` as lstat found it, with its attributes under
+// `xattr_prefix` ("" for none: agent/xattrs.h).
+proto::FileEntry EntryAt(const std::string& path, const struct stat& st,
+                         std::string_view xattr_prefix);
 
 // The error answer for an errno of an operation on `path`.
 proto::AgentError FileError(int err, const std::string& path);

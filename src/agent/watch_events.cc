@@ -131,8 +131,14 @@ std::vector<proto::WatchEvent> EventBatch::Flush() {
 
 size_t ItemBytes(const proto::WatchItem& item) {
   size_t n = 64;
-  if (item.event)
+  if (item.event) {
     n += item.event->path.size() + (item.event->old_path ? item.event->old_path->size() : 0);
+    if (const auto& entry = item.event->entry) {
+      n += 128 + entry->path.size() + entry->name.size() +
+           (entry->symlink_target ? entry->symlink_target->size() : 0);
+      for (const auto& [name, value] : entry->xattrs) n += name.size() + value.size();
+    }
+  }
   return n;
 }
 

@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/files.h"
 #include "agent/watch_events.h"
+#include "agent/xattrs.h"
 #include "common/unique_fd.h"
 
 namespace kiln::agent {
@@ -227,7 +228,14 @@ struct WatchTable::Watch {
     if (batch_timer) loop().CancelTimer(batch_timer);
     batch_timer = 0;
     auto events = batch.Flush();
-    for (auto& e : events) ring.PushEvent(std::move(e));
+    for (auto& e : events) {
+      // What is there as the batch ends: a file made and removed within
+      // one batch has none.
+      struct stat st;
+      if (request.entries && e.type != "remove" && ::lstat(e.path.c_str(), &st) == 0)
+        e.entry = EntryAt(e.path, st, request.xattr_prefix);
+      ring.PushEvent(std::move(e));
+    }
     if (!events.empty()) table.WakeWaiters(*this);
   }
 
@@ -322,6 +330,8 @@ void WatchTable::Start(uint32_t stream, const proto::WatchStartRequest& req) {
   if (req.max_watches < 1 || req.max_watches > kMaxWatchDescriptors)
     return bad("maxWatches must be from 1 to " + std::to_string(kMaxWatchDescriptors));
   if (req.batch_ms < 0 || req.timeout_ms < 0) return bad("batchMs and timeoutMs must be >= 0");
+  if (!req.xattr_prefix.empty())
+    if (std::string why = CheckXattrPrefix(req.xattr_prefix); !why.empty()) return bad(why);
   size_t running = 0;
   for (const auto& [id, w] : watches_) running += w->state == "running";
   auto same = watches_.find(req.id);

@@ -43,12 +43,15 @@ Status AgentClient::Configure(bool sudo) const {
   return Status::Ok();
 }
 
-Result<proto::FileStat> AgentClient::Stat(const std::string& path) const {
-  return Call<proto::FileStat>(proto::FileStatRequest{.path = path});
+Result<proto::FileStat> AgentClient::Stat(const std::string& path, std::string xattr_prefix) const {
+  return Call<proto::FileStat>(
+      proto::FileStatRequest{.path = path, .xattr_prefix = std::move(xattr_prefix)});
 }
 
-Result<std::vector<proto::FileEntry>> AgentClient::List(const std::string& path, int depth) const {
-  auto list = Call<proto::FileList>(proto::FileListRequest{.path = path, .depth = depth});
+Result<std::vector<proto::FileEntry>> AgentClient::List(const std::string& path, int depth,
+                                                        std::string xattr_prefix) const {
+  auto list = Call<proto::FileList>(proto::FileListRequest{
+      .path = path, .depth = depth, .xattr_prefix = std::move(xattr_prefix)});
   if (!list.ok()) return list.status();
   return std::move(list->data);
 }
@@ -63,9 +66,9 @@ Result<proto::FileRemoved> AgentClient::Remove(const std::string& path, bool rec
 }
 
 Result<proto::FileEntry> AgentClient::Rename(const std::string& from, const std::string& to,
-                                             bool overwrite) const {
-  return Call<proto::FileEntry>(
-      proto::FileRenameRequest{.from = from, .to = to, .overwrite = overwrite});
+                                             bool overwrite, std::string xattr_prefix) const {
+  return Call<proto::FileEntry>(proto::FileRenameRequest{
+      .from = from, .to = to, .overwrite = overwrite, .xattr_prefix = std::move(xattr_prefix)});
 }
 
 Result<proto::ProcessInfo> AgentClient::ProcessStart(const proto::ProcStartRequest& request) const {
@@ -144,9 +147,8 @@ Result<ContentReader> AgentClient::ReadFile(const std::string& path) const {
   return ContentReader(std::move(op), /*tar=*/false, start.ok() ? start->size : 0);
 }
 
-FileWriter AgentClient::WriteFile(const std::string& path, int mode, bool in_place) const {
-  return FileWriter(AckingStream(
-      Open(proto::FileWriteRequest{.path = path, .mode = mode, .in_place = in_place})));
+FileWriter AgentClient::WriteFile(const proto::FileWriteRequest& request) const {
+  return FileWriter(AckingStream(Open(request)));
 }
 
 Result<ContentReader> AgentClient::ArchiveGet(const std::string& path, bool gzip) const {

@@ -37,13 +37,15 @@ class AgentClient {
   // Readies a restored copy's first process (proto::kWarm).
   Result<proto::Warmed> Warm(int timeout_ms = kAgentCallMs) const;
 
-  Result<proto::FileStat> Stat(const std::string& path) const;
-  Result<std::vector<proto::FileEntry>> List(const std::string& path, int depth) const;
+  // `xattr_prefix`: the entries' extended attributes under it ("": none).
+  Result<proto::FileStat> Stat(const std::string& path, std::string xattr_prefix = {}) const;
+  Result<std::vector<proto::FileEntry>> List(const std::string& path, int depth,
+                                             std::string xattr_prefix = {}) const;
   Result<proto::FileEntry> Mkdir(const std::string& path, bool parents) const;
   // Waits up to 120 s: removing a large tree takes a while.
   Result<proto::FileRemoved> Remove(const std::string& path, bool recursive) const;
-  Result<proto::FileEntry> Rename(const std::string& from, const std::string& to,
-                                  bool overwrite) const;
+  Result<proto::FileEntry> Rename(const std::string& from, const std::string& to, bool overwrite,
+                                  std::string xattr_prefix = {}) const;
 
   Result<proto::ProcessInfo> ProcessStart(const proto::ProcStartRequest& request) const;
   Result<std::vector<proto::ProcessInfo>> ProcessList() const;
@@ -78,7 +80,7 @@ class AgentClient {
   Result<ContentReader> ReadFile(const std::string& path) const;
   // Replaces a file with what the writer is given (mode: permission bits):
   // a temporary file renamed over it, or written into it when in_place.
-  FileWriter WriteFile(const std::string& path, int mode, bool in_place = false) const;
+  FileWriter WriteFile(const proto::FileWriteRequest& request) const;
   // A directory as a tar stream (gzip'ed if asked); waits up to 30 s for tar
   // to start.
   Result<ContentReader> ArchiveGet(const std::string& path, bool gzip) const;

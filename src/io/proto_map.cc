@@ -143,7 +143,15 @@ OutputPage FromProto(proto::OutputPage page) {
   return out;
 }
 
-FileEntry FromProto(proto::FileEntry e) {
+FileEntry FromProto(proto::FileEntry e, std::string_view xattr_prefix) {
+  std::map<std::string, std::string> xattrs;
+  if (!xattr_prefix.empty())
+    for (auto& [name, value] : e.xattrs) {
+      if (xattrs.size() >= proto::kMaxXattrs) break;
+      if (name.size() > xattr_prefix.size() && name.starts_with(xattr_prefix) &&
+          value.size() <= proto::kMaxXattrValue)
+        xattrs[name.substr(xattr_prefix.size())] = std::move(value);
+    }
   return FileEntry{.name = std::move(e.name),
                    .path = std::move(e.path),
                    .type = ParseType(e.type),
@@ -152,11 +160,12 @@ FileEntry FromProto(proto::FileEntry e) {
                    .modified_ms = e.modified_ms,
                    .uid = e.uid,
                    .gid = e.gid,
-                   .symlink_target = std::move(e.symlink_target)};
+                   .symlink_target = std::move(e.symlink_target),
+                   .xattrs = std::move(xattrs)};
 }
 
-FileStat FromProto(proto::FileStat stat) {
-  return FileStat{.exists = stat.exists, .entry = FromProto(std::move(stat.entry))};
+FileStat FromProto(proto::FileStat stat, std::string_view xattr_prefix) {
+  return FileStat{.exists = stat.exists, .entry = FromProto(std::move(stat.entry), xattr_prefix)};
 }
 
 proto::WatchStartRequest ToProto(const WatchSpec& spec) {
@@ -168,7 +177,9 @@ proto::WatchStartRequest ToProto(const WatchSpec& spec) {
                                   .exclude = spec.exclude,
                                   .batch_ms = spec.batch_ms,
                                   .timeout_ms = spec.timeout_ms,
-                                  .max_watches = spec.max_watches};
+                                  .max_watches = spec.max_watches,
+                                  .entries = spec.entries,
+                                  .xattr_prefix = spec.xattr_prefix};
 }
 
 WatchInfo FromProto(proto::WatchInfo w) {
@@ -190,7 +201,7 @@ WatchInfo FromProto(proto::WatchInfo w) {
                    .ended_ms = w.ended_ms};
 }
 
-WatchPage FromProto(proto::WatchPage page) {
+WatchPage FromProto(proto::WatchPage page, std::string_view xattr_prefix) {
   WatchPage out{.next_cursor = page.next_cursor,
                 .dropped = page.dropped,
                 .ended = page.ended,
@@ -205,6 +216,7 @@ WatchPage FromProto(proto::WatchPage page) {
                            .is_dir = e.is_dir,
                            .old_path = std::move(e.old_path),
                            .count = e.count};
+      if (e.entry) i.event->entry = FromProto(std::move(*e.entry), xattr_prefix);
     } else if (item.notice) {
       auto& n = *item.notice;
       i.notice = WatchNotice{.kind = std::move(n.kind),

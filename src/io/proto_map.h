@@ -25,9 +25,12 @@ ExitStatus FromProto(const proto::ExecExit& exit);
 TerminalSize FromProto(const proto::TerminalSize& size);
 ProcessInfo FromProto(proto::ProcessInfo info);
 OutputPage FromProto(proto::OutputPage page);
-FileEntry FromProto(proto::FileEntry entry);
-FileStat FromProto(proto::FileStat stat);
+// The agent's attributes are kept only under `xattr_prefix` (stripped of
+// it, and within proto::kMaxXattrs and kMaxXattrValue): the agent is the
+// sandbox's, and sends what it likes.
+FileEntry FromProto(proto::FileEntry entry, std::string_view xattr_prefix = {});
+FileStat FromProto(proto::FileStat stat, std::string_view xattr_prefix = {});
 WatchInfo FromProto(proto::WatchInfo info);
-WatchPage FromProto(proto::WatchPage page);
+WatchPage FromProto(proto::WatchPage page, std::string_view xattr_prefix = {});
 
 }  // namespace kiln::io

@@ -50,12 +50,20 @@ Result<ExecResult> SandboxIo::ExecToEnd(const Command& command, const ExecOption
   return CollectExec(run, options.capture_cap, AnswerDeadline(options), abandoned);
 }
 
-Result<FileStat> SandboxIo::Stat(const std::string& path) const {
-  return Mapped(agent().Stat(path));
+Result<FileStat> SandboxIo::Stat(const std::string& path, std::string_view xattr_prefix) const {
+  auto stat = agent().Stat(path, std::string(xattr_prefix));
+  if (!stat.ok()) return stat.status();
+  return FromProto(std::move(*stat), xattr_prefix);
 }
 
-Result<std::vector<FileEntry>> SandboxIo::List(const std::string& path, int depth) const {
-  return MappedList(agent().List(path, depth));
+Result<std::vector<FileEntry>> SandboxIo::List(const std::string& path, int depth,
+                                               std::string_view xattr_prefix) const {
+  auto list = agent().List(path, depth, std::string(xattr_prefix));
+  if (!list.ok()) return list.status();
+  std::vector<FileEntry> out;
+  out.reserve(list->size());
+  for (auto& entry : *list) out.push_back(FromProto(std::move(entry), xattr_prefix));
+  return out;
 }
 
 Result<FileEntry> SandboxIo::Mkdir(const std::string& path, bool parents) const {
@@ -68,9 +76,11 @@ Result<bool> SandboxIo::Remove(const std::string& path, bool recursive) const {
   return removed->removed;
 }
 
-Result<FileEntry> SandboxIo::Rename(const std::string& from, const std::string& to,
-                                    bool overwrite) const {
-  return Mapped(agent().Rename(from, to, overwrite));
+Result<FileEntry> SandboxIo::Rename(const std::string& from, const std::string& to, bool overwrite,
+                                    std::string_view xattr_prefix) const {
+  auto entry = agent().Rename(from, to, overwrite, std::string(xattr_prefix));
+  if (!entry.ok()) return entry.status();
+  return FromProto(std::move(*entry), xattr_prefix);
 }
 
 Result<PortConnection> SandboxIo::DialPort(int port, int timeout_ms) const {
@@ -85,8 +95,15 @@ Result<Download> SandboxIo::ReadFile(const std::string& path) const {
   return Download(std::move(*reader));
 }
 
-FileUpload SandboxIo::WriteFile(const std::string& path, int mode, WritePlacement placement) const {
-  return FileUpload(agent().WriteFile(path, mode, placement == WritePlacement::kInPlace));
+FileUpload SandboxIo::WriteFile(const std::string& path, int mode, WritePlacement placement,
+                                const std::optional<XattrWrite>& xattrs) const {
+  proto::FileWriteRequest request{
+      .path = path, .mode = mode, .in_place = placement == WritePlacement::kInPlace};
+  if (xattrs) {
+    request.xattr_prefix = xattrs->prefix;
+    for (const auto& [name, value] : xattrs->values) request.xattrs[xattrs->prefix + name] = value;
+  }
+  return FileUpload(agent().WriteFile(request));
 }
 
 Result<Download> SandboxIo::ArchiveGet(const std::string& path, bool gzip) const {
@@ -137,7 +154,7 @@ Result<WatchInfo> SandboxIo::WatchStart(const WatchSpec& spec) const {
 }
 
 Result<WatchPage> SandboxIo::WatchRead(const std::string& id, uint64_t cursor, int64_t wait_ms,
-                                       int timeout_ms) const {
+                                       int timeout_ms, std::string_view xattr_prefix) const {
   auto page = agent().WatchRead(id, cursor, wait_ms, timeout_ms);
   if (!page.ok()) return page.status();
   // The agent is the sandbox's: a page past its own bounds is not passed on.
@@ -150,9 +167,11 @@ Result<WatchPage> SandboxIo::WatchRead(const std::string& id, uint64_t cursor, i
     if (item.event && (item.event->path.size() > kWatchPathMax ||
                        (item.event->old_path && item.event->old_path->size() > kWatchPathMax)))
       return malformed("a path too long");
+    if (item.event && item.event->entry && item.event->entry->path.size() > kWatchPathMax)
+      return malformed("an entry's path too long");
     if (item.notice && item.notice->kind.size() > 32) return malformed("a notice's kind");
   }
-  return FromProto(std::move(*page));
+  return FromProto(std::move(*page), xattr_prefix);
 }
 
 Result<bool> SandboxIo::WatchStop(const std::string& id) const { return agent().WatchStop(id); }

@@ -51,19 +51,25 @@ class SandboxIo {
                                const std::function<bool()>& abandoned) const;
 
   // ---- Files ----
-  Result<FileStat> Stat(const std::string& path) const;
+  // `xattr_prefix` (here and below): the entries' extended attributes
+  // under it ("user.e2b."), none when empty.
+  Result<FileStat> Stat(const std::string& path, std::string_view xattr_prefix = {}) const;
   // `path` and what is below it, `depth` levels down.
-  Result<std::vector<FileEntry>> List(const std::string& path, int depth) const;
+  Result<std::vector<FileEntry>> List(const std::string& path, int depth,
+                                      std::string_view xattr_prefix = {}) const;
   Result<FileEntry> Mkdir(const std::string& path, bool parents) const;
   // Whether there was something to remove; waits up to 120 s.
   Result<bool> Remove(const std::string& path, bool recursive) const;
-  Result<FileEntry> Rename(const std::string& from, const std::string& to, bool overwrite) const;
+  Result<FileEntry> Rename(const std::string& from, const std::string& to, bool overwrite,
+                           std::string_view xattr_prefix = {}) const;
   // Waits up to 30 s for the file to open.
   Result<Download> ReadFile(const std::string& path) const;
   // Replaces the file with what the upload is given (mode: permission bits),
-  // atomically unless asked to write in place.
+  // atomically unless asked to write in place; with `xattrs`, the file is
+  // left with exactly those under their prefix.
   FileUpload WriteFile(const std::string& path, int mode,
-                       WritePlacement placement = WritePlacement::kAtomic) const;
+                       WritePlacement placement = WritePlacement::kAtomic,
+                       const std::optional<XattrWrite>& xattrs = std::nullopt) const;
   // A directory as a tar stream (gzip'ed if asked); waits up to 30 s for tar.
   Result<Download> ArchiveGet(const std::string& path, bool gzip) const;
   // Unpacks a tar stream into a directory; waits up to 30 s for tar.
@@ -97,7 +103,7 @@ class SandboxIo {
   // call waits up to timeout_ms in all. What the sandbox sends is checked
   // against the agent's bounds (kWatchPageItems, kWatchPathMax).
   Result<WatchPage> WatchRead(const std::string& id, uint64_t cursor, int64_t wait_ms,
-                              int timeout_ms) const;
+                              int timeout_ms, std::string_view xattr_prefix = {}) const;
   // Whether it was running (false: it had ended, and is now forgotten).
   Result<bool> WatchStop(const std::string& id) const;
   Result<std::vector<WatchInfo>> WatchList() const;

@@ -160,6 +160,16 @@ struct FileEntry {
   int64_t modified_ms = 0;
   uint32_t uid = 0, gid = 0;
   std::optional<std::string> symlink_target;
+  // Extended attributes under the prefix the call asked for, named without
+  // it (E2B's file metadata: user.e2b.author → author).
+  std::map<std::string, std::string> xattrs;
+};
+
+// What a write leaves on the file: exactly `values` under `prefix` (names
+// without it), the prefix's other attributes removed.
+struct XattrWrite {
+  std::string prefix;  // "user." and more (src/agent/xattrs.h)
+  std::map<std::string, std::string> values;
 };
 
 struct FileStat {
@@ -184,6 +194,10 @@ struct WatchSpec {
   int64_t batch_ms = 100;
   int64_t timeout_ms = 3600000;  // 0 = until stopped
   uint32_t max_watches = 8192;   // inotify watch descriptors it may hold
+  // Each event but a remove carries the entry at its path, with the
+  // attributes under xattr_prefix ("": none).
+  bool entries = false;
+  std::string xattr_prefix;
 };
 
 struct WatchInfo {
@@ -203,6 +217,7 @@ struct WatchEvent {
   bool is_dir = false;
   std::optional<std::string> old_path;
   uint64_t count = 1;
+  std::optional<FileEntry> entry;  // when the spec asked for entries
 };
 
 // overflow {dropped, reason}, limit {watches}, end {reason}.

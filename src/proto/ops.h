@@ -225,8 +225,18 @@ struct FileEntry {
   int64_t modified_ms = 0;
   uint32_t uid = 0, gid = 0;
   std::optional<std::string> symlink_target;
+  // Its extended attributes under the request's xattrPrefix, whole names
+  // (at most kMaxXattrs; a value that is not UTF-8 is left out).
+  std::map<std::string, std::string> xattrs;
 };
 KILN_PROTO_JSON(FileEntry);
+
+// Extended attributes a file op reads or writes: only under a prefix in the
+// user namespace ("user.e2b."), at most this many per file, each value at
+// most kMaxXattrValue bytes.
+inline constexpr size_t kMaxXattrs = 64;
+inline constexpr size_t kMaxXattrValue = 4096;
+inline constexpr size_t kMaxXattrPrefix = 64;
 
 struct FileReadRequest {
   static constexpr std::string_view kOp = kFileRead;
@@ -251,6 +261,10 @@ struct FileWriteRequest {
   // over it: a watcher sees that file's create and writes. An agent that
   // predates it ignores it and writes atomically.
   bool in_place = false;
+  // When set, the file is left with exactly `xattrs` under this prefix
+  // (whole names, each starting with it): the prefix's others are removed.
+  std::string xattr_prefix;
+  std::map<std::string, std::string> xattrs;
 };
 KILN_PROTO_JSON(FileWriteRequest);
 struct FileWritten {
@@ -263,6 +277,7 @@ struct FileListRequest {
   static constexpr std::string_view kOp = kFileList;
   std::string path;
   int depth = 1;
+  std::string xattr_prefix;  // each entry's attributes under it ("": none)
 };
 KILN_PROTO_JSON(FileListRequest);
 struct FileList {
@@ -273,6 +288,7 @@ KILN_PROTO_JSON(FileList);
 struct FileStatRequest {
   static constexpr std::string_view kOp = kFileStat;
   std::string path;
+  std::string xattr_prefix;  // the entry's attributes under it ("": none)
 };
 KILN_PROTO_JSON(FileStatRequest);
 // On the wire the entry's members plus "exists", or {"exists": false, path}.
@@ -304,6 +320,7 @@ struct FileRenameRequest {
   static constexpr std::string_view kOp = kFileRename;
   std::string from, to;
   bool overwrite = false;
+  std::string xattr_prefix;  // the answer's attributes under it ("": none)
 };
 KILN_PROTO_JSON(FileRenameRequest);
 
@@ -473,6 +490,10 @@ struct WatchStartRequest {
   int64_t batch_ms = 100;
   int64_t timeout_ms = 3600000;  // 0 = until stopped
   uint32_t max_watches = 8192;   // inotify watch descriptors it may hold
+  // Each event but a remove carries its path's entry as the batch ends
+  // (when it is still there), with attributes under xattr_prefix.
+  bool entries = false;
+  std::string xattr_prefix;
 };
 KILN_PROTO_JSON(WatchStartRequest);
 
@@ -515,6 +536,7 @@ struct WatchEvent {
   bool is_dir = false;
   std::optional<std::string> old_path;  // rename only
   uint64_t count = 1;
+  std::optional<FileEntry> entry;  // when the watch asked for entries
 };
 KILN_PROTO_JSON(WatchEvent);
 

@@ -23,6 +23,7 @@ void to_json(json& j, const FileEntry& v) {
            {"size", v.size}, {"mode", v.mode}, {"modifiedMs", v.modified_ms},
            {"uid", v.uid},   {"gid", v.gid}};
   PutIf(j, "symlinkTarget", v.symlink_target);
+  if (!v.xattrs.empty()) j["xattrs"] = v.xattrs;
 }
 void from_json(const json& j, FileEntry& v) {
   Need(j, "name", v.name);
@@ -34,6 +35,7 @@ void from_json(const json& j, FileEntry& v) {
   Need(j, "uid", v.uid);
   Need(j, "gid", v.gid);
   Take(j, "symlinkTarget", v.symlink_target);
+  Take(j, "xattrs", v.xattrs);
 }
 
 void to_json(json& j, const FileReadRequest& v) { j = PathRequest(v); }
@@ -50,11 +52,17 @@ void to_json(json& j, const FileWriteRequest& v) {
   j = PathRequest(v);
   j["mode"] = v.mode;
   if (v.in_place) j["inPlace"] = true;
+  if (!v.xattr_prefix.empty()) {
+    j["xattrPrefix"] = v.xattr_prefix;
+    j["xattrs"] = v.xattrs;
+  }
 }
 void from_json(const json& j, FileWriteRequest& v) {
   Need(j, "path", v.path);
   Take(j, "mode", v.mode);
   Take(j, "inPlace", v.in_place);
+  Take(j, "xattrPrefix", v.xattr_prefix);
+  Take(j, "xattrs", v.xattrs);
 }
 void to_json(json& j, const FileWritten& v) { j = json{{"path", v.path}, {"size", v.size}}; }
 void from_json(const json& j, FileWritten& v) {
@@ -65,16 +73,24 @@ void from_json(const json& j, FileWritten& v) {
 void to_json(json& j, const FileListRequest& v) {
   j = PathRequest(v);
   j["depth"] = v.depth;
+  if (!v.xattr_prefix.empty()) j["xattrPrefix"] = v.xattr_prefix;
 }
 void from_json(const json& j, FileListRequest& v) {
   Need(j, "path", v.path);
   Take(j, "depth", v.depth);
+  Take(j, "xattrPrefix", v.xattr_prefix);
 }
 void to_json(json& j, const FileList& v) { j = json{{"data", v.data}}; }
 void from_json(const json& j, FileList& v) { Need(j, "data", v.data); }
 
-void to_json(json& j, const FileStatRequest& v) { j = PathRequest(v); }
-void from_json(const json& j, FileStatRequest& v) { Need(j, "path", v.path); }
+void to_json(json& j, const FileStatRequest& v) {
+  j = PathRequest(v);
+  if (!v.xattr_prefix.empty()) j["xattrPrefix"] = v.xattr_prefix;
+}
+void from_json(const json& j, FileStatRequest& v) {
+  Need(j, "path", v.path);
+  Take(j, "xattrPrefix", v.xattr_prefix);
+}
 void to_json(json& j, const FileStat& v) {
   if (!v.exists) {
     j = json{{"exists", false}, {"path", v.entry.path}};
@@ -118,11 +134,13 @@ void to_json(json& j, const FileRenameRequest& v) {
   j["from"] = v.from;
   j["to"] = v.to;
   j["overwrite"] = v.overwrite;
+  if (!v.xattr_prefix.empty()) j["xattrPrefix"] = v.xattr_prefix;
 }
 void from_json(const json& j, FileRenameRequest& v) {
   Need(j, "from", v.from);
   Need(j, "to", v.to);
   Take(j, "overwrite", v.overwrite);
+  Take(j, "xattrPrefix", v.xattr_prefix);
 }
 
 void to_json(json& j, const ArchiveGetRequest& v) {

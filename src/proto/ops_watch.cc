@@ -17,6 +17,8 @@ void to_json(json& j, const WatchStartRequest& v) {
   j["batchMs"] = v.batch_ms;
   j["timeoutMs"] = v.timeout_ms;
   j["maxWatches"] = v.max_watches;
+  if (v.entries) j["entries"] = true;
+  if (!v.xattr_prefix.empty()) j["xattrPrefix"] = v.xattr_prefix;
 }
 void from_json(const json& j, WatchStartRequest& v) {
   Object(j);
@@ -29,6 +31,8 @@ void from_json(const json& j, WatchStartRequest& v) {
   Take(j, "batchMs", v.batch_ms);
   Take(j, "timeoutMs", v.timeout_ms);
   Take(j, "maxWatches", v.max_watches);
+  Take(j, "entries", v.entries);
+  Take(j, "xattrPrefix", v.xattr_prefix);
 }
 
 void to_json(json& j, const WatchInfo& v) {
@@ -87,6 +91,7 @@ void to_json(json& j, const WatchEvent& v) {
   j = json{{"type", v.type}, {"path", v.path}, {"isDir", v.is_dir}};
   PutIf(j, "oldPath", v.old_path);
   if (v.count > 1) j["count"] = v.count;
+  PutIf(j, "entry", v.entry);
 }
 void from_json(const json& j, WatchEvent& v) {
   Need(j, "type", v.type);
@@ -94,6 +99,7 @@ void from_json(const json& j, WatchEvent& v) {
   Take(j, "isDir", v.is_dir);
   Take(j, "oldPath", v.old_path);
   Take(j, "count", v.count);
+  Take(j, "entry", v.entry);
 }
 
 void to_json(json& j, const WatchNotice& v) {

@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "api/context.h"
 #include "api/front.h"
@@ -41,8 +42,12 @@ inline constexpr int kInterpreterPort = 49999;
 // The sandbox user's home in E2B's templates (and as E2B's clients see
 // kiln's base, which links it to /workspace).
 inline constexpr const char* kE2bHome = "/home/user";
-// The envd version kiln reports: the SDKs pick features by it.
-inline constexpr const char* kEnvdVersion = "0.5.5";
+// The envd version kiln reports: the SDKs pick features by it (0.5.7
+// gzip'ed uploads, 0.6.2 file metadata, 0.6.3 watch events' entries, 0.6.4
+// watches allowed on network mounts).
+inline constexpr const char* kEnvdVersion = "0.6.4";
+// Where envd keeps a file's metadata: its extended attributes under this.
+inline constexpr std::string_view kEnvdMetadataXattrPrefix = "user.e2b.";
 
 // A kiln key as E2B's clients must spell it: "kiln_<hex>" is "e2b_<hex>".
 // nullopt for anything that is not e2b_ followed by hex digits.

@@ -4,6 +4,7 @@ target_sources(kiln_unit_tests PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/command_drain_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/output_ring_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/watch_events_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/xattrs_test.cc
 )
 target_sources(kiln_unit_tests PRIVATE
   ${CMAKE_SOURCE_DIR}/src/agent/command.cc
@@ -12,4 +13,5 @@ target_sources(kiln_unit_tests PRIVATE
   ${CMAKE_SOURCE_DIR}/src/agent/proc_scan.cc
   ${CMAKE_SOURCE_DIR}/src/agent/spawn.cc
   ${CMAKE_SOURCE_DIR}/src/agent/watch_events.cc
+  ${CMAKE_SOURCE_DIR}/src/agent/xattrs.cc
 )

@@ -183,7 +183,7 @@ TEST_F(AgentClientTest, ArchiveGetFailsWhenTarFails) {
 
 TEST_F(AgentClientTest, WriteFileSendsContentThenWaitsForTheAnswer) {
   channel_->script = {Answer(proto::FileWritten{.path = "/a", .size = 4})};
-  FileWriter file = client_.WriteFile("/a", 0600);
+  FileWriter file = client_.WriteFile(proto::FileWriteRequest{.path = "/a", .mode = 0600});
   EXPECT_EQ(record_.requests[0], (json{{"op", "file.write"}, {"path", "/a"}, {"mode", 0600}}));
   EXPECT_TRUE(file.Write("ab").ok());
   EXPECT_TRUE(file.Write("cd").ok());

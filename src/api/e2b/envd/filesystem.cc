@@ -85,12 +85,14 @@ filesystem::EntryInfo EntryOf(const io::FileEntry& e) {
   info.mutable_modified_time()->set_seconds(ms / 1000);
   info.mutable_modified_time()->set_nanos(static_cast<int32_t>(ms % 1000) * 1000000);
   if (e.symlink_target) info.set_symlink_target(SanitizeUtf8(*e.symlink_target));
+  for (const auto& [key, value] : e.xattrs)
+    (*info.mutable_metadata())[SanitizeUtf8(key)] = SanitizeUtf8(value);
   return info;
 }
 
 // The entry at `path`; not_found when there is none.
 io::FileEntry StatOrThrow(const io::SandboxIo& io, const std::string& path) {
-  io::FileStat st = ValueOrThrow(io.Stat(path));
+  io::FileStat st = ValueOrThrow(io.Stat(path, kEnvdMetadataXattrPrefix));
   if (!st.exists) throw ApiError(Code::kNotFound, "path '" + path + "' does not exist");
   return st.entry;
 }
@@ -108,7 +110,8 @@ io::FileEntry FollowLink(const io::SandboxIo& io, io::FileEntry link) {
   if (link.type != io::FileType::kSymlink) return link;
   io::FileEntry at = link;
   for (int hop = 0; hop < 8 && at.type == io::FileType::kSymlink && at.symlink_target; ++hop) {
-    io::FileStat next = ValueOrThrow(io.Stat(JoinTarget(at.path, *at.symlink_target)));
+    io::FileStat next =
+        ValueOrThrow(io.Stat(JoinTarget(at.path, *at.symlink_target), kEnvdMetadataXattrPrefix));
     if (!next.exists) return link;
     at = next.entry;
   }
@@ -158,7 +161,7 @@ void Move(Rpc& rpc) {
   if (auto slash = to.rfind('/'); slash != std::string::npos && slash > 0)
     ValueOrThrow(io.Mkdir(to.substr(0, slash), true));
   filesystem::MoveResponse res;
-  *res.mutable_entry() = EntryOf(ValueOrThrow(io.Rename(from, to, true)));
+  *res.mutable_entry() = EntryOf(ValueOrThrow(io.Rename(from, to, true, kEnvdMetadataXattrPrefix)));
   rpc.Reply(res);
 }
 
@@ -174,7 +177,8 @@ void ListDir(Rpc& rpc) {
   if (dir.type != io::FileType::kDirectory)
     throw ApiError(Code::kInvalidRequest, "path '" + path + "' is not a directory");
   filesystem::ListDirResponse res;
-  for (const auto& e : ValueOrThrow(io.List(path, static_cast<int>(depth))))
+  for (const auto& e :
+       ValueOrThrow(io.List(path, static_cast<int>(depth), kEnvdMetadataXattrPrefix)))
     *res.add_entries() = EntryOf(e);
   rpc.Reply(res);
 }
@@ -196,9 +200,12 @@ std::string NewWatchId(const char* prefix) {
   return buf;
 }
 
-// Starts a watch of `path` (which must be a directory) in the sandbox.
+// Starts a watch of `path` (which must be a directory) in the sandbox;
+// with `entries`, each event carries what is at its path (envd 0.6.3).
+// Network mounts need nothing: a sandbox has none (gVisor's gofer mounts
+// are local to inotify), so allow_network_mounts changes nothing.
 io::WatchInfo StartWatch(const io::SandboxIo& io, const std::string& path, bool recursive,
-                         const std::string& id, int64_t timeout_ms) {
+                         bool entries, const std::string& id, int64_t timeout_ms) {
   io::FileEntry dir = FollowLink(io, StatOrThrow(io, path));  // a link to a folder lists it
   if (dir.type != io::FileType::kDirectory)
     throw ApiError(Code::kInvalidRequest, "path '" + path + "' is not a directory");
@@ -208,11 +215,14 @@ io::WatchInfo StartWatch(const io::SandboxIo& io, const std::string& path, bool 
   spec.recursive = recursive;
   spec.batch_ms = kWatchBatchMs;
   spec.timeout_ms = timeout_ms;
+  spec.entries = entries;
+  if (entries) spec.xattr_prefix = std::string(kEnvdMetadataXattrPrefix);
   return ValueOrThrow(io.WatchStart(spec));
 }
 
 filesystem::FilesystemEvent EventOf(const std::string& root, const std::string& path,
-                                    filesystem::EventType type) {
+                                    filesystem::EventType type,
+                                    const std::optional<io::FileEntry>& entry = std::nullopt) {
   filesystem::FilesystemEvent event;
   std::string name = path;
   if (path.starts_with(root + "/"))
@@ -221,6 +231,7 @@ filesystem::FilesystemEvent EventOf(const std::string& root, const std::string& 
     name = path.substr(1);
   event.set_name(SanitizeUtf8(name));
   event.set_type(type);
+  if (entry) *event.mutable_entry() = EntryOf(*entry);
   return event;
 }
 
@@ -229,19 +240,21 @@ filesystem::FilesystemEvent EventOf(const std::string& root, const std::string& 
 std::vector<filesystem::FilesystemEvent> EventsOf(const std::string& root,
                                                   const io::WatchEvent& e) {
   std::vector<filesystem::FilesystemEvent> out;
+  // The entry (when the watch asked for it) is what is at e.path: the new
+  // name's, never a rename's old name.
   if (e.type == "create")
-    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_CREATE));
+    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_CREATE, e.entry));
   else if (e.type == "write")
-    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_WRITE));
+    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_WRITE, e.entry));
   else if (e.type == "remove")
     out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_REMOVE));
   else if (e.type == "chmod")
-    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_CHMOD));
+    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_CHMOD, e.entry));
   else if (e.type == "rename" && e.old_path) {
     out.push_back(EventOf(root, *e.old_path, filesystem::EVENT_TYPE_RENAME));
-    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_CREATE));
+    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_CREATE, e.entry));
   } else if (e.type == "rename") {
-    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_RENAME));
+    out.push_back(EventOf(root, e.path, filesystem::EVENT_TYPE_RENAME, e.entry));
   }
   return out;
 }
@@ -268,7 +281,7 @@ void WatchDir(Rpc& rpc) {
   const std::string id = NewWatchId("e2b-stream-");
   int64_t backstop =
       rpc.timeout_ms && *rpc.timeout_ms > 0 ? *rpc.timeout_ms + 10000 : kWatchBackstopMs;
-  io::WatchInfo watch = StartWatch(io, path, req.recursive(), id, backstop);
+  io::WatchInfo watch = StartWatch(io, path, req.recursive(), req.include_entry(), id, backstop);
   WatchGuard guard(io, id);
   filesystem::WatchDirResponse start;
   start.mutable_start();
@@ -279,7 +292,7 @@ void WatchDir(Rpc& rpc) {
     if (rpc.ex.ClientGone()) return;
     if (rpc.Expired())
       return rpc.End(Status(Code::kAgentTimeout, "the call's Connect-Timeout-Ms passed"));
-    auto page = io.WatchRead(id, cursor, kWatchWaitMs, kWatchCallMs);
+    auto page = io.WatchRead(id, cursor, kWatchWaitMs, kWatchCallMs, kEnvdMetadataXattrPrefix);
     if (!page.ok()) return rpc.End(page.status());
     for (const auto& item : page->items) {
       if (!item.event) continue;
@@ -314,7 +327,8 @@ void CreateWatcher(Rpc& rpc) {
                                              std::to_string(EnvdState::kMaxWatchers) +
                                              " watchers already: remove one first");
   try {
-    io::WatchInfo watch = StartWatch(io, path, req.recursive(), id, kWatchBackstopMs);
+    io::WatchInfo watch =
+        StartWatch(io, path, req.recursive(), req.include_entry(), id, kWatchBackstopMs);
     EnvdState::Instance().SetWatcherCursor(rpc.target.sandbox, id, watch.cursor);
   } catch (...) {
     EnvdState::Instance().RemoveWatcher(rpc.target.sandbox, id);
@@ -334,8 +348,8 @@ void GetWatcherEvents(Rpc& rpc) {
   // A poll right after a change gets it: the agent flushes a batch of
   // changes kWatchBatchMs after the first, so an empty read waits that long
   // and a little more (E2B's tests write, then read the events at once).
-  io::WatchPage page =
-      ValueOrThrow(io.WatchRead(req.watcher_id(), *cursor, kWatchBatchMs * 4, kWatchCallMs));
+  io::WatchPage page = ValueOrThrow(io.WatchRead(req.watcher_id(), *cursor, kWatchBatchMs * 4,
+                                                 kWatchCallMs, kEnvdMetadataXattrPrefix));
   filesystem::GetWatcherEventsResponse res;
   for (const auto& item : page.items) {
     if (!item.event) continue;
