@@ -25,6 +25,7 @@ namespace kiln::images {
 class ImageManager;
 class StagedBuilds;
 class FrontImages;
+class PulledImages;
 }  // namespace kiln::images
 
 namespace kiln::api {
@@ -70,6 +71,12 @@ struct ApiContext {
   // The fronts' default images, built on first need; null: only those an
   // operator built.
   images::FrontImages* front_images = nullptr;
+  // OCI references a front boots as they are, pulled on first need as the
+  // caller's image; null: refused.
+  images::PulledImages* pulled_images = nullptr;
+  // E2B's creates: the metadata key naming the image to boot (slime's
+  // image routing, --e2b-image-metadata-key); "" for none.
+  std::string e2b_image_metadata_key;
 };
 
 // The sandbox named by the {id} parameter; 404 not_found if unknown or

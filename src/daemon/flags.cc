@@ -7,6 +7,7 @@
 #include "images/manager/front_image_recipes.h"
 #include "images/parse/registry_mirror.h"
 #include "images/parse/registry_pattern.h"
+#include "network/internal_endpoints.h"
 
 namespace kiln::daemon {
 
@@ -208,6 +209,24 @@ int ParseFlags(int argc, const char* const* argv, Flags* f, std::ostream& out, s
   app.add_option("--registry-mirror-only", f->registry_mirror_only,
                  "REGISTRY: pull its images through its --registry-mirror alone, never from "
                  "REGISTRY itself; repeat for more");
+  app.add_option("--egress-allow-internal", f->egress_internal,
+                 "NAME=ADDR:PORT: a private endpoint (a trainer's adapter, an inference "
+                 "server) that sandboxes reach as a public host NAME: with internet on, NAME "
+                 "not denied and their allow list empty or naming it; every other private "
+                 "address stays refused. Repeat for more")
+      ->check([](const std::string& v) -> std::string {
+        auto e = kiln::network::ParseInternalEndpoint(v);
+        return e.ok() ? "" : e.status().message();
+      });
+  app.add_option("--e2b-image-metadata-key", f->e2b_image_metadata_key,
+                 "KEY: an E2B create whose metadata has KEY and whose template is base (the "
+                 "SDKs' default) boots "
+                 "the image its value names: the caller's kiln image of that name, else an OCI "
+                 "reference pulled once as the caller's image (slime's image routing)")
+      ->check([](const std::string& v) -> std::string {
+        if (v.empty() || v.size() > 63) return "KEY must be 1 to 63 characters";
+        return "";
+      });
   app.add_option("--max-lease-seconds", f->max_lease_seconds,
                  "the longest lease a create, extend or timeout may ask for, on every front")
       ->check(CLI::Range(60, 86400))

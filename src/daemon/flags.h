@@ -71,6 +71,12 @@ struct Flags {
   std::vector<std::string> registry_mirror_only;
   // The longest lease any front may ask for or extend to, seconds.
   int max_lease_seconds = 86400;
+  // Private endpoints sandboxes may reach, NAME=ADDR:PORT each
+  // (network/internal_endpoints.h).
+  std::vector<std::string> egress_internal;
+  // E2B's creates: the metadata key whose value names the image to boot
+  // (slime's image routing), "" for none.
+  std::string e2b_image_metadata_key;
   // Tests only: resolve egress names from this file instead of DNS.
   std::string test_resolver_file;
   bool version = false;  // print versions and exit

@@ -13,6 +13,7 @@
 #include "images/manager/front_image_recipes.h"
 #include "images/parse/registry_mirror.h"
 #include "images/parse/registry_pattern.h"
+#include "network/internal_endpoints.h"
 
 namespace kiln::daemon {
 namespace {
@@ -111,6 +112,18 @@ images::ImageManagerOptions ImageOptionsFrom(const Flags& flags, const std::stri
   options.warm_shape =
       Shape{static_cast<int>(contract::kVcpu.def), static_cast<int>(contract::kMemoryMiB.def),
             static_cast<int>(contract::kDiskMiB.def)};
+  return options;
+}
+
+egress::EgressOptions EgressOptionsFrom(const Flags& flags) {
+  egress::EgressOptions options;
+  std::vector<network::InternalEndpoint> internal;
+  for (const std::string& text : flags.egress_internal) {
+    auto endpoint = network::ParseInternalEndpoint(text);
+    if (!endpoint.ok()) throw std::invalid_argument(endpoint.status().message());
+    internal.push_back(*std::move(endpoint));
+  }
+  options.internal = network::InternalEndpoints(std::move(internal));
   return options;
 }
 

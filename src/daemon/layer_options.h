@@ -42,6 +42,10 @@ control::ManagerOptions ManagerOptionsFrom(const Flags& flags,
 images::ImageManagerOptions ImageOptionsFrom(const Flags& flags, const std::string& rootfs,
                                              egress::EgressService& egress);
 
+// The egress proxy's options: the operator's internal endpoints (checked
+// by ParseFlags).
+egress::EgressOptions EgressOptionsFrom(const Flags& flags);
+
 // Previews' domain and URLs: the listener's port unless --preview-url
 // names the scheme (and port) a proxy in front serves.
 // The fronts' default images: kiln's, with the operator's --front-image

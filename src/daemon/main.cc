@@ -38,6 +38,7 @@
 #include "engine/runsc_engine.h"
 #include "images/manager/front_images.h"
 #include "images/manager/image_manager.h"
+#include "images/manager/pulled_images.h"
 #include "images/manager/staged_builds.h"
 #include "io/service.h"
 #include "store/db.h"
@@ -187,7 +188,11 @@ int main(int argc, char** argv) {
                   {{"file", flags.test_resolver_file}});
     resolver = kiln::egress::FileResolver(flags.test_resolver_file);
   }
-  kiln::egress::EgressService egress(std::move(resolver), egress_log);
+  kiln::egress::EgressService egress(std::move(resolver), egress_log,
+                                     kiln::daemon::EgressOptionsFrom(flags));
+  for (const std::string& endpoint : flags.egress_internal)
+    kiln::LogInfo("sandboxes may reach an internal endpoint",
+                  {{"event", "egress.internal"}, {"endpoint", endpoint}});
   std::string admin_key_file =
       flags.admin_key_file.empty() ? flags.state_dir + "/admin.key" : flags.admin_key_file;
   std::string admin_id = keys.EnsureLocalAdminKey(admin_key_file);
@@ -247,10 +252,13 @@ int main(int argc, char** argv) {
         return operators.front().id;
       },
       kiln::daemon::FrontImagesFrom(flags));
+  kiln::images::PulledImages pulled_images(images);
   kiln::api::ApiContext ctx{sandboxes, launcher, io, key_service, egress_pages, &images, &streams};
   ctx.tickets = &terminal_tickets;
   ctx.staged_builds = &staged_builds;
   ctx.front_images = &front_images;
+  ctx.pulled_images = &pulled_images;
+  ctx.e2b_image_metadata_key = flags.e2b_image_metadata_key;
   ctx.previews = &previews;
   ctx.relays = &relays;
   ctx.sandbox_token_key = secrets->Derive("e2b sandbox access tokens");

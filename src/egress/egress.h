@@ -33,6 +33,9 @@ struct EgressOptions {
   int connect_timeout_ms = 10000;
   int head_timeout_ms = 30000;  // for the client to send its request head
   int max_open_per_sandbox = 256;
+  // The operator's private endpoints sandboxes may reach
+  // (network/internal_endpoints.h); none by default.
+  network::InternalEndpoints internal;
   // Tests only: the address a tunnel connects to instead of the one it
   // checked (logged as checked), so that a unit test sees an allowed dial
   // without a packet leaving the machine.

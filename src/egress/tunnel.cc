@@ -174,7 +174,10 @@ bool Tunnel::Decide() {
       Refuse(403, network::VerdictName(*v), RefusalText(*v, host, ""));
       return false;
     }
-    auto resolved = svc.resolver().Resolve(host);
+    // The operator's internal endpoints are named by kilnd, not by DNS.
+    const network::InternalEndpoint* internal = svc.options().internal.ByName(host);
+    auto resolved = internal ? Result<std::vector<Address>>(std::vector<Address>{internal->address})
+                             : svc.resolver().Resolve(host);
     if (!resolved.ok()) {
       Refuse(502, "resolve-failed",
              "kiln: cannot resolve " + host + ": " + resolved.status().message());
@@ -188,7 +191,7 @@ bool Tunnel::Decide() {
   Status connect_error;
   bool tried = false;
   for (const Address& a : addresses) {
-    Verdict v = matcher->Check(entry_.host, a, own);
+    Verdict v = matcher->Check(entry_.host, a, entry_.port, own, svc.options().internal);
     if (v != Verdict::kAllowed) {
       if (Rank(v) > Rank(refusal)) {
         refusal = v;
@@ -279,7 +282,9 @@ void Tunnel::Recheck(const network::Matcher& matcher, const std::vector<Address>
     if (!dialled_set_) return;  // still deciding: it checks the new rules itself
     dialled = dialled_;
   }
-  if (matcher.Check(entry_.host, dialled, own) != Verdict::kAllowed) Cut("policy");
+  if (matcher.Check(entry_.host, dialled, entry_.port, own, gate_.service().options().internal) !=
+      Verdict::kAllowed)
+    Cut("policy");
 }
 
 void Tunnel::Cut(const std::string& closed_by) {

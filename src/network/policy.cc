@@ -221,4 +221,17 @@ Verdict Matcher::Check(std::string_view host, const Address& addr,
   return Verdict::kAllowed;
 }
 
+Verdict Matcher::Check(std::string_view host, const Address& addr, int port,
+                       const std::vector<Address>& own, const InternalEndpoints& internal) const {
+  Verdict v = Check(host, addr, own);
+  if (v != Verdict::kPrivateAddress) return v;
+  const InternalEndpoint* e = internal.At(addr, port);
+  return e && ReachesInternal(*e) ? Verdict::kAllowed : v;
+}
+
+bool Matcher::ReachesInternal(const InternalEndpoint& e) const {
+  if (!internet_ || deny_.MatchesName(e.name) || deny_.MatchesAddress(e.address)) return false;
+  return allow_empty_ || allow_.MatchesName(e.name);
+}
+
 }  // namespace kiln::network

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "network/address.h"
+#include "network/internal_endpoints.h"
 
 namespace kiln::network {
 
@@ -57,6 +58,14 @@ class Matcher {
   // The verdict for dialling `addr` for `host` (the name, or the literal's canonical text
   // when the client gave an IP); `own` are the host's own addresses.
   Verdict Check(std::string_view host, const Address& addr, const std::vector<Address>& own) const;
+  // As above for `port`, the operator's internal endpoints let through
+  // where this policy reaches them (ReachesInternal).
+  Verdict Check(std::string_view host, const Address& addr, int port,
+                const std::vector<Address>& own, const InternalEndpoints& internal) const;
+  // Whether this policy reaches `e` as it would a public host of its name:
+  // internet on, neither its name nor its address denied, and the allow
+  // list empty or naming it.
+  bool ReachesInternal(const InternalEndpoint& e) const;
 
  private:
   struct Rules {

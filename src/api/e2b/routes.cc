@@ -14,6 +14,8 @@
 #include "common/contract.h"
 #include "common/time.h"
 #include "images/manager/image_manager.h"
+#include "images/manager/pulled_images.h"
+#include "images/parse/image_ref.h"
 
 namespace kiln::api::e2b {
 
@@ -68,18 +70,38 @@ void SetLease(ApiContext& ctx, Exchange& ex, const std::shared_ptr<control::Sand
   ValueOrThrow(ctx.launcher.Extend(s, delta_s, PayerOf(ex)));
 }
 
-void Create(ApiContext& ctx, Exchange& ex) {
-  CreateRequest parsed = ReadCreate(ex.JsonBody(), ctx.sandboxes.lease_seconds());
-  launch::LaunchRequest req = LaunchFor(ex, std::move(parsed.spec), kRoomWait);
-  // E2B's snapshots are templates: a snapshot of the key's by id starts a copy.
-  if (auto snap = ctx.sandboxes.snapshots().FindVisible(parsed.template_id, req.scope,
-                                                        control::SnapshotUse::kTaken))
-    req.spec.snapshot = snap->id;
-  else
-    req.image = parsed.template_id;
-  // The interpreter's template may be the operator's, shared by every key.
-  if (req.image && parsed.template_id == kInterpreterTemplate)
-    LaunchFrontImage(ctx, ex, parsed.template_id, req);
+// slime's image routing (--e2b-image-metadata-key KEY): a create whose
+// template is base (the SDKs' default, so slime's, which names none) and
+// whose metadata has KEY boots the image KEY's value names: the caller's
+// kiln image of that name, else an OCI reference, pulled once as the
+// caller's own image (the create waits for the pull as it waits for room).
+// False when the create is not one.
+bool LaunchMetadataImage(ApiContext& ctx, const std::string& template_id,
+                         launch::LaunchRequest& req) {
+  const std::string& key = ctx.e2b_image_metadata_key;
+  auto named = key.empty() ? req.spec.labels.end() : req.spec.labels.find(key);
+  if (named == req.spec.labels.end() || template_id != kBaseTemplate) return false;
+  const std::string& value = named->second;
+  if (ctx.images && ctx.images->Resolve(value, req.scope).ok()) {
+    req.image = value;
+    return true;
+  }
+  auto ref = images::ParseImageRef(value);
+  if (!ref.ok())
+    throw InvalidField("metadata." + key,
+                       "names neither a kiln image of yours nor an OCI image reference: " +
+                           ref.status().message());
+  if (!ctx.pulled_images)
+    throw ApiError(Code::kNotSupported, "this kilnd pulls no images for creates",
+                   json{{"feature", "image references in metadata"}});
+  req.image =
+      ValueOrThrow(ctx.pulled_images->Ensure(*ref, req.spec.owner, req.deadline, req.cancelled));
+  return true;
+}
+
+// Launches what `req` names and answers E2B's create.
+void LaunchAndAnswer(ApiContext& ctx, Exchange& ex, const CreateRequest& parsed,
+                     launch::LaunchRequest req) {
   auto launched = ctx.launcher.Launch(std::move(req));
   if (!launched.ok() && launched.status().code() == Code::kImageNotFound) {
     std::string how =
@@ -102,6 +124,23 @@ void Create(ApiContext& ctx, Exchange& ex) {
     }
   }
   ex.SendJson(201, CreatedJson(s->Record(), ExtrasOf(ctx, s->Record())));
+}
+
+void Create(ApiContext& ctx, Exchange& ex) {
+  CreateRequest parsed = ReadCreate(ex.JsonBody(), ctx.sandboxes.lease_seconds());
+  launch::LaunchRequest req = LaunchFor(ex, std::move(parsed.spec), kRoomWait);
+  if (!LaunchMetadataImage(ctx, parsed.template_id, req)) {
+    // E2B's snapshots are templates: a snapshot of the key's by id starts a copy.
+    if (auto snap = ctx.sandboxes.snapshots().FindVisible(parsed.template_id, req.scope,
+                                                          control::SnapshotUse::kTaken))
+      req.spec.snapshot = snap->id;
+    else
+      req.image = parsed.template_id;
+    // The interpreter's template may be the operator's, shared by every key.
+    if (req.image && parsed.template_id == kInterpreterTemplate)
+      LaunchFrontImage(ctx, ex, parsed.template_id, req);
+  }
+  LaunchAndAnswer(ctx, ex, parsed, std::move(req));
 }
 
 // Resumes a paused sandbox (connect, resume), its lease `timeout` seconds

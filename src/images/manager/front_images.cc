@@ -1,7 +1,5 @@
 #include "images/manager/front_images.h"
 
-#include <thread>
-
 #include "common/log.h"
 #include "common/time.h"
 #include "images/manager/image_manager.h"
@@ -74,28 +72,8 @@ Result<std::string> FrontImages::Ensure(const std::string& name, const std::stri
                                          "(kilnd builds it once; minutes at most): retry")
         .WithRetryAfter(10);
   };
-  Result<std::string> id = LookOrStart(*def, *owner);
-  if (!id.ok() || !id->empty()) return id;
-  {
-    std::lock_guard lock(waiting_mu_);
-    if (waiting_[waiter] >= kWaitingPerKey) return building();
-    ++waiting_[waiter];
-  }
-  struct Leave {
-    FrontImages* self;
-    const std::string& waiter;
-    ~Leave() {
-      std::lock_guard lock(self->waiting_mu_);
-      if (--self->waiting_[waiter] <= 0) self->waiting_.erase(waiter);
-    }
-  } leave{this, waiter};
-  for (;;) {
-    if (std::chrono::steady_clock::now() >= deadline || (cancelled && cancelled()))
-      return building();
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    id = LookOrStart(*def, *owner);
-    if (!id.ok() || !id->empty()) return id;
-  }
+  return waiters_.Wait(
+      waiter, [&] { return LookOrStart(*def, *owner); }, building(), deadline, cancelled);
 }
 
 }  // namespace kiln::images

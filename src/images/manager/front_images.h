@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "images/manager/image_waiters.h"
 #include "network/policy.h"
 
 namespace kiln::images {
@@ -36,7 +37,7 @@ class FrontImages {
   static constexpr int64_t kRetryFailedMs = 10 * 60 * 1000;
   // Creates of one key that may wait for a build at once; more are told to
   // retry at once (the capacity line's --key-waiting-creates, for builds).
-  static constexpr int kWaitingPerKey = 16;
+  static constexpr int kWaitingPerKey = ImageWaiters::kWaitingPerKey;
 
   struct Definition {
     std::string name;         // the image's name, as the front asks for it
@@ -73,8 +74,7 @@ class FrontImages {
   std::function<std::optional<std::string>()> operator_key_;
   std::vector<Definition> definitions_;
   std::mutex mu_;  // one build started at a time for a name
-  std::mutex waiting_mu_;
-  std::map<std::string, int> waiting_;  // by key: creates waiting for a build
+  ImageWaiters waiters_;
 };
 
 }  // namespace kiln::images
