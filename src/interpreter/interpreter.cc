@@ -139,7 +139,7 @@ std::vector<std::string> KernelArgv(Language language, const std::string& id,
   if (language == Language::kPython)
     argv = {"python3", "-u", "-c", tombstone ? "" : std::string(kKernelPython)};
   else
-    argv = {"node", "-e", tombstone ? "" : std::string(kKernelJavaScript)};
+    argv = {"node", "--expose-internals", "-e", tombstone ? "" : std::string(kKernelJavaScript)};
   argv.push_back(std::string(kContextMarker) + id);
   argv.push_back(std::string(kLanguageMarker) + std::string(LanguageName(language)));
   if (!env.empty() && !tombstone)

@@ -4,11 +4,41 @@
 // lines keyed "k". Node cannot move fd 1, so process.stdout/stderr (and
 // console) are what is captured; a child process writing to the inherited
 // fd 1 lands on the protocol channel, whose reader skips what is not JSON.
+// Cells are ES code as a notebook takes it: top-level await (node's own REPL
+// rewrite, reached with --expose-internals) and `import ... from` (made a
+// dynamic import, which a vm script cannot make itself).
 'use strict';
 const fs = require('fs');
 const vm = require('vm');
 const util = require('util');
 const readline = require('readline');
+
+let processTopLevelAwait = null;
+try {
+  ({ processTopLevelAwait } = require('internal/repl/await'));
+} catch (e) {
+  // A node without it: cells run without top-level await.
+}
+globalThis.__kiln_import = (specifier) => import(specifier);
+
+// `import X, { a as b } from 'm'` and the rest as `const ... = await import('m')`
+// (Deno's `npm:` prefix dropped); `import(` as the kernel's own import.
+function esModuleCell(code) {
+  const statement =
+    /^([ \t]*)import\s+(?:([\w$]+)\s*,?\s*)?(?:\*\s+as\s+([\w$]+)|\{([^}]*)\})?\s*(?:from\s*)?(['"])(?:npm:)?([^'"]+)\5[ \t]*;?/gm;
+  const rewritten = code.replace(statement, (m, indent, def, ns, names, q, specifier) => {
+    const load = `await __kiln_import(${JSON.stringify(specifier)})`;
+    if (!def && !ns && names === undefined) return `${indent}${load};`;
+    if (ns) return `${indent}const ${ns} = ${load};` + (def ? ` const ${def} = ${ns}.default;` : '');
+    const parts = def ? [`default: ${def}`] : [];
+    for (const name of (names || '').split(',').map((n) => n.trim()).filter(Boolean)) {
+      const as = name.match(/^([\w$]+)(?:\s+as\s+([\w$]+))?$/);
+      if (as) parts.push(as[2] ? `${as[1]}: ${as[2]}` : as[1]);
+    }
+    return `${indent}const { ${parts.join(', ')} } = ${load};`;
+  });
+  return rewritten.replace(/(^|[^.\w$])import\s*\(/g, '$1__kiln_import(');
+}
 
 const STREAM_CAP = 4 << 20;
 const send = (msg) => fs.writeSync(1, JSON.stringify(msg) + '\n');
@@ -41,7 +71,8 @@ function bundle(value) {
       data['text/html'] = String(value._repr_html_());
     } catch (e) {}
   }
-  data['text/plain'] = util.inspect(value, { depth: 4 });
+  // A string as it is (as notebooks' JS kernels show it), the rest inspected.
+  data['text/plain'] = typeof value === 'string' ? value : util.inspect(value, { depth: 4 });
   return data;
 }
 globalThis.display = (...values) => {
@@ -61,9 +92,16 @@ async function run(req) {
   send({ k: 'start', id: req.id || '', n });
   let status = 'ok';
   try {
-    const script = new vm.Script(String(req.code || ''), { filename: `<cell-${n}>` });
+    const code = esModuleCell(String(req.code || ''));
+    const wrapped = processTopLevelAwait ? processTopLevelAwait(code) : null;
+    const script = new vm.Script(wrapped || code, { filename: `<cell-${n}>` });
     let value = script.runInThisContext({ breakOnSigint: true, displayErrors: false });
-    if (value && typeof value.then === 'function') value = await value;
+    if (wrapped) {
+      // {value} when the cell ends in an expression; else nothing.
+      const settled = await value;
+      value = settled && typeof settled === 'object' ? settled.value : undefined;
+    }
+    else if (value && typeof value.then === 'function') value = await value;
     if (value !== undefined) send({ k: 'result', main: true, data: bundle(value) });
   } catch (err) {
     const interrupted = err && err.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED';

@@ -3,8 +3,12 @@
 # Requests come on stdin, one JSON line each; answers go to the original
 # fd 1 as JSON lines keyed "k". The user's code gets fresh pipes as fds 1
 # and 2, read here, so print(), C-level writes and subprocesses all come
-# back as stdout/stderr events. No Jupyter: the standard library only.
-import ast, base64, codecs, json, linecache, os, select, signal, sys, threading, traceback
+# back as stdout/stderr events. The standard library only; where the image
+# has Jupyter's kernel, kernel_jupyter.py (appended) runs that instead.
+import ast, base64, codecs, importlib.util, json, linecache, os, select, signal, sys, threading
+import traceback
+
+JUPYTER = all(importlib.util.find_spec(m) for m in ("ipykernel", "jupyter_client"))
 
 PROTO = os.fdopen(os.dup(1), "wb", buffering=0)
 LOCK = threading.Lock()
@@ -229,6 +233,3 @@ def main():
         send({"k": "done", "id": req.get("id", ""), "n": count, "status": status,
               "dropped": dropped})
     os._exit(0)
-
-
-main()

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import textwrap
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -126,3 +127,17 @@ def run_node(e2b_node, env, script, timeout=300):
         path.unlink(missing_ok=True)
     assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}"
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def e2b_create_until_built(kilnd, key, template, within=900):
+    """E2B's NewSandbox of `template`, again after the Retry-After of each 503 ("being built")
+    while kilnd builds it on its first need; the 201's body."""
+    deadline = time.monotonic() + within
+    while True:
+        status, body = e2b_http(kilnd, "POST", "/sandboxes", key=key,
+                                body={"templateID": template, "timeout": 300})
+        if status != 503:
+            assert status == 201, (status, body)
+            return body
+        assert time.monotonic() < deadline, f"{template} was not built in {within} s"
+        time.sleep(5)

@@ -6,29 +6,13 @@ and a matplotlib chart as a PNG from the code-interpreter-v1 template: the
 image kilnd builds on its first need (issue 44, item 5; numpy, pandas and
 matplotlib from PyPI), once, under the operator's key, for every key.
 """
-import time
-
 import pytest
 
 from client import Client
-from e2b_clients import (GROUP, e2b_env, e2b_http, e2b_key, e2b_node, e2b_python,  # noqa: F401
-                         run_node, run_python)
+from e2b_clients import (GROUP, e2b_create_until_built, e2b_env, e2b_http, e2b_key,  # noqa: F401
+                         e2b_node, e2b_python, run_node, run_python)
 
 pytestmark = GROUP
-
-def e2b_create_until_built(kilnd, key, template, within=900):
-    """E2B's NewSandbox of `template`, again after the Retry-After of each 503 ("being built")
-    while kilnd builds it on its first need; the 201's body."""
-    deadline = time.monotonic() + within
-    while True:
-        status, body = e2b_http(kilnd, "POST", "/sandboxes", key=key,
-                                body={"templateID": template, "timeout": 300})
-        if status != 503:
-            assert status == 201, (status, body)
-            return body
-        assert time.monotonic() < deadline, f"{template} was not built in {within} s"
-        time.sleep(5)
-
 
 @pytest.fixture(scope="module")
 def interpreter_template(kilnd, api, e2b_key):
@@ -126,6 +110,69 @@ def test_python_chart_from_code_interpreter_v1(e2b_python, e2b_env, interpreter_
     """, timeout=600)
     assert out["template"] == "code-interpreter-v1" and out["error"] is None, out
     assert out["pngs"] == [True] and out["text"] == "3", out
+
+
+def test_python_is_ipython_on_code_interpreter_v1(e2b_python, e2b_env, interpreter_template):
+    """code-interpreter-v1 has ipykernel: a context is a real IPython kernel (display(), a
+    custom _repr_html_, !cmd, %magic, a DataFrame's data, PIL's show()), and kiln's runs,
+    timeouts and state keep working over it."""
+    out = run_python(e2b_python, e2b_env, """
+        from e2b_code_interpreter import Sandbox
+        s = Sandbox.create(timeout=300, envs={"FROM_CREATE": "seen"})
+        r1 = s.run_code("from IPython.display import display, HTML\\n"
+                        "display(HTML('<b>shown</b>'))\\n"
+                        "class A:\\n    def _repr_html_(self):\\n        return '<i>custom</i>'\\n"
+                        "A()")
+        r2 = s.run_code("!echo from-shell\\nimport os\\nos.environ['FROM_CREATE']")
+        r3 = s.run_code("%time total = sum(range(10))\\ntotal")
+        r4 = s.run_code("import pandas as pd\\npd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', 'z']})")
+        r5 = s.run_code("from PIL import Image\\nImage.new('RGB', (8, 8), 'red').show()")
+        try:
+            s.run_code("import time\\ntime.sleep(60)", timeout=3)
+            timed_out = False
+        except Exception:
+            timed_out = True
+        r6 = s.run_code("total + 1")
+        s.kill()
+        out({"r1": [[r.html, r.is_main_result] for r in r1.results],
+             "r2": [r2.logs.stdout, r2.text], "r3": [r3.logs.stdout, r3.text],
+             "r4": [r4.results[0].data, bool(r4.results[0].html)],
+             "r5": [bool(r.png) for r in r5.results], "timed_out": timed_out, "r6": r6.text,
+             "errors": [str(r.error) for r in (r1, r2, r3, r4, r5, r6) if r.error]})
+    """, timeout=600)
+    assert out["errors"] == [], out
+    assert out["r1"] == [["<b>shown</b>", False], ["<i>custom</i>", True]], out
+    assert "from-shell" in "".join(out["r2"][0]) and out["r2"][1] == "'seen'", out
+    assert "Wall time" in "".join(out["r3"][0]) and out["r3"][1] == "45", out
+    assert out["r4"] == [{"a": [1, 2, 3], "b": ["x", "y", "z"]}, True], out
+    assert out["r5"] == [True], out
+    assert out["timed_out"] and out["r6"] == "46", out
+
+
+def test_js_cells_take_es_modules_and_top_level_await(e2b_python, e2b_env):
+    """E2B's JavaScript tests (languages/test_js.py): an ESM import, top-level await, a
+    string result shown as it is, declarations kept between cells; and its contexts tests'
+    default contexts, listed before their first run."""
+    out = run_python(e2b_python, e2b_env, """
+        from e2b_code_interpreter import Sandbox
+        s = Sandbox.create("base", timeout=300)
+        languages = sorted(c.language for c in s.list_code_contexts())  # before any run
+        runs = [s.run_code(code, language="js") for code in (
+            "import { join } from 'path'\\nimport * as os from 'os'\\n"
+            "join('a', typeof os.cpus)",
+            "async function main() {\\n    return 'Hello, World!'\\n}\\n\\nawait main()",
+            "const add = (x, y) => x + y;\\nadd(1, 2);",
+            "const n = await Promise.resolve(41)",
+            "n + 1",
+            "const m = await import('path'); m.sep",
+        )]
+        s.kill()
+        out({"languages": languages,
+             "runs": [[r.text, str(r.error) if r.error else None] for r in runs]})
+    """)
+    assert out["languages"] == ["javascript", "python"], out
+    assert out["runs"] == [["a/function", None], ["Hello, World!", None], ["3", None],
+                           [None, None], ["42", None], ["/", None]], out
 
 
 def test_js_run_code_errors_and_contexts(e2b_node, e2b_env):

@@ -9,8 +9,11 @@
 // A context is a kiln interpreter context (a kernel process in the
 // sandbox); the default one of a language is kiln's ("python").
 #include <array>
+#include <set>
+#include <thread>
 
 #include "api/e2b/e2b.h"
+#include "api/e2b/envd/rpc.h"
 #include "api/e2b/routes.h"
 #include "api/e2b/sandbox_plane.h"
 #include "api/errors.h"
@@ -36,7 +39,7 @@ struct MimeKey {
   const char* mime;
   const char* key;
 };
-constexpr std::array<MimeKey, 10> kMimeKeys{{
+constexpr std::array<MimeKey, 11> kMimeKeys{{
     {"text/plain", "text"},
     {"text/html", "html"},
     {"text/markdown", "markdown"},
@@ -47,11 +50,17 @@ constexpr std::array<MimeKey, 10> kMimeKeys{{
     {"text/latex", "latex"},
     {"application/json", "json"},
     {"application/javascript", "javascript"},
+    // A DataFrame's columns (the Jupyter kernel's, src/interpreter/kernel_jupyter.py).
+    {"application/vnd.kiln.data+json", "data"},
 }};
 
 std::string DumpLine(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
+
+// How long a run waits for its busy context (the stream slot it holds
+// bounds how many wait at once).
+constexpr int64_t kBusyWaitMs = 60000;
 
 // E2B's language names onto kiln's kernels: python; js or javascript.
 std::optional<interpreter::Language> ReadE2bLanguage(FieldReader& f) {
@@ -114,6 +123,15 @@ void Execute(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
     return begin() && ex.WriteChunk(DumpLine(line) + "\n");
   };
   auto run = interpreter::SharedInterpreter().Run(sandbox, t.sandbox->id(), req, sink);
+  // E2B's server runs a context's executions one after another: a run that
+  // finds its context busy (the one before still being interrupted after
+  // its client left, say) waits for it while its own client waits.
+  for (int64_t until = MonotonicNowMs() + kBusyWaitMs;
+       !begun && !run.ok() && run.status().code() == Code::kBusy && MonotonicNowMs() < until &&
+       !ex.ClientGone();) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    run = interpreter::SharedInterpreter().Run(sandbox, t.sandbox->id(), req, sink);
+  }
   ctx.sandboxes.CommandFinished(t.sandbox);
   // A refusal before the run began is an error answer the SDKs raise.
   if (!begun && !run.ok()) throw ApiError(run.status());
@@ -151,8 +169,21 @@ void Contexts(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
   const std::string& method = ex.method();
   if (path == "/contexts" && method == "GET") {
     json list = json::array();
-    for (const auto& c : ValueOrThrow(interp.List(RunningIo(ctx, ex, *t.sandbox))))
-      if (c.state != "dead") list.push_back(E2bContextJson(c));
+    std::set<std::string> listed;
+    for (const auto& c : ValueOrThrow(interp.List(RunningIo(ctx, ex, *t.sandbox)))) {
+      if (c.state == "dead") continue;
+      list.push_back(E2bContextJson(c));
+      listed.insert(c.id);
+    }
+    // E2B's server starts a Python and a JavaScript context with the
+    // sandbox; kiln starts each language's own on its first run, and lists
+    // it before that, as E2B's clients expect to find it.
+    for (auto language : {interpreter::Language::kPython, interpreter::Language::kJavaScript}) {
+      std::string id(interpreter::LanguageName(language));
+      if (!listed.count(id))
+        list.push_back(
+            json{{"id", id}, {"language", id}, {"cwd", E2bHomeOf(t.sandbox->spec().run_as)}});
+    }
     ex.SendJson(200, list);
     return;
   }

@@ -92,8 +92,11 @@ std::vector<FrontImages::Definition> ShippedFrontImages(const std::string& sandb
 
   FrontImages::Definition interpreter;
   interpreter.name = kInterpreter;
+  // ipykernel and jupyter_client: contexts are then real IPython kernels
+  // (src/interpreter/kernel_jupyter.py), as E2B's interpreter's are.
   std::string pip =
-      "python3 -m pip install --no-cache-dir --break-system-packages numpy pandas matplotlib";
+      "python3 -m pip install --no-cache-dir --break-system-packages numpy pandas matplotlib "
+      "pillow ipykernel jupyter_client";
   json files = json::array();
   if (!host.ca_bundle.empty()) {
     files.push_back({{"path", kHostCa}, {"content", host.ca_bundle}});
