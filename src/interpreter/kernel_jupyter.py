@@ -8,7 +8,6 @@
 
 KILN_SETUP = r"""
 def _kiln_setup():
-    import base64, io, sys
     ip = get_ipython()
     ip.run_line_magic("colors", "nocolor")
     try:  # PIL's show() opens no viewer here: it shows the image, as E2B's does
@@ -21,23 +20,6 @@ def _kiln_setup():
         Image.Image.show = show
     except Exception:
         pass
-
-    def figures(*_):
-        plt = sys.modules.get("matplotlib.pyplot")
-        if plt is None:
-            return
-        from IPython.display import display
-        for num in plt.get_fignums():
-            buf = io.BytesIO()
-            try:
-                plt.figure(num).savefig(buf, format="png", bbox_inches="tight")
-            except Exception:
-                continue
-            display({"image/png": base64.b64encode(buf.getvalue()).decode(),
-                     "text/plain": "<Figure %d>" % num}, raw=True)
-        plt.close("all")
-
-    ip.events.register("post_run_cell", figures)
 
     # A DataFrame's columns as data (E2B's result.data): each a JSON list.
     from IPython.core.formatters import BaseFormatter

@@ -1,7 +1,6 @@
 #include "images/manager/front_images.h"
 
 #include "common/log.h"
-#include "common/time.h"
 #include "images/manager/image_manager.h"
 
 namespace kiln::images {
@@ -31,18 +30,15 @@ Result<std::string> FrontImages::LookOrStart(const Definition& def, const std::s
   // The newest version says where its build is (List is newest first).
   for (const ImageRecord& rec : images_.List(owner, def.name, std::nullopt)) {
     if (rec.owner != owner) continue;
-    if (rec.state == ImageState::kQueued || rec.state == ImageState::kBuilding)
-      return std::string();
-    if (rec.state == ImageState::kFailed && NowMs() - rec.ended_ms < kRetryFailedMs) {
-      std::string why = rec.error.is_object() ? rec.error.value("message", std::string("failed"))
-                                              : std::string("failed");
+    auto standing = ImageStanding(rec, kRetryFailedMs, [&](const std::string& why) {
       return Status(Code::kInvalidRequest,
                     "kilnd's build of " + def.name + ", this front's image, failed: " + why +
                         " (its log: GET /v1/images/" + rec.id +
                         "/logs with an admin key); it is built again when next asked for after "
                         "10 minutes",
                     json{{"imageId", rec.id}});
-    }
+    });
+    if (standing) return *standing;
     break;
   }
   ImageRequest req;

@@ -224,7 +224,8 @@ PruneStats ImageStorage::Prune(const std::set<std::string>& keep_layers,
   std::lock_guard lock(mu_);
   // What goes is counted as it goes: measuring the whole store before and
   // after walked every root (tens of thousands of links each) twice, and
-  // took most of kilnd's CPU in a build or a delete (perf, docs/notes/2026-12-02-image-store-and-build-logs.md).
+  // took most of kilnd's CPU in a build or a delete (perf,
+  // docs/notes/2026-12-02-image-store-and-build-logs.md).
   uint64_t freed = 0;
   std::error_code ec;
   // Roots first: they hold links into the layers.

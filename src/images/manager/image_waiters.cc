@@ -2,7 +2,22 @@
 
 #include <thread>
 
+#include "common/time.h"
+
 namespace kiln::images {
+
+std::optional<Result<std::string>> ImageStanding(
+    const ImageRecord& rec, int64_t retry_ms,
+    const std::function<Status(const std::string& why)>& failed) {
+  if (rec.state == ImageState::kReady) return Result<std::string>(rec.id);
+  if (rec.state == ImageState::kQueued || rec.state == ImageState::kBuilding)
+    return Result<std::string>(std::string());
+  if (rec.state == ImageState::kFailed && NowMs() - rec.ended_ms < retry_ms)
+    return Result<std::string>(failed(rec.error.is_object()
+                                          ? rec.error.value("message", std::string("failed"))
+                                          : std::string("failed")));
+  return std::nullopt;
+}
 
 Result<std::string> ImageWaiters::Wait(const std::string& waiter,
                                        const std::function<Result<std::string>()>& look,

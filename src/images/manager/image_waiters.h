@@ -11,11 +11,21 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
+#include "images/manager/image_record.h"
 
 namespace kiln::images {
+
+// Where a version of an image a waiter waits for stands: its id when
+// ready; "" while it is queued or built; `failed(why)` when it failed less
+// than retry_ms ago; nullopt when it is to be made again (failed long ago,
+// or deleted).
+std::optional<Result<std::string>> ImageStanding(
+    const ImageRecord& rec, int64_t retry_ms,
+    const std::function<Status(const std::string& why)>& failed);
 
 class ImageWaiters {
  public:

@@ -3,7 +3,6 @@
 #include <cctype>
 
 #include "common/log.h"
-#include "common/time.h"
 #include "images/manager/image_manager.h"
 
 namespace kiln::images {
@@ -39,17 +38,13 @@ Result<std::string> PulledImages::LookOrStart(const ImageRef& ref, const std::st
   // is newest first).
   for (const ImageRecord& rec : images_.List(owner, name, std::nullopt)) {
     if (rec.owner != owner || rec.ref != wanted) continue;
-    if (rec.state == ImageState::kReady) return rec.id;
-    if (rec.state == ImageState::kQueued || rec.state == ImageState::kBuilding)
-      return std::string();
-    if (rec.state == ImageState::kFailed && NowMs() - rec.ended_ms < kRetryFailedMs) {
-      std::string why = rec.error.is_object() ? rec.error.value("message", std::string("failed"))
-                                              : std::string("failed");
+    auto standing = ImageStanding(rec, kRetryFailedMs, [&](const std::string& why) {
       return Status(Code::kInvalidRequest,
                     "the pull of " + wanted + " failed: " + why + " (its log: GET /v1/images/" +
                         rec.id + "/logs); it is pulled again when next asked for after a minute",
                     json{{"imageId", rec.id}, {"reference", wanted}});
-    }
+    });
+    if (standing) return *standing;
     break;  // failed long ago, or deleted: pulled again
   }
   ImageRequest req;
