@@ -220,3 +220,34 @@ def test_a_filesystem_pause_keeps_the_files_and_boots_afresh(e2b_python, e2b_env
     assert out["a_state"] == "PAUSED" and out["a_after"] == ["kept", True], out
     assert out["paused"] is False and out["b_after"] == ["yes", True, ""], out
     assert "reboot" in out["reboot"] and "memory" in out["reboot"], out
+
+
+def test_a_commands_timeout_and_a_kill_mid_command_as_the_async_sdk_reads_them(
+        e2b_python, e2b_env):  # noqa: F811
+    """E2B's async tests: a command past its timeout is a TimeoutException (envd ends the
+    call deadline_exceeded, not with an end event), and a command cut by a kill says the
+    sandbox was killed (the health probe's 502 carries the proxy's words)."""
+    out = py(e2b_python, e2b_env, """
+        import asyncio
+        from e2b import AsyncSandbox, TimeoutException
+
+        async def main():
+            s = await AsyncSandbox.create(timeout=300)
+            try:
+                await s.commands.run("sleep 10", timeout=2)
+                timed = "none"
+            except TimeoutException as e:
+                timed = type(e).__name__
+            cmd = await s.commands.run("sleep 60", background=True)
+            await s.kill()
+            try:
+                await cmd.wait()
+                killed = "none"
+            except TimeoutException as e:
+                killed = str(e)
+            return {"timed": timed, "killed": killed}
+
+        out(asyncio.run(main()))
+    """)
+    assert out["timed"] == "TimeoutException", out
+    assert "killed or reached its end of life" in out["killed"], out

@@ -225,7 +225,9 @@ void ServeEnvd(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
     if (ex.method() != "GET" && ex.method() != "HEAD")
       throw ApiError(Code::kMethodNotAllowed, "envd's /health takes GET");
     // The SDKs' is_running() reads 502 as "not running": a sandbox paused
-    // (unless autoResume wakes it, as any traffic would) or stopped.
+    // (unless autoResume wakes it, as any traffic would) or stopped. "was
+    // not found" is the words of E2B's proxy the SDKs look for: with them a
+    // call cut by a kill is told apart from a network fault.
     if (t.sandbox->state() != control::SandboxState::kRunning) {
       bool woke = false;
       if (t.sandbox->spec().auto_wake && E2bStateName(t.sandbox->state())) {
@@ -237,8 +239,10 @@ void ServeEnvd(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
       }
       if (!woke)
         return ex.SendJson(
-            502, nlohmann::json{{"code", 502},
-                                {"message", "sandbox " + t.sandbox->id() + " is not running"}});
+            502,
+            nlohmann::json{{"code", 502},
+                           {"message", "sandbox " + t.sandbox->id() +
+                                           " was not found running: it is paused or stopped"}});
     }
     return ex.SendBytes(204, "", "text/plain");
   }

@@ -90,6 +90,10 @@ void Follow(Rpc& rpc, const io::SandboxIo& io, const io::ProcessInfo& started, u
     }
     cursor = page->next_cursor;
     if (page->complete) {
+      // Killed at its Connect-Timeout-Ms: envd's call ends deadline_exceeded
+      // then (the SDKs' TimeoutException), not with an end event.
+      if (page->process.state == io::ProcessState::kTimedOut)
+        return rpc.End(Status(Code::kAgentTimeout, "the process ran past its Connect-Timeout-Ms"));
       process::ProcessEvent event;
       *event.mutable_end() = EndOf(page->process);
       if (SendEvent<Response>(rpc, std::move(event))) rpc.End(Status::Ok());
