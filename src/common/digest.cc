@@ -73,6 +73,13 @@ std::string Sha256Hex(std::string_view data) {
   return Finish(ctx.get());
 }
 
+std::string Sha256Bytes(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  return std::string(reinterpret_cast<const char*>(md), len);
+}
+
 std::string FileSha256Hex(const std::string& path) {
   DigestCtx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);

@@ -48,6 +48,8 @@ class Xxh3 {
 };
 
 std::string Sha256Hex(std::string_view data);
+// The digest's 32 bytes themselves (a signature that base64-encodes them).
+std::string Sha256Bytes(std::string_view data);
 // HMAC-SHA256 of `data` under `key`, as lowercase hex (preview tokens).
 std::string HmacSha256Hex(std::string_view key, std::string_view data);
 // Equal strings, compared in time that does not depend on where they differ.

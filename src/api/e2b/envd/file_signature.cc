@@ -7,26 +7,13 @@
 
 namespace kiln::api::e2b {
 
-namespace {
-
-// The bytes of a lowercase hex digest.
-std::string FromHex(std::string_view hex) {
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2)
-    out.push_back(static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1])));
-  return out;
-}
-
-}  // namespace
-
 std::string EnvdFileSignature(std::string_view path, std::string_view operation,
                               std::string_view user, std::string_view token,
                               std::optional<int64_t> expiration) {
   std::string raw;
   raw.append(path).append(":").append(operation).append(":").append(user).append(":").append(token);
   if (expiration) raw.append(":").append(std::to_string(*expiration));
-  std::string encoded = Base64Encode(FromHex(Sha256Hex(raw)));
+  std::string encoded = Base64Encode(Sha256Bytes(raw));
   while (!encoded.empty() && encoded.back() == '=') encoded.pop_back();
   return "v1_" + encoded;
 }
