@@ -198,6 +198,26 @@ def run(code, n, scope, captures):
     return status, dropped
 
 
+def run_requests(stdin):
+    """The run requests on `stdin`, one JSON line each, until "exit" or its end;
+    a line that is not one is skipped."""
+    while True:
+        try:
+            line = stdin.readline(64 << 20)
+        except KeyboardInterrupt:
+            continue
+        if not line:
+            return
+        try:
+            req = json.loads(line)
+        except ValueError:
+            continue
+        if req.get("op") == "exit":
+            return
+        if req.get("op") == "run":
+            yield req
+
+
 def main():
     context = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("kiln-context=")), "")
     stdin = os.fdopen(os.dup(0), "rb")
@@ -211,22 +231,7 @@ def main():
     count = 0
     send({"k": "ready", "context": context, "language": "python", "pid": os.getpid(),
           "version": sys.version.split()[0]})
-    while True:
-        try:
-            line = stdin.readline(64 << 20)
-        except KeyboardInterrupt:
-            continue
-        if not line:
-            break
-        try:
-            req = json.loads(line)
-        except ValueError:
-            continue
-        op = req.get("op")
-        if op == "exit":
-            break
-        if op != "run":
-            continue
+    for req in run_requests(stdin):
         count += 1
         send({"k": "start", "id": req.get("id", ""), "n": count})
         status, dropped = run(str(req.get("code", "")), count, scope, (out, err))

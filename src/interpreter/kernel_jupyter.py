@@ -143,20 +143,10 @@ def jupyter_main():
         send({"k": "done", "id": req.get("id", ""), "n": count, "status": status,
               "dropped": dropped})
 
-    while True:
-        line = stdin.readline(64 << 20)
-        if not line:
+    for req in run_requests(stdin):
+        run(req)
+        if kernel.poll() is not None:
             break
-        try:
-            req = json.loads(line)
-        except ValueError:
-            continue
-        if req.get("op") == "exit":
-            break
-        if req.get("op") == "run":
-            run(req)
-            if kernel.poll() is not None:
-                break
     kc.stop_channels()
     kernel.kill()
     os._exit(0)
