@@ -98,10 +98,15 @@ function filesSection(base: string, scope: Scope): HTMLElement {
     h("div", { class: "field" }, h("label", { for: "files-path" }, "Folder"), pathInput), h("button", { type: "submit" }, "Open folder"));
   pathInput.id = "files-path";
   const up = h("button", { type: "button" }, "Parent folder");
+  // Only the latest folder asked for is shown: an earlier listing that answers late (the first one of
+  // /workspace, on a busy host) must not replace the folder the user has opened since.
+  let latest = 0;
   const load = async (path: string) => {
     pathInput.value = path;
+    const ticket = ++latest;
     try {
       const r = await api<{ data: FileEntry[] }>(`${base}/files/list`, { query: { path, depth: 1 }, signal: scope.signal });
+      if (ticket !== latest) return;
       errors.clear();
       clear(list);
       const entries = r.data.slice().sort((a, b) => (a.type === "directory" ? 0 : 1) - (b.type === "directory" ? 0 : 1) || a.name.localeCompare(b.name));
@@ -116,7 +121,7 @@ function filesSection(base: string, scope: Scope): HTMLElement {
       }
       if (!entries.length) list.append(h("tr", null, h("td", { colspan: 6 }, "Empty folder.")));
     } catch (e) {
-      if (!scope.dead) errors.show(e, () => void load(path));
+      if (!scope.dead && ticket === latest) errors.show(e, () => void load(path));
     }
   };
   const download = async (f: FileEntry) => {
