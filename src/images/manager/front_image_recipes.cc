@@ -92,18 +92,32 @@ std::vector<FrontImages::Definition> ShippedFrontImages(const std::string& sandb
 
   FrontImages::Definition interpreter;
   interpreter.name = kInterpreter;
-  // ipykernel and jupyter_client: contexts are then real IPython kernels
-  // (src/interpreter/kernel_jupyter.py), as E2B's interpreter's are.
-  std::string pip =
-      "python3 -m pip install --no-cache-dir --break-system-packages numpy pandas matplotlib "
-      "pillow ipykernel jupyter_client";
+  // Jupyter's kernels, as E2B's interpreter has them: ipykernel (with
+  // jupyter_client, contexts are real IPython kernels:
+  // src/interpreter/kernel_jupyter.py), R's IRkernel and a JDK from Debian,
+  // JJava and bash_kernel from PyPI; TypeScript's compiler from npm for
+  // kiln's JavaScript kernel.
+  std::string cert;
   json files = json::array();
   if (!host.ca_bundle.empty()) {
     files.push_back({{"path", kHostCa}, {"content", host.ca_bundle}});
-    pip += std::string(" --cert ") + kHostCa;
+    cert = std::string(" --cert ") + kHostCa;
   }
-  interpreter.recipe = {{"files", files}, {"commands", {pip}}, {"env", {{"MPLBACKEND", "Agg"}}}};
-  interpreter.network = Allowing({"pypi.org", "files.pythonhosted.org"});
+  std::string pip = "python3 -m pip install --no-cache-dir --break-system-packages" + cert +
+                    " numpy pandas matplotlib pillow ipykernel jupyter_client bash_kernel jjava"
+                    " && python3 -m bash_kernel.install --sys-prefix";
+  std::string npm = "npm install -g --no-fund --no-audit" +
+                    (cert.empty() ? std::string() : std::string(" --cafile ") + kHostCa) +
+                    " typescript@5.9.3";  // 7 and later are native, without transpileModule
+  interpreter.recipe = {{"files", files},
+                        {"apt", {"r-cran-irkernel", "default-jdk-headless"}},
+                        {"commands", {pip, npm}},
+                        {"env", {{"MPLBACKEND", "Agg"}}}};
+  std::vector<std::string> hosts = host.debian_mirrors;
+  for (const char* h : {"pypi.org", "files.pythonhosted.org", "registry.npmjs.org"})
+    AddHost(hosts, h);
+  interpreter.network = Allowing(hosts);
+  interpreter.build_timeout_seconds = 3600;
   out.push_back(interpreter);
 
   FrontImages::Definition languages;

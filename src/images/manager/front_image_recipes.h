@@ -1,10 +1,12 @@
 // The front images kiln ships (front_images.h), and how an operator adds
 // or replaces one:
 // - code-interpreter-v1, E2B's interpreter template: kiln's base with
-//   numpy, pandas and matplotlib from PyPI (its RUN reaches pypi.org and
-//   files.pythonhosted.org through kiln's egress proxy), and the host's CA
-//   bundle for pip, so a host that reaches PyPI through a TLS-inspecting
-//   proxy builds it as the host itself would.
+//   numpy, pandas, matplotlib and Jupyter's kernels for Python, R, Java and
+//   Bash (R and a JDK from the host's Debian mirror; the rest from PyPI)
+//   and TypeScript's compiler from npm. Its RUN steps reach those hosts
+//   through kiln's egress proxy, with the host's CA bundle for pip and npm,
+//   so a host that reaches them through a TLS-inspecting proxy builds it as
+//   the host itself would.
 // - SandboxFusion's language image (--sandboxfusion-image): Debian's
 //   compilers and runtimes, the core set of examples/images/sandboxfusion.py
 //   (the same recipe, so one build serves both), from the Debian mirror the

@@ -41,11 +41,16 @@ TEST(FrontImageRecipesTest, KilnShipsTheInterpreterAndTheLanguageImage) {
   auto build = RecipeToBuild(interpreter.recipe);
   ASSERT_TRUE(build.ok()) << build.status().message();
   EXPECT_NE(build->dockerfile.find("--cert /etc/ssl/certs/kiln-host-ca.pem"), std::string::npos);
+  EXPECT_NE(build->dockerfile.find("--cafile /etc/ssl/certs/kiln-host-ca.pem typescript@5"),
+            std::string::npos);
+  for (const char* kernel : {"ipykernel", "bash_kernel", "jjava", "r-cran-irkernel"})
+    EXPECT_NE(build->dockerfile.find(kernel), std::string::npos) << kernel;
   ASSERT_EQ(build->context.size(), 1u);
   EXPECT_EQ(build->context[0].bytes, "PEM");
   EXPECT_TRUE(interpreter.network.internet);
   EXPECT_EQ(interpreter.network.ToJson()["allow"],
-            nlohmann::json({"pypi.org", "files.pythonhosted.org"}));
+            nlohmann::json(
+                {"deb.example.org", "pypi.org", "files.pythonhosted.org", "registry.npmjs.org"}));
   const auto& languages = shipped[1];
   EXPECT_EQ(languages.name, "sf-langs");
   ASSERT_TRUE(RecipeToBuild(languages.recipe).ok());
@@ -54,6 +59,7 @@ TEST(FrontImageRecipesTest, KilnShipsTheInterpreterAndTheLanguageImage) {
   // language image's apt step is offline (and says so when it fails).
   auto bare = ShippedFrontImages("sf", FrontImageHost{});
   EXPECT_EQ(RecipeToBuild(bare[0].recipe)->dockerfile.find("--cert"), std::string::npos);
+  EXPECT_EQ(RecipeToBuild(bare[0].recipe)->dockerfile.find("--cafile"), std::string::npos);
   EXPECT_FALSE(bare[1].network.internet);
 }
 
