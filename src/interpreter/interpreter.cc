@@ -136,7 +136,7 @@ ContextInfo Info(const Kernel& k, const Tail& tail) {
 std::vector<std::string> KernelArgv(Language language, const std::string& id,
                                     const std::map<std::string, std::string>& env, bool tombstone) {
   std::vector<std::string> argv;
-  if (language == Language::kPython)
+  if (!RunsOnNode(language))
     argv = {"python3", "-u", "-c", tombstone ? "" : std::string(kKernelPython)};
   else
     argv = {"node", "--expose-internals", "-e", tombstone ? "" : std::string(kKernelJavaScript)};
@@ -158,11 +158,14 @@ Result<io::ProcessInfo> StartKernel(const io::SandboxIo& io, Language language,
   // Figures render to PNG, never to a display the sandbox does not have.
   spec.command.env.emplace("MPLBACKEND", "Agg");
   spec.command.cwd = cwd;
+  // Its folder by the name it was given, as a shell started there has it
+  // (bash's pwd, Java's user.dir: E2B's /home/user is a link in kiln's base).
+  if (cwd) spec.command.env.emplace("PWD", *cwd);
   spec.stdin_pipe = !tombstone;
   auto p = io.ProcessStart(spec);
   if (!p.ok()) return p.status();
   if (!tombstone && p->state != io::ProcessState::kRunning) {
-    const char* program = language == Language::kPython ? "python3" : "node";
+    const char* program = RunsOnNode(language) ? "node" : "python3";
     return Status(
         Code::kInvalidRequest,
         std::string("body.language: ") + std::string(LanguageName(language)) + " needs `" +
@@ -314,7 +317,7 @@ Result<Execution> Interpreter::Run(const io::SandboxIo& io, const std::string& s
     // its lines are skipped until this run's own start.
     cursor = k.process.output_bytes;
   } else {
-    auto p = StartKernel(io, *ParseLanguage(id), id, std::nullopt, {});
+    auto p = StartKernel(io, *ParseLanguage(id), id, req.cwd, {});
     if (!p.ok()) return p.status();
     k = Kernel{.process = *p, .id = id, .language = *ParseLanguage(id)};
     e.context_started = true;
@@ -322,6 +325,7 @@ Result<Execution> Interpreter::Run(const io::SandboxIo& io, const std::string& s
   e.language = k.language;
   const std::string& pid = k.process.id;
   json request{{"op", "run"}, {"id", e.id}, {"code", req.code}};
+  if (!req.env.empty()) request["env"] = req.env;
   auto written = io.ProcessWrite(
       pid, request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", false);
   if (!written.ok()) return written.status();

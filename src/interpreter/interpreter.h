@@ -53,6 +53,12 @@ struct RunRequest {
   std::optional<Language> language;
   std::optional<std::string> context;  // default: the language's own context
   int64_t timeout_ms = 60000;          // 0 = none
+  // Environment variables for this run alone, over the context's (Java's as
+  // system properties): put back when it ends.
+  std::map<std::string, std::string> env;
+  // The folder of the language's own context when this run starts it
+  // (default: the sandbox's).
+  std::optional<std::string> cwd;
 };
 
 // A streamed event ({"k": "stdout", "text"}, ...): false stops the run

@@ -1,5 +1,6 @@
 // kiln's JavaScript kernel: one interpreter context, started by kilnd as
-// `node -e <this> kiln-context=<id>` (src/interpreter/interpreter.cc).
+// `node -e <this> kiln-context=<id> kiln-language=<javascript|typescript>`
+// (src/interpreter/interpreter.cc).
 // Requests come on stdin, one JSON line each; answers go to fd 1 as JSON
 // lines keyed "k". Node cannot move fd 1, so process.stdout/stderr (and
 // console) are what is captured; a child process writing to the inherited
@@ -42,7 +43,62 @@ function esModuleCell(code) {
 
 const STREAM_CAP = 4 << 20;
 const send = (msg) => fs.writeSync(1, JSON.stringify(msg) + '\n');
-const context = (process.argv.find((a) => a.startsWith('kiln-context=')) || '=').split('=')[1];
+const argument = (name) => (process.argv.find((a) => a.startsWith(`${name}=`)) || '=').split('=')[1];
+const context = argument('kiln-context');
+const language = argument('kiln-language') === 'typescript' ? 'typescript' : 'javascript';
+
+// TypeScript cells are JavaScript cells once the image's `typescript`
+// package has stripped their types (no type check, as Deno's kernel does
+// not either); a cell is a module, so top-level await parses.
+let typescript = null;
+function loadTypeScript() {
+  const path = require('path');
+  const places = [process.cwd(), '/usr/local/lib/node_modules', '/usr/lib/node_modules',
+    path.join(require('os').homedir(), 'node_modules'), ...(process.env.NODE_PATH || '').split(':')];
+  return require(require.resolve('typescript', { paths: places.filter(Boolean) }));
+}
+function fromTypeScript(code) {
+  if (!typescript) {
+    try {
+      typescript = loadTypeScript();
+      if (typeof typescript.transpileModule !== 'function') throw new Error('no transpileModule');
+    } catch (e) {
+      // typescript 7 and later are native programs, without the JS API.
+      const err = new Error('TypeScript needs the `typescript` package, 5 or 6, in the image ' +
+        '(npm install -g typescript@5; code-interpreter-v1 has it)');
+      err.name = 'KernelError';
+      throw err;
+    }
+  }
+  const ts = typescript;
+  const out = ts.transpileModule(code, {
+    reportDiagnostics: true,
+    compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext,
+      moduleDetection: ts.ModuleDetectionKind ? ts.ModuleDetectionKind.Force : undefined },
+  });
+  const bad = (out.diagnostics || []).find((d) => d.category === ts.DiagnosticCategory.Error);
+  if (bad) {
+    const err = new SyntaxError(ts.flattenDiagnosticMessageText(bad.messageText, '\n'));
+    throw err;
+  }
+  return out.outputText.replace(/^export \{\};\s*$/m, '');
+}
+
+// A run's own environment variables, over the context's and put back after.
+function withEnv(env, fn) {
+  const saved = {};
+  for (const [key, value] of Object.entries(env || {})) {
+    saved[key] = process.env[key];
+    process.env[key] = String(value);
+  }
+  const restore = () => {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  };
+  return fn().finally(restore);
+}
 
 let sent = { stdout: 0, stderr: 0 };
 let dropped = { stdout: 0, stderr: 0 };
@@ -92,7 +148,8 @@ async function run(req) {
   send({ k: 'start', id: req.id || '', n });
   let status = 'ok';
   try {
-    const code = esModuleCell(String(req.code || ''));
+    const source = String(req.code || '');
+    const code = esModuleCell(language === 'typescript' ? fromTypeScript(source) : source);
     const wrapped = processTopLevelAwait ? processTopLevelAwait(code) : null;
     const script = new vm.Script(wrapped || code, { filename: `<cell-${n}>` });
     let value = script.runInThisContext({ breakOnSigint: true, displayErrors: false });
@@ -125,7 +182,7 @@ rl.on('line', (line) => {
     return;
   }
   if (req.op === 'exit') queue = queue.then(() => process.exit(0));
-  else if (req.op === 'run') queue = queue.then(() => run(req));
+  else if (req.op === 'run') queue = queue.then(() => withEnv(req.env, () => run(req)));
 });
 rl.on('close', () => queue.then(() => process.exit(0)));
-send({ k: 'ready', context, language: 'javascript', pid: process.pid, version: process.version });
+send({ k: 'ready', context, language, pid: process.pid, version: process.version });

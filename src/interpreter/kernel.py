@@ -218,8 +218,45 @@ def run_requests(stdin):
             yield req
 
 
+class scoped_env:
+    """A run's own environment variables, over the context's and put back after."""
+
+    def __init__(self, env):
+        self.env = {str(k): str(v) for k, v in (env or {}).items()} if isinstance(env, dict) else {}
+
+    def __enter__(self):
+        self.saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def argument(name):
+    return next((a.split("=", 1)[1] for a in sys.argv if a.startswith(name + "=")), "")
+
+
+def refuse_main(language, why):
+    """A context for a language this image has no kernel for: it answers
+    every run with the reason, so the caller reads it where it looks."""
+    stdin = os.fdopen(os.dup(0), "rb")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    send({"k": "ready", "context": argument("kiln-context"), "language": language,
+          "pid": os.getpid(), "version": ""})
+    for count, req in enumerate(run_requests(stdin), 1):
+        send({"k": "start", "id": req.get("id", ""), "n": count})
+        send({"k": "error", "name": "KernelNotFound", "value": why, "traceback": ""})
+        send({"k": "done", "id": req.get("id", ""), "n": count, "status": "error",
+              "dropped": {}})
+    os._exit(0)
+
+
 def main():
-    context = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("kiln-context=")), "")
+    context = argument("kiln-context")
     stdin = os.fdopen(os.dup(0), "rb")
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)  # user code must not read the requests
@@ -234,7 +271,8 @@ def main():
     for req in run_requests(stdin):
         count += 1
         send({"k": "start", "id": req.get("id", ""), "n": count})
-        status, dropped = run(str(req.get("code", "")), count, scope, (out, err))
+        with scoped_env(req.get("env")):
+            status, dropped = run(str(req.get("code", "")), count, scope, (out, err))
         send({"k": "done", "id": req.get("id", ""), "n": count, "status": status,
               "dropped": dropped})
     os._exit(0)

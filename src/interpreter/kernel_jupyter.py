@@ -1,10 +1,14 @@
 
 # The Jupyter bridge, appended to kernel.py: where the image has ipykernel
-# and jupyter_client (the code interpreter's image does), a context is a real
-# IPython kernel (display(), _repr_*_, !cmd, %magic, rich MIME bundles), and
-# this process speaks kiln's protocol on fd 1 and Jupyter's messaging to the
-# kernel, over loopback ZeroMQ with a key made here. The kernel runs in this
-# process group, so kilnd's SIGINT interrupts its code and SIGKILL ends both.
+# and jupyter_client (the code interpreter's image does), a Python context is
+# a real IPython kernel (display(), _repr_*_, !cmd, %magic, rich MIME
+# bundles), and an R, Java or Bash context the image's Jupyter kernel for it
+# (its kernelspec: IRkernel, JJava, bash_kernel). This process speaks kiln's
+# protocol on fd 1 and Jupyter's messaging to the kernel, over loopback
+# ZeroMQ with a key made here. The kernel runs in this process group, so
+# kilnd's SIGKILL ends both; kilnd's SIGINT reaches a kernel whose spec says
+# interrupt by signal from the group, and one that says by message (JJava's:
+# a JVM would exit) as an interrupt_request sent from here.
 
 KILN_SETUP = r"""
 def _kiln_setup():
@@ -44,40 +48,102 @@ del _kiln_setup
 """
 
 
-def jupyter_main():
+# The kernelspec names tried first for a language, then any spec of it.
+SPEC_NAMES = {"r": ("ir", "r"), "java": ("java", "jjava"), "bash": ("bash",)}
+
+
+def quoted(value):
+    # A JSON string is a string literal in Java and R alike.
+    return json.dumps(str(value))
+
+
+def env_code(language, env, unset=()):
+    """Code that sets `env` and unsets `unset` in the kernel, in its own
+    language (E2B's server does the same with the same calls); Java's are
+    its system properties, where E2B's clients read them."""
+    import shlex
+    lines = []
+    for k, v in env.items():
+        lines.append({
+            "python": "__import__('os').environ[%s] = %s" % (quoted(k), quoted(v)),
+            "r": "Sys.setenv(%s = %s)" % (quoted(k), quoted(v)),
+            "java": "System.setProperty(%s, %s);" % (quoted(k), quoted(v)),
+            "bash": "export %s=%s" % (k, shlex.quote(str(v))),
+        }[language])
+    for k in unset:
+        lines.append({
+            "python": "__import__('os').environ.pop(%s, None)" % quoted(k),
+            "r": "Sys.unsetenv(%s)" % quoted(k),
+            "java": "System.clearProperty(%s);" % quoted(k),
+            "bash": "unset %s" % k,
+        }[language])
+    return "\n".join(lines)
+
+
+def kernel_command(language, conn):
+    """The kernel's argv, env and interrupt mode; or the reason there is none."""
+    if language == "python":
+        return ([sys.executable, "-m", "ipykernel_launcher", "-f", conn,
+                 "--HistoryManager.enabled=False"], {}, "signal"), None
+    from jupyter_client.kernelspec import KernelSpecManager
+    specs = KernelSpecManager().get_all_specs()
+    name = next((n for n in SPEC_NAMES[language] if n in specs), None) or next(
+        (n for n in sorted(specs)
+         if specs[n]["spec"].get("language", "").lower() == language), None)
+    if name is None:
+        return None, ("this image has no Jupyter kernel for %s (code-interpreter-v1 has one; "
+                      "kernels found: %s)" % (language, ", ".join(sorted(specs)) or "none"))
+    spec, folder = specs[name]["spec"], specs[name]["resource_dir"]
+    argv = [a.replace("{connection_file}", conn).replace("{resource_dir}", folder)
+            for a in spec["argv"]]
+    if argv and argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return (argv, spec.get("env") or {}, spec.get("interrupt_mode", "signal")), None
+
+
+def jupyter_main(language):
     import subprocess, tempfile, time
     from jupyter_client.blocking import BlockingKernelClient
     from jupyter_client.connect import write_connection_file
 
-    context = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("kiln-context=")), "")
+    context = argument("kiln-context")
+    folder = tempfile.mkdtemp(prefix="kiln-kernel-")
+    conn, _ = write_connection_file(os.path.join(folder, "kernel.json"), ip="127.0.0.1")
+    command, why = kernel_command(language, conn)
+    if command is None:
+        refuse_main(language, why)
+    argv, spec_env, interrupt_mode = command
     stdin = os.fdopen(os.dup(0), "rb")
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
-    # SIGINT is for the kernel's code, which gets it from the group.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    folder = tempfile.mkdtemp(prefix="kiln-kernel-")
-    conn, _ = write_connection_file(os.path.join(folder, "kernel.json"), ip="127.0.0.1")
+    by_message = interrupt_mode == "message"
     env = dict(os.environ)
+    env.update({k: str(v) for k, v in spec_env.items()})
     # Figures as a notebook shows them (plt.show(), a figure left open).
-    if importlib.util.find_spec("matplotlib_inline"):
+    if language == "python" and importlib.util.find_spec("matplotlib_inline"):
         env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    kernel = subprocess.Popen(
-        [sys.executable, "-m", "ipykernel_launcher", "-f", conn, "--HistoryManager.enabled=False"],
-        stdin=devnull, stdout=devnull, stderr=devnull, env=env,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # A kernel interrupted by signal takes SIGINT from the group; one by
+    # message keeps it ignored (a JVM leaves an ignored SIGINT alone).
+    kernel_sigint = signal.SIG_IGN if by_message else signal.SIG_DFL
+    kernel = subprocess.Popen(argv, stdin=devnull, stdout=devnull, stderr=devnull, env=env,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, kernel_sigint))
     kc = BlockingKernelClient(connection_file=conn)
     kc.load_connection_file()
     kc.start_channels(hb=False)
+    if by_message:
+        signal.signal(signal.SIGINT, lambda *_: kc.control_channel.send(
+            kc.session.msg("interrupt_request", {})))
+    else:  # SIGINT is for the kernel's code, which gets it from the group.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Ready once it answers kernel_info. Not wait_for_ready: it calls a kernel
     # dead whose heartbeat has not begun within a second, and one starts
-    # slower than that in a sandbox.
-    deadline = time.monotonic() + 60
+    # slower than that in a sandbox (a JVM's several seconds).
+    deadline = time.monotonic() + 120
     while True:
         if kernel.poll() is not None or time.monotonic() > deadline:
-            send({"k": "stderr", "text": "kiln kernel: ipykernel did not start (exit %s)\n"
-                  % kernel.poll()})
             kernel.kill()
-            os._exit(1)
+            refuse_main(language, "the %s kernel (%s) did not start (exit %s)"
+                        % (language, argv[0], kernel.poll()))
         kc.kernel_info()
         try:
             # Any of the requests' answers: they come in order, one a try.
@@ -90,14 +156,41 @@ def jupyter_main():
             kc.get_shell_msg(timeout=0.2)
         except Exception:
             break
-    kc.execute(KILN_SETUP, silent=True, store_history=False)
-    kc.get_shell_msg(timeout=30)
-    send({"k": "ready", "context": context, "language": "python", "pid": os.getpid(),
-          "version": sys.version.split()[0], "kernel": "ipykernel"})
+
+    def quietly(code):
+        """Runs code with no output kept and waits for it."""
+        if not code:
+            return
+        msg_id = kc.execute(code, silent=True, store_history=False)
+        until = time.monotonic() + 60
+        while time.monotonic() < until:
+            try:
+                if kc.get_shell_msg(timeout=1)["parent_header"].get("msg_id") == msg_id:
+                    return
+            except Exception:
+                if kernel.poll() is not None:
+                    return
+
+    if language == "python":
+        quietly(KILN_SETUP)
+    elif language == "java":
+        # The context's environment as system properties, and its folder as
+        # user.dir, as E2B's Java contexts have them.
+        props = {k: v for k, v in os.environ.items() if k.replace("_", "").isalnum()}
+        here = os.environ.get("PWD", "")
+        props["user.dir"] = here if here and os.path.samefile(here, ".") else os.getcwd()
+        quietly(env_code("java", props))
+    send({"k": "ready", "context": context, "language": language, "pid": os.getpid(),
+          "version": sys.version.split()[0], "kernel": os.path.basename(argv[0])})
+
+    runs = [0]  # the count kept here: some kernels (JJava) count quiet runs too
 
     def run(req):
+        extra = req.get("env") if isinstance(req.get("env"), dict) else {}
+        quietly(env_code(language, extra))
         msg_id = kc.execute(str(req.get("code", "")), store_history=True, allow_stdin=False)
-        count, sent, dropped, status = 0, {"stdout": 0, "stderr": 0}, {}, "ok"
+        runs[0] += 1
+        count, sent, dropped, status = runs[0], {"stdout": 0, "stderr": 0}, {}, "ok"
         started = False
         while True:
             try:
@@ -113,7 +206,6 @@ def jupyter_main():
                 continue
             kind, content = msg["msg_type"], msg["content"]
             if kind == "execute_input":
-                count = content.get("execution_count", 0)
                 send({"k": "start", "id": req.get("id", ""), "n": count})
                 started = True
             elif kind == "stream":
@@ -133,11 +225,15 @@ def jupyter_main():
                 send({"k": "result", "main": kind == "execute_result", "data": data})
             elif kind == "error":
                 name = content.get("ename", "Error")
-                status = "interrupted" if name == "KeyboardInterrupt" else "error"
+                status = "interrupted" if name in ("KeyboardInterrupt", "Interrupted") else "error"
                 send({"k": "error", "name": name, "value": content.get("evalue", ""),
                       "traceback": "\n".join(content.get("traceback", []))})
             elif kind == "status" and content.get("execution_state") == "idle":
                 break
+        # Put back what the run's own variables covered: the context's
+        # value, or none.
+        quietly(env_code(language, {k: os.environ[k] for k in extra if k in os.environ},
+                         [k for k in extra if k not in os.environ]))
         if not started:
             send({"k": "start", "id": req.get("id", ""), "n": count})
         send({"k": "done", "id": req.get("id", ""), "n": count, "status": status,
@@ -152,7 +248,11 @@ def jupyter_main():
     os._exit(0)
 
 
+LANGUAGE = argument("kiln-language") or "python"
 if JUPYTER:
-    jupyter_main()
-else:
+    jupyter_main(LANGUAGE)
+elif LANGUAGE == "python":
     main()
+else:
+    refuse_main(LANGUAGE, "a %s context needs Jupyter (ipykernel, jupyter_client) and a %s "
+                "kernel in the image (code-interpreter-v1 has them)" % (LANGUAGE, LANGUAGE))

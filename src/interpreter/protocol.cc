@@ -1,6 +1,7 @@
 #include "interpreter/protocol.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/json_bounded.h"
 
@@ -8,14 +9,30 @@ namespace kiln::interpreter {
 
 using nlohmann::json;
 
+namespace {
+constexpr std::pair<Language, std::string_view> kLanguageNames[] = {
+    {Language::kPython, "python"},
+    {Language::kJavaScript, "javascript"},
+    {Language::kTypeScript, "typescript"},
+    {Language::kR, "r"},
+    {Language::kJava, "java"},
+    {Language::kBash, "bash"}};
+}  // namespace
+
 std::optional<Language> ParseLanguage(std::string_view name) {
-  if (name == "python") return Language::kPython;
-  if (name == "javascript") return Language::kJavaScript;
+  for (const auto& [language, n] : kLanguageNames)
+    if (n == name) return language;
   return std::nullopt;
 }
 
 std::string_view LanguageName(Language language) {
-  return language == Language::kPython ? "python" : "javascript";
+  for (const auto& [l, n] : kLanguageNames)
+    if (l == language) return n;
+  return "python";
+}
+
+bool RunsOnNode(Language language) {
+  return language == Language::kJavaScript || language == Language::kTypeScript;
 }
 
 bool ValidContextId(std::string_view id) {

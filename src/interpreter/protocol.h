@@ -19,12 +19,21 @@
 
 namespace kiln::interpreter {
 
-enum class Language { kPython, kJavaScript };
-// "python", "javascript"; nullopt for anything else.
+// Python and JavaScript run kiln's own kernels wherever the image has
+// python3 or node (Python on IPython where it has ipykernel); TypeScript is
+// JavaScript's kernel with the image's `typescript` package; R, Java and
+// Bash need the image's Jupyter kernel for them (code-interpreter-v1 has
+// IRkernel, JJava and bash_kernel).
+enum class Language { kPython, kJavaScript, kTypeScript, kR, kJava, kBash };
+// "python", "javascript", "typescript", "r", "java", "bash"; nullopt for
+// anything else.
 std::optional<Language> ParseLanguage(std::string_view name);
 std::string_view LanguageName(Language language);
-// For error messages: "python, javascript".
-inline constexpr std::string_view kLanguagesOffered = "python, javascript";
+// For error messages.
+inline constexpr std::string_view kLanguagesOffered =
+    "python, javascript, typescript, r, java, bash";
+// Whether node runs the language's kernel (else python3 does).
+bool RunsOnNode(Language language);
 
 // A context id: [a-z0-9][a-z0-9-]*, at most 63 characters (the reference's).
 bool ValidContextId(std::string_view id);

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from client import Client
 from lib.venvs import UNREACHABLE, setup_venv_or_fresh  # noqa: F401 (UNREACHABLE: other modules import it here)
 
 HERE = Path(__file__).resolve().parent
@@ -141,3 +142,26 @@ def e2b_create_until_built(kilnd, key, template, within=900):
             return body
         assert time.monotonic() < deadline, f"{template} was not built in {within} s"
         time.sleep(5)
+
+
+@pytest.fixture(scope="module")
+def interpreter_template(kilnd, api, e2b_key):
+    """code-interpreter-v1 as kilnd builds it on the first create that needs it: once, the
+    operator's, and every key's sandboxes boot it."""
+    made = e2b_create_until_built(kilnd, e2b_key[1], "code-interpreter-v1")
+    built = api.ok("GET", "/v1/images", query={"name": "code-interpreter-v1"})["data"]
+    assert len(built) == 1 and built[0]["state"] == "ready", built
+    assert built[0]["labels"].get("kiln.front-image") == "kilnd", built
+    owner = Client(kilnd.url, key=e2b_key[0])
+    assert owner.ok("GET", "/v1/images", query={"name": "code-interpreter-v1"})["data"] == []
+    out = api.sh(made["sandboxID"], "python3 -c 'import numpy, pandas, matplotlib; "
+                 "print(matplotlib.get_backend())'")
+    assert out.strip() == "Agg", out  # the recipe's MPLBACKEND
+    api.request("DELETE", f"/v1/sandboxes/{made['sandboxID']}")
+    # Another key boots the same image at once: it is built once, for every key.
+    other = api.ok("POST", "/v1/keys", json={"name": "e2b-second"})["secret"]
+    again = e2b_create_until_built(kilnd, "e2b_" + other[len("kiln_"):], "code-interpreter-v1",
+                                   within=60)
+    api.request("DELETE", f"/v1/sandboxes/{again['sandboxID']}")
+    assert len(api.ok("GET", "/v1/images", query={"name": "code-interpreter-v1"})["data"]) == 1
+    return built[0]["id"]

@@ -6,35 +6,10 @@ and a matplotlib chart as a PNG from the code-interpreter-v1 template: the
 image kilnd builds on its first need (issue 44, item 5; numpy, pandas and
 matplotlib from PyPI), once, under the operator's key, for every key.
 """
-import pytest
-
-from client import Client
-from e2b_clients import (GROUP, e2b_create_until_built, e2b_env, e2b_http, e2b_key,  # noqa: F401
-                         e2b_node, e2b_python, run_node, run_python)
+from e2b_clients import (GROUP, e2b_env, e2b_http, e2b_key, e2b_node, e2b_python,  # noqa: F401
+                         interpreter_template, run_node, run_python)
 
 pytestmark = GROUP
-
-@pytest.fixture(scope="module")
-def interpreter_template(kilnd, api, e2b_key):
-    """code-interpreter-v1 as kilnd builds it on the first create that needs it: once, the
-    operator's, and every key's sandboxes boot it."""
-    made = e2b_create_until_built(kilnd, e2b_key[1], "code-interpreter-v1")
-    built = api.ok("GET", "/v1/images", query={"name": "code-interpreter-v1"})["data"]
-    assert len(built) == 1 and built[0]["state"] == "ready", built
-    assert built[0]["labels"].get("kiln.front-image") == "kilnd", built
-    owner = Client(kilnd.url, key=e2b_key[0])
-    assert owner.ok("GET", "/v1/images", query={"name": "code-interpreter-v1"})["data"] == []
-    out = api.sh(made["sandboxID"], "python3 -c 'import numpy, pandas, matplotlib; "
-                 "print(matplotlib.get_backend())'")
-    assert out.strip() == "Agg", out  # the recipe's MPLBACKEND
-    api.request("DELETE", f"/v1/sandboxes/{made['sandboxID']}")
-    # Another key boots the same image at once: it is built once, for every key.
-    other = api.ok("POST", "/v1/keys", json={"name": "e2b-second"})["secret"]
-    again = e2b_create_until_built(kilnd, "e2b_" + other[len("kiln_"):], "code-interpreter-v1",
-                                   within=60)
-    api.request("DELETE", f"/v1/sandboxes/{again['sandboxID']}")
-    assert len(api.ok("GET", "/v1/images", query={"name": "code-interpreter-v1"})["data"]) == 1
-    return built[0]["id"]
 
 
 def test_python_run_code_keeps_variables_streams_and_errors(e2b_python, e2b_env):

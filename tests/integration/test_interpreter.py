@@ -198,6 +198,31 @@ def test_bad_input(api, sid):
                  issue_path="body.cwd")
 
 
+def test_a_runs_own_env_is_put_back(api, sid):
+    """`env` on a run: over the context's environment for that run alone (kiln's stdlib
+    kernel and its JavaScript kernel here; Jupyter's kernels in test_e2b_kernels.py)."""
+    b = _base(sid)
+    assert_error(api.post(f"{b}:run", json={"code": "1", "env": {"1BAD": "x"}}), 400,
+                 "invalid_request", issue_path="body.env")
+    read = "import os; os.environ.get('RUN_ONLY', 'unset')"
+    assert value(run(api, sid, read, env={"RUN_ONLY": "here"})) == "'here'"
+    assert value(run(api, sid, read)) == "'unset'"
+    if run(api, sid, "import shutil; shutil.which('node') is not None")["results"][0]["data"]["text/plain"] == "True":
+        js = "process.env.RUN_ONLY || 'unset'"
+        assert value(run(api, sid, js, language="javascript", env={"RUN_ONLY": "js"})) == "js"
+        assert value(run(api, sid, js, language="javascript")) == "unset"
+
+
+def test_a_language_without_its_kernel_answers_why(api, sid):
+    """R, Java and Bash need the image's Jupyter kernels (code-interpreter-v1 has them); in
+    kiln's base each run of one ends with the reason, and the context stays up."""
+    for language in ("r", "java", "bash"):
+        e = run(api, sid, "1", language=language)
+        assert e["status"] == "error" and e["error"]["name"] == "KernelNotFound", e
+        assert "code-interpreter-v1" in e["error"]["value"], e
+    assert contexts(api, sid)["r"]["state"] == "running"
+
+
 def test_output_flood_is_capped(api, sid):
     e = run(api, sid, "import sys\nfor _ in range(3000): sys.stdout.write('x' * 1000 + '\\n')\n'done'")
     assert value(e) == "'done'"

@@ -40,10 +40,12 @@ export interface InterpreterContext {
 }
 
 export interface RunOptions {
-  language?: "python" | "javascript";
+  language?: "python" | "javascript" | "typescript" | "r" | "java" | "bash";
   context?: string;
   /** Interrupt the cell after this long (default 60 000; 0 = never). */
   timeoutMs?: number;
+  /** Environment variables for this run alone, put back after it. */
+  env?: Record<string, string>;
   onStdout?: (text: string) => void;
   onStderr?: (text: string) => void;
   onResult?: (result: ExecutionResult) => void;

@@ -16,9 +16,10 @@ _GRACE_S = 60.0
 
 
 def run_body(code: str, language: Optional[str], context: Optional[str],
-             timeout_ms: Optional[int]) -> Dict[str, Any]:
+             timeout_ms: Optional[int], env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     body: Dict[str, Any] = {"code": code}
-    for name, value in (("language", language), ("context", context), ("timeoutMs", timeout_ms)):
+    for name, value in (("language", language), ("context", context), ("timeoutMs", timeout_ms),
+                        ("env", env)):
         if value is not None:
             body[name] = value
     return body
@@ -92,11 +93,13 @@ class Interpreter:
 
     def run(self, code: str, language: Optional[str] = None, context: Optional[str] = None,
             timeout_ms: Optional[int] = None, on_stdout: Callback = None, on_stderr: Callback = None,
-            on_result: Callback = None, on_error: Callback = None) -> Dict[str, Any]:
+            on_result: Callback = None, on_error: Callback = None,
+            env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
         """Runs a cell; the Execution dict (`status`, `stdout`, `stderr`, `results` of MIME
         bundles, `error`). With a callback the run streams: output reaches it as it happens.
-        A cell's error is a result (`status: "error"`), not an exception. Not retried."""
-        body = run_body(code, language, context, timeout_ms)
+        A cell's error is a result (`status: "error"`), not an exception. Not retried.
+        `env`: environment variables for this run alone, put back after it."""
+        body = run_body(code, language, context, timeout_ms, env)
         timeout = http_timeout(timeout_ms)
         if not (on_stdout or on_stderr or on_result or on_error):
             return self._t.request("POST", self._base + ":run", json=body, timeout=timeout, retry=False).json()

@@ -30,4 +30,5 @@ def test_a_failure_raises_the_api_error():
 def test_bodies_and_deadlines():
     assert run_body("1", None, None, None) == {"code": "1"}
     assert run_body("1", "python", "c", 0) == {"code": "1", "language": "python", "context": "c", "timeoutMs": 0}
+    assert run_body("1", "r", None, None, {"A": "b"}) == {"code": "1", "language": "r", "env": {"A": "b"}}
     assert http_timeout(None) == 120.0 and http_timeout(1000) == 61.0 and http_timeout(0) > 86400

@@ -20,6 +20,7 @@
 #include "api/validate.h"
 #include "common/contract.h"
 #include "common/ids.h"
+#include "common/strings.h"
 #include "common/time.h"
 #include "interpreter/interpreter.h"
 
@@ -62,15 +63,19 @@ std::string DumpLine(const json& j) {
 // bounds how many wait at once).
 constexpr int64_t kBusyWaitMs = 60000;
 
-// E2B's language names onto kiln's kernels: python; js or javascript.
+// E2B's language names onto kiln's kernels (its server's normalize_language:
+// any case, js and ts for short).
 std::optional<interpreter::Language> ReadE2bLanguage(FieldReader& f) {
   auto name = f.String("language", 32);
   if (!name) return std::nullopt;
-  if (*name == "python") return interpreter::Language::kPython;
-  if (*name == "js" || *name == "javascript") return interpreter::Language::kJavaScript;
+  std::string n = AsciiLower(Trim(*name, " \t"));
+  if (n.empty()) return interpreter::Language::kPython;
+  if (n == "js") n = "javascript";
+  if (n == "ts") n = "typescript";
+  if (auto language = interpreter::ParseLanguage(n)) return language;
   throw ApiError(Code::kNotSupported,
-                 "language '" + name->substr(0, 32) +
-                     "' is not offered by kiln's interpreter: python, js (javascript)",
+                 "language '" + name->substr(0, 32) + "' is not offered by kiln's interpreter: " +
+                     std::string(interpreter::kLanguagesOffered) + " (js, ts for short)",
                  json{{"feature", "language " + name->substr(0, 32)}});
 }
 
@@ -97,12 +102,14 @@ void Execute(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
     if (!interpreter::ValidContextId(*c)) f.Issue("context_id", "is not a context's id");
     req.context = *c;
   }
-  if (const json* env = f.Raw("env_vars"); env && !(env->is_object() && env->empty()))
-    throw ApiError(Code::kNotSupported,
-                   "env_vars on run_code is not offered by kiln's interpreter: give a "
-                   "sandbox's envs at create",
-                   json{{"feature", "run_code envs"}});
+  if (auto env = f.StringMap("env_vars", 256, 256, 32768)) {
+    for (const auto& [k, v] : *env)
+      if (!ValidEnvName(k)) f.Issue("env_vars", "'" + k.substr(0, 64) + "' is not a variable name");
+    req.env = *env;
+  }
   f.Finish();
+  // E2B's contexts start in the user's home, as its commands do.
+  req.cwd = E2bHomeOf(t.sandbox->spec().run_as);
   // The client bounds the run (its timeout closes the connection, which
   // interrupts the code); kiln's cap is the last resort.
   req.timeout_ms = contract::kInterpreterTimeoutMs.max;
@@ -197,6 +204,7 @@ void Contexts(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
     if (spec.cwd && (spec.cwd->empty() || (*spec.cwd)[0] != '/'))
       f.Issue("cwd", "must be an absolute path");
     f.Finish();
+    if (!spec.cwd) spec.cwd = E2bHomeOf(t.sandbox->spec().run_as);
     ex.SendJson(200,
                 E2bContextJson(ValueOrThrow(interp.Create(RunningIo(ctx, ex, *t.sandbox), spec))));
     return;

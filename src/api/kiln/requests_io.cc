@@ -329,6 +329,11 @@ InterpreterRun ReadInterpreterRun(const json& body) {
   if (req.context && !interpreter::ValidContextId(*req.context))
     f.Issue("context", "must be [a-z0-9][a-z0-9-]*");
   req.timeout_ms = f.Int("timeoutMs", contract::kInterpreterTimeoutMs);
+  if (auto env = f.StringMap("env", 256, 256, 32768)) {
+    for (const auto& [k, v] : *env)
+      if (!ValidEnvName(k)) f.Issue("env", "'" + k + "' is not a variable name");
+    req.env = *env;
+  }
   r.stream = f.Bool("stream").value_or(false);
   // The reference's; a run whose client leaves is always interrupted here.
   f.Bool("interruptOnDisconnect");
