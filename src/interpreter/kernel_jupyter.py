@@ -43,6 +43,32 @@ def _kiln_setup():
     for module in ("pandas", "pandas.core.frame"):  # where pandas 3 and 2 say it lives
         data.for_type_by_name(module, "DataFrame", columns)
     ip.display_formatter.formatters[data.format_type] = data
+
+    # A matplotlib figure's chart (E2B's result.chart), by E2B's own
+    # e2b_charts where the image has it.
+    import importlib.util
+    if importlib.util.find_spec("e2b_charts"):
+        import json, sys
+
+        # By __call__, not a printer for Figure: matplotlib's inline backend
+        # drops every formatter's Figure printer when it starts.
+        class ChartFormatter(BaseFormatter):
+            format_type = Unicode("application/vnd.kiln.chart+json")
+            print_method = ObjectName("_repr_kiln_chart_")
+            _return_type = (dict,)
+
+            def __call__(self, obj):
+                figure = sys.modules.get("matplotlib.figure")
+                if figure is None or not isinstance(obj, figure.Figure):
+                    return None
+                from e2b_charts import chart_figure_to_dict
+                try:
+                    return json.loads(json.dumps(chart_figure_to_dict(obj))) or None
+                except Exception:  # a figure it cannot read: no chart, the PNG stays
+                    return None
+
+        charts = ChartFormatter(parent=ip.display_formatter)
+        ip.display_formatter.formatters[charts.format_type] = charts
 _kiln_setup()
 del _kiln_setup
 """
@@ -190,25 +216,17 @@ def jupyter_main(language):
         quietly(env_code(language, extra))
         msg_id = kc.execute(str(req.get("code", "")), store_history=True, allow_stdin=False)
         runs[0] += 1
-        count, sent, dropped, status = runs[0], {"stdout": 0, "stderr": 0}, {}, "ok"
-        started = False
-        while True:
-            try:
-                msg = kc.get_iopub_msg(timeout=1)
-            except Exception:  # queue.Empty: the kernel is quiet, or gone
-                if kernel.poll() is not None:
-                    send({"k": "error", "name": "KernelError", "value": "the kernel died",
-                          "traceback": ""})
-                    status = "error"
-                    break
-                continue
+        count, sent, dropped, status = runs[0], {"stdout": 0, "stderr": 0}, {}, ["ok"]
+        # Started now, not at the kernel's execute_input: nothing the kernel
+        # says for this run can come before it (kilnd skips what does).
+        send({"k": "start", "id": req.get("id", ""), "n": count})
+
+        def take(msg):
+            """Sends one of the kernel's messages for this run; whether it was the idle."""
             if msg["parent_header"].get("msg_id") != msg_id:
-                continue
+                return False
             kind, content = msg["msg_type"], msg["content"]
-            if kind == "execute_input":
-                send({"k": "start", "id": req.get("id", ""), "n": count})
-                started = True
-            elif kind == "stream":
+            if kind == "stream":
                 name = "stderr" if content.get("name") == "stderr" else "stdout"
                 text = content.get("text", "")
                 room = max(0, STREAM_CAP - sent[name])
@@ -225,18 +243,43 @@ def jupyter_main(language):
                 send({"k": "result", "main": kind == "execute_result", "data": data})
             elif kind == "error":
                 name = content.get("ename", "Error")
-                status = "interrupted" if name in ("KeyboardInterrupt", "Interrupted") else "error"
+                status[0] = "interrupted" if name in ("KeyboardInterrupt", "Interrupted") else "error"
                 send({"k": "error", "name": name, "value": content.get("evalue", ""),
                       "traceback": "\n".join(content.get("traceback", []))})
-            elif kind == "status" and content.get("execution_state") == "idle":
+            return kind == "status" and content.get("execution_state") == "idle"
+
+        while True:
+            try:
+                msg = kc.get_iopub_msg(timeout=1)
+            except Exception:  # queue.Empty: the kernel is quiet, or gone
+                if kernel.poll() is not None:
+                    send({"k": "error", "name": "KernelError", "value": "the kernel died",
+                          "traceback": ""})
+                    status[0] = "error"
+                    break
+                continue
+            if take(msg):
+                # What the kernel sent for this run after its idle (its reply
+                # comes last on the other socket): read up to the reply.
+                until = time.monotonic() + 2
+                while time.monotonic() < until:
+                    try:
+                        if kc.get_shell_msg(timeout=0.2)["parent_header"].get("msg_id") == msg_id:
+                            break
+                    except Exception:
+                        if kernel.poll() is not None:
+                            break
+                while True:
+                    try:
+                        take(kc.get_iopub_msg(timeout=0))
+                    except Exception:
+                        break
                 break
         # Put back what the run's own variables covered: the context's
         # value, or none.
         quietly(env_code(language, {k: os.environ[k] for k in extra if k in os.environ},
                          [k for k in extra if k not in os.environ]))
-        if not started:
-            send({"k": "start", "id": req.get("id", ""), "n": count})
-        send({"k": "done", "id": req.get("id", ""), "n": count, "status": status,
+        send({"k": "done", "id": req.get("id", ""), "n": count, "status": status[0],
               "dropped": dropped})
 
     for req in run_requests(stdin):

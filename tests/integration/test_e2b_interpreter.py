@@ -172,3 +172,33 @@ def test_js_run_code_errors_and_contexts(e2b_node, e2b_env):
     """)
     assert out == {"b": "42", "lines": ["from js client\n"], "err": ["NameError", True],
                    "inCtx": "3", "listed": True, "after": "False", "lang": "python"}, out
+
+
+def test_a_figure_carries_e2b_chart_data(e2b_python, e2b_env, interpreter_template):
+    """E2B's charts tests (code-interpreter python/tests/charts): a matplotlib figure's
+    result has `chart`, read by E2B's own e2b_charts in code-interpreter-v1, beside its PNG."""
+    out = run_python(e2b_python, e2b_env, """
+        from e2b_code_interpreter import Sandbox
+        from e2b_code_interpreter.charts import BarChart, LineChart
+        s = Sandbox.create(timeout=300)
+        bar = s.run_code("import matplotlib.pyplot as plt\\n"
+                         "plt.figure(figsize=(10, 6))\\n"
+                         "plt.bar(['A', 'B', 'C'], [100, 200, 300], label='Sold')\\n"
+                         "plt.xlabel('Authors'); plt.ylabel('Books'); plt.title('Sales')\\n"
+                         "plt.show()")
+        line = s.run_code("import numpy as np\\nx = np.linspace(0, 1, 5)\\n"
+                          "plt.plot(x, x * 2, label='double'); plt.title('Line'); plt.show()")
+        plain = s.run_code("1 + 1")
+        s.kill()
+        b, l = bar.results[0].chart, line.results[0].chart
+        out({"bar": [isinstance(b, BarChart), b.title, b.x_label, b.y_label,
+                     [e.label for e in b.elements], [e.value for e in b.elements],
+                     [e.group for e in b.elements], bool(bar.results[0].png)],
+             "line": [isinstance(l, LineChart), l.title, [e.label for e in l.elements],
+                      len(l.elements[0].points)],
+             "plain": [r.chart for r in plain.results]})
+    """, timeout=600)
+    assert out["bar"] == [True, "Sales", "Authors", "Books", ["A", "B", "C"], [100, 200, 300],
+                          ["Sold"] * 3, True], out
+    assert out["line"] == [True, "Line", ["double"], 5], out
+    assert out["plain"] == [None], out

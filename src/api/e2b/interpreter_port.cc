@@ -40,7 +40,7 @@ struct MimeKey {
   const char* mime;
   const char* key;
 };
-constexpr std::array<MimeKey, 11> kMimeKeys{{
+constexpr std::array<MimeKey, 12> kMimeKeys{{
     {"text/plain", "text"},
     {"text/html", "html"},
     {"text/markdown", "markdown"},
@@ -53,6 +53,8 @@ constexpr std::array<MimeKey, 11> kMimeKeys{{
     {"application/javascript", "javascript"},
     // A DataFrame's columns (the Jupyter kernel's, src/interpreter/kernel_jupyter.py).
     {"application/vnd.kiln.data+json", "data"},
+    // A figure's chart, by e2b_charts (the same bridge).
+    {"application/vnd.kiln.chart+json", "chart"},
 }};
 
 std::string DumpLine(const json& j) {

@@ -103,9 +103,10 @@ std::vector<FrontImages::Definition> ShippedFrontImages(const std::string& sandb
     files.push_back({{"path", kHostCa}, {"content", host.ca_bundle}});
     cert = std::string(" --cert ") + kHostCa;
   }
-  std::string pip = "python3 -m pip install --no-cache-dir --break-system-packages" + cert +
-                    " numpy pandas matplotlib pillow ipykernel jupyter_client bash_kernel jjava"
-                    " && python3 -m bash_kernel.install --sys-prefix";
+  std::string pip =
+      "python3 -m pip install --no-cache-dir --break-system-packages" + cert +
+      " numpy pandas matplotlib pillow ipykernel jupyter_client bash_kernel jjava e2b_charts"
+      " && python3 -m bash_kernel.install --sys-prefix";
   std::string npm = "npm install -g --no-fund --no-audit" +
                     (cert.empty() ? std::string() : std::string(" --cafile ") + kHostCa) +
                     " typescript@5.9.3";  // 7 and later are native, without transpileModule
