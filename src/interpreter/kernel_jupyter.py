@@ -183,19 +183,22 @@ def jupyter_main(language):
         except Exception:
             break
 
-    def quietly(code):
-        """Runs code with no output kept and waits for it."""
-        if not code:
-            return
-        msg_id = kc.execute(code, silent=True, store_history=False)
-        until = time.monotonic() + 60
+    def await_reply(msg_id, seconds, poll):
+        """Reads the shell socket up to the reply to msg_id (others dropped),
+        for at most `seconds` or until the kernel ends."""
+        until = time.monotonic() + seconds
         while time.monotonic() < until:
             try:
-                if kc.get_shell_msg(timeout=1)["parent_header"].get("msg_id") == msg_id:
+                if kc.get_shell_msg(timeout=poll)["parent_header"].get("msg_id") == msg_id:
                     return
             except Exception:
                 if kernel.poll() is not None:
                     return
+
+    def quietly(code):
+        """Runs code with no output kept and waits for it."""
+        if code:
+            await_reply(kc.execute(code, silent=True, store_history=False), 60, 1)
 
     if language == "python":
         quietly(KILN_SETUP)
@@ -261,14 +264,7 @@ def jupyter_main(language):
             if take(msg):
                 # What the kernel sent for this run after its idle (its reply
                 # comes last on the other socket): read up to the reply.
-                until = time.monotonic() + 2
-                while time.monotonic() < until:
-                    try:
-                        if kc.get_shell_msg(timeout=0.2)["parent_header"].get("msg_id") == msg_id:
-                            break
-                    except Exception:
-                        if kernel.poll() is not None:
-                            break
+                await_reply(msg_id, 2, 0.2)
                 while True:
                     try:
                         take(kc.get_iopub_msg(timeout=0))
