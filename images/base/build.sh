@@ -37,10 +37,10 @@ chroot "$tmp" /usr/sbin/useradd -u 1000 -g 1000 -d /workspace -M -s /bin/bash us
 mkdir -p "$tmp/workspace"
 chown 1000:1000 "$tmp/workspace"
 # E2B's templates keep the user's home at /home/user, and E2B's clients and
-# tests name it: here it is the same folder.
-mkdir -p "$tmp/home"
-ln -s /workspace "$tmp/home/user"
-chown -h 1000:1000 "$tmp/home/user"
+# tests name it: kiln-agent binds /workspace onto this empty folder at boot,
+# so it is the same folder and getcwd() there says /home/user.
+mkdir -p "$tmp/home/user"
+chown 1000:1000 "$tmp/home/user"
 # gVisor mounts a tmpfs (sandbox memory, no size) over an empty /tmp. A file
 # in it keeps /tmp on the sandbox's disk: the root overlay, diskMiB of host
 # disk, part of every snapshot.

@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/event_loop.h"
+#include "agent/home_alias.h"
 #include "agent/sudo.h"
 #include "common/unique_fd.h"
 
@@ -29,7 +30,8 @@ int main(int argc, char** argv) {
     std::printf("kiln-agent %s\n", KILN_VERSION);
     return 0;
   }
-  kiln::agent::TheRunAs();  // read (and drop) KILN_RUN_AS before anything runs
+  // Read (and drop) KILN_RUN_AS before anything runs.
+  kiln::agent::SetUpHomeAlias(kiln::agent::TheRunAs());
   // PID 1 must not die of a stray signal; commands get defaults back.
   for (int sig :
        {SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU})

@@ -19,10 +19,13 @@ json BuildOciSpec(const CreateParams& p, const SpecPaths& paths) {
   // SYS_PTRACE, which gVisor keeps inside the sandbox: the agent (root)
   // reads /proc/<pid>/environ of the user's processes to find what a
   // command left behind, and current gVisor checks ptrace access there.
-  json caps =
-      json::array({"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
-                   "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-                   "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE", "CAP_SYS_PTRACE"});
+  // And SYS_ADMIN for PID 1's first step only: it binds /workspace onto
+  // /home/user, then drops it from its bounding set before anything else
+  // runs (agent/home_alias.h).
+  json caps = json::array({"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+                           "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+                           "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+                           "CAP_SYS_PTRACE", "CAP_SYS_ADMIN"});
   json mounts = json::array({
       {{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
       {{"destination", "/dev"},

@@ -159,7 +159,7 @@ Result<io::ProcessInfo> StartKernel(const io::SandboxIo& io, Language language,
   spec.command.env.emplace("MPLBACKEND", "Agg");
   spec.command.cwd = cwd;
   // Its folder by the name it was given, as a shell started there has it
-  // (bash's pwd, Java's user.dir: E2B's /home/user is a link in kiln's base).
+  // (bash's pwd, Java's user.dir; in images whose /home/user is a link).
   if (cwd) spec.command.env.emplace("PWD", *cwd);
   spec.stdin_pipe = !tombstone;
   auto p = io.ProcessStart(spec);

@@ -39,8 +39,9 @@ def test_r_java_bash_and_typescript_contexts(e2b_python, e2b_env, interpreter_te
                      "p.n * 7", "ts"),
                    r("const bad: = 1", "ts")],
         }
-        # kiln's base links /home/user to /workspace: what getcwd() reads there.
-        got["home"] = s.commands.run("realpath /home/user").stdout.strip()
+        got["home"] = ["".join(s.run_code("import os; print(os.getcwd())").logs.stdout).strip(),
+                       s.run_code("process.cwd()", language="js").text,
+                       s.commands.run("pwd").stdout.strip()]
         ctx = s.create_code_context(language="r")
         got["context"] = [ctx.language, r("exists('x')", None, context=ctx)["results"]]
         got["listed"] = sorted({c.language for c in s.list_code_contexts()})
@@ -50,15 +51,16 @@ def test_r_java_bash_and_typescript_contexts(e2b_python, e2b_env, interpreter_te
     r, java, bash, ts = out["r"], out["java"], out["bash"], out["ts"]
     assert [x["error"] for x in r + java + bash + ts[:3]] == [None] * 17, out
     assert r[0]["stdout"] == ['[1] "Hello, World!"\n'], r
-    home = out["home"]
-    assert r[1]["results"] == ['[1] "seen"'] and r[2]["results"] == [f'[1] "{home}"'], r
+    # E2B's test_cwd: every language's getcwd() in /home/user.
+    assert out["home"] == ["/home/user"] * 3, out
+    assert r[1]["results"] == ['[1] "seen"'] and r[2]["results"] == ['[1] "/home/user"'], r
     assert r[4]["results"] == ["[1] 42"], r
     assert java[0]["stdout"] == ["Hello, World!\n"], java
     assert [java[i]["text"] for i in (1, 2, 4)] == ["seen", "/home/user", "42"], java
     assert bash[0]["stdout"] == ["seen\n"] and bash[1]["stdout"] == ["/home/user\n"], bash
     assert bash[3]["stdout"] == ["6\n"], bash
     assert ts[0]["stdout"] == ["Hello, World!\n"], ts
-    assert ts[1]["text"] == home and ts[2]["text"] == "42", ts
+    assert ts[1]["text"] == "/home/user" and ts[2]["text"] == "42", ts
     assert ts[3]["error"][0] == "SyntaxError", ts
     # A new R context is its own kernel: the default one's x is not in it.
     assert out["context"] == ["r", ["[1] FALSE"]], out

@@ -60,3 +60,25 @@ def test_the_code_interpreter_example_builds_and_plots(kilnd, api, tmp_path):
         assert summary[lib][0].isdigit(), summary
     image = api.ok("GET", f"/v1/images/{summary['image']}")
     assert image["state"] == "ready" and image["source"] == "recipe" and image["warm"] is True
+
+
+def test_home_user_is_the_workspace_under_its_own_name(api, sandboxes):
+    """E2B's clients work in /home/user, kiln's in /workspace: one folder, and
+    getcwd() in each reads back the name it was entered by (a symlink would
+    say /workspace for both). Forks keep it; the sandbox's root cannot mount."""
+    s = sandboxes.create()
+    cwd = "python3 -c 'import os; print(os.getcwd())' && node -e 'console.log(process.cwd())'"
+    assert api.sh(s["id"], f"cd /home/user && {cwd}") == "/home/user\n/home/user\n"
+    assert api.sh(s["id"], cwd) == "/workspace\n/workspace\n"
+    api.write_file(s["id"], "/workspace/seen.txt", b"one folder")
+    assert api.sh(s["id"], "cat /home/user/seen.txt; echo; stat -c %U /home/user") == "one folder\nuser\n"
+    # PID 1 bound it with CAP_SYS_ADMIN, then dropped it from everything.
+    r = api.exec(s["id"], command="sudo mount -t tmpfs none /mnt", timeoutMs=30000)
+    assert r["exitCode"] != 0, r
+    bounds = api.sh(s["id"], "sudo grep -h CapBnd /proc/1/status /proc/self/status")
+    for line in bounds.splitlines():
+        assert not int(line.split()[1], 16) & (1 << 21), bounds  # CAP_SYS_ADMIN
+    fork = api.ok("POST", f"/v1/sandboxes/{s['id']}:fork", json={"count": 1})["sandboxes"][0]
+    sandboxes.ids.append(fork["id"])
+    assert api.sh(fork["id"], f"cd /home/user && cat seen.txt && echo && {cwd}") == \
+        "one folder\n/home/user\n/home/user\n"

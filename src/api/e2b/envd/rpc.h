@@ -27,7 +27,7 @@ struct EnvdUser {
 };
 // The sandbox user's home as E2B's clients see it: the image's, except that
 // kiln's base (and what is built on it) keeps it at /workspace, where E2B's
-// templates keep it at /home/user: the base image links /home/user there,
+// templates keep it at /home/user: kiln-agent binds /workspace there,
 // and E2B's clients are shown that name.
 std::string E2bHomeOf(const RunAs& run_as);
 // From `Authorization: Basic base64("name:")` (envd's) or, for /files, the
