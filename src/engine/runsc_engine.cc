@@ -135,7 +135,8 @@ std::string RunscVersion(const std::string& runsc) {
   return v.ok() ? *v : "";
 }
 
-RunscEngine::RunscEngine(RunscOptions options) : opts_(std::move(options)) {
+RunscEngine::RunscEngine(RunscOptions options)
+    : opts_(std::move(options)), agents_(opts_.state_dir + "/agents", opts_.agent_binary) {
   fs::create_directories(opts_.state_dir + "/sandboxes");
   fs::create_directories(opts_.state_dir + "/runsc");
   info_ = {"gvisor", opts_.runsc, RunscVersion(opts_.runsc), opts_.pinned_version};
@@ -189,7 +190,7 @@ Status PlaceUpperTar(const std::string& source, const std::string& dest) {
 
 Result<std::shared_ptr<AgentChannel>> RunscEngine::Create(const CreateParams& p) {
   UpperTar upper{!p.rootfs_upper_tar.empty(), p.rootfs_upper_tar};
-  return Launch(p, {"run", "--detach"}, upper);
+  return Launch(p, {"run", "--detach"}, upper, agents_.current());
 }
 
 Result<std::shared_ptr<AgentChannel>> RunscEngine::Restore(const CreateParams& p,
@@ -200,7 +201,9 @@ Result<std::shared_ptr<AgentChannel>> RunscEngine::Restore(const CreateParams& p
   boosted.rootfs_upper_tar.clear();
   std::error_code ec;
   UpperTar upper{fs::exists(checkpoint + "/" + kUpperMarker, ec), ""};
-  return Launch(boosted, {"restore", "--detach", "--image-path", checkpoint}, upper);
+  Result<std::optional<Sha256Digest>> agent = agents_.Of(checkpoint);
+  if (!agent.ok()) return agent.status();
+  return Launch(boosted, {"restore", "--detach", "--image-path", checkpoint}, upper, *agent);
 }
 
 Result<CheckpointStats> RunscEngine::Checkpoint(const std::string& id, const std::string& dir) {
@@ -232,6 +235,8 @@ Result<CheckpointStats> RunscEngine::Checkpoint(const std::string& id, const std
   // Its restores must name the upper tar this sandbox booted with.
   if (fs::exists(SandboxDir(id) + "/" + kUpperTarFile, ec))
     std::ofstream(tmp + "/" + kUpperMarker) << "the sandbox booted with a rootfs upper tar\n";
+  // And the agent build it runs.
+  AgentBinaries::Mark(tmp, AgentBinaries::MarkOf(SandboxDir(id)));
   for (const auto& e : fs::recursive_directory_iterator(tmp, ec)) {
     if (e.is_regular_file()) stats.bytes += e.file_size();
   }
@@ -255,17 +260,18 @@ Status RunscEngine::ExportUpper(const std::string& id, const std::string& tar_pa
   return Status::Ok();
 }
 
-Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(const CreateParams& p,
-                                                          const std::vector<std::string>& verb,
-                                                          const UpperTar& upper) {
+Result<std::shared_ptr<AgentChannel>> RunscEngine::Launch(
+    const CreateParams& p, const std::vector<std::string>& verb, const UpperTar& upper,
+    const std::optional<Sha256Digest>& agent) {
   auto fail = [](std::string message) { return Status(Code::kStartupFailed, std::move(message)); };
   int64_t t0 = MonotonicNowMs();
   std::string dir = SandboxDir(p.id);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return fail("cannot create " + dir + ": " + ec.message());
-  SpecPaths paths{p.rootfs, opts_.agent_binary, std::string(kCgroupParent) + "/" + p.id,
+  SpecPaths paths{p.rootfs, agents_.PathOf(agent), std::string(kCgroupParent) + "/" + p.id,
                   upper.annotate ? kUpperTarFile : ""};
+  AgentBinaries::Mark(dir, agent);
   if (upper.annotate) {
     if (Status placed = PlaceUpperTar(upper.source, dir + "/" + kUpperTarFile); !placed.ok()) {
       Destroy(p.id);

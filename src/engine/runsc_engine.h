@@ -2,6 +2,9 @@
 //
 // Layout under the state directory:
 //   sandboxes/<id>/config.json   OCI bundle (root = the image, read-only)
+//   sandboxes/<id>/kiln-agent.sha256  the agent build it runs (and so its
+//                                checkpoints need: agent_binaries.h)
+//   agents/<sha256>              each agent build sandboxes booted with
 //   sandboxes/<id>/agent.in      FIFO: kilnd -> agent (the sandbox's stdin)
 //   sandboxes/<id>/agent.out     FIFO: agent -> kilnd (the sandbox's stdout)
 //   sandboxes/<id>/agent.err     FIFO: the sandbox's stderr (runsc's and the
@@ -18,6 +21,7 @@
 #include <mutex>
 #include <string>
 
+#include "engine/agent_binaries.h"
 #include "engine/agent_conn.h"
 #include "engine/engine.h"
 #include "engine/memory_guard.h"
@@ -89,9 +93,11 @@ class RunscEngine : public Engine {
     bool annotate = false;
     std::string source;  // linked (or copied) in; "" = an empty tar
   };
+  // `agent`: the kiln-agent build it boots with (agent_binaries.h).
   Result<std::shared_ptr<AgentChannel>> Launch(const CreateParams& params,
                                                const std::vector<std::string>& verb,
-                                               const UpperTar& upper);
+                                               const UpperTar& upper,
+                                               const std::optional<Sha256Digest>& agent);
 
   // Lifts the host cgroup's limit from memoryMiB (what runsc read to size
   // the Sentry) to memoryMiB plus gVisor's headroom.
@@ -104,6 +110,7 @@ class RunscEngine : public Engine {
   void ContinueOnSilence(const std::string& id, AgentConnection& conn);
 
   RunscOptions opts_;
+  AgentBinaries agents_;
   EngineInfo info_;
   // Launches holding a runsc start slot (opts_.max_starts).
   std::mutex starts_mu_;
