@@ -105,10 +105,11 @@ def e2b_http(kilnd, method, path, key=None, body=None, raw=None, headers=None):
         return e.code, json.loads(text) if text else None
 
 
-def run_python(python, env, script, timeout=300):
-    """Runs `script` (after PY_PRELUDE) with E2B's Python SDK; the JSON its
-    last line printed."""
-    p = subprocess.run([python, "-c", PY_PRELUDE + textwrap.dedent(script)], env=env,
+def run_python(python, env, script, timeout=300, imports=""):
+    """Runs `script` (after PY_PRELUDE and a test file's `imports`) with E2B's
+    Python SDK; the JSON its last line printed."""
+    code = PY_PRELUDE + textwrap.dedent(imports) + textwrap.dedent(script)
+    p = subprocess.run([python, "-c", code], env=env,
                        capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}"
     return json.loads(p.stdout.strip().splitlines()[-1])

@@ -8,13 +8,12 @@ behaviour it holds kiln to.
   temporary file renamed over it (E2B's envd writes in place);
 - files.remove of a path that is not there is no error; get_info of a symlink gives the type
   of what it points to and that thing's absolute path;
-- the sandbox user's home is /home/user, as in E2B's templates (kiln's base links it to
-  /workspace): relative paths resolve there and commands start there;
+- the sandbox user's home is /home/user, as in E2B's templates (kiln's base's
+  /workspace bound there): relative paths resolve there and commands start there;
 - a lease that ends with autoPause and no autoResume leaves the sandbox paused until
   connect(), whatever the traffic; set_timeout(0) ends the lease at once;
 - get_metrics gives the meter's readings, one per 5 s, in the window asked.
 """
-import textwrap
 
 import pytest
 
@@ -30,7 +29,7 @@ from e2b import Sandbox, FileType, FilesystemEventType
 
 
 def py(e2b_python, env, script, timeout=300):  # noqa: F811
-    return run_python(e2b_python, env, PY + textwrap.dedent(script), timeout=timeout)
+    return run_python(e2b_python, env, script, timeout, imports=PY)
 
 
 def test_is_running_is_false_when_paused_or_killed(e2b_python, e2b_env):  # noqa: F811

@@ -7,7 +7,6 @@ hands the SDK envd's access token. Raw requests come in with the kiln key
 (`Authorization: Bearer`), which the sandbox plane takes for the sandbox's
 owner.
 """
-import hashlib
 import http.client
 import json
 import os
@@ -64,7 +63,7 @@ sbx = sandbox()
 
 
 def py(e2b_python, env, script, timeout=300):  # noqa: F811
-    return run_python(e2b_python, env, PY + textwrap.dedent(script), timeout=timeout)
+    return run_python(e2b_python, env, script, timeout, imports=PY)
 
 
 # ---- raw Connect ----
@@ -211,7 +210,7 @@ def test_commands_python(e2b_python, env):  # noqa: F811
     """)
     assert res["run"] == [0, "hello\nbar\n/tmp\n", "oops\n", "hello\nbar\n/tmp\n", "oops\n"]
     assert res["exit"] == [3, "before\n"]
-    assert res["whoami"] == ["user", "/home/user"]  # E2B's home (kiln's base links it to /workspace)
+    assert res["whoami"] == ["user", "/home/user"]  # E2B's home (kiln's /workspace, bound there)
     assert res["timeout"] != "none" and res["timeout_s"] < 15, res
     assert res["timed_out_gone"], "the command outlived its timeout"
     assert res["listed"] == ["/bin/bash", ["-l", "-c", "sleep 300"]]

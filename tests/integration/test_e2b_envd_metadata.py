@@ -12,7 +12,6 @@
 Each of these failed on kiln before: the SDKs refused them by the version kiln announced.
 """
 import gzip
-import textwrap
 
 import pytest
 
@@ -30,7 +29,7 @@ from e2b.sandbox.filesystem.filesystem import WriteEntry
 
 
 def py(e2b_python, env, script, timeout=300):  # noqa: F811
-    return run_python(e2b_python, env, PY + textwrap.dedent(script), timeout=timeout)
+    return run_python(e2b_python, env, script, timeout, imports=PY)
 
 
 def test_file_metadata_is_kept_as_the_files_attributes(e2b_python, e2b_env):  # noqa: F811
