@@ -8,20 +8,28 @@
 # ZeroMQ with a key made here. The kernel runs in this process group, so
 # kilnd's SIGKILL ends both; kilnd's SIGINT reaches a kernel whose spec says
 # interrupt by signal from the group, and one that says by message (JJava's:
-# a JVM would exit) as an interrupt_request sent from here.
+# a JVM would exit) as an interrupt_request sent from here. One before the
+# kernel has the run is kept here (jupyter_main's on_sigint).
 
 KILN_SETUP = r"""
 def _kiln_setup():
     ip = get_ipython()
     ip.run_line_magic("colors", "nocolor")
-    try:  # PIL's show() opens no viewer here: it shows the image, as E2B's does
-        from PIL import Image
+    try:  # PIL's show() opens no viewer here: it shows the image, as E2B's does,
+        from PIL import Image  # and a save to a named file shows it too (E2B's)
 
         def show(self, *args, **kwargs):
             from IPython.display import display
             display(self)
 
-        Image.Image.show = show
+        saved = Image.Image.save
+
+        def save(self, fp, format=None, **params):
+            if isinstance(fp, str):
+                show(self)
+            return saved(self, fp, format, **params)
+
+        Image.Image.show, Image.Image.save = show, save
     except Exception:
         pass
 
@@ -128,6 +136,25 @@ def kernel_command(language, conn):
 
 
 def jupyter_main(language):
+    # kilnd's SIGINT stands for the run it last sent. While the kernel starts,
+    # or between the bridge reading that run and handing it over, the kernel
+    # cannot take it (it would die starting, or ignores it between runs): the
+    # bridge keeps it, and that run, still waiting in stdin, is answered as
+    # interrupted when its turn comes. Set first: the imports below take a
+    # second, and a start is when a client's short timeout ends.
+    stdin = os.fdopen(os.dup(0), "rb")
+    # "idle", "taken" (a run read, not yet the kernel's), "executing" or
+    # "finishing".
+    state, cancelled, forward = ["idle"], [False], [None]
+
+    def on_sigint(*_):
+        if state[0] == "executing":
+            if forward[0]:
+                forward[0]()
+        elif state[0] == "taken" or (state[0] == "idle" and select.select([stdin], [], [], 0)[0]):
+            cancelled[0] = True
+
+    signal.signal(signal.SIGINT, on_sigint)
     import subprocess, tempfile, time
     from jupyter_client.blocking import BlockingKernelClient
     from jupyter_client.connect import write_connection_file
@@ -139,7 +166,6 @@ def jupyter_main(language):
     if command is None:
         refuse_main(language, why)
     argv, spec_env, interrupt_mode = command
-    stdin = os.fdopen(os.dup(0), "rb")
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     by_message = interrupt_mode == "message"
@@ -148,19 +174,17 @@ def jupyter_main(language):
     # Figures as a notebook shows them (plt.show(), a figure left open).
     if language == "python" and importlib.util.find_spec("matplotlib_inline"):
         env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    # A kernel interrupted by signal takes SIGINT from the group; one by
-    # message keeps it ignored (a JVM leaves an ignored SIGINT alone).
-    kernel_sigint = signal.SIG_IGN if by_message else signal.SIG_DFL
+    # The kernel starts with SIGINT ignored, so one while it starts is
+    # harmless. A kernel interrupted by signal then takes it from the group
+    # while it runs code (ipykernel's handlers set Python's own, R sets its
+    # own); one by message (a JVM would exit) gets it from here.
     kernel = subprocess.Popen(argv, stdin=devnull, stdout=devnull, stderr=devnull, env=env,
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, kernel_sigint))
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     kc = BlockingKernelClient(connection_file=conn)
     kc.load_connection_file()
     kc.start_channels(hb=False)
     if by_message:
-        signal.signal(signal.SIGINT, lambda *_: kc.control_channel.send(
-            kc.session.msg("interrupt_request", {})))
-    else:  # SIGINT is for the kernel's code, which gets it from the group.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        forward[0] = lambda: kc.control_channel.send(kc.session.msg("interrupt_request", {}))
     # Ready once it answers kernel_info. Not wait_for_ready: it calls a kernel
     # dead whose heartbeat has not begun within a second, and one starts
     # slower than that in a sandbox (a JVM's several seconds).
@@ -217,6 +241,9 @@ def jupyter_main(language):
     def run(req):
         extra = req.get("env") if isinstance(req.get("env"), dict) else {}
         quietly(env_code(language, extra))
+        if cancelled[0]:
+            return interrupted(req)
+        state[0] = "executing"
         msg_id = kc.execute(str(req.get("code", "")), store_history=True, allow_stdin=False)
         runs[0] += 1
         count, sent, dropped, status = runs[0], {"stdout": 0, "stderr": 0}, {}, ["ok"]
@@ -271,6 +298,7 @@ def jupyter_main(language):
                     except Exception:
                         break
                 break
+        state[0] = "finishing"  # a late interrupt is this run's, not the next's
         # Put back what the run's own variables covered: the context's
         # value, or none.
         quietly(env_code(language, {k: os.environ[k] for k in extra if k in os.environ},
@@ -278,8 +306,22 @@ def jupyter_main(language):
         send({"k": "done", "id": req.get("id", ""), "n": count, "status": status[0],
               "dropped": dropped})
 
+    def interrupted(req):
+        """A run interrupted before the kernel had it: answered, never run."""
+        cancelled[0] = False
+        send({"k": "start", "id": req.get("id", ""), "n": runs[0]})
+        send({"k": "error", "name": "KeyboardInterrupt", "value": "interrupted before it began",
+              "traceback": ""})
+        send({"k": "done", "id": req.get("id", ""), "n": runs[0], "status": "interrupted",
+              "dropped": {}})
+
     for req in run_requests(stdin):
-        run(req)
+        state[0] = "taken"
+        if cancelled[0]:
+            interrupted(req)
+        else:
+            run(req)
+        state[0] = "idle"
         if kernel.poll() is not None:
             break
     kc.stop_channels()

@@ -8,8 +8,9 @@
 //   GET /health.
 // A context is a kiln interpreter context (a kernel process in the
 // sandbox); the default one of a language is kiln's ("python").
+#include <algorithm>
 #include <array>
-#include <set>
+#include <map>
 #include <thread>
 
 #include "api/e2b/e2b.h"
@@ -64,6 +65,8 @@ std::string DumpLine(const json& j) {
 // How long a run waits for its busy context (the stream slot it holds
 // bounds how many wait at once).
 constexpr int64_t kBusyWaitMs = 60000;
+// How long a run that lost its kernel waits to see its sandbox stopping.
+constexpr int64_t kStopSettleMs = 3000;
 
 // E2B's language names onto kiln's kernels (its server's normalize_language:
 // any case, js and ts for short).
@@ -91,6 +94,18 @@ std::string ContextId(const std::string& id) {
     throw ApiError(Code::kContextNotFound, "context '" + id.substr(0, 64) + "' was not found",
                    json{{"contextId", id.substr(0, 64)}});
   return id;
+}
+
+// Whether a run ended because its sandbox is stopping: it lost its kernel
+// (a stop ends the sandbox's processes before its state says so, so the
+// state is given a moment to follow).
+bool StoppedUnder(const Result<interpreter::Execution>& run, const control::Sandbox& sandbox) {
+  if (run.ok() ? run->status != "lost" : run.status().code() != Code::kNotRunning)
+    return !run.ok() && !sandbox.running();
+  for (int64_t until = MonotonicNowMs() + kStopSettleMs;
+       sandbox.running() && MonotonicNowMs() < until;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return !sandbox.running();
 }
 
 void Execute(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
@@ -142,6 +157,13 @@ void Execute(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
     run = interpreter::SharedInterpreter().Run(sandbox, t.sandbox->id(), req, sink);
   }
   ctx.sandboxes.CommandFinished(t.sandbox);
+  // A sandbox stopped under the run (killed, its lease over): E2B's
+  // connection breaks with its sandbox, and its SDKs tell a kill by that
+  // (a broken stream, then is_running() false).
+  if (StoppedUnder(run, *t.sandbox)) {
+    if (begin()) ex.AbortStream();
+    return;
+  }
   // A refusal before the run began is an error answer the SDKs raise.
   if (!begun && !run.ok()) throw ApiError(run.status());
   if (!begin()) return;
@@ -177,22 +199,31 @@ void Contexts(ApiContext& ctx, Exchange& ex, const SandboxTarget& t) {
   const std::string& path = t.path;
   const std::string& method = ex.method();
   if (path == "/contexts" && method == "GET") {
-    json list = json::array();
-    std::set<std::string> listed;
-    for (const auto& c : ValueOrThrow(interp.List(RunningIo(ctx, ex, *t.sandbox)))) {
+    // As E2B's server lists them: its two default contexts (made with the
+    // sandbox) first, then the others as they were created. kiln starts a
+    // default on its first run and lists it before that, as E2B's clients
+    // expect to find it.
+    std::vector<interpreter::ContextInfo> others;
+    std::map<std::string, json> defaults;
+    for (auto& c : ValueOrThrow(interp.List(RunningIo(ctx, ex, *t.sandbox)))) {
       if (c.state == "dead") continue;
-      list.push_back(E2bContextJson(c));
-      listed.insert(c.id);
+      if (c.id == "python" || c.id == "javascript")
+        defaults[c.id] = E2bContextJson(c);
+      else
+        others.push_back(std::move(c));
     }
-    // E2B's server starts a Python and a JavaScript context with the
-    // sandbox; kiln starts each language's own on its first run, and lists
-    // it before that, as E2B's clients expect to find it.
+    std::stable_sort(others.begin(), others.end(),
+                     [](const auto& a, const auto& b) { return a.created_ms < b.created_ms; });
+    json list = json::array();
     for (auto language : {interpreter::Language::kPython, interpreter::Language::kJavaScript}) {
       std::string id(interpreter::LanguageName(language));
-      if (!listed.count(id))
-        list.push_back(
-            json{{"id", id}, {"language", id}, {"cwd", E2bHomeOf(t.sandbox->spec().run_as)}});
+      auto started = defaults.find(id);
+      list.push_back(
+          started != defaults.end()
+              ? started->second
+              : json{{"id", id}, {"language", id}, {"cwd", E2bHomeOf(t.sandbox->spec().run_as)}});
     }
+    for (const auto& c : others) list.push_back(E2bContextJson(c));
     ex.SendJson(200, list);
     return;
   }
@@ -247,6 +278,14 @@ json ResultLine(bool main, const json& data) {
     }
   }
   if (!extra.empty()) line["extra"] = extra;
+  // E2B's server takes a string's quotes off its text (its Result model):
+  // `os.getenv("K")` is `v`, not `'v'`.
+  if (line.contains("text") && line["text"].is_string()) {
+    std::string& text = line["text"].get_ref<std::string&>();
+    if (!text.empty() && (text.front() == '\'' || text.front() == '"') &&
+        text.back() == text.front())
+      text = text.size() < 2 ? "" : text.substr(1, text.size() - 2);
+  }
   return line;
 }
 

@@ -103,9 +103,13 @@ std::vector<FrontImages::Definition> ShippedFrontImages(const std::string& sandb
     files.push_back({{"path", kHostCa}, {"content", host.ca_bundle}});
     cert = std::string(" --cert ") + kHostCa;
   }
+  // The versions E2B's template pins (its requirements.txt), so code written
+  // against E2B's runs the same here (matplotlib 3.11 drops boxplot's
+  // `labels`, which E2B's own chart tests use).
   std::string pip =
       "python3 -m pip install --no-cache-dir --break-system-packages" + cert +
-      " numpy pandas matplotlib pillow ipykernel jupyter_client bash_kernel jjava e2b_charts"
+      " numpy==2.3.5 pandas==2.2.3 matplotlib==3.10.9 pillow==12.3.0 ipykernel==6.31.0"
+      " ipython==9.15.0 jupyter_client bash_kernel jjava e2b_charts"
       " && python3 -m bash_kernel.install --sys-prefix";
   std::string npm = "npm install -g --no-fund --no-audit" +
                     (cert.empty() ? std::string() : std::string(" --cafile ") + kHostCa) +

@@ -253,6 +253,20 @@ TEST(E2bControlTest, ExecuteLinesAreE2bsStream) {
   EXPECT_TRUE(ExecuteLine(json{{"k", "start"}}, 0).is_null());
 }
 
+// E2B's Result model: a string's quotes come off its text, nothing else does.
+TEST(E2bControlTest, AStringsTextLosesItsQuotesAsE2bsServerGivesIt) {
+  auto text = [](const std::string& plain) {
+    return ResultLine(true, json{{"text/plain", plain}})["text"].get<std::string>();
+  };
+  EXPECT_EQ(text("'supertest'"), "supertest");
+  EXPECT_EQ(text("\"it's\""), "it's");
+  EXPECT_EQ(text("''"), "");
+  EXPECT_EQ(text("'a\""), "'a\"");
+  EXPECT_EQ(text("[1, 'x']"), "[1, 'x']");
+  EXPECT_EQ(text("42"), "42");
+  EXPECT_EQ(ResultLine(true, json{{"text/html", "'<b>'"}})["html"], "'<b>'");
+}
+
 TEST(E2bControlTest, RefusalsNameTheFeatureOrAre404) {
   Status s = Unsupported("GET", "/e2b/volumes");
   EXPECT_EQ(s.code(), Code::kNotSupported);
