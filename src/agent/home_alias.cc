@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace kiln::agent {
 
@@ -21,17 +22,11 @@ constexpr const char* kAlias = "/home/user";
 bool IsEmptyDirectory(const char* path) {
   struct stat st;
   if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  DIR* d = opendir(path);
-  if (!d) return false;
-  bool empty = true;
-  while (dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
-  }
-  closedir(d);
-  return empty;
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(path), closedir);
+  if (!dir) return false;
+  while (dirent* e = readdir(dir.get()))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) return false;
+  return true;
 }
 
 // Out of the bounding set (no exec can gain it back) and out of PID 1's own
