@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/unique_fd.h"
 #include "images/context/build_context.h"
 #include "images/context/copy_step.h"
 #include "images/context/dockerignore.h"
@@ -26,6 +27,22 @@ namespace {
 // and /dev, /proc and /sys are the sandbox's own.
 const std::vector<std::string> kNotTheImages = {"opt/kiln", "run/kiln", "usr/bin/sudo",
                                                 "dev",      "proc",     "sys"};
+
+// True if every component of `path` is a real directory in `layer_dir`: an
+// upper layer's directory is in the image's root whatever the layers below
+// have, so a WORKDIR there needs no flattened root. Never follows a symlink.
+bool DirInLayer(const std::string& layer_dir, const std::string& path) {
+  UniqueFd dir(::open(layer_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return false;
+  for (const std::string& part : PathParts(path)) {
+    if (part.starts_with(".wh.")) return false;  // a whiteout marker, not a name
+    UniqueFd next(
+        ::openat(dir.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next.valid()) return false;
+    dir = std::move(next);
+  }
+  return true;
+}
 
 std::string EnvValue(const std::vector<std::string>& env, const std::string& key) {
   for (const auto& kv : env)
@@ -449,6 +466,12 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
   spec.chmod = copy.chmod;
   spec.add = copy.add;
   spec.max_unpacked_bytes = static_cast<uint64_t>(req_.build.max_image_mib) << 20;
+  Result<std::string> digest = CopySourcesDigest(spec);
+  if (!digest.ok()) return digest.status();
+  std::string key = CopyStepKey(ImageStorage::ChainId(st.layers).hex(), copy, spec.dest, *digest);
+  // The key names --chown as written, so a cached step needs no root: a
+  // flatten is seconds, and a minute on a busy disk.
+  if (TakeCached(st, key)) return Status::Ok();
   Result<std::string> parent_root = host_.Layers().EnsureRoot(st.layers);
   if (!parent_root.ok()) return parent_root.status();
   if (copy.chown) {
@@ -456,10 +479,6 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
     if (!u.ok()) return u.status();
     spec.chown = std::make_pair(u->uid, u->gid);
   }
-  Result<std::string> digest = CopySourcesDigest(spec);
-  if (!digest.ok()) return digest.status();
-  std::string key = CopyStepKey(ImageStorage::ChainId(st.layers).hex(), copy, spec.dest, *digest);
-  if (TakeCached(st, key)) return Status::Ok();
   std::string layer_dir = tmp_dir_ + "/copy-" + std::to_string(*step_);
   Result<CopyStats> copied = ApplyCopy(spec, *parent_root, layer_dir);
   if (!copied.ok()) {
@@ -477,16 +496,20 @@ Status Builder::CopyStep(BuiltImage& st, const CopyInstr& copy, const Step& step
 
 Status Builder::WorkdirStep(BuiltImage& st, const Step& step) {
   (void)step;
-  Result<std::string> root = host_.Layers().EnsureRoot(st.layers);
-  if (!root.ok()) return root.status();
-  if (OpenInRoot(*root, st.config.working_dir, O_RDONLY | O_DIRECTORY).ok()) return Status::Ok();
   // Docker creates a WORKDIR that does not exist: a layer of one directory.
+  // That layer, made before on this same chain, says it is missing again.
   LayerId key = WorkdirLayerId(ImageStorage::ChainId(st.layers).hex(), st.config.working_dir);
   if (host_.Layers().Layer(key)) {
     st.layers.push_back(key);
     host_.PinLayer(key);
     return Status::Ok();
   }
+  if (!st.layers.empty() &&
+      DirInLayer(host_.Layers().LayerDir(st.layers.back()), st.config.working_dir))
+    return Status::Ok();
+  Result<std::string> root = host_.Layers().EnsureRoot(st.layers);
+  if (!root.ok()) return root.status();
+  if (OpenInRoot(*root, st.config.working_dir, O_RDONLY | O_DIRECTORY).ok()) return Status::Ok();
   std::string dir = tmp_dir_ + "/workdir-" + std::to_string(*step_);
   std::error_code ec;
   fs::create_directories(dir + CleanPath(st.config.working_dir), ec);

@@ -221,25 +221,38 @@ uint64_t ImageStorage::DiskBytes() const { return DiskUsage(dir_); }
 PruneStats ImageStorage::Prune(const std::set<std::string>& keep_layers,
                                const std::set<std::string>& keep_roots, bool contexts) {
   PruneStats stats;
-  std::lock_guard lock(mu_);
-  // What goes is counted as it goes: measuring the whole store before and
-  // after walked every root (tens of thousands of links each) twice, and
-  // took most of kilnd's CPU in a build or a delete (perf,
-  // docs/notes/2026-12-02-image-store-and-build-logs.md).
-  uint64_t freed = 0;
+  // Under the lock, what goes is only renamed into tmp/; it is removed after.
+  // Removing a root (tens of thousands of links) took a minute on a busy
+  // disk, and a create's EnsureRoot waited on the lock all that time
+  // (docs/notes/2026-12-07-e2b-conformance.md). tmp/ is emptied at start,
+  // so a daemon stopped mid-removal leaves nothing behind.
+  std::vector<std::string> doomed;  // roots first: they hold links into the layers
+  std::unique_lock lock(mu_);
+  auto take = [&](const fs::path& path) {
+    std::string to =
+        dir_ + "/tmp/pruned-" + std::to_string(getpid()) + "-" + std::to_string(++tmp_seq_);
+    std::error_code ec;
+    fs::rename(path, to, ec);
+    if (ec) return false;
+    doomed.push_back(std::move(to));
+    return true;
+  };
   std::error_code ec;
-  // Roots first: they hold links into the layers.
-  for (const auto& e : fs::directory_iterator(dir_ + "/roots", ec)) {
-    if (keep_roots.count(e.path().filename())) continue;
-    if (RemoveTree(e.path(), &freed).ok()) ++stats.roots_removed;
-  }
+  std::vector<fs::path> names;
+  for (const auto& e : fs::directory_iterator(dir_ + "/roots", ec))
+    if (!keep_roots.count(e.path().filename())) names.push_back(e.path());
+  for (const auto& path : names)
+    if (take(path)) ++stats.roots_removed;
+  names.clear();
   for (const auto& e : fs::directory_iterator(dir_ + "/layers", ec)) {
     std::string name = e.path().filename();
-    if (name.ends_with(".json")) continue;
-    if (keep_layers.count(name)) continue;
-    fs::remove(e.path().string() + ".json", ec);
-    if (RemoveTree(e.path(), &freed).ok()) ++stats.layers_removed;
+    if (!name.ends_with(".json") && !keep_layers.count(name)) names.push_back(e.path());
   }
+  for (const auto& path : names) {
+    fs::remove(path.string() + ".json", ec);
+    if (take(path)) ++stats.layers_removed;
+  }
+  uint64_t freed = 0;
   if (contexts) {  // contexts/<key folder>/<sha256>
     for (const auto& key_dir : fs::directory_iterator(dir_ + "/contexts", ec)) {
       std::error_code ec2;
@@ -253,6 +266,11 @@ PruneStats ImageStorage::Prune(const std::set<std::string>& keep_layers,
       fs::remove(key_dir.path(), ec2);
     }
   }
+  lock.unlock();
+  // What is counted is what goes: measuring the whole store before and after
+  // walked every root twice, and took most of kilnd's CPU in a build or a
+  // delete (perf, docs/notes/2026-12-02-image-store-and-build-logs.md).
+  for (const auto& path : doomed) (void)RemoveTree(path, &freed);
   stats.bytes_freed = freed;
   return stats;
 }

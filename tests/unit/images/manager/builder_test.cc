@@ -194,6 +194,31 @@ TEST_F(BuilderTest, CopyFromANamedContextReadsThatUploadAndRebuildFromRunsTheRes
   EXPECT_FALSE(Build(file).ok());
 }
 
+TEST_F(BuilderTest, ACachedCopyAndAKnownWorkdirFlattenNoRoot) {
+  std::string tar = dir_.path() + "/piece.tar.gz";
+  WriteTar(tar, {TarEntry{"app", 'd', "", 0755}, TarEntry{"app/x.txt", 'f', "x\n"}});
+  Sha256Digest digest = Sha256Digest::Of("piece");
+  host_.contexts[digest.hex()] = tar;
+  auto with_piece = [&](ImageRequest& req) { req.named_contexts = {{"piece", digest}}; };
+  // /dest is the COPY's own directory (the top layer's); /nowhere is in no layer.
+  const std::string file =
+      "FROM base\nRUN echo hi\nCOPY --from=piece app /dest/\nWORKDIR /dest\nWORKDIR /nowhere\n";
+  auto built = Build(file, with_piece);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  ASSERT_EQ(built->layers.size(), 4u);  // base, RUN, COPY, the missing WORKDIR's directory
+  EXPECT_TRUE(
+      std::filesystem::is_directory(host_.Layers().LayerDir(built->layers[3]) + "/nowhere"));
+  EXPECT_EQ(built->config.working_dir, "/nowhere");
+  const std::string roots = dir_.path() + "/store/roots";
+  for (const auto& e : std::filesystem::directory_iterator(roots)) std::filesystem::remove_all(e);
+  // Built again from the cache, no step reads a root: none is flattened.
+  auto again = Build(file, with_piece);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->layers, built->layers);
+  EXPECT_EQ(host_.runs.size(), 1u);
+  EXPECT_TRUE(std::filesystem::is_empty(roots));
+}
+
 }  // namespace
 }  // namespace images_builder_test
 }  // namespace kiln::images

@@ -6,6 +6,7 @@ target_sources(kiln_unit_tests PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/front_image_recipes_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/builder_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/image_record_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/image_storage_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/upload_links_test.cc
 )
 target_link_libraries(kiln_unit_tests PRIVATE kiln_images)
