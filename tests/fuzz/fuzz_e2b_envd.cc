@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "api/e2b/envd/connect.h"
-#include "api/e2b/envd/multipart.h"
+#include "api/multipart.h"
 
 namespace {
 
 using kiln::Status;
-using kiln::api::e2b::MultipartReader;
+using kiln::api::MultipartReader;
 using kiln::api::e2b::connect::EnvelopeReader;
 
 struct Events final : MultipartReader::Handler {

@@ -7,6 +7,7 @@ target_sources(kiln_unit_tests PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/front_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/http_server_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/json_body_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/multipart_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/ports_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/rate_limit_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/request_target_test.cc

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/e2b/envd/gunzip.h"
-#include "api/e2b/envd/multipart.h"
+#include "api/multipart.h"
 #include "api/e2b/envd/rpc.h"
 #include "api/errors.h"
 #include "api/utf8.h"

@@ -12,7 +12,7 @@
 
 #include "common/status.h"
 
-namespace kiln::api::e2b {
+namespace kiln::api {
 
 class MultipartReader {
  public:
@@ -61,4 +61,4 @@ class MultipartReader {
   size_t parts_ = 0;
 };
 
-}  // namespace kiln::api::e2b
+}  // namespace kiln::api

@@ -1,12 +1,12 @@
 // A streaming multipart/form-data reader (see multipart.h).
-#include "api/e2b/envd/multipart.h"
+#include "api/multipart.h"
 #include "common/strings.h"
 
 #include <algorithm>
 #include <cctype>
 #include <map>
 
-namespace kiln::api::e2b {
+namespace kiln::api {
 namespace {
 
 constexpr size_t kMaxBoundary = 70;  // RFC 2046
@@ -199,4 +199,4 @@ Status MultipartReader::Finish() {
   return Status(Code::kInvalidRequest, "multipart: the body ended before its closing boundary");
 }
 
-}  // namespace kiln::api::e2b
+}  // namespace kiln::api

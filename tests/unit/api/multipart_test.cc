@@ -1,16 +1,16 @@
-// envd's streaming multipart/form-data reader
-// (src/api/e2b/envd/multipart.h): parts split at any byte, caps, and
+// The streaming multipart/form-data reader (E2B envd's uploads, Daytona's bulk uploads)
+// (src/api/multipart.h): parts split at any byte, caps, and
 // malformed bodies.
-#include "api/e2b/envd/multipart.h"
+#include "api/multipart.h"
 
 #include <gtest/gtest.h>
 
-namespace e2b_multipart_test {
+namespace multipart_test {
 namespace {
 
 using kiln::Code;
 using kiln::Status;
-using kiln::api::e2b::MultipartReader;
+using kiln::api::MultipartReader;
 
 struct Collect : MultipartReader::Handler {
   struct Got {
@@ -49,7 +49,7 @@ std::string Body(const std::string& boundary,
   return out;
 }
 
-TEST(E2bMultipart, BoundaryFromContentType) {
+TEST(Multipart, BoundaryFromContentType) {
   EXPECT_EQ(*MultipartReader::BoundaryOf("multipart/form-data; boundary=abc123"), "abc123");
   EXPECT_EQ(*MultipartReader::BoundaryOf("Multipart/Form-Data; charset=x; boundary=\"a b;c\""),
             "a b;c");
@@ -60,7 +60,7 @@ TEST(E2bMultipart, BoundaryFromContentType) {
   EXPECT_FALSE(MultipartReader::BoundaryOf("multipart/form-data; boundary=\"open").ok());
 }
 
-TEST(E2bMultipart, PartsSplitAtEveryByteComeOutWhole) {
+TEST(Multipart, PartsSplitAtEveryByteComeOutWhole) {
   // Data that looks like a delimiter but is not one, and binary bytes.
   std::string tricky = "line\r\n--bound\r\n--boundar";
   tricky += std::string("\0\xff end", 6);
@@ -83,7 +83,7 @@ TEST(E2bMultipart, PartsSplitAtEveryByteComeOutWhole) {
   }
 }
 
-TEST(E2bMultipart, LargePartStreamsInBoundedPieces) {
+TEST(Multipart, LargePartStreamsInBoundedPieces) {
   std::string big(1 << 20, 'z');
   std::string body = Body("B", {{"f", big}});
   Collect c;
@@ -95,7 +95,7 @@ TEST(E2bMultipart, LargePartStreamsInBoundedPieces) {
   EXPECT_LE(c.max_piece, 65536u);
 }
 
-TEST(E2bMultipart, PreambleFieldsAndEpilogue) {
+TEST(Multipart, PreambleFieldsAndEpilogue) {
   std::string body =
       "preamble to ignore\r\n--x\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi\r\n"
       "--x  \r\ncontent-disposition: form-data; name=file; filename=\"q\\\"uote\"\r\n\r\nD\r\n"
@@ -111,7 +111,7 @@ TEST(E2bMultipart, PreambleFieldsAndEpilogue) {
   EXPECT_EQ(c.parts[1].data, "D");
 }
 
-TEST(E2bMultipart, MalformedBodiesAreRefused) {
+TEST(Multipart, MalformedBodiesAreRefused) {
   auto refused = [](const std::string& body) {
     Collect c;
     MultipartReader r("x", &c);
@@ -134,7 +134,7 @@ TEST(E2bMultipart, MalformedBodiesAreRefused) {
   EXPECT_TRUE(refused(many + "--x--"));
 }
 
-TEST(E2bMultipart, HandlerErrorsStopTheReading) {
+TEST(Multipart, HandlerErrorsStopTheReading) {
   struct Refuse : Collect {
     Status OnPartData(std::string_view) override { return Status(Code::kNoSpace, "full"); }
   } h;
@@ -145,4 +145,4 @@ TEST(E2bMultipart, HandlerErrorsStopTheReading) {
 }
 
 }  // namespace
-}  // namespace e2b_multipart_test
+}  // namespace multipart_test
