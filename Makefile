@@ -9,7 +9,7 @@ RECIPE    := images/base/build.sh
 IMAGE     := $(IMAGES)/base-$(shell sha256sum $(RECIPE) | cut -c1-16)
 JOBS      := $(shell nproc)
 
-.PHONY: all packages setup setup-node setup-runsc setup-console ray-env e2b-env harbor-env playwright-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates sandboxfusion-image sandboxfusion-image-full sandboxfusion-languages
+.PHONY: all packages setup setup-node setup-runsc setup-console ray-env e2b-env daytona-env harbor-env playwright-env build build-demo asan fuzz-build fuzz soak image demo test unit integration hostile bench density format clean ci-fresh demo-fresh e2b-templates sandboxfusion-image sandboxfusion-image-full sandboxfusion-languages
 
 all: build
 
@@ -84,6 +84,9 @@ ray-env:
 e2b-env:
 	@$(STEP) e2b bash scripts/setup.sh e2b
 
+daytona-env:
+	@$(STEP) daytona bash scripts/setup.sh daytona
+
 # Harbor for test_harbor.py and bench/harbor.py (/opt/kiln/harbor-venv, on the
 # machine's Python >= 3.12). E2B's SDKs likewise (/opt/kiln/e2b-venv); the tests
 # use these when they hold the pinned versions, else install their own.
@@ -106,7 +109,7 @@ demo: packages
 # ones alone (they time neighbours, step the clock, compare host-wide state).
 IT_WORKERS ?= 3
 IT_ENV    := KILN_BIN_DIR=$(CURDIR)/$(ASAN)/bin KILN_IMAGE_DIR=$(IMAGES)
-test: setup ray-env e2b-env harbor-env playwright-env
+test: setup ray-env e2b-env daytona-env harbor-env playwright-env
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5 FUZZ_SEED=1
 	$(IT_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n $(IT_WORKERS) --dist loadgroup -m 'not serial and not languages' tests/integration
@@ -126,7 +129,7 @@ integration: build
 hostile: build
 	KILN_BIN_DIR=$(CURDIR)/$(BUILD)/bin KILN_IMAGE_DIR=$(IMAGES) $(PY) -m pytest -q tests/integration -m hostile
 
-bench: setup ray-env e2b-env harbor-env playwright-env build
+bench: setup ray-env e2b-env daytona-env harbor-env playwright-env build
 	$(PY) bench/runsc_flags.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/run.py --kilnd $(BUILD)/bin/kilnd
 	$(PY) bench/network.py --kilnd $(BUILD)/bin/kilnd

@@ -154,6 +154,20 @@ sys.exit(m.version('e2b') != '2.63.0' or m.version('e2b-code-interpreter') != '2
   echo "setup.sh: $E2B_PACKAGES in $venv"
 }
 
+# Daytona's Python SDK for test_daytona_sdk.py (/opt/kiln/daytona-venv); the
+# tests install their own when this one lacks the pinned version.
+DAYTONA_PACKAGES="daytona==0.226.1"
+step_daytona() {
+  local venv=/opt/kiln/daytona-venv
+  if ! "$venv/bin/python" -c "
+import importlib.metadata as m, sys
+sys.exit(m.version('daytona') != '0.226.1')" 2>/dev/null; then
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check $DAYTONA_PACKAGES
+  fi
+  echo "setup.sh: $DAYTONA_PACKAGES in $venv"
+}
+
 # The web console (console/): its npm packages from the lockfile, bundled
 # into build/console, which kilnd serves at /ui. Rebuilt when a source changed.
 step_console() {

@@ -26,6 +26,7 @@ class ImageManager;
 class StagedBuilds;
 class FrontImages;
 class PulledImages;
+class BuiltImages;
 }  // namespace kiln::images
 
 namespace kiln::api {
@@ -74,6 +75,9 @@ struct ApiContext {
   // OCI references a front boots as they are, pulled on first need as the
   // caller's image; null: refused.
   images::PulledImages* pulled_images = nullptr;
+  // Dockerfiles a front boots as they are (Daytona's buildInfo), built on
+  // first need as the caller's image; null: refused.
+  images::BuiltImages* built_images = nullptr;
   // E2B's creates: the metadata key naming the image to boot (slime's
   // image routing, --e2b-image-metadata-key); "" for none.
   std::string e2b_image_metadata_key;

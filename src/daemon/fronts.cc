@@ -3,6 +3,7 @@
 #include <string>
 
 #include "api/console/routes.h"
+#include "api/daytona/daytona.h"
 #include "api/e2b/e2b.h"
 #include "api/kiln/kiln.h"
 #include "api/kiln/openapi.h"
@@ -15,6 +16,7 @@ void AddFrontRoutes(api::Router& router, api::ApiContext& ctx,
                     const api::ConsoleFiles& console) {
   api::v1::AddKilnRoutes(router, ctx);
   api::AddPandaStackRoutes(router, ctx);
+  api::AddDaytonaRoutes(router, ctx);
   api::AddE2bRoutes(router, ctx);
   api::AddSandboxFusionRoutes(router, ctx, sandboxfusion);
   api::AddConsoleRoutes(router, console);
@@ -37,6 +39,7 @@ void ConfigureFront(api::ApiFront& front, api::ApiContext& ctx) {
   // Each vendor front's one error shape and key spelling (kiln's own: the rest).
   front.AddDialect(api::E2bDialect());
   front.AddDialect(api::PandaStackDialect());
+  front.AddDialect(api::DaytonaDialect());
   front.AddDialect(api::SandboxFusionDialect());
   front.AcceptTerminalTickets(ctx.tickets);
   front.AcceptSignedLinks(api::e2b::kUploadPrefix);

@@ -36,6 +36,7 @@
 #include "daemon/process_metrics.h"
 #include "egress/egress.h"
 #include "engine/runsc_engine.h"
+#include "images/manager/built_images.h"
 #include "images/manager/front_images.h"
 #include "images/manager/image_manager.h"
 #include "images/manager/pulled_images.h"
@@ -253,11 +254,13 @@ int main(int argc, char** argv) {
       },
       kiln::daemon::FrontImagesFrom(flags));
   kiln::images::PulledImages pulled_images(images);
+  kiln::images::BuiltImages built_images(images);
   kiln::api::ApiContext ctx{sandboxes, launcher, io, key_service, egress_pages, &images, &streams};
   ctx.tickets = &terminal_tickets;
   ctx.staged_builds = &staged_builds;
   ctx.front_images = &front_images;
   ctx.pulled_images = &pulled_images;
+  ctx.built_images = &built_images;
   ctx.e2b_image_metadata_key = flags.e2b_image_metadata_key;
   ctx.previews = &previews;
   ctx.relays = &relays;

@@ -109,7 +109,8 @@ def _call(b, t, method, path):
     values = {"pid": t.process["id"], "name": t.image_name, "digest": "0" * 64,
               "a": "sandboxes", "b": sid, "c": "fs", "d": "x", "wid": "w1", "port": "8000",
               "alias": t.image_name, "hash": "0" * 64, "build": t.image["id"],
-              "key": b.key}  # SandboxFusion's front: the caller's own key is in the path
+              "key": b.key,  # SandboxFusion's front: the caller's own key is in the path
+              "sid": "s1", "cid": t.process["id"]}  # Daytona's sessions and their commands
     if path.startswith(("/v1/snapshots/{id}", "/pandastack/v1/snapshots/{id}", "/e2b/templates/{id}")):
         values["id"] = snap
     elif path.startswith("/v1/images/{id}"):
@@ -156,6 +157,16 @@ def _call(b, t, method, path):
         ("post", "/e2b/v2/sandboxes"): {"templateID": t.image_name},
         ("post", "/e2b/sandboxes/{id}/timeout"): {"timeout": 3000},
         ("post", "/e2b/sandboxes/{id}/fork"): {"count": 1},
+        ("post", "/daytona/sandbox"): {"snapshot": t.image_name},
+        ("put", "/daytona/sandbox/{id}/labels"): {"labels": {"stolen": "yes"}},
+        ("post", "/daytona/sandbox/{id}/network-settings"): {"networkBlockAll": False},
+        ("post", "/daytona/toolbox/{id}/process/execute"): {"command": "cat /workspace/a.txt"},
+        ("post", "/daytona/toolbox/{id}/process/code-run"): {
+            "code": "print(open('/workspace/a.txt').read())", "language": "python"},
+        ("post", "/daytona/toolbox/{id}/process/session"): {"sessionId": "s1"},
+        ("post", "/daytona/toolbox/{id}/process/session/{sid}/exec"): {
+            "command": "cat /workspace/a.txt"},
+        ("post", "/daytona/toolbox/{id}/files/bulk-download"): {"paths": ["/workspace/a.txt"]},
     }
     body = bodies.get((method, path), body)
     if method == "put" and ("/files/" in path or "/fs" in path):
