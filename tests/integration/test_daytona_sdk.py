@@ -19,7 +19,7 @@ pytestmark = pytest.mark.xdist_group("daytona")
 PRELUDE = """
 import json, sys, time
 from daytona import (Daytona, CreateSandboxFromImageParams, CreateSandboxFromSnapshotParams,
-                     Image, ListSandboxesQuery, Resources, SessionExecuteRequest, FileUpload,
+                     CreateSnapshotParams, Image, ListSandboxesQuery, Resources, SessionExecuteRequest, FileUpload,
                      FileDownloadRequest)
 from daytona.common.errors import DaytonaError, DaytonaNotFoundError
 def out(v):
@@ -221,3 +221,33 @@ def test_an_image_reference_and_a_dockerfile_are_booted_and_refusals_name_the_fe
     assert got["stamp"] == "built\nx\n" and got["shape"] == [1, 1], got
     assert got["refused"]["volumes"][0] == 501 and "volumes" in got["refused"]["volumes"][1], got
     assert got["refused"]["gpu"][0] == 501 and "gpu" in got["refused"]["gpu"][1], got
+
+
+def test_a_snapshot_is_a_kiln_image_built_once_and_booted_by_name(daytona_python, daytona_env):
+    got = run(daytona_python, daytona_env, """
+        name = "dt-snap-" + str(int(time.time() * 1000))
+        image = Image.base("base").run_commands("echo from-snapshot > /tmp/stamp")
+        snap = daytona.snapshot.create(CreateSnapshotParams(name=name, image=image), timeout=600)
+        found = daytona.snapshot.get(name)
+        listed = [s.name for s in daytona.snapshot.list().items]
+        sandbox = daytona.create(CreateSandboxFromSnapshotParams(snapshot=name))
+        stamp = sandbox.process.exec("cat /tmp/stamp").result
+        sandbox.delete()
+        daytona.snapshot.delete(found)
+        try:
+            daytona.snapshot.get(name)
+            gone = "still there"
+        except DaytonaNotFoundError:
+            gone = "not found"
+        try:
+            daytona.volume.list()
+            volumes = "listed"
+        except DaytonaError as e:
+            volumes = [e.status_code, str(e)]
+        out({"state": snap.state, "same": found.id == snap.id, "listed": name in listed,
+             "stamp": stamp, "gone": gone, "volumes": volumes})
+    """, timeout=900)
+    assert got["state"] == "active" and got["same"] and got["listed"], got
+    assert got["stamp"] == "from-snapshot\n", got
+    assert got["gone"] == "not found", got
+    assert got["volumes"][0] == 501 and "volumes" in got["volumes"][1], got

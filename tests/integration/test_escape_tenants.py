@@ -113,7 +113,7 @@ def _call(b, t, method, path):
               "sid": "s1", "cid": t.process["id"]}  # Daytona's sessions and their commands
     if path.startswith(("/v1/snapshots/{id}", "/pandastack/v1/snapshots/{id}", "/e2b/templates/{id}")):
         values["id"] = snap
-    elif path.startswith("/v1/images/{id}"):
+    elif path.startswith(("/v1/images/{id}", "/daytona/snapshots/{id}")):  # Daytona: an image
         values["id"] = image
     elif path.startswith("/v1/keys/{id}"):
         values["id"] = t.key["id"]
@@ -158,6 +158,7 @@ def _call(b, t, method, path):
         ("post", "/e2b/sandboxes/{id}/timeout"): {"timeout": 3000},
         ("post", "/e2b/sandboxes/{id}/fork"): {"count": 1},
         ("post", "/daytona/sandbox"): {"snapshot": t.image_name},
+        ("post", "/daytona/snapshots"): {"name": "b-snap", "imageName": t.image_name},
         ("put", "/daytona/sandbox/{id}/labels"): {"labels": {"stolen": "yes"}},
         ("post", "/daytona/sandbox/{id}/network-settings"): {"networkBlockAll": False},
         ("post", "/daytona/toolbox/{id}/process/execute"): {"command": "cat /workspace/a.txt"},

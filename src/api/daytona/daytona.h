@@ -121,6 +121,9 @@ nlohmann::json Present(ApiContext& ctx, const Exchange& ex, const control::Sandb
 void AddProcessRoutes(Router& r, ApiContext& ctx);
 void AddSessionRoutes(Router& r, ApiContext& ctx);
 void AddFileRoutes(Router& r, ApiContext& ctx);
+// Daytona's snapshots (kiln images) and the refusal of its volumes
+// (routes_snapshots.cc).
+void AddSnapshotRoutes(Router& r, ApiContext& ctx);
 
 }  // namespace daytona
 }  // namespace kiln::api

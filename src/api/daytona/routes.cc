@@ -220,6 +220,7 @@ void AddDaytonaRoutes(Router& r, ApiContext& ctx) {
   AddProcessRoutes(r, ctx);
   AddSessionRoutes(r, ctx);
   AddFileRoutes(r, ctx);
+  AddSnapshotRoutes(r, ctx);
 }
 
 }  // namespace kiln::api
