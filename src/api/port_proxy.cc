@@ -53,9 +53,9 @@ std::string WithoutCookie(const std::string& header, const std::string& name) {
 }  // namespace
 
 bool KilnCredentialHeader(const std::string& name, const std::string& value) {
-  static const std::vector<std::string> kAlways = {"x-api-key", "x-kiln-preview-token",
-                                                   "x-runtime-preview-token", "x-access-token",
-                                                   "e2b-traffic-access-token"};
+  static const std::vector<std::string> kAlways = {
+      "x-api-key",      "x-kiln-preview-token",     "x-runtime-preview-token",
+      "x-access-token", "e2b-traffic-access-token", "x-daytona-preview-token"};
   if (Has(kAlways, name)) return true;
   if (name != "authorization") return false;
   // A kiln key (or E2B's spelling of one), valid or not: a guess at another

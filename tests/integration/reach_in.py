@@ -217,7 +217,8 @@ def _preview_creds(w):
     """Every preview credential and a kiln key in headers that are not the request's own
     credential, plus the test's own header and cookie."""
     return [("X-API-Key", w.b.secret), ("X-Kiln-Preview-Token", w.token),
-            ("X-Runtime-Preview-Token", w.token), ("X-App-Marker", "kept"),
+            ("X-Runtime-Preview-Token", w.token), ("X-Daytona-Preview-Token", w.token),
+            ("X-App-Marker", "kept"),
             ("Cookie", f"app=1; {COOKIE}={w.token}")]
 
 

@@ -8,6 +8,9 @@ import json
 import os
 import subprocess
 import textwrap
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -251,3 +254,43 @@ def test_a_snapshot_is_a_kiln_image_built_once_and_booted_by_name(daytona_python
     assert got["stamp"] == "from-snapshot\n", got
     assert got["gone"] == "not found", got
     assert got["volumes"][0] == 501 and "volumes" in got["volumes"][1], got
+
+
+def test_a_preview_link_lets_its_token_in_and_not_into_the_sandbox(daytona_python, daytona_env,
+                                                                    kilnd, api):
+    got = run(daytona_python, daytona_env, """
+        sandbox = daytona.create()
+        sandbox.process.create_session("web")
+        server = ("import http.server as h\\n"
+                  "class E(h.BaseHTTPRequestHandler):\\n"
+                  "  def do_GET(self):\\n"
+                  "    b = str(self.headers).encode()\\n"
+                  "    self.send_response(200); self.end_headers(); self.wfile.write(b)\\n"
+                  "h.HTTPServer(('127.0.0.1', 8000), E).serve_forever()")
+        sandbox.fs.upload_file(server.encode(), "/tmp/echo.py")
+        sandbox.process.execute_session_command("web", SessionExecuteRequest(
+            command="python3 /tmp/echo.py", run_async=True))
+        while sandbox.process.exec("python3 -c 'import socket; socket.create_connection("
+                                   "(\\"127.0.0.1\\", 8000))'").exit_code != 0:
+            time.sleep(0.2)
+        link = sandbox.get_preview_link(8000)
+        out({"id": sandbox.id, "url": link.url, "token": link.token})
+    """)
+    host = urllib.parse.urlsplit(got["url"]).netloc
+    assert host.startswith(f"8000-{got['id']}."), got
+
+    def visit(headers):
+        req = urllib.request.Request(kilnd.url + "/", headers={"Host": host, **headers})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    status, seen = visit({"X-Daytona-Preview-Token": got["token"], "X-App": "kept"})
+    assert status == 200, (status, seen)
+    assert "X-App: kept" in seen and got["token"] not in seen, seen
+    assert "daytona-preview-token" not in seen.lower(), seen
+    assert visit({})[0] == 401
+    assert visit({"X-Daytona-Preview-Token": "wrong"})[0] == 401
+    api.request("DELETE", f"/v1/sandboxes/{got['id']}")

@@ -6,6 +6,7 @@
 #include "api/errors.h"
 #include "api/validate.h"
 #include "common/time.h"
+#include "control/previews.h"
 #include "images/manager/built_images.h"
 #include "images/manager/image_manager.h"
 #include "images/manager/pulled_images.h"
@@ -62,6 +63,8 @@ std::optional<std::string> OnlyFrom(const std::string& dockerfile) {
 // that gives up sooner hangs up, which ends the wait; the build goes on,
 // and a later create boots what it made.
 constexpr std::chrono::minutes kImageWait{20};
+// A preview link's token lives a day, as kiln's own previews' by default.
+constexpr int64_t kPreviewTtlMs = 24LL * 3600 * 1000;
 
 // Names what `req` boots: a kiln image the caller reaches by that name,
 // else an OCI reference pulled once as the caller's own image.
@@ -176,6 +179,26 @@ void SetLabels(ApiContext& ctx, Exchange& ex) {
   ex.SendJson(200, json{{"labels", *labels}});
 }
 
+// Daytona's preview link: kiln's preview of the port (shared privately
+// for a day when it was not shared yet; an existing one kept as it is)
+// and a token, which the visitor sends as X-Daytona-Preview-Token.
+void PreviewLink(ApiContext& ctx, Exchange& ex) {
+  auto s = FindDaytona(ctx, ex);
+  const std::string& text = ex.params["port"];
+  int port = 0;
+  for (char c : text) port = (c >= '0' && c <= '9' && port < 100000) ? port * 10 + (c - '0') : -1;
+  if (text.empty() || port < 1 || port > 65535)
+    throw InvalidField("path.port", "must be a port, 1 to 65535");
+  if (!ctx.previews) throw ApiError(Unsupported("previews", "this kilnd serves no previews"));
+  ThrowIfError(s->RequireRunning());
+  auto p = ctx.previews->Find(s->id(), port);
+  if (!p) p = ValueOrThrow(ctx.previews->Share(s->id(), port, false, kPreviewTtlMs));
+  std::string token = p->is_public ? "" : control::Previews::Token(*p, NowMs() + p->ttl_ms);
+  ex.SendJson(200, json{{"sandboxId", s->id()},
+                        {"url", PreviewUrl(ctx.ports, s->id(), port)},
+                        {"token", token}});
+}
+
 void SetNetwork(ApiContext& ctx, Exchange& ex) {
   auto s = FindDaytona(ctx, ex);
   network::Policy policy = ReadNetwork(ex.JsonBody());
@@ -208,6 +231,8 @@ void AddDaytonaRoutes(Router& r, ApiContext& ctx) {
   r.Add("PUT", "/daytona/sandbox/{id}/labels", [&ctx](Exchange& ex) { SetLabels(ctx, ex); });
   r.Add("POST", "/daytona/sandbox/{id}/network-settings",
         [&ctx](Exchange& ex) { SetNetwork(ctx, ex); });
+  r.Add("GET", "/daytona/sandbox/{id}/ports/{port}/preview-url",
+        [&ctx](Exchange& ex) { PreviewLink(ctx, ex); });
   r.Add("GET", "/daytona/sandbox/{id}/toolbox-proxy-url", [&ctx](Exchange& ex) {
     (void)FindDaytona(ctx, ex);
     ex.SendJson(200, json{{"url", ToolboxUrl(ex)}});

@@ -18,7 +18,8 @@ using nlohmann::json;
 namespace {
 
 // Where a visitor's token may come from, besides the query of urlWithToken.
-constexpr const char* kTokenHeaders[] = {"x-kiln-preview-token", "x-runtime-preview-token"};
+constexpr const char* kTokenHeaders[] = {"x-kiln-preview-token", "x-runtime-preview-token",
+                                         "x-daytona-preview-token"};
 constexpr const char* kTokenCookie = kPreviewTokenCookie;
 constexpr const char* kTokenQuery = kPreviewTokenQuery;
 
