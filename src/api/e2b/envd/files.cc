@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "api/e2b/envd/gunzip.h"
-#include "api/multipart.h"
 #include "api/e2b/envd/rpc.h"
 #include "api/errors.h"
+#include "api/multipart.h"
 #include "api/utf8.h"
 
 namespace kiln::api::e2b {
