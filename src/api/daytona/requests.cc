@@ -76,6 +76,15 @@ int ShapeField(FieldReader& f, const char* name, const contract::IntField& mib, 
   return v ? static_cast<int>(*v * per_unit) : static_cast<int>(mib.def);
 }
 
+// An exec's or a code run's `envs` and `timeout` (seconds; none or 0 is
+// Daytona's "no timeout": kiln's longest command).
+void ReadEnvsAndTimeout(FieldReader& f, ExecRequest& r) {
+  if (auto envs = f.StringMap("envs", kEnvMax, kEnvKeyMax, contract::kCommandEnvValueMax))
+    r.command.env = *envs;
+  int64_t timeout = f.Int("timeout", 0, contract::kExecTimeoutMs.max / 1000).value_or(0);
+  r.options.timeout_ms = timeout > 0 ? timeout * 1000 : contract::kExecTimeoutMs.max;
+}
+
 }  // namespace
 
 network::Policy ReadNetwork(const json& body, const std::string& prefix) {
@@ -157,11 +166,7 @@ ExecRequest ReadExecute(const json& body) {
   // Daytona's daemon runs the command with a shell.
   r.command.command = command.value_or("");
   if (auto cwd = f.String("cwd", kPathMax); cwd && !cwd->empty()) r.command.cwd = *cwd;
-  if (auto envs = f.StringMap("envs", kEnvMax, kEnvKeyMax, contract::kCommandEnvValueMax))
-    r.command.env = *envs;
-  // Seconds; none or 0 is Daytona's "no timeout": kiln's longest command.
-  int64_t timeout = f.Int("timeout", 0, contract::kExecTimeoutMs.max / 1000).value_or(0);
-  r.options.timeout_ms = timeout > 0 ? timeout * 1000 : contract::kExecTimeoutMs.max;
+  ReadEnvsAndTimeout(f, r);
   f.Finish();
   return r;
 }
@@ -187,10 +192,7 @@ ExecRequest ReadCodeRun(const json& body) {
   if (!argv.empty() && r.command.argv) {  // the program's sys.argv[1:] / process.argv
     r.command.argv->insert(r.command.argv->end(), argv.begin(), argv.end());
   }
-  if (auto envs = f.StringMap("envs", kEnvMax, kEnvKeyMax, contract::kCommandEnvValueMax))
-    r.command.env = *envs;
-  int64_t timeout = f.Int("timeout", 0, contract::kExecTimeoutMs.max / 1000).value_or(0);
-  r.options.timeout_ms = timeout > 0 ? timeout * 1000 : contract::kExecTimeoutMs.max;
+  ReadEnvsAndTimeout(f, r);
   f.Finish();
   return r;
 }
