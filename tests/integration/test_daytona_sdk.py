@@ -148,6 +148,11 @@ def test_files_one_by_one_and_in_bulk(daytona_python, daytona_env):
         fs.delete_file("/tmp/a/big.bin")
         after = sorted(f.name for f in fs.list_files("/tmp/a"))
         try:
+            fs.upload_file(b"x" * (256 * 1024 * 1024 + 1), "/tmp/a/huge.bin")
+            huge = "written"
+        except DaytonaError as e:
+            huge = str(e)
+        try:
             fs.download_file("/tmp/a/none")
             missing = "found"
         except DaytonaError as e:
@@ -155,13 +160,14 @@ def test_files_one_by_one_and_in_bulk(daytona_python, daytona_env):
         sandbox.delete()
         out({"one": one, "two": got["/tmp/a/two.txt"][0], "big": got["/tmp/a/big.bin"][0],
              "none": got["/tmp/a/none"][1] is not None, "size": info.size, "dir": info.is_dir,
-             "names": names, "after": after, "missing": missing})
+             "names": names, "after": after, "missing": missing, "huge": huge})
     """)
     assert got["one"] == "one\n" and got["two"] == 3 and got["big"] == 256 * 4096, got
     assert got["none"] and got["size"] == 256 * 4096 and not got["dir"], got
     assert got["names"] == ["big.bin", "sub", "two.txt"], got
     assert got["after"] == ["sub"], got
     assert got["missing"] == "DaytonaFileNotFoundError", got
+    assert "413" in got["huge"] and "256 MiB" in got["huge"], got
 
 
 def test_stop_start_keeps_processes_and_another_keys_sandbox_is_not_found(

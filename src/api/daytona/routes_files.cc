@@ -18,6 +18,9 @@ using nlohmann::json;
 namespace {
 
 constexpr int kUploadMode = 0644;
+// A file's bytes at most, as kiln's own files/content takes: a body is
+// written into the sandbox as it streams, so this bounds one file's write.
+constexpr uint64_t kMaxFile = 256ull << 20;
 constexpr int kDownloadPieceMs = 60000;
 
 std::string InSandbox(const control::Sandbox& s, const std::string& path) {
@@ -62,6 +65,7 @@ class BulkUpload final : public MultipartReader::Handler {
       if (slash != std::string::npos && slash > 0)
         ValueOrThrow(io_.Mkdir(current_.substr(0, slash), true));
       upload_.emplace(io_.WriteFile(current_, kUploadMode));
+      file_bytes_ = 0;
     } catch (const ApiError& e) {
       return e.status();
     }
@@ -74,7 +78,11 @@ class BulkUpload final : public MultipartReader::Handler {
       field_.append(bytes);
       return Status::Ok();
     }
-    return upload_ ? upload_->Write(bytes) : Status::Ok();
+    if (!upload_) return Status::Ok();
+    file_bytes_ += bytes.size();
+    if (file_bytes_ > kMaxFile)
+      return Status(Code::kPayloadTooLarge, current_ + ": files are at most 256 MiB");
+    return upload_->Write(bytes);
   }
   Status OnPartEnd() override {
     if (reading_path_) {
@@ -110,6 +118,7 @@ class BulkUpload final : public MultipartReader::Handler {
   std::map<int, std::string> paths_;
   std::string field_, current_;
   int path_index_ = 0;
+  uint64_t file_bytes_ = 0;
   bool reading_path_ = false;
   std::optional<io::FileUpload> upload_;
   int written_ = 0;
